@@ -1,0 +1,36 @@
+// Command kaimon-agentd is kaimon's daemon: it owns agent sessions, their
+// event logs and the control socket the kaimon CLI talks to.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kaimon/kaimon/internal/daemon"
+	"github.com/kaimon/kaimon/internal/version"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "--version", "-v", "version":
+			fmt.Println("kaimon-agentd", version.String())
+			return
+		default:
+			fmt.Fprintf(os.Stderr, "usage: kaimon-agentd [--version]\n\nkaimon-agentd takes no arguments; configure it with KAIMON_HOME, KAIMON_SOCK_DIR, KAIMON_CACHE_DIR, KAIMON_CONFIG (see man kaimon).\nUsually `kaimon` starts it for you, or `kaimon daemon start`.\n")
+			os.Exit(2)
+		}
+	}
+	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+	log.SetPrefix("kaimon-agentd: ")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := daemon.Run(ctx); err != nil {
+		log.Printf("%v", err)
+		os.Exit(1)
+	}
+}

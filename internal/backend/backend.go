@@ -1,0 +1,76 @@
+// Package backend defines the one interface every agent backend implements
+// (claude CLI, ACP, local models), so that the session manager, the event
+// log, the bus and the MCP tools know nothing of vendors.
+package backend
+
+import (
+	"context"
+	"errors"
+
+	"github.com/kaimon/kaimon/internal/event"
+)
+
+// Options are agent_open's options as a backend sees them, validated and
+// with defaults applied by the session manager.
+type Options struct {
+	ID             string
+	Cwd            string
+	Model          string // as given, e.g. "sonnet/high" or "claude-sonnet-5"
+	Effort         string
+	Permission     string // preset name
+	PermissionMode string
+	AllowedTools   []string
+	Only           bool
+	// DisallowedTools nil means "the default recursion guard"; an empty,
+	// non-nil slice means "no guard" (nested agents allowed).
+	DisallowedTools []string
+	MCPConfig       string
+	SystemPrompt    string
+
+	// CacheDir is where the backend keeps per-agent files (stderr log,
+	// generated configs).
+	CacheDir string
+	// Env is the environment the agent process starts with (the daemon's,
+	// plus KAIMON_AGENT_SESSION).
+	Env []string
+}
+
+// Sink receives what a backend observes. Emit may be called from any one
+// goroutine of the backend at a time; Exited is called once, last.
+type Sink interface {
+	Emit(ev event.Event)
+	// Exited says the agent process is gone; err describes how (nil for a
+	// clean exit requested by Close).
+	Exited(err error)
+}
+
+// Info is what a backend knows about its live session.
+type Info struct {
+	SessionID     string
+	Transcript    string
+	Model         string
+	QueuesPrompts bool
+}
+
+// Backend is one live agent process.
+type Backend interface {
+	// Start spawns the agent and returns once it is ready for a turn, or
+	// with an error (the process is then already gone).
+	Start(ctx context.Context) error
+	// Send writes a user turn numbered turn. The backend emits the turn's
+	// events, all carrying that number, user_text and turn_started first,
+	// result last.
+	Send(turn int, text string) error
+	// Interrupt cancels the turn in flight; false if none was or the agent
+	// did not acknowledge.
+	Interrupt(ctx context.Context) (bool, error)
+	// SetModel repoints the live agent at another model, keeping its
+	// conversation; false if the agent refused or cannot.
+	SetModel(ctx context.Context, model string) (bool, error)
+	// Close stops the agent: gently, then hard, the whole process group.
+	Close() error
+	Info() Info
+}
+
+// ErrNotFound is wrapped by Start when the agent program cannot be found.
+var ErrNotFound = errors.New("agent program not found")

@@ -1,0 +1,666 @@
+// Package cli is the kaimon command line: a thin client of kaimon-agentd
+// whose commands are built from the verb table. Output is for people by
+// default (short, aligned, coloured on a TTY, NO_COLOR honoured) and exactly
+// the verb's JSON return with --json.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fatih/color"
+	"github.com/urfave/cli/v2"
+
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/client"
+	"github.com/kaimon/kaimon/internal/verbs"
+	"github.com/kaimon/kaimon/internal/version"
+)
+
+// Exit codes, stable and documented in `kaimon --help` and the man page.
+const (
+	ExitOK         = 0
+	ExitError      = 1
+	ExitUsage      = 2
+	ExitTurnFailed = 3 // the agent ended the turn with an error (or died in it)
+	ExitTimeout    = 4 // the turn did not end within --timeout
+)
+
+const exitCodesHelp = `EXIT CODES:
+   0  ok
+   1  error (bad argument, unknown agent, daemon unreachable, …)
+   2  usage (wrong command line)
+   3  the agent's turn failed (API error, crash, interrupted)
+   4  the turn did not end within --timeout (the agent keeps working)`
+
+// usageError marks an error in the command line itself.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// Main runs the CLI with os.Args and returns the exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+}
+
+// Run runs the CLI with args and streams; for tests.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	app := NewApp()
+	app.Reader, app.Writer, app.ErrWriter = stdin, stdout, stderr
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return ExitOK
+	}
+	return report(err, stderr)
+}
+
+// report prints err for a person and maps it to an exit code.
+func report(err error, stderr io.Writer) int {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "kaimon: %s\nRun 'kaimon --help' for usage.\n", ue.msg)
+		return ExitUsage
+	}
+	var je *jsonReported
+	if errors.As(err, &je) {
+		return exitFor(je.err)
+	}
+	fmt.Fprintf(stderr, "kaimon: %s\n", err)
+	return exitFor(err)
+}
+
+func exitFor(err error) int {
+	var ve *verbs.Error
+	if errors.As(err, &ve) {
+		switch ve.Code {
+		case verbs.CodeTurnFailed:
+			return ExitTurnFailed
+		case verbs.CodeTimeout:
+			return ExitTimeout
+		}
+	}
+	return ExitError
+}
+
+// jsonReported is an error already printed as JSON.
+type jsonReported struct{ err error }
+
+func (e *jsonReported) Error() string { return e.err.Error() }
+
+// NewApp builds the command tree; main, the man page and the completions are
+// all made from it.
+func NewApp() *cli.App {
+	app := &cli.App{
+		Name:    "kaimon",
+		Usage:   "drive headless coding agents from shells, CI jobs and other agents",
+		Version: version.String(),
+		Description: "kaimon opens AI agent sessions (the claude CLI) owned by the kaimon-agentd daemon, sends them turns, " +
+			"and reads their normalized {kind, turn, data} events. It starts the daemon when it is not running.\n\n" +
+			"   id=$(kaimon open .)\n   kaimon run $id 'summarize the failing tests'\n   kaimon status $id\n   kaimon close $id\n\n" + exitCodesHelp,
+		EnableBashCompletion: true,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "no-autostart", Usage: "fail instead of starting kaimon-agentd when it is not running", EnvVars: []string{"KAIMON_NO_AUTOSTART"}},
+		},
+		OnUsageError: func(c *cli.Context, err error, isSub bool) error {
+			return usagef("%v", err)
+		},
+		CommandNotFound: func(c *cli.Context, name string) {
+			fmt.Fprintf(c.App.ErrWriter, "kaimon: unknown command %q\nRun 'kaimon --help' for usage.\n", name)
+			cli.OsExiter(ExitUsage)
+		},
+		ExitErrHandler: func(c *cli.Context, err error) {}, // report() maps errors to codes
+		Commands: []*cli.Command{
+			openCmd(), sendCmd(), runCmd(), outputCmd(), statusCmd(), listCmd(),
+			interruptCmd(), setModelCmd(), closeCmd(), daemonCmd(), completionCmd(),
+		},
+	}
+	for _, c := range app.Commands {
+		c.OnUsageError = app.OnUsageError
+	}
+	return app
+}
+
+func newClient(c *cli.Context) (*client.Client, error) {
+	cl, err := client.New()
+	if err != nil {
+		return nil, err
+	}
+	if c.Bool("no-autostart") {
+		cl.NoAutostart = true
+	}
+	return cl, nil
+}
+
+var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print exactly the verb's JSON return"}
+
+// verbCmd fills a command's name and help from the verb table.
+func verbCmd(name string, cmd *cli.Command) *cli.Command {
+	v := verbs.ByName(name)
+	cmd.Name = v.CLI
+	cmd.Usage = v.Summary
+	desc := v.Doc + "\n\nWith --json it prints the " + v.Name + " return: " + v.Returns
+	if cmd.Description != "" {
+		desc = cmd.Description + "\n\n" + desc
+	}
+	cmd.Description = desc
+	cmd.Flags = append(cmd.Flags, jsonFlag)
+	return cmd
+}
+
+// emit prints a verb's result: as JSON with --json, else via human.
+func emit(c *cli.Context, res any, human func(w io.Writer)) error {
+	if c.Bool("json") {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(c.App.Writer, "%s\n", b)
+		return err
+	}
+	human(c.App.Writer)
+	return nil
+}
+
+// fail reports a verb error; with --json as the API's JSON error object on
+// stderr, so a script can parse both streams.
+func fail(c *cli.Context, err error) error {
+	if c.Bool("json") {
+		var ve *verbs.Error
+		if !errors.As(err, &ve) {
+			ve = &verbs.Error{Code: verbs.CodeInternal, Message: err.Error()}
+		}
+		b, _ := json.Marshal(ve)
+		fmt.Fprintf(c.App.ErrWriter, "%s\n", b)
+		return &jsonReported{err: err}
+	}
+	return err
+}
+
+func needArgs(c *cli.Context, n int, names string) error {
+	if c.NArg() != n {
+		return usagef("%s takes %s (got %d argument(s))", c.Command.Name, names, c.NArg())
+	}
+	return nil
+}
+
+func openFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "model alias or id, optionally with /low|/medium|/high effort", Value: verbs.DefaultModel},
+		&cli.StringFlag{Name: "effort", Usage: "thinking effort: " + strings.Join(backend.Efforts, "|")},
+		&cli.StringFlag{Name: "permission", Aliases: []string{"p"}, Usage: "permission preset: " + strings.Join(backend.PresetNames, "|"), Value: verbs.DefaultPermission},
+		&cli.StringFlag{Name: "permission-mode", Usage: "override the preset's claude permission mode: " + strings.Join(backend.PermissionModes, "|")},
+		&cli.StringSliceFlag{Name: "allow", Usage: "allow a tool (repeatable); composes with the preset"},
+		&cli.BoolFlag{Name: "only", Usage: "make the --allow tools the agent's whole tool set"},
+		&cli.StringSliceFlag{Name: "disallow", Usage: "forbid a tool (repeatable); replaces the default recursion guard"},
+		&cli.BoolFlag{Name: "no-recursion-guard", Usage: "allow the agent to open and drive agents itself (disallowed_tools = [])"},
+		&cli.StringFlag{Name: "mcp-config", Usage: "--mcp-config JSON file for the agent"},
+		&cli.StringFlag{Name: "system-prompt", Usage: "text appended to the agent's system prompt"},
+		&cli.StringFlag{Name: "id", Usage: "agent id to use (reopening a dead id reuses its slot)"},
+	}
+}
+
+func openArgs(c *cli.Context, dir string) (*verbs.OpenArgs, error) {
+	a := &verbs.OpenArgs{
+		Cwd: dir, Model: c.String("model"), Effort: c.String("effort"),
+		Permission: c.String("permission"), PermissionMode: c.String("permission-mode"),
+		AllowedTools: c.StringSlice("allow"), Only: c.Bool("only"),
+		MCPConfig: c.String("mcp-config"), SystemPrompt: c.String("system-prompt"), ID: c.String("id"),
+	}
+	if c.Bool("no-recursion-guard") && c.IsSet("disallow") {
+		return nil, usagef("--no-recursion-guard and --disallow contradict each other: pick one")
+	}
+	if c.Bool("no-recursion-guard") {
+		empty := []string{}
+		a.DisallowedTools = &empty
+	} else if c.IsSet("disallow") {
+		d := c.StringSlice("disallow")
+		a.DisallowedTools = &d
+	}
+	if a.MCPConfig != "" {
+		if abs, err := absPath(a.MCPConfig); err == nil {
+			a.MCPConfig = abs
+		}
+	}
+	abs, err := absPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	a.Cwd = abs
+	return a, nil
+}
+
+func openCmd() *cli.Command {
+	return verbCmd("agent_open", &cli.Command{
+		ArgsUsage:   "[DIR]",
+		Description: "Prints the new agent's id alone, so that id=$(kaimon open .) works. DIR defaults to the current directory.",
+		Flags:       openFlags(),
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 1 {
+				return usagef("open takes at most one DIR (got %d arguments)", c.NArg())
+			}
+			dir := "."
+			if c.NArg() == 1 {
+				dir = c.Args().First()
+			}
+			a, err := openArgs(c, dir)
+			if err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			res, err := cl.Open(c.Context, a)
+			if err != nil {
+				return fail(c, err)
+			}
+			return emit(c, res, func(w io.Writer) { fmt.Fprintln(w, res.AgentID) })
+		},
+	})
+}
+
+func readText(c *cli.Context, s string) (string, error) {
+	if s != "-" {
+		return s, nil
+	}
+	b, err := io.ReadAll(c.App.Reader)
+	if err != nil {
+		return "", fmt.Errorf("reading the text from stdin: %w", err)
+	}
+	return string(b), nil
+}
+
+func sendCmd() *cli.Command {
+	return verbCmd("agent_send", &cli.Command{
+		ArgsUsage:   "ID TEXT",
+		Description: "TEXT - reads the text from stdin. Prints the turn number.",
+		Action: func(c *cli.Context) error {
+			if err := needArgs(c, 2, "ID TEXT"); err != nil {
+				return err
+			}
+			text, err := readText(c, c.Args().Get(1))
+			if err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			res, err := cl.Send(c.Context, &verbs.SendArgs{AgentID: c.Args().Get(0), Text: text})
+			if err != nil {
+				return fail(c, err)
+			}
+			return emit(c, res, func(w io.Writer) { fmt.Fprintln(w, res.Turn) })
+		},
+	})
+}
+
+func runCmd() *cli.Command {
+	flags := append([]cli.Flag{
+		&cli.DurationFlag{Name: "timeout", Usage: "how long to wait for the turn to end", Value: time.Duration(verbs.DefaultTimeout) * time.Second},
+		&cli.StringFlag{Name: "C", Usage: "open a throwaway agent in `DIR`, run one turn, close it"},
+	}, openFlags()...)
+	return verbCmd("agent_run", &cli.Command{
+		ArgsUsage: "ID TEXT | -C DIR TEXT",
+		Description: "Prints the assistant's final text of the turn. Exits 3 if the turn failed, 4 on timeout " +
+			"(the partial text is printed, and the agent keeps working). TEXT - reads stdin.\n" +
+			"With -C DIR (no ID) it opens an agent in DIR with the open flags, runs one turn, and closes it.",
+		Flags: flags,
+		Action: func(c *cli.Context) error {
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			timeout := c.Duration("timeout")
+			if timeout <= 0 {
+				return usagef("--timeout must be positive")
+			}
+			var id, textArg string
+			oneShot := c.IsSet("C")
+			if oneShot {
+				if err := needArgs(c, 1, "TEXT with -C DIR"); err != nil {
+					return err
+				}
+				textArg = c.Args().Get(0)
+			} else {
+				if err := needArgs(c, 2, "ID TEXT (or -C DIR TEXT)"); err != nil {
+					return err
+				}
+				id, textArg = c.Args().Get(0), c.Args().Get(1)
+			}
+			text, err := readText(c, textArg)
+			if err != nil {
+				return err
+			}
+			if oneShot {
+				a, err := openArgs(c, c.String("C"))
+				if err != nil {
+					return err
+				}
+				res, err := cl.Open(c.Context, a)
+				if err != nil {
+					return fail(c, err)
+				}
+				id = res.AgentID
+				defer func() {
+					// Close even when the caller was interrupted.
+					ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+					defer cancel()
+					_, _ = cl.Close(ctx, &verbs.CloseArgs{AgentID: id})
+				}()
+			}
+			res, err := cl.Run(c.Context, &verbs.RunArgs{AgentID: id, Text: text, Timeout: timeout.Seconds()})
+			if err != nil {
+				var ve *verbs.Error
+				if !c.Bool("json") && errors.As(err, &ve) && ve.Text != "" {
+					fmt.Fprintln(c.App.Writer, ve.Text)
+				}
+				return fail(c, err)
+			}
+			return emit(c, res, func(w io.Writer) { fmt.Fprintln(w, res.Text) })
+		},
+	})
+}
+
+func outputCmd() *cli.Command {
+	return verbCmd("agent_output", &cli.Command{
+		ArgsUsage: "ID",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "turn", Usage: "turn number (default: the latest)"},
+			&cli.StringFlag{Name: "which", Usage: "last_message | full_turn | all", Value: verbs.DefaultWhich},
+			&cli.BoolFlag{Name: "include-tools", Usage: "interleave one-line tool call summaries (full_turn, all)"},
+			&cli.IntFlag{Name: "max-chars", Usage: "cut the text to N characters", Value: verbs.DefaultMaxChars},
+		},
+		Action: func(c *cli.Context) error {
+			if err := needArgs(c, 1, "ID"); err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			res, err := cl.Output(c.Context, &verbs.OutputArgs{AgentID: c.Args().First(), Turn: c.Int("turn"),
+				Which: c.String("which"), IncludeTools: c.Bool("include-tools"), MaxChars: c.Int("max-chars")})
+			if err != nil {
+				return fail(c, err)
+			}
+			return emit(c, res, func(w io.Writer) {
+				fmt.Fprintln(w, res.Text)
+				if !res.Done {
+					fmt.Fprintf(c.App.ErrWriter, "(turn %d still running: partial output)\n", res.Turn)
+				}
+				if res.Truncated {
+					fmt.Fprintf(c.App.ErrWriter, "(truncated: %d characters dropped; raise --max-chars)\n", res.DroppedChars)
+				}
+			})
+		},
+	})
+}
+
+func statusColor(s string) string {
+	switch s {
+	case "idle":
+		return color.GreenString(s)
+	case "working":
+		return color.YellowString(s)
+	case "starting":
+		return color.CyanString(s)
+	case "dead":
+		return color.New(color.Faint).Sprint(s)
+	}
+	return s
+}
+
+func statusCmd() *cli.Command {
+	return verbCmd("agent_status", &cli.Command{
+		ArgsUsage: "ID",
+		Action: func(c *cli.Context) error {
+			if err := needArgs(c, 1, "ID"); err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			st, err := cl.Status(c.Context, &verbs.StatusArgs{AgentID: c.Args().First()})
+			if err != nil {
+				return fail(c, err)
+			}
+			return emit(c, st, func(w io.Writer) {
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+				row("status", statusColor(st.Status))
+				row("model", st.Model)
+				row("cwd", st.Cwd)
+				row("turn", fmt.Sprint(st.Turn))
+				row("usage", fmt.Sprintf("in %d  out %d  cache read %d  cache write %d", st.Usage.InputTokens, st.Usage.OutputTokens, st.Usage.CacheReadTokens, st.Usage.CacheCreationTokens))
+				row("created", st.CreatedAt)
+				row("last activity", st.LastActivity)
+				row("session", st.SessionID)
+				row("transcript", st.Transcript)
+				row("event log", st.EventLog)
+				row("queues prompts", fmt.Sprint(st.QueuesPrompts))
+				tw.Flush()
+			})
+		},
+	})
+}
+
+func listCmd() *cli.Command {
+	return verbCmd("agent_list", &cli.Command{
+		Action: func(c *cli.Context) error {
+			if err := needArgs(c, 0, "no arguments"); err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			res, err := cl.List(c.Context, &verbs.ListArgs{})
+			if err != nil {
+				return fail(c, err)
+			}
+			return emit(c, res, func(w io.Writer) {
+				if len(res.Agents) == 0 {
+					fmt.Fprintln(c.App.ErrWriter, "no agents (open one with `kaimon open DIR`)")
+					return
+				}
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tSTATUS\tMODEL\tTURN\tTOKENS IN/OUT\tCWD")
+				for _, a := range res.Agents {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\n", a.AgentID, statusColor(a.Status.Status), a.Model, a.Turn,
+						a.Usage.InputTokens, a.Usage.OutputTokens, a.Cwd)
+				}
+				tw.Flush()
+			})
+		},
+	})
+}
+
+func interruptCmd() *cli.Command {
+	return verbCmd("agent_interrupt", &cli.Command{
+		ArgsUsage: "ID",
+		Action: func(c *cli.Context) error {
+			if err := needArgs(c, 1, "ID"); err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			res, err := cl.Interrupt(c.Context, &verbs.InterruptArgs{AgentID: c.Args().First()})
+			if err != nil {
+				return fail(c, err)
+			}
+			return emit(c, res, func(w io.Writer) {
+				if res.Interrupted {
+					fmt.Fprintln(w, "interrupted")
+				} else {
+					fmt.Fprintln(w, "nothing to interrupt")
+				}
+			})
+		},
+	})
+}
+
+func setModelCmd() *cli.Command {
+	return verbCmd("agent_set_model", &cli.Command{
+		ArgsUsage: "ID MODEL",
+		Action: func(c *cli.Context) error {
+			if err := needArgs(c, 2, "ID MODEL"); err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			res, err := cl.SetModel(c.Context, &verbs.SetModelArgs{AgentID: c.Args().Get(0), Model: c.Args().Get(1)})
+			if err != nil {
+				return fail(c, err)
+			}
+			return emit(c, res, func(w io.Writer) {
+				if res.Switched {
+					fmt.Fprintln(w, "switched")
+				} else {
+					fmt.Fprintln(w, "not switched (the agent refused; close and reopen it with --model)")
+				}
+			})
+		},
+	})
+}
+
+func closeCmd() *cli.Command {
+	return verbCmd("agent_close", &cli.Command{
+		ArgsUsage: "ID",
+		Action: func(c *cli.Context) error {
+			if err := needArgs(c, 1, "ID"); err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			res, err := cl.Close(c.Context, &verbs.CloseArgs{AgentID: c.Args().First()})
+			if err != nil {
+				return fail(c, err)
+			}
+			return emit(c, res, func(w io.Writer) {
+				if res.Closed {
+					fmt.Fprintln(w, "closed")
+				} else {
+					fmt.Fprintln(w, "already closed")
+				}
+			})
+		},
+	})
+}
+
+func daemonCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "daemon",
+		Usage: "Start, stop or show kaimon-agentd",
+		Subcommands: []*cli.Command{
+			{
+				Name: "start", Usage: "start kaimon-agentd in the background (no-op if running)",
+				Action: func(c *cli.Context) error {
+					cl, err := newClient(c)
+					if err != nil {
+						return err
+					}
+					if st, err := cl.Ping(c.Context); err == nil {
+						fmt.Fprintf(c.App.Writer, "kaimon-agentd already running (pid %d, %s)\n", st.PID, st.Socket)
+						return nil
+					}
+					if err := cl.StartDaemon(c.Context); err != nil {
+						return err
+					}
+					st, err := cl.Ping(c.Context)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(c.App.Writer, "kaimon-agentd started (pid %d, %s)\n", st.PID, st.Socket)
+					return nil
+				},
+			},
+			{
+				Name: "stop", Usage: "stop kaimon-agentd, closing every live agent",
+				Action: func(c *cli.Context) error {
+					cl, err := newClient(c)
+					if err != nil {
+						return err
+					}
+					stopped, err := cl.StopDaemon(c.Context)
+					if err != nil {
+						return err
+					}
+					if stopped {
+						fmt.Fprintln(c.App.Writer, "kaimon-agentd stopped")
+					} else {
+						fmt.Fprintln(c.App.Writer, "kaimon-agentd was not running")
+					}
+					return nil
+				},
+			},
+			{
+				Name: "status", Usage: "show whether kaimon-agentd runs (exit 1 if not)",
+				Flags: []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					cl, err := newClient(c)
+					if err != nil {
+						return err
+					}
+					st, err := cl.Ping(c.Context)
+					if err != nil {
+						return fail(c, err)
+					}
+					return emit(c, st, func(w io.Writer) {
+						tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+						fmt.Fprintf(tw, "pid\t%d\nversion\t%s\nsocket\t%s\ncache\t%s\nstarted\t%s\nagents\t%d live, %d dead\n",
+							st.PID, st.Version, st.Socket, st.CacheDir, st.StartedAt, st.Live, st.Dead)
+						tw.Flush()
+					})
+				},
+			},
+		},
+	}
+}
+
+func completionCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "completion",
+		Usage:     "Print a shell completion script (bash, zsh or fish)",
+		ArgsUsage: "bash|zsh|fish",
+		Action: func(c *cli.Context) error {
+			if err := needArgs(c, 1, "one shell: bash, zsh or fish"); err != nil {
+				return err
+			}
+			s, err := Completion(c.App, c.Args().First())
+			if err != nil {
+				return usagef("%v", err)
+			}
+			_, err = io.WriteString(c.App.Writer, s)
+			return err
+		},
+	}
+}
+
+func absPath(p string) (string, error) {
+	if p == "" {
+		return p, nil
+	}
+	return filepath.Abs(p)
+}

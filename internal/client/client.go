@@ -1,0 +1,283 @@
+// Package client is the CLI's (and `kaimon mcp`'s) client of kaimon-agentd:
+// one method per verb over HTTP on the unix socket, API errors decoded into
+// *verbs.Error, and the daemon started on demand when it is not running.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/server"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// Client talks to one daemon. Its zero value uses the default paths and
+// auto-starts the daemon.
+type Client struct {
+	Paths config.Paths
+	// NoAutostart makes an absent daemon an error instead of starting it.
+	NoAutostart bool
+	// DaemonBin is the kaimon-agentd to start; default: KAIMON_AGENTD_BIN,
+	// else beside this executable, else on PATH.
+	DaemonBin string
+
+	hc *http.Client
+}
+
+// New returns a client for the paths the environment names.
+func New() (*Client, error) {
+	p, err := config.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Paths: p, NoAutostart: os.Getenv("KAIMON_NO_AUTOSTART") == "1"}, nil
+}
+
+// DaemonDownError says the daemon could not be reached.
+type DaemonDownError struct {
+	Socket string
+	Err    error
+	Hint   string
+}
+
+func (e *DaemonDownError) Error() string {
+	return fmt.Sprintf("kaimon-agentd is not running (socket %s): %v; %s", e.Socket, e.Err, e.Hint)
+}
+
+func (e *DaemonDownError) Unwrap() error { return e.Err }
+
+func (c *Client) http() *http.Client {
+	if c.hc == nil {
+		sock := c.Paths.Socket()
+		c.hc = &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", sock)
+			},
+			DisableCompression: true,
+		}}
+	}
+	return c.hc
+}
+
+// Do sends one request to path with body (nil for GET) and decodes the JSON
+// answer into out. A non-2xx answer is returned as *verbs.Error.
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	var b []byte
+	if body != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			return err
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		if b != nil {
+			rd = bytes.NewReader(b)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, "http://kaimon"+path, rd)
+		if err != nil {
+			return err
+		}
+		if b != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := c.http().Do(req)
+		if err != nil {
+			if attempt == 0 && isDown(err) {
+				if err := c.ensureDaemon(ctx, err); err != nil {
+					return err
+				}
+				continue
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &DaemonDownError{Socket: c.Paths.Socket(), Err: err, Hint: "is kaimon-agentd running? try `kaimon daemon status`"}
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return fmt.Errorf("reading the daemon's answer: %w", err)
+		}
+		if resp.StatusCode/100 != 2 {
+			var e verbs.Error
+			if json.Unmarshal(data, &e) != nil || e.Message == "" {
+				return &verbs.Error{Code: verbs.CodeInternal, Message: fmt.Sprintf("daemon answered %s: %s", resp.Status, bytes.TrimSpace(data))}
+			}
+			return &e
+		}
+		if out == nil {
+			return nil
+		}
+		return json.Unmarshal(data, out)
+	}
+}
+
+func isDown(err error) bool {
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// Ping reports whether a daemon answers, without starting one.
+func (c *Client) Ping(ctx context.Context) (*server.DaemonStatus, error) {
+	saved := c.NoAutostart
+	c.NoAutostart = true
+	defer func() { c.NoAutostart = saved }()
+	var st server.DaemonStatus
+	if err := c.Do(ctx, "GET", "/v1/daemon", nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// ensureDaemon starts the daemon when allowed and waits for its socket.
+func (c *Client) ensureDaemon(ctx context.Context, cause error) error {
+	if c.NoAutostart {
+		return &DaemonDownError{Socket: c.Paths.Socket(), Err: cause,
+			Hint: "start it with `kaimon daemon start` (autostart is off: --no-autostart or KAIMON_NO_AUTOSTART=1)"}
+	}
+	return c.StartDaemon(ctx)
+}
+
+// DaemonPath finds the kaimon-agentd binary.
+func (c *Client) DaemonPath() (string, error) {
+	if c.DaemonBin != "" {
+		return c.DaemonBin, nil
+	}
+	if b := os.Getenv("KAIMON_AGENTD_BIN"); b != "" {
+		return b, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "kaimon-agentd")
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("kaimon-agentd")
+	if err != nil {
+		return "", fmt.Errorf("cannot find kaimon-agentd beside kaimon or on PATH (set KAIMON_AGENTD_BIN): %w", err)
+	}
+	return p, nil
+}
+
+// StartDaemon starts kaimon-agentd detached (its own session, output to
+// <cache>/agentd.log) and waits until its socket answers.
+func (c *Client) StartDaemon(ctx context.Context) error {
+	bin, err := c.DaemonPath()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.Paths.CacheDir, 0o700); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(c.Paths.DaemonLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if conn, err := net.Dial("unix", c.Paths.Socket()); err == nil {
+			conn.Close()
+			return nil
+		}
+		select {
+		case err := <-exited:
+			// Another client may have started it first: then its socket
+			// answers shortly.
+			if conn, derr := net.DialTimeout("unix", c.Paths.Socket(), 2*time.Second); derr == nil {
+				conn.Close()
+				return nil
+			}
+			return fmt.Errorf("kaimon-agentd exited at start (%v); see %s", err, c.Paths.DaemonLog())
+		case <-deadline.C:
+			return fmt.Errorf("kaimon-agentd did not open %s within 15s; see %s", c.Paths.Socket(), c.Paths.DaemonLog())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// StopDaemon asks the daemon to stop and waits for its socket to go away.
+func (c *Client) StopDaemon(ctx context.Context) (bool, error) {
+	if _, err := c.Ping(ctx); err != nil {
+		var d *DaemonDownError
+		if errors.As(err, &d) {
+			return false, nil
+		}
+		return false, err
+	}
+	if err := c.Do(ctx, "POST", "/v1/daemon/stop", struct{}{}, nil); err != nil {
+		return false, err
+	}
+	for i := 0; i < 300; i++ {
+		if _, err := os.Stat(c.Paths.Socket()); errors.Is(err, os.ErrNotExist) {
+			return true, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true, fmt.Errorf("kaimon-agentd did not stop within 15s")
+}
+
+func call[R any](c *Client, ctx context.Context, name string, args any) (*R, error) {
+	v := verbs.ByName(name)
+	var out R
+	if err := c.Do(ctx, "POST", v.Route(), args, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func (c *Client) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResult, error) {
+	return call[verbs.OpenResult](c, ctx, "agent_open", a)
+}
+func (c *Client) Send(ctx context.Context, a *verbs.SendArgs) (*verbs.SendResult, error) {
+	return call[verbs.SendResult](c, ctx, "agent_send", a)
+}
+func (c *Client) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, error) {
+	return call[verbs.RunResult](c, ctx, "agent_run", a)
+}
+func (c *Client) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.OutputResult, error) {
+	return call[verbs.OutputResult](c, ctx, "agent_output", a)
+}
+func (c *Client) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.Status, error) {
+	return call[verbs.Status](c, ctx, "agent_status", a)
+}
+func (c *Client) SetModel(ctx context.Context, a *verbs.SetModelArgs) (*verbs.SetModelResult, error) {
+	return call[verbs.SetModelResult](c, ctx, "agent_set_model", a)
+}
+func (c *Client) List(ctx context.Context, a *verbs.ListArgs) (*verbs.ListResult, error) {
+	return call[verbs.ListResult](c, ctx, "agent_list", a)
+}
+func (c *Client) Interrupt(ctx context.Context, a *verbs.InterruptArgs) (*verbs.InterruptResult, error) {
+	return call[verbs.InterruptResult](c, ctx, "agent_interrupt", a)
+}
+func (c *Client) Close(ctx context.Context, a *verbs.CloseArgs) (*verbs.CloseResult, error) {
+	return call[verbs.CloseResult](c, ctx, "agent_close", a)
+}
+
+var _ verbs.Service = (*Client)(nil)

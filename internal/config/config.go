@@ -1,0 +1,114 @@
+// Package config resolves kaimon's paths (cache, config file, socket dir) and
+// reads the config file. Every path can be overridden by environment, so
+// tests and several users never collide: tests set only KAIMON_HOME.
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Paths are the places kaimon reads and writes.
+type Paths struct {
+	CacheDir   string // event logs, stderr logs, pid file, generated configs
+	ConfigFile string
+	SockDir    string // mode 0700: agentd.sock (control) and kaimon-events.sock (bus)
+}
+
+// Socket is the control socket's path.
+func (p Paths) Socket() string { return filepath.Join(p.SockDir, "agentd.sock") }
+
+// EventsSocket is the bus socket's path.
+func (p Paths) EventsSocket() string { return filepath.Join(p.SockDir, "kaimon-events.sock") }
+
+// PidFile is the file recording live agent children.
+func (p Paths) PidFile() string { return filepath.Join(p.CacheDir, "pids.json") }
+
+// DaemonLog is where an auto-started daemon writes its own log.
+func (p Paths) DaemonLog() string { return filepath.Join(p.CacheDir, "agentd.log") }
+
+// Resolve computes the paths from the environment:
+//
+//	KAIMON_HOME        root for all of the below when set
+//	KAIMON_CACHE_DIR   default ~/.cache/kaimon/agents
+//	KAIMON_CONFIG      default ~/.config/kaimon/config.json
+//	KAIMON_SOCK_DIR    default $XDG_RUNTIME_DIR/kaimon, else ~/.cache/kaimon/sock
+func Resolve() (Paths, error) {
+	var p Paths
+	if h := os.Getenv("KAIMON_HOME"); h != "" {
+		h, err := filepath.Abs(h)
+		if err != nil {
+			return p, err
+		}
+		p = Paths{
+			CacheDir:   filepath.Join(h, "cache", "agents"),
+			ConfigFile: filepath.Join(h, "config.json"),
+			SockDir:    filepath.Join(h, "sock"),
+		}
+	} else {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return p, fmt.Errorf("cannot find the home directory (set KAIMON_HOME): %w", err)
+		}
+		p = Paths{
+			CacheDir:   filepath.Join(home, ".cache", "kaimon", "agents"),
+			ConfigFile: filepath.Join(home, ".config", "kaimon", "config.json"),
+			SockDir:    filepath.Join(home, ".cache", "kaimon", "sock"),
+		}
+		if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" {
+			p.SockDir = filepath.Join(x, "kaimon")
+		}
+	}
+	if v := os.Getenv("KAIMON_CACHE_DIR"); v != "" {
+		p.CacheDir = v
+	}
+	if v := os.Getenv("KAIMON_CONFIG"); v != "" {
+		p.ConfigFile = v
+	}
+	if v := os.Getenv("KAIMON_SOCK_DIR"); v != "" {
+		p.SockDir = v
+	}
+	return p, nil
+}
+
+// Config is the config file's content. Unknown keys are ignored so that a
+// newer file works with an older kaimon.
+type Config struct {
+	// AgentImageMaxLongEdge bounds tool-result PNGs (pixels, long edge).
+	AgentImageMaxLongEdge int `json:"agent_image_max_long_edge"`
+	// ClaudeBin is the claude CLI to run (KAIMON_CLAUDE_BIN wins).
+	ClaudeBin string `json:"claude_bin"`
+	// DeadKept is how many closed agents are kept for review.
+	DeadKept int `json:"dead_kept"`
+}
+
+// Defaults returns the configuration used when the file is absent.
+func Defaults() Config {
+	return Config{AgentImageMaxLongEdge: 1568, DeadKept: 10}
+}
+
+// Load reads the config file; a missing file yields the defaults. A file
+// that does not parse is an error naming the file, never silently ignored.
+func Load(path string) (Config, error) {
+	c := Defaults()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("config file %s: %w (fix or remove it)", path, err)
+	}
+	if c.DeadKept <= 0 {
+		c.DeadKept = 10
+	}
+	if c.AgentImageMaxLongEdge <= 0 {
+		c.AgentImageMaxLongEdge = 1568
+	}
+	return c, nil
+}

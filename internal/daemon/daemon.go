@@ -1,0 +1,86 @@
+// Package daemon wires kaimon-agentd together: paths and config, the
+// single-instance lock, the session manager with its backends, and the
+// control API, until its context is cancelled.
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/backend/claude"
+	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/server"
+	"github.com/kaimon/kaimon/internal/session"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// Factory picks the backend for a model string.
+func Factory(o backend.Options, sink backend.Sink) (backend.Backend, error) {
+	for _, p := range []string{"acp:", "ollama:", "vmlx:", "replay:"} {
+		if strings.HasPrefix(o.Model, p) {
+			return nil, verbs.Errorf(verbs.CodeUnavailable,
+				"model %q needs the %s backend, which this kaimon does not have yet; use a claude model (sonnet, opus, haiku, claude-…)", o.Model, strings.TrimSuffix(p, ":"))
+		}
+	}
+	b, err := claude.New(o, sink)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Run serves until ctx is cancelled, then closes every live agent (whole
+// process groups, gently then hard) and returns nil.
+func Run(ctx context.Context) error {
+	paths, err := config.Resolve()
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(paths.ConfigFile)
+	if err != nil {
+		return err
+	}
+	if cfg.ClaudeBin != "" && os.Getenv("KAIMON_CLAUDE_BIN") == "" {
+		os.Setenv("KAIMON_CLAUDE_BIN", cfg.ClaudeBin)
+	}
+	if err := os.MkdirAll(paths.SockDir, 0o700); err != nil {
+		return fmt.Errorf("creating socket dir: %w", err)
+	}
+	// One daemon per socket dir: the lock closes the window between "no
+	// one answers on the socket" and "we listen on it".
+	lock, err := os.OpenFile(filepath.Join(paths.SockDir, "agentd.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("another kaimon-agentd holds %s: %w", lock.Name(), err)
+	}
+	ln, err := server.Listen(paths.SockDir, paths.Socket())
+	if err != nil {
+		return err
+	}
+	mgr, err := session.New(paths, cfg, os.Environ(), Factory)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	srv := &server.Server{Svc: mgr, Counts: mgr, Socket: paths.Socket(), CacheDir: paths.CacheDir, Stop: stop}
+	log.Printf("kaimon-agentd %d listening on %s", os.Getpid(), paths.Socket())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ctx, ln) }()
+	<-ctx.Done()
+	log.Printf("shutting down: closing live agents")
+	mgr.Shutdown()
+	err = <-errc
+	log.Printf("stopped")
+	return err
+}

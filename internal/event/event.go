@@ -1,0 +1,216 @@
+// Package event defines kaimon's vendor-neutral event envelope: the
+// {kind, turn, data} record every backend's native output is normalized into,
+// modeled on the Agent Client Protocol's session/update schema.
+//
+// Backends build Events; the session manager stamps them into Envelopes
+// (agent_id, seq, ts) and fans them out to the log and the bus.
+package event
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// Kind is the envelope's kind. The set is the spec's, closed.
+type Kind string
+
+const (
+	AssistantText  Kind = "assistant_text"
+	Thought        Kind = "thought"
+	UserText       Kind = "user_text"
+	ToolUse        Kind = "tool_use"
+	ToolInputDelta Kind = "tool_input_delta"
+	ToolResult     Kind = "tool_result"
+	Plan           Kind = "plan"
+	Usage          Kind = "usage"
+	TurnStarted    Kind = "turn_started"
+	Result         Kind = "result"
+	Status         Kind = "status"
+	Error          Kind = "error"
+	Permission     Kind = "permission"
+)
+
+// Kinds lists every kind, in the spec's order.
+var Kinds = []Kind{AssistantText, Thought, UserText, ToolUse, ToolInputDelta, ToolResult,
+	Plan, Usage, TurnStarted, Result, Status, Error, Permission}
+
+// Event is what a backend emits: a kind, the turn it belongs to, and the
+// kind's data, already JSON-encoded so that it is marshalled once.
+type Event struct {
+	Kind Kind
+	Turn int
+	Data json.RawMessage
+}
+
+// New builds an Event, encoding data. Data that cannot be encoded is a
+// programming error in a backend; it becomes an error event so nothing is
+// silently lost.
+func New(kind Kind, turn int, data any) Event {
+	b, err := json.Marshal(data)
+	if err != nil {
+		b, _ = json.Marshal(map[string]any{"message": "kaimon: cannot encode " + string(kind) + " data: " + err.Error(), "data": nil})
+		kind = Error
+	}
+	return Event{Kind: kind, Turn: turn, Data: b}
+}
+
+// Envelope is an Event as published: the spec's {kind, turn, data} plus the
+// additive agent_id, seq (per agent, from 1, strictly increasing) and ts.
+type Envelope struct {
+	Kind    Kind            `json:"kind"`
+	Turn    int             `json:"turn"`
+	Data    json.RawMessage `json:"data"`
+	AgentID string          `json:"agent_id"`
+	Seq     uint64          `json:"seq"`
+	TS      time.Time       `json:"ts"`
+}
+
+// Record is one line of the on-disk event log: {ts, seq, kind, turn, data}.
+type Record struct {
+	TS   time.Time       `json:"ts"`
+	Seq  uint64          `json:"seq"`
+	Kind Kind            `json:"kind"`
+	Turn int             `json:"turn"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Record returns the log form of e.
+func (e *Envelope) Record() Record {
+	return Record{TS: e.TS, Seq: e.Seq, Kind: e.Kind, Turn: e.Turn, Data: e.Data}
+}
+
+// Envelope returns the bus form of a logged record.
+func (r *Record) Envelope(agentID string) Envelope {
+	return Envelope{Kind: r.Kind, Turn: r.Turn, Data: r.Data, AgentID: agentID, Seq: r.Seq, TS: r.TS}
+}
+
+// Authoritative reports whether an event is kept in the log and replay:
+// everything but streamed chunks (delta:true) and tool_input_delta. Deltas
+// exist for liveness only; the complete copy that follows them is truth.
+func Authoritative(kind Kind, data []byte) bool {
+	if kind == ToolInputDelta {
+		return false
+	}
+	if kind == AssistantText || kind == Thought {
+		return !gjson.GetBytes(data, "delta").Bool()
+	}
+	return true
+}
+
+// UsageFigures is the spec's usage object. CostUSD is held at 0.0: the
+// figures vendors report are unreliable on subscription plans.
+type UsageFigures struct {
+	InputTokens         int64   `json:"inputTokens"`
+	OutputTokens        int64   `json:"outputTokens"`
+	CacheReadTokens     int64   `json:"cacheReadTokens"`
+	CacheCreationTokens int64   `json:"cacheCreationTokens"`
+	CostUSD             float64 `json:"costUsd"`
+}
+
+// Add returns u plus v, field by field.
+func (u UsageFigures) Add(v UsageFigures) UsageFigures {
+	return UsageFigures{
+		InputTokens:         u.InputTokens + v.InputTokens,
+		OutputTokens:        u.OutputTokens + v.OutputTokens,
+		CacheReadTokens:     u.CacheReadTokens + v.CacheReadTokens,
+		CacheCreationTokens: u.CacheCreationTokens + v.CacheCreationTokens,
+		CostUSD:             u.CostUSD + v.CostUSD,
+	}
+}
+
+// Text is an ACP text content block.
+type Text struct {
+	Type string `json:"type"` // "text"
+	Text string `json:"text"`
+}
+
+// TextData is the data of assistant_text, thought and user_text.
+type TextData struct {
+	Delta   bool `json:"delta"`
+	Content Text `json:"content"`
+}
+
+// NewText builds an assistant_text/thought/user_text event.
+func NewText(kind Kind, turn int, delta bool, text string) Event {
+	return New(kind, turn, TextData{Delta: delta, Content: Text{Type: "text", Text: text}})
+}
+
+// ToolCall is the ACP tool call carried by tool_use.
+type ToolCall struct {
+	ToolCallID string          `json:"toolCallId"`
+	Title      string          `json:"title"`
+	Kind       string          `json:"kind"` // read|edit|delete|move|search|execute|think|fetch|other
+	Status     string          `json:"status"`
+	Content    []any           `json:"content"`
+	Locations  []any           `json:"locations"`
+	RawInput   json.RawMessage `json:"rawInput,omitempty"`
+}
+
+// ToolUseData is tool_use's data.
+type ToolUseData struct {
+	Call ToolCall `json:"call"`
+}
+
+// ToolResultUpdate is the ACP tool_call_update carried by tool_result.
+type ToolResultUpdate struct {
+	ToolCallID string `json:"toolCallId"`
+	Status     string `json:"status"` // completed|failed
+	Content    []any  `json:"content"`
+}
+
+// ToolResultData is tool_result's data.
+type ToolResultData struct {
+	Update ToolResultUpdate `json:"update"`
+}
+
+// ToolInputDeltaData is tool_input_delta's data.
+type ToolInputDeltaData struct {
+	ToolCallID  string `json:"toolCallId"`
+	PartialJSON string `json:"partialJson"`
+}
+
+// Stop reasons of a result. The ACP ones, plus "error" for a turn that failed
+// (API error, crash) so that a script can tell failure from completion.
+const (
+	StopEndTurn   = "end_turn"
+	StopMaxTokens = "max_tokens"
+	StopRefusal   = "refusal"
+	StopCancelled = "cancelled"
+	StopError     = "error"
+)
+
+// ResultData is result's data.
+type ResultData struct {
+	StopReason string       `json:"stopReason"`
+	Usage      UsageFigures `json:"usage"`
+	// Error says why a turn with stopReason "error" failed.
+	Error string `json:"error,omitempty"`
+}
+
+// Failed reports whether a turn that ended with this stop reason failed.
+func Failed(stopReason string) bool {
+	return stopReason == StopError || stopReason == StopRefusal || stopReason == StopCancelled
+}
+
+// UsageData is usage's data.
+type UsageData struct {
+	Usage UsageFigures `json:"usage"`
+}
+
+// StatusData is status's data.
+type StatusData struct {
+	Status string `json:"status"`
+}
+
+// ErrorData is error's data.
+type ErrorData struct {
+	Message string `json:"message"`
+	Data    any    `json:"data"`
+}
+
+// NewError builds an error event.
+func NewError(turn int, msg string, data any) Event {
+	return New(Error, turn, ErrorData{Message: msg, Data: data})
+}

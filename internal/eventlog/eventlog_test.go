@@ -1,0 +1,61 @@
+package eventlog
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/event"
+)
+
+func TestAppendScanAndTornLine(t *testing.T) {
+	path := Path(t.TempDir(), "a1")
+	w, tail, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tail != (Tail{}) {
+		t.Fatalf("new log tail = %+v", tail)
+	}
+	for i := 1; i <= 3; i++ {
+		ev := event.NewText(event.AssistantText, i, false, "x")
+		r := event.Record{TS: time.Now(), Seq: uint64(i), Kind: ev.Kind, Turn: ev.Turn, Data: ev.Data}
+		if err := w.Append(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	// A crash tears the last line.
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"ts":"2026-01-01T00:00:00Z","seq":4,"ki`)
+	f.Close()
+
+	recs, err := ReadAll(path, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[0].Seq != 2 || recs[1].Seq != 3 {
+		t.Fatalf("ReadAll since 1 = %+v", recs)
+	}
+	// Reopening continues numbering and starts on a fresh line.
+	w, tail, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tail.LastSeq != 3 || tail.LastTurn != 3 {
+		t.Fatalf("tail = %+v, want seq 3 turn 3", tail)
+	}
+	r := event.Record{Seq: 4, Kind: event.Status, Turn: 3, Data: []byte(`{"status":"idle"}`)}
+	if err := w.Append(&r); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	recs, _ = ReadAll(path, 0)
+	if len(recs) != 4 || recs[3].Kind != event.Status {
+		t.Fatalf("after reopen: %d records, last %+v", len(recs), recs[len(recs)-1])
+	}
+	if _, err := ReadAll(filepath.Join(t.TempDir(), "none"), 0); !os.IsNotExist(err) {
+		t.Errorf("missing log: err = %v", err)
+	}
+}

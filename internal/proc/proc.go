@@ -1,0 +1,137 @@
+// Package proc runs agent children each in a process group of its own,
+// stops them gently and then hard as a group, and identifies a process by
+// pid plus start time so that reaping never hits a stranger with a reused
+// pid.
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Identity names one process instance: its pid and the start time the kernel
+// recorded for it (clock ticks since boot, /proc/<pid>/stat field 22).
+type Identity struct {
+	PID       int    `json:"pid"`
+	StartTime uint64 `json:"start_time"`
+}
+
+// StartTime reads pid's start time from /proc.
+func StartTime(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// count fields after its closing parenthesis.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state); field 22 is f[19].
+	if len(f) < 20 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// Alive reports whether id still names the same running process.
+func (id Identity) Alive() bool {
+	st, err := StartTime(id.PID)
+	return err == nil && st == id.StartTime
+}
+
+// Setpgid makes cmd start in a new process group of its own.
+func Setpgid(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+}
+
+// Child is a started process, leader of its own group, with one goroutine
+// waiting on it.
+type Child struct {
+	Cmd  *exec.Cmd
+	ID   Identity
+	done chan struct{}
+	err  error
+	once sync.Once
+}
+
+// Start starts cmd in its own process group and begins waiting on it.
+func Start(cmd *exec.Cmd) (*Child, error) {
+	Setpgid(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &Child{Cmd: cmd, done: make(chan struct{})}
+	c.ID.PID = cmd.Process.Pid
+	c.ID.StartTime, _ = StartTime(c.ID.PID)
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// Done is closed when the process has exited and been reaped.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+// Err is the process's exit error; valid after Done.
+func (c *Child) Err() error { <-c.done; return c.err }
+
+// ExitCode is the exit code, or -1 when killed by a signal; valid after Done.
+func (c *Child) ExitCode() int {
+	<-c.done
+	if c.Cmd.ProcessState == nil {
+		return -1
+	}
+	return c.Cmd.ProcessState.ExitCode()
+}
+
+// Stop signals the whole group with SIGTERM, waits up to grace for the
+// leader to exit, then SIGKILLs the group. Other members of the group that
+// outlive the leader are killed too: a tool the agent spawned must not be
+// leaked.
+func (c *Child) Stop(grace time.Duration) {
+	c.once.Do(func() {
+		pgid := c.ID.PID
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-c.done:
+		case <-time.After(grace):
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-c.done
+	})
+}
+
+// KillGroup stops a leftover process group whose leader is id, only if id
+// still names the same process instance. It reports whether it signalled.
+func KillGroup(id Identity, grace time.Duration) bool {
+	if id.PID <= 1 || !id.Alive() {
+		return false
+	}
+	_ = syscall.Kill(-id.PID, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) && id.Alive() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if id.Alive() {
+		_ = syscall.Kill(-id.PID, syscall.SIGKILL)
+	}
+	return true
+}
+
+// ErrExited is returned for operations on a process that has exited.
+var ErrExited = errors.New("process has exited")

@@ -1,0 +1,67 @@
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestStopKillsTheWholeGroup(t *testing.T) {
+	// The leader ignores SIGTERM and has a grandchild: Stop must still end
+	// both, within the grace period plus the hard kill.
+	cmd := exec.Command("sh", "-c", `trap "" TERM; sleep 300 & echo $!; wait`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 32)
+	n, _ := out.Read(buf)
+	var grandchild int
+	for _, b := range buf[:n] {
+		if b >= '0' && b <= '9' {
+			grandchild = grandchild*10 + int(b-'0')
+		}
+	}
+	if grandchild == 0 {
+		t.Fatal("no grandchild pid")
+	}
+	if pgid, _ := syscall.Getpgid(c.ID.PID); pgid != c.ID.PID {
+		t.Fatalf("child pgid %d, want its own group %d", pgid, c.ID.PID)
+	}
+	c.Stop(200 * time.Millisecond)
+	if c.ID.Alive() {
+		t.Error("leader still alive after Stop")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for syscall.Kill(grandchild, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if syscall.Kill(grandchild, 0) == nil {
+		t.Errorf("grandchild %d leaked", grandchild)
+	}
+}
+
+func TestIdentityRefusesAReusedPid(t *testing.T) {
+	self := Identity{PID: os.Getpid()}
+	st, err := StartTime(self.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self.StartTime = st
+	if !self.Alive() {
+		t.Fatal("own identity not alive")
+	}
+	stranger := Identity{PID: os.Getpid(), StartTime: st + 1}
+	if stranger.Alive() {
+		t.Error("a different start time must not match")
+	}
+	if KillGroup(stranger, time.Millisecond) {
+		t.Error("KillGroup signalled a process whose start time differs")
+	}
+}

@@ -1,0 +1,271 @@
+// Package server is kaimon-agentd's control API: HTTP/1.1 and JSON over a
+// unix socket, one route per verb of the verb table (/v1/<verb>), JSON errors
+// {"error","code"} with a fitting status. Only the socket's owner may
+// connect: the directory is 0700, the socket 0600, and every connection's
+// peer uid is checked (SO_PEERCRED).
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/verbs"
+	"github.com/kaimon/kaimon/internal/version"
+)
+
+// DaemonStatus is GET /v1/daemon.
+type DaemonStatus struct {
+	PID       int    `json:"pid"`
+	Version   string `json:"version"`
+	Socket    string `json:"socket"`
+	CacheDir  string `json:"cache_dir"`
+	StartedAt string `json:"started_at"`
+	Live      int    `json:"live"`
+	Dead      int    `json:"dead"`
+}
+
+// Counter reports agent counts for daemon status.
+type Counter interface{ Counts() (live, dead int) }
+
+// Server serves the verbs of svc.
+type Server struct {
+	Svc      verbs.Service
+	Counts   Counter
+	Socket   string
+	CacheDir string
+	// Stop is called by POST /v1/daemon/stop.
+	Stop    func()
+	started time.Time
+	mux     *http.ServeMux
+}
+
+// Handler returns the HTTP handler of the API.
+func (s *Server) Handler() http.Handler {
+	if s.mux != nil {
+		return s.mux
+	}
+	s.started = time.Now()
+	mux := http.NewServeMux()
+	for _, v := range verbs.All {
+		mux.HandleFunc(v.Route(), s.serveVerb(v))
+	}
+	mux.HandleFunc("GET /v1/daemon", s.serveDaemon)
+	mux.HandleFunc("POST /v1/daemon/stop", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]bool{"stopping": true})
+		if s.Stop != nil {
+			go s.Stop()
+		}
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeErr(w, verbs.NotFound("no route %s %s: the API is /v1/<verb> (%s)", r.Method, r.URL.Path, verbNames()))
+	})
+	s.mux = mux
+	return mux
+}
+
+func verbNames() string {
+	out := ""
+	for i, v := range verbs.All {
+		if i > 0 {
+			out += ", "
+		}
+		out += v.Name
+	}
+	return out
+}
+
+// serveVerb decodes the arguments (a JSON body for POST; query parameters
+// for GET, so that `curl --unix-socket S http://x/v1/agent_list` works),
+// calls the verb and writes its result.
+func (s *Server) serveVerb(v *verbs.Verb) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var raw []byte
+		switch r.Method {
+		case http.MethodPost:
+			b, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+			if err != nil {
+				writeErr(w, verbs.BadArg("reading request body: %v", err))
+				return
+			}
+			raw = b
+		case http.MethodGet:
+			b, err := queryArgs(v, r)
+			if err != nil {
+				writeErr(w, err)
+				return
+			}
+			raw = b
+		default:
+			w.Header().Set("Allow", "GET, POST")
+			writeErr(w, &verbs.Error{Code: verbs.CodeBadArgument, Message: "use POST with a JSON body (or GET with query parameters)"})
+			return
+		}
+		args, err := v.Decode(raw)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		res, err := v.Call(r.Context(), s.Svc, args)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// queryArgs turns query parameters into a JSON object typed by the table.
+func queryArgs(v *verbs.Verb, r *http.Request) ([]byte, error) {
+	obj := map[string]any{}
+	q := r.URL.Query()
+	for name, vals := range q {
+		var arg *verbs.Arg
+		for i := range v.Args {
+			if v.Args[i].Name == name {
+				arg = &v.Args[i]
+			}
+		}
+		if arg == nil {
+			obj[name] = vals[0] // Decode reports the unknown argument
+			continue
+		}
+		switch arg.Type {
+		case verbs.TArray:
+			obj[name] = vals
+		case verbs.TString:
+			obj[name] = vals[0]
+		default:
+			var x any
+			if err := json.Unmarshal([]byte(vals[0]), &x); err != nil {
+				return nil, verbs.BadArg("%s: argument %s must be a %s, not %q", v.Name, name, arg.Type, vals[0])
+			}
+			obj[name] = x
+		}
+	}
+	return json.Marshal(obj)
+}
+
+func (s *Server) serveDaemon(w http.ResponseWriter, r *http.Request) {
+	st := DaemonStatus{PID: os.Getpid(), Version: version.String(), Socket: s.Socket, CacheDir: s.CacheDir,
+		StartedAt: s.started.UTC().Format(time.RFC3339Nano)}
+	if s.Counts != nil {
+		st.Live, st.Dead = s.Counts.Counts()
+	}
+	writeJSON(w, 200, st)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(verbs.AsError(err))
+	}
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	e := verbs.AsError(err)
+	writeJSON(w, e.HTTPStatus(), e)
+}
+
+// Listen prepares the socket dir (0700) and binds the control socket
+// (0600). A socket nobody answers on is stale and replaced; one that
+// answers means a daemon is already running, which is an error.
+func Listen(sockDir, sock string) (net.Listener, error) {
+	if err := os.MkdirAll(sockDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating socket dir: %w", err)
+	}
+	if err := os.Chmod(sockDir, 0o700); err != nil {
+		return nil, fmt.Errorf("securing socket dir: %w", err)
+	}
+	if c, err := net.DialTimeout("unix", sock, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("kaimon-agentd is already running on %s (stop it with `kaimon daemon stop`)", sock)
+	}
+	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("removing stale socket: %w", err)
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", sock)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(sock, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &peerListener{Listener: ln, uid: os.Getuid()}, nil
+}
+
+// peerListener accepts only connections whose peer runs as uid.
+type peerListener struct {
+	net.Listener
+	uid int
+}
+
+func (l *peerListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		uc, ok := c.(*net.UnixConn)
+		if !ok {
+			return c, nil
+		}
+		uid, err := peerUID(uc)
+		if err == nil && uid == l.uid {
+			return c, nil
+		}
+		log.Printf("refused a connection from uid %d (err %v)", uid, err)
+		c.Close()
+	}
+}
+
+func peerUID(c *net.UnixConn) (int, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	var cred *syscall.Ucred
+	var serr error
+	err = rc.Control(func(fd uintptr) {
+		cred, serr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	})
+	if err != nil {
+		return -1, err
+	}
+	if serr != nil {
+		return -1, serr
+	}
+	return int(cred.Uid), nil
+}
+
+// Serve runs the API on ln until ctx ends, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	_ = os.Remove(filepath.Clean(s.Socket))
+	return nil
+}

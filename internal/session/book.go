@@ -1,0 +1,173 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/tidwall/gjson"
+)
+
+// book accumulates what agent_output reads: per turn, the assistant's text
+// blocks and one-line tool summaries, plus the text still streaming. It is
+// fed every envelope (deltas included) of a live agent, or the authoritative
+// records of a log for an agent that is gone.
+type book struct {
+	turns map[int]*turnRec
+	last  int
+}
+
+type blockKind int
+
+const (
+	textBlock blockKind = iota
+	toolBlock
+)
+
+type block struct {
+	kind blockKind
+	text string
+}
+
+type turnRec struct {
+	blocks     []block
+	streaming  strings.Builder // assistant text deltas of the open block
+	done       bool
+	stopReason string
+	errMsg     string
+	usage      event.UsageFigures
+	titles     map[string]string // toolCallId → title, for result summaries
+}
+
+func newBook() *book { return &book{turns: map[int]*turnRec{}} }
+
+func (b *book) turn(n int) *turnRec {
+	t := b.turns[n]
+	if t == nil {
+		t = &turnRec{titles: map[string]string{}}
+		b.turns[n] = t
+		if n > b.last {
+			b.last = n
+		}
+	}
+	return t
+}
+
+// add feeds one event.
+func (b *book) add(kind event.Kind, turnN int, data []byte) {
+	if turnN <= 0 {
+		return
+	}
+	switch kind {
+	case event.TurnStarted:
+		b.turn(turnN)
+	case event.AssistantText:
+		t := b.turn(turnN)
+		text := gjson.GetBytes(data, "content.text").String()
+		if gjson.GetBytes(data, "delta").Bool() {
+			t.streaming.WriteString(text)
+			return
+		}
+		t.streaming.Reset()
+		t.blocks = append(t.blocks, block{kind: textBlock, text: text})
+	case event.ToolUse:
+		raw := gjson.GetBytes(data, "call.rawInput")
+		if !raw.Exists() {
+			return // the announce; the authoritative copy follows
+		}
+		t := b.turn(turnN)
+		id := gjson.GetBytes(data, "call.toolCallId").String()
+		title := gjson.GetBytes(data, "call.title").String()
+		t.titles[id] = title
+		t.blocks = append(t.blocks, block{kind: toolBlock, text: "→ " + title + " " + oneLine(raw.Raw, 120)})
+	case event.ToolResult:
+		t := b.turn(turnN)
+		id := gjson.GetBytes(data, "update.toolCallId").String()
+		status := gjson.GetBytes(data, "update.status").String()
+		var texts []string
+		gjson.GetBytes(data, "update.content").ForEach(func(_, c gjson.Result) bool {
+			if s := c.Get("content.text"); s.Exists() {
+				texts = append(texts, s.String())
+			} else if c.Get("content.type").String() == "image" {
+				texts = append(texts, "[image]")
+			}
+			return true
+		})
+		name := t.titles[id]
+		if name == "" {
+			name = id
+		}
+		t.blocks = append(t.blocks, block{kind: toolBlock, text: fmt.Sprintf("← %s %s: %s", name, status, oneLine(strings.Join(texts, " "), 120))})
+	case event.Result:
+		t := b.turn(turnN)
+		var r event.ResultData
+		_ = json.Unmarshal(data, &r)
+		t.done = true
+		t.stopReason = r.StopReason
+		t.errMsg = r.Error
+		t.usage = r.Usage
+		t.streaming.Reset()
+	}
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+// lastMessage is the turn's final assistant text block, or what is
+// streaming after it.
+func (t *turnRec) lastMessage() string {
+	if t.streaming.Len() > 0 {
+		return t.streaming.String()
+	}
+	for i := len(t.blocks) - 1; i >= 0; i-- {
+		if t.blocks[i].kind == textBlock {
+			return t.blocks[i].text
+		}
+	}
+	return ""
+}
+
+// fullTurn is every assistant text block in order, joined by a blank line,
+// with tool summaries interleaved when asked.
+func (t *turnRec) fullTurn(tools bool) string {
+	var parts []string
+	for _, bl := range t.blocks {
+		if bl.kind == textBlock || tools {
+			parts = append(parts, bl.text)
+		}
+	}
+	if t.streaming.Len() > 0 {
+		parts = append(parts, t.streaming.String())
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// text renders which for turn n (0: the latest).
+func (b *book) text(n int, which string, tools bool) (string, *turnRec, int) {
+	if n <= 0 {
+		n = b.last
+	}
+	if which == "all" {
+		var parts []string
+		for i := 1; i <= b.last; i++ {
+			if t := b.turns[i]; t != nil {
+				parts = append(parts, fmt.Sprintf("— turn %d —\n%s", i, t.fullTurn(tools)))
+			}
+		}
+		return strings.Join(parts, "\n\n"), b.turns[n], n
+	}
+	t := b.turns[n]
+	if t == nil {
+		return "", nil, n
+	}
+	if which == "full_turn" {
+		return t.fullTurn(tools), t, n
+	}
+	return t.lastMessage(), t, n
+}

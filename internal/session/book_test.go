@@ -1,0 +1,75 @@
+package session
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kaimon/kaimon/internal/event"
+)
+
+func feed(b *book, evs ...event.Event) {
+	for _, e := range evs {
+		b.add(e.Kind, e.Turn, e.Data)
+	}
+}
+
+func TestBookOutputModes(t *testing.T) {
+	b := newBook()
+	feed(b,
+		event.New(event.TurnStarted, 1, struct{}{}),
+		event.NewText(event.AssistantText, 1, true, "Hel"),
+		event.NewText(event.AssistantText, 1, true, "lo"),
+	)
+	// While streaming, last_message is the partial text.
+	if got, tr, n := b.text(0, "last_message", false); got != "Hello" || tr.done || n != 1 {
+		t.Fatalf("partial last_message = %q done=%v n=%d", got, tr.done, n)
+	}
+	feed(b,
+		event.NewText(event.AssistantText, 1, false, "Hello."),
+		event.New(event.ToolUse, 1, event.ToolUseData{Call: event.ToolCall{ToolCallID: "t1", Title: "Bash", Status: "in_progress"}}),
+		event.New(event.ToolUse, 1, event.ToolUseData{Call: event.ToolCall{ToolCallID: "t1", Title: "Bash", Status: "in_progress", RawInput: []byte(`{"command":"echo hi"}`)}}),
+		event.New(event.ToolResult, 1, event.ToolResultData{Update: event.ToolResultUpdate{ToolCallID: "t1", Status: "completed",
+			Content: []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": "hi"}}}}}),
+		event.NewText(event.Thought, 1, false, "not output"),
+		event.NewText(event.AssistantText, 1, false, "Done."),
+		event.New(event.Result, 1, event.ResultData{StopReason: "end_turn", Usage: event.UsageFigures{InputTokens: 7, OutputTokens: 3}}),
+		event.New(event.TurnStarted, 2, struct{}{}),
+		event.NewText(event.AssistantText, 2, false, "Second."),
+		event.New(event.Result, 2, event.ResultData{StopReason: "end_turn"}),
+	)
+	check := func(turn int, which string, tools bool, want string) {
+		t.Helper()
+		got, _, _ := b.text(turn, which, tools)
+		if got != want {
+			t.Errorf("text(%d, %s, tools=%v) = %q, want %q", turn, which, tools, got, want)
+		}
+	}
+	check(1, "last_message", false, "Done.")
+	check(0, "last_message", false, "Second.")
+	check(1, "full_turn", false, "Hello.\n\nDone.")
+	check(1, "full_turn", true, "Hello.\n\n→ Bash {\"command\":\"echo hi\"}\n\n← Bash completed: hi\n\nDone.")
+	check(0, "all", false, "— turn 1 —\nHello.\n\nDone.\n\n— turn 2 —\nSecond.")
+	if tr := b.turns[1]; !tr.done || tr.stopReason != "end_turn" || tr.usage.InputTokens != 7 {
+		t.Errorf("turn 1 = %+v", tr)
+	}
+}
+
+// A dropped delta heals: the authoritative block replaces what streamed.
+func TestBookAuthoritativeReplacesDeltas(t *testing.T) {
+	b := newBook()
+	feed(b, event.NewText(event.AssistantText, 1, true, "Hel"), // "lo" lost
+		event.NewText(event.AssistantText, 1, false, "Hello"))
+	got, _, _ := b.text(1, "full_turn", false)
+	if got != "Hello" {
+		t.Errorf("full_turn = %q, want the authoritative copy only", got)
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	if got := oneLine("a\n  b\tc", 10); got != "a b c" {
+		t.Errorf("oneLine = %q", got)
+	}
+	if got := oneLine(strings.Repeat("x", 20), 10); len([]rune(got)) != 10 || !strings.HasSuffix(got, "…") {
+		t.Errorf("oneLine cut = %q", got)
+	}
+}

@@ -1,0 +1,448 @@
+// Package verbs is the one table of kaimon's verbs: name, doc, typed
+// arguments with defaults, and result. The socket API, the CLI, `kaimon mcp`,
+// help texts, man pages and completions are built from it or checked against
+// it, so a verb is described once.
+package verbs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/kaimon/kaimon/internal/event"
+)
+
+// Argument types, as JSON Schema names them.
+const (
+	TString  = "string"
+	TInteger = "integer"
+	TNumber  = "number"
+	TBoolean = "boolean"
+	TArray   = "array" // of strings
+)
+
+// Arg is one argument of a verb, named as the spec names it.
+type Arg struct {
+	Name     string
+	Type     string
+	Required bool
+	Default  any // nil: none
+	Enum     []string
+	Doc      string
+}
+
+// Verb is one entry of the table.
+type Verb struct {
+	Name    string // the MCP tool name, e.g. agent_open
+	CLI     string // the CLI command, e.g. open
+	Summary string // one line
+	Doc     string // what it does, for tool descriptions and man pages
+	Returns string // the JSON it returns
+	Args    []Arg
+	// newArgs returns a pointer to the verb's typed argument struct.
+	newArgs func() any
+	call    func(ctx context.Context, s Service, args any) (any, error)
+}
+
+// Route is the verb's path in the control API.
+func (v *Verb) Route() string { return "/v1/" + v.Name }
+
+// NewArgs returns a fresh pointer to the verb's argument struct.
+func (v *Verb) NewArgs() any { return v.newArgs() }
+
+// Decode parses a JSON object of arguments, strictly: an unknown argument
+// or a wrong type is a bad_argument error naming it, and a missing required
+// argument too.
+func (v *Verb) Decode(raw []byte) (any, error) {
+	a := v.newArgs()
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	var present map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &present); err != nil {
+		return nil, BadArg("%s: arguments must be a JSON object: %v", v.Name, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(a); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te):
+			return nil, BadArg("%s: argument %s must be %s", v.Name, te.Field, v.argType(te.Field))
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return nil, BadArg("%s: unknown argument %q; it takes %s", v.Name, name, v.argNames())
+		default:
+			return nil, BadArg("%s: %v", v.Name, err)
+		}
+	}
+	for _, arg := range v.Args {
+		if !arg.Required {
+			continue
+		}
+		r, ok := present[arg.Name]
+		if !ok || string(r) == "null" || string(r) == `""` {
+			return nil, BadArg("%s: argument %s is required", v.Name, arg.Name)
+		}
+	}
+	return a, nil
+}
+
+func (v *Verb) argType(name string) string {
+	for _, a := range v.Args {
+		if a.Name == name {
+			if a.Type == TArray {
+				return "an array of strings"
+			}
+			return "a " + a.Type
+		}
+	}
+	return "of another type"
+}
+
+func (v *Verb) argNames() string {
+	if len(v.Args) == 0 {
+		return "no arguments"
+	}
+	names := make([]string, len(v.Args))
+	for i, a := range v.Args {
+		names[i] = a.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// Call runs the verb against s with decoded args.
+func (v *Verb) Call(ctx context.Context, s Service, args any) (any, error) {
+	return v.call(ctx, s, args)
+}
+
+// Service is what executes the verbs: the daemon's session manager, or a
+// client of it.
+type Service interface {
+	Open(ctx context.Context, a *OpenArgs) (*OpenResult, error)
+	Send(ctx context.Context, a *SendArgs) (*SendResult, error)
+	Run(ctx context.Context, a *RunArgs) (*RunResult, error)
+	Output(ctx context.Context, a *OutputArgs) (*OutputResult, error)
+	Status(ctx context.Context, a *StatusArgs) (*Status, error)
+	SetModel(ctx context.Context, a *SetModelArgs) (*SetModelResult, error)
+	List(ctx context.Context, a *ListArgs) (*ListResult, error)
+	Interrupt(ctx context.Context, a *InterruptArgs) (*InterruptResult, error)
+	Close(ctx context.Context, a *CloseArgs) (*CloseResult, error)
+}
+
+// Argument structs. JSON names are the spec's; a test checks them against
+// the table.
+
+type OpenArgs struct {
+	Cwd            string   `json:"cwd"`
+	Model          string   `json:"model,omitempty"`
+	Effort         string   `json:"effort,omitempty"`
+	Permission     string   `json:"permission,omitempty"`
+	PermissionMode string   `json:"permission_mode,omitempty"`
+	AllowedTools   []string `json:"allowed_tools,omitempty"`
+	Only           bool     `json:"only,omitempty"`
+	// DisallowedTools: absent means the recursion guard; [] allows nesting.
+	DisallowedTools *[]string `json:"disallowed_tools,omitempty"`
+	MCPConfig       string    `json:"mcp_config,omitempty"`
+	SystemPrompt    string    `json:"system_prompt,omitempty"`
+	ID              string    `json:"id,omitempty"`
+}
+
+type SendArgs struct {
+	AgentID string `json:"agent_id"`
+	Text    string `json:"text"`
+}
+
+type RunArgs struct {
+	AgentID string  `json:"agent_id"`
+	Text    string  `json:"text"`
+	Timeout float64 `json:"timeout,omitempty"` // seconds
+}
+
+type OutputArgs struct {
+	AgentID      string `json:"agent_id"`
+	Turn         int    `json:"turn,omitempty"`
+	Which        string `json:"which,omitempty"`
+	IncludeTools bool   `json:"include_tools,omitempty"`
+	MaxChars     int    `json:"max_chars,omitempty"`
+}
+
+type StatusArgs struct {
+	AgentID string `json:"agent_id"`
+}
+
+type SetModelArgs struct {
+	AgentID string `json:"agent_id"`
+	Model   string `json:"model"`
+}
+
+type ListArgs struct{}
+
+type InterruptArgs struct {
+	AgentID string `json:"agent_id"`
+}
+
+type CloseArgs struct {
+	AgentID string `json:"agent_id"`
+}
+
+// Results, exactly the spec's JSON.
+
+type OpenResult struct {
+	AgentID string `json:"agent_id"`
+}
+
+type SendResult struct {
+	Turn int `json:"turn"`
+}
+
+type RunResult struct {
+	Text string `json:"text"`
+}
+
+type OutputResult struct {
+	AgentID      string             `json:"agent_id"`
+	Turn         int                `json:"turn"`
+	Which        string             `json:"which"`
+	Status       string             `json:"status"`
+	Done         bool               `json:"done"`
+	Text         string             `json:"text"`
+	Truncated    bool               `json:"truncated"`
+	DroppedChars int                `json:"dropped_chars"`
+	Usage        event.UsageFigures `json:"usage"`
+}
+
+type Status struct {
+	Status        string             `json:"status"`
+	Model         string             `json:"model"`
+	Cwd           string             `json:"cwd"`
+	Turn          int                `json:"turn"`
+	CreatedAt     string             `json:"created_at"`
+	LastActivity  string             `json:"last_activity"`
+	SessionID     string             `json:"session_id"`
+	Transcript    string             `json:"transcript"`
+	EventLog      string             `json:"event_log"`
+	Usage         event.UsageFigures `json:"usage"`
+	QueuesPrompts bool               `json:"queues_prompts"`
+}
+
+type SetModelResult struct {
+	Switched bool `json:"switched"`
+}
+
+// ListEntry is an agent_status object plus agent_id.
+type ListEntry struct {
+	AgentID string `json:"agent_id"`
+	Status
+}
+
+type ListResult struct {
+	Agents []ListEntry `json:"agents"`
+}
+
+type InterruptResult struct {
+	Interrupted bool `json:"interrupted"`
+}
+
+type CloseResult struct {
+	Closed bool `json:"closed"`
+}
+
+// Defaults of the verbs' optional arguments.
+const (
+	DefaultModel      = "sonnet"
+	DefaultPermission = "default"
+	DefaultTimeout    = 600.0 // seconds
+	DefaultWhich      = "last_message"
+	DefaultMaxChars   = 20000
+)
+
+// Which values of agent_output.
+var Whiches = []string{"last_message", "full_turn", "all"}
+
+func verb[A any, R any](v Verb, f func(Service) func(context.Context, *A) (R, error)) *Verb {
+	v.newArgs = func() any { return new(A) }
+	v.call = func(ctx context.Context, s Service, a any) (any, error) {
+		return f(s)(ctx, a.(*A))
+	}
+	return &v
+}
+
+var agentID = Arg{Name: "agent_id", Type: TString, Required: true, Doc: "The agent's id, as agent_open returned it."}
+
+// All is the table, in the spec's order.
+var All = []*Verb{
+	verb(Verb{
+		Name: "agent_open", CLI: "open",
+		Summary: "Open an agent session in a directory",
+		Doc:     "Spawns and owns an agent process working in cwd. Events then stream on the bus channel agent:<id> and in the agent's event log.",
+		Returns: `{"agent_id": "<id>"}`,
+		Args: []Arg{
+			{Name: "cwd", Type: TString, Required: true, Doc: "Working directory for the agent. Must exist."},
+			{Name: "model", Type: TString, Default: DefaultModel, Doc: "Model alias or id, e.g. sonnet, opus, claude-sonnet-5; may carry an effort suffix (sonnet/high)."},
+			{Name: "effort", Type: TString, Enum: []string{"low", "medium", "high", "xhigh", "max"}, Doc: "Thinking/effort level; overrides a model suffix."},
+			{Name: "permission", Type: TString, Default: DefaultPermission, Enum: []string{"default", "notebook", "specialist", "lab", "auto", "bypass"}, Doc: "Permission preset."},
+			{Name: "permission_mode", Type: TString, Enum: []string{"default", "acceptEdits", "plan", "auto", "bypassPermissions"}, Doc: "Override the preset's raw claude permission mode."},
+			{Name: "allowed_tools", Type: TArray, Default: []string{}, Doc: "Extra tool allowlist; composes with the preset (replaces it under specialist)."},
+			{Name: "only", Type: TBoolean, Default: false, Doc: "Make allowed_tools the agent's whole tool set."},
+			{Name: "disallowed_tools", Type: TArray, Doc: "Tools the agent may not call. Default: the recursion guard (the agent_* tools and the CLI's subagent spawners). Pass [] to allow nested agents."},
+			{Name: "mcp_config", Type: TString, Doc: "Path to an --mcp-config JSON for the agent."},
+			{Name: "system_prompt", Type: TString, Doc: "Instructions appended to the agent's system prompt, for every turn."},
+			{Name: "id", Type: TString, Doc: "Caller-supplied agent id; reopening a dead id reuses its slot."},
+		},
+	}, func(s Service) func(context.Context, *OpenArgs) (*OpenResult, error) { return s.Open }),
+	verb(Verb{
+		Name: "agent_send", CLI: "send",
+		Summary: "Send a user turn (asynchronous)",
+		Doc:     "Writes a user turn and returns its number at once; the turn's events stream on agent:<id>. Pair with agent_output to dispatch, then poll.",
+		Returns: `{"turn": <n>}`,
+		Args:    []Arg{agentID, {Name: "text", Type: TString, Required: true, Doc: "The user's message."}},
+	}, func(s Service) func(context.Context, *SendArgs) (*SendResult, error) { return s.Send }),
+	verb(Verb{
+		Name: "agent_run", CLI: "run",
+		Summary: "Send a turn and wait for it to end",
+		Doc:     "Sends a turn and blocks until it ends, returning the assistant's text. On timeout or agent death it is an error, and the agent lives on after a timeout.",
+		Returns: `{"text": "…"}`,
+		Args: []Arg{agentID, {Name: "text", Type: TString, Required: true, Doc: "The user's message."},
+			{Name: "timeout", Type: TNumber, Default: DefaultTimeout, Doc: "Seconds to wait for the turn to end."}},
+	}, func(s Service) func(context.Context, *RunArgs) (*RunResult, error) { return s.Run }),
+	verb(Verb{
+		Name: "agent_output", CLI: "output",
+		Summary: "Read an agent's output (non-blocking)",
+		Doc:     "Returns a turn's output so far: partial while the agent is still working, final when done, and from the log once the agent is dead.",
+		Returns: `{"agent_id", "turn", "which", "status", "done", "text", "truncated", "dropped_chars", "usage"}`,
+		Args: []Arg{agentID,
+			{Name: "turn", Type: TInteger, Doc: "Turn number; default the latest."},
+			{Name: "which", Type: TString, Default: DefaultWhich, Enum: Whiches, Doc: "last_message: the turn's final assistant text block; full_turn: every assistant text block of the turn; all: every turn."},
+			{Name: "include_tools", Type: TBoolean, Default: false, Doc: "For full_turn and all: interleave one-line summaries of tool calls and results."},
+			{Name: "max_chars", Type: TInteger, Default: DefaultMaxChars, Doc: "Cut the text to this many characters; dropped_chars says how many were cut."}},
+	}, func(s Service) func(context.Context, *OutputArgs) (*OutputResult, error) { return s.Output }),
+	verb(Verb{
+		Name: "agent_status", CLI: "status",
+		Summary: "Show an agent's status and token usage",
+		Doc:     "Reports the agent's lifecycle state, model, turn, session, log paths and summed token usage.",
+		Returns: `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts"}`,
+		Args:    []Arg{agentID},
+	}, func(s Service) func(context.Context, *StatusArgs) (*Status, error) { return s.Status }),
+	verb(Verb{
+		Name: "agent_set_model", CLI: "set-model",
+		Summary: "Repoint a live agent at another model",
+		Doc:     "Switches the model of a live agent, keeping its conversation. switched is true only when the agent acknowledged it; otherwise close and reopen.",
+		Returns: `{"switched": bool}`,
+		Args:    []Arg{agentID, {Name: "model", Type: TString, Required: true, Doc: "The model alias or id to switch to."}},
+	}, func(s Service) func(context.Context, *SetModelArgs) (*SetModelResult, error) { return s.SetModel }),
+	verb(Verb{
+		Name: "agent_list", CLI: "list",
+		Summary: "List agents, live and dead",
+		Doc:     "Lists every agent the daemon holds, each as its agent_status plus agent_id.",
+		Returns: `{"agents": [ …status… ]}`,
+	}, func(s Service) func(context.Context, *ListArgs) (*ListResult, error) { return s.List }),
+	verb(Verb{
+		Name: "agent_interrupt", CLI: "interrupt",
+		Summary: "Cancel the turn in flight",
+		Doc:     "Best-effort cancel of the in-flight turn; the agent stays alive for the next one. interrupted is false when no turn was running.",
+		Returns: `{"interrupted": bool}`,
+		Args:    []Arg{agentID},
+	}, func(s Service) func(context.Context, *InterruptArgs) (*InterruptResult, error) { return s.Interrupt }),
+	verb(Verb{
+		Name: "agent_close", CLI: "close",
+		Summary: "Close an agent",
+		Doc:     "Stops the agent's process group; the slot is kept as dead for review (the newest 10), and its log stays on disk.",
+		Returns: `{"closed": bool}`,
+		Args:    []Arg{agentID},
+	}, func(s Service) func(context.Context, *CloseArgs) (*CloseResult, error) { return s.Close }),
+}
+
+// ByName finds a verb by its MCP name or its CLI name.
+func ByName(name string) *Verb {
+	for _, v := range All {
+		if v.Name == name || v.CLI == name {
+			return v
+		}
+	}
+	return nil
+}
+
+// JSONFields lists the JSON names of a struct's fields, for the test that
+// checks the table against the typed structs.
+func JSONFields(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous {
+			out = append(out, JSONFields(f.Type)...)
+			continue
+		}
+		name := strings.Split(f.Tag.Get("json"), ",")[0]
+		if name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Error codes of the API, with the HTTP status each travels with.
+const (
+	CodeBadArgument = "bad_argument" // 400
+	CodeNotFound    = "not_found"    // 404
+	CodeWrongState  = "wrong_state"  // 409
+	CodeTurnFailed  = "turn_failed"  // 502: the agent ended the turn with an error
+	CodeUnavailable = "unavailable"  // 503: the agent program cannot be started
+	CodeTimeout     = "timeout"      // 504
+	CodeInternal    = "internal"     // 500
+)
+
+// Error is a verb's failure: a code a program can switch on, a message a
+// person (or model) can act on, and, for run, the text the turn produced.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"error"`
+	Text    string `json:"text,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// HTTPStatus is the status code e travels with.
+func (e *Error) HTTPStatus() int {
+	switch e.Code {
+	case CodeBadArgument:
+		return 400
+	case CodeNotFound:
+		return 404
+	case CodeWrongState:
+		return 409
+	case CodeTurnFailed:
+		return 502
+	case CodeUnavailable:
+		return 503
+	case CodeTimeout:
+		return 504
+	}
+	return 500
+}
+
+func errf(code, format string, a ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, a...)}
+}
+
+// BadArg, NotFound and WrongState build the common errors.
+func BadArg(format string, a ...any) *Error     { return errf(CodeBadArgument, format, a...) }
+func NotFound(format string, a ...any) *Error   { return errf(CodeNotFound, format, a...) }
+func WrongState(format string, a ...any) *Error { return errf(CodeWrongState, format, a...) }
+
+// Errorf builds an error with any code.
+func Errorf(code, format string, a ...any) *Error { return errf(code, format, a...) }
+
+// AsError returns err as an *Error, wrapping a foreign error as internal.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: CodeInternal, Message: err.Error()}
+}

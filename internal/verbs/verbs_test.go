@@ -1,0 +1,134 @@
+package verbs
+
+import (
+	"errors"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// The table and the typed argument structs must describe the same
+// arguments: a field missing from the table would be invisible in help, MCP
+// schemas and completions; a table row without a field would be ignored.
+func TestTableMatchesArgStructs(t *testing.T) {
+	want := []string{"agent_open", "agent_send", "agent_run", "agent_output", "agent_status",
+		"agent_set_model", "agent_list", "agent_interrupt", "agent_close"}
+	var got []string
+	for _, v := range All {
+		got = append(got, v.Name)
+		var names []string
+		for _, a := range v.Args {
+			names = append(names, a.Name)
+			switch a.Type {
+			case TString, TInteger, TNumber, TBoolean, TArray:
+			default:
+				t.Errorf("%s.%s: unknown type %q", v.Name, a.Name, a.Type)
+			}
+			if a.Doc == "" {
+				t.Errorf("%s.%s: no doc", v.Name, a.Name)
+			}
+		}
+		fields := JSONFields(reflect.TypeOf(v.NewArgs()).Elem())
+		sort.Strings(names)
+		sort.Strings(fields)
+		if !reflect.DeepEqual(names, fields) {
+			t.Errorf("%s: table args %v, struct fields %v", v.Name, names, fields)
+		}
+		if v.CLI == "" || v.Summary == "" || v.Doc == "" || v.Returns == "" {
+			t.Errorf("%s: incomplete entry %+v", v.Name, v)
+		}
+		if ByName(v.CLI) != v || ByName(v.Name) != v {
+			t.Errorf("%s: ByName does not find it", v.Name)
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("verbs = %v, want the spec's %v", got, want)
+	}
+}
+
+// The spec's returns, field for field.
+func TestResultFieldsAreTheSpecs(t *testing.T) {
+	cases := []struct {
+		v    any
+		want string
+	}{
+		{OutputResult{}, "agent_id turn which status done text truncated dropped_chars usage"},
+		{Status{}, "status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts"},
+		{ListEntry{}, "agent_id status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts"},
+		{OpenResult{}, "agent_id"},
+		{SendResult{}, "turn"},
+		{RunResult{}, "text"},
+		{SetModelResult{}, "switched"},
+		{InterruptResult{}, "interrupted"},
+		{CloseResult{}, "closed"},
+		{ListResult{}, "agents"},
+	}
+	for _, c := range cases {
+		got := strings.Join(JSONFields(reflect.TypeOf(c.v)), " ")
+		if got != c.want {
+			t.Errorf("%T fields = %q, want %q", c.v, got, c.want)
+		}
+	}
+}
+
+func TestDecode(t *testing.T) {
+	send := ByName("agent_send")
+	cases := []struct {
+		raw     string
+		wantErr string
+	}{
+		{`{"agent_id":"a","text":"hi"}`, ""},
+		{`{"agent_id":"a"}`, "argument text is required"},
+		{`{"agent_id":"a","text":""}`, "argument text is required"},
+		{`{"agent_id":"a","text":"hi","bogus":1}`, `unknown argument "bogus"; it takes agent_id, text`},
+		{`{"agent_id":5,"text":"hi"}`, "argument agent_id must be a string"},
+		{`[1]`, "must be a JSON object"},
+	}
+	for _, c := range cases {
+		a, err := send.Decode([]byte(c.raw))
+		if c.wantErr == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.raw, err)
+			} else if a.(*SendArgs).Text != "hi" {
+				t.Errorf("%s: decoded %+v", c.raw, a)
+			}
+			continue
+		}
+		var ve *Error
+		if !errors.As(err, &ve) || ve.Code != CodeBadArgument || !strings.Contains(ve.Message, c.wantErr) {
+			t.Errorf("%s: err = %v, want bad_argument containing %q", c.raw, err, c.wantErr)
+		}
+	}
+	// disallowed_tools: absent, [] and a list are three different things.
+	open := ByName("agent_open")
+	for raw, want := range map[string]string{
+		`{"cwd":"/"}`:                            "nil",
+		`{"cwd":"/","disallowed_tools":[]}`:      "[]",
+		`{"cwd":"/","disallowed_tools":["Bash"]}`: "[Bash]",
+	} {
+		a, err := open.Decode([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := "nil"
+		if d := a.(*OpenArgs).DisallowedTools; d != nil {
+			got = "[" + strings.Join(*d, " ") + "]"
+		}
+		if got != want {
+			t.Errorf("%s: disallowed_tools = %s, want %s", raw, got, want)
+		}
+	}
+}
+
+func TestErrorStatus(t *testing.T) {
+	for code, status := range map[string]int{CodeBadArgument: 400, CodeNotFound: 404, CodeWrongState: 409,
+		CodeTurnFailed: 502, CodeUnavailable: 503, CodeTimeout: 504, CodeInternal: 500} {
+		if got := (&Error{Code: code}).HTTPStatus(); got != status {
+			t.Errorf("%s → %d, want %d", code, got, status)
+		}
+	}
+	if e := AsError(errors.New("boom")); e.Code != CodeInternal || e.Message != "boom" {
+		t.Errorf("AsError = %+v", e)
+	}
+}
