@@ -1,0 +1,37 @@
+// Command fakeapi serves the fake Anthropic Messages API of package
+// internal/testutil/fakeapi until SIGTERM or SIGINT. Its first stdout line is
+// the base URL (for ANTHROPIC_BASE_URL). With -v it logs each request to
+// stderr.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address (host:port)")
+	verbose := flag.Bool("v", false, "log each request to stderr")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	s, err := fakeapi.StartAddr(*addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if *verbose {
+		s.SetLog(os.Stderr)
+	}
+	fmt.Println(s.URL())
+	<-ctx.Done()
+	s.Close()
+}

@@ -1,0 +1,745 @@
+// Package fakeapi is a fake Anthropic Messages API for end-to-end tests of
+// the real `claude` CLI (@anthropic-ai/claude-code). It listens on 127.0.0.1
+// and answers the requests the CLI makes when ANTHROPIC_BASE_URL points at it:
+//
+//   - HEAD / and GET /: 200 (the CLI probes the base URL).
+//   - POST /v1/messages (a ?beta=true query is accepted): with "stream": true
+//     an Anthropic server-sent-event stream (message_start,
+//     content_block_start / content_block_delta / content_block_stop per
+//     block, message_delta, message_stop); otherwise one JSON message.
+//   - POST /v1/messages/count_tokens: {"input_tokens":100}.
+//   - anything else: 404 with an Anthropic error JSON body.
+//
+// Every POST /v1/messages is recorded (see [Server.Requests]); count_tokens
+// and probes are not.
+//
+// # Scripts
+//
+// The reply is chosen from the last user text of the request: the last
+// message with role "user"; if its content is a string, that string;
+// otherwise its last text block that does not begin with "<" (the CLI
+// injects "<system-reminder>" blocks). Within that text, the trigger phrase
+// that occurs first (case-sensitive substring) selects the script:
+//
+//   - (no trigger) default: text "Hello from fakeapi (request #N)." in two or
+//     more text_delta chunks, stop_reason end_turn. N counts the POST
+//     /v1/messages requests this server has received, from 1.
+//   - "please think": a thinking block (thinking_delta "Let me think",
+//     " about this ", "briefly." then a signature_delta) followed by the text
+//     "Thought about it. Answer: 42.", end_turn.
+//   - "please use a tool": text "I will run a command." then a tool_use block
+//     Bash {"command":"echo hi","description":"Print hi"} streamed as several
+//     input_json_delta fragments, stop_reason tool_use.
+//   - "run command: CMD": as "please use a tool" but the Bash command is CMD
+//     (the rest of the line, trimmed) and the description "Run a command".
+//   - "please write a file PATH": text "Writing the file." then tool_use
+//     Write {"file_path":PATH,"content":"written by fakeapi\n"}, tool_use.
+//   - "please read PATH": tool_use Read {"file_path":PATH}, tool_use.
+//   - "please be slow": one text block of [SlowChunks] chunks "chunk0 ",
+//     "chunk1 ", … with [SlowChunkDelay] between chunks; the stream stops as
+//     soon as the client goes away.
+//   - "stream N chunks": one text block of N chunks "tok0 ", "tok1 ", …
+//     without pauses (for benchmarks).
+//   - "please fail": HTTP 500 with
+//     {"type":"error","error":{"type":"api_error","message":"fakeapi: scripted failure"}}.
+//   - "say exactly: TEXT": a text block holding exactly TEXT (the rest of the
+//     user text after the trigger, which may span lines).
+//
+// PATH and CMD are the rest of the line after the trigger, trimmed.
+//
+// If the last user message has no such text but holds tool_result blocks
+// (the CLI sending a tool's output back), the reply is the tool follow-up:
+// text "Tool said: RESULT. Done.", end_turn, where RESULT is the tool
+// results' text (joined by newlines), followed by " (is_error)" when a result
+// is marked is_error.
+//
+// Non-streaming requests get the same script rendered as one JSON message,
+// without pauses; "please fail" fails them too.
+//
+// Side requests of the CLI get the default reply: without
+// CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1, claude 2.1.197 sends a
+// streaming title request (same model) whose user text is
+// "<session>\nUSER TEXT\n</session>…", which the "<" rule skips. It is
+// recorded like any request, with LastUserText "", and takes a request number.
+//
+// # Usage
+//
+// message_start reports usage input_tokens [InputTokens], output_tokens
+// [StartOutputTokens], cache_creation_input_tokens 0 and
+// cache_read_input_tokens [CacheReadTokens]; message_delta reports
+// output_tokens [OutputTokens]. Non-streaming replies report
+// [InputTokens], [OutputTokens] and [CacheReadTokens]. The message's model is
+// the request's "model" field.
+package fakeapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// Token counts reported in every reply.
+const (
+	InputTokens       = 100 // usage.input_tokens
+	OutputTokens      = 20  // usage.output_tokens in message_delta (and non-streaming replies)
+	StartOutputTokens = 1   // usage.output_tokens in message_start
+	CacheReadTokens   = 10  // usage.cache_read_input_tokens
+)
+
+// Trigger phrases, matched as case-sensitive substrings of the last user text.
+const (
+	TriggerThink      = "please think"
+	TriggerTool       = "please use a tool"
+	TriggerRunCommand = "run command:"
+	TriggerWriteFile  = "please write a file"
+	TriggerRead       = "please read"
+	TriggerSlow       = "please be slow"
+	TriggerFail       = "please fail"
+	TriggerSayExactly = "say exactly:"
+	// "stream N chunks" is matched by a regular expression; see the package doc.
+)
+
+// Fixed texts of the scripts.
+const (
+	ThinkText       = "Thought about it. Answer: 42."
+	ThinkSignature  = "ZmFrZS1zaWduYXR1cmU=" // base64("fake-signature")
+	ToolText        = "I will run a command."
+	WriteText       = "Writing the file."
+	WrittenContent  = "written by fakeapi\n"
+	FailMessage     = "fakeapi: scripted failure"
+	SlowChunks      = 60
+	SlowChunkDelay  = 250 * time.Millisecond
+	ToolCommand     = "echo hi"
+	ToolDescription = "Print hi"
+)
+
+var streamChunksRE = regexp.MustCompile(`stream (\d+) chunks`)
+
+// Request is one recorded POST /v1/messages.
+type Request struct {
+	Model        string // the request's "model" field
+	LastUserText string // the text the script was chosen from ("" for a tool follow-up)
+	Stream       bool   // the request's "stream" field
+	// ToolResult is the text of the tool_result blocks when the request was
+	// a tool follow-up, else "".
+	ToolResult string
+}
+
+// Server is a running fake API.
+type Server struct {
+	ln   net.Listener
+	srv  *http.Server
+	url  string
+	done chan struct{}
+	once sync.Once
+
+	hmu    sync.Mutex // guards closed and wg.Add
+	closed bool
+	wg     sync.WaitGroup // running handlers
+
+	mu   sync.Mutex
+	reqs []Request
+	logw io.Writer
+}
+
+// Start serves the fake API on 127.0.0.1 with a free port.
+func Start() (*Server, error) { return StartAddr("127.0.0.1:0") }
+
+// StartAddr serves the fake API on addr (host:port).
+func StartAddr(addr string) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("fakeapi: listen: %w", err)
+	}
+	s := &Server{ln: ln, done: make(chan struct{})}
+	tcp := ln.Addr().(*net.TCPAddr)
+	host := tcp.IP.String()
+	if tcp.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	s.url = "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port))
+	s.srv = &http.Server{
+		Handler:           http.HandlerFunc(s.serveHTTP),
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	go s.srv.Serve(ln) //nolint:errcheck // returns ErrServerClosed on Close
+	return s, nil
+}
+
+// New starts a server for a test and closes it when the test ends.
+func New(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// URL is the base URL, http://127.0.0.1:PORT, for ANTHROPIC_BASE_URL.
+func (s *Server) URL() string { return s.url }
+
+// SetLog makes the server write one line per request to w (nil: no log).
+func (s *Server) SetLog(w io.Writer) {
+	s.mu.Lock()
+	s.logw = w
+	s.mu.Unlock()
+}
+
+// Close stops the server, ends streams in progress and waits for their
+// handlers to return. It may be called more than once.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		s.hmu.Lock()
+		s.closed = true
+		close(s.done)
+		s.hmu.Unlock()
+		s.srv.Close()
+		s.wg.Wait()
+	})
+}
+
+// Requests returns every POST /v1/messages received so far, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// Models returns the model of every recorded request, in order.
+func (s *Server) Models() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, len(s.reqs))
+	for i, r := range s.reqs {
+		out[i] = r.Model
+	}
+	return out
+}
+
+func (s *Server) logf(format string, args ...any) {
+	s.mu.Lock()
+	w := s.logw
+	s.mu.Unlock()
+	if w != nil {
+		fmt.Fprintf(w, "fakeapi: "+format+"\n", args...)
+	}
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	s.hmu.Lock()
+	if s.closed {
+		s.hmu.Unlock()
+		return
+	}
+	s.wg.Add(1)
+	s.hmu.Unlock()
+	defer s.wg.Done()
+	switch {
+	case r.URL.Path == "/" && (r.Method == http.MethodHead || r.Method == http.MethodGet):
+		s.logf("%s /", r.Method)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			io.WriteString(w, "fakeapi\n")
+		}
+	case r.URL.Path == "/v1/messages" && r.Method == http.MethodPost:
+		s.messages(w, r)
+	case r.URL.Path == "/v1/messages/count_tokens" && r.Method == http.MethodPost:
+		s.logf("POST %s", r.URL.Path)
+		io.Copy(io.Discard, r.Body)
+		writeJSON(w, http.StatusOK, map[string]int{"input_tokens": InputTokens})
+	default:
+		s.logf("404 %s %s", r.Method, r.URL.Path)
+		writeError(w, http.StatusNotFound, "not_found_error",
+			fmt.Sprintf("fakeapi: no route for %s %s", r.Method, r.URL.Path))
+	}
+}
+
+// apiRequest is the part of a Messages API request the fake looks at.
+type apiRequest struct {
+	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
+type inBlock struct {
+	Type    string          `json:"type"`
+	Text    string          `json:"text"`
+	Content json.RawMessage `json:"content"`
+	IsError bool            `json:"is_error"`
+}
+
+// lastUser extracts the script text of the last user message, or, if it has
+// none, the text of its tool_result blocks (followUp true).
+func lastUser(req *apiRequest) (text, toolResult string, followUp bool) {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		m := req.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		var str string
+		if json.Unmarshal(m.Content, &str) == nil {
+			return str, "", false
+		}
+		var blocks []inBlock
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			return "", "", false
+		}
+		var results []string
+		haveText, isErr := false, false
+		for _, b := range blocks {
+			switch b.Type {
+			case "text":
+				if strings.HasPrefix(strings.TrimSpace(b.Text), "<") {
+					continue
+				}
+				text, haveText = b.Text, true
+			case "tool_result":
+				results = append(results, contentText(b.Content))
+				isErr = isErr || b.IsError
+			}
+		}
+		if haveText || len(results) == 0 {
+			return text, "", false
+		}
+		toolResult = strings.Join(results, "\n")
+		if isErr {
+			toolResult += " (is_error)"
+		}
+		return "", toolResult, true
+	}
+	return "", "", false
+}
+
+// contentText renders a tool_result content (string or blocks) as text.
+func contentText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return str
+	}
+	var blocks []inBlock
+	if json.Unmarshal(raw, &blocks) != nil {
+		return string(raw)
+	}
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		} else {
+			parts = append(parts, "["+b.Type+"]")
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// block is one content block of a scripted reply.
+type block struct {
+	kind      string // "text", "thinking" or "tool_use"
+	n         int    // number of deltas
+	chunk     func(i int) string
+	signature string // thinking
+	toolName  string // tool_use
+	delay     time.Duration
+}
+
+func (b *block) full() string {
+	var sb strings.Builder
+	for i := 0; i < b.n; i++ {
+		sb.WriteString(b.chunk(i))
+	}
+	return sb.String()
+}
+
+// reply is a scripted answer.
+type reply struct {
+	fail       bool
+	blocks     []block
+	stopReason string
+}
+
+func fixedBlock(kind string, chunks ...string) block {
+	return block{kind: kind, n: len(chunks), chunk: func(i int) string { return chunks[i] }}
+}
+
+// textBlock splits s into pieces of at most 16 runes (at least two pieces
+// when s has two runes or more).
+func textBlock(s string) block {
+	return fixedBlock("text", splitRunes(s, 16, 2)...)
+}
+
+func toolBlock(name string, kv ...string) block {
+	b := fixedBlock("tool_use", splitRunes(string(orderedJSON(kv...)), 10, 2)...)
+	b.toolName = name
+	return b
+}
+
+// splitRunes splits s into pieces of at most size runes, and into at least
+// min pieces if s has that many runes.
+func splitRunes(s string, size, min int) []string {
+	n := utf8.RuneCountInString(s)
+	if n == 0 {
+		return nil
+	}
+	if n < size*min && n >= min {
+		size = (n + min - 1) / min
+	}
+	var out []string
+	for len(s) > 0 {
+		i, c := 0, 0
+		for i < len(s) && c < size {
+			_, w := utf8.DecodeRuneInString(s[i:])
+			i += w
+			c++
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	return out
+}
+
+// orderedJSON renders key/value string pairs as a JSON object in order.
+func orderedJSON(kv ...string) []byte {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i := 0; i+1 < len(kv); i += 2 {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(mustJSON(kv[i]))
+		buf.WriteByte(':')
+		buf.Write(mustJSON(kv[i+1]))
+	}
+	buf.WriteByte('}')
+	return buf.Bytes()
+}
+
+func mustJSON(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}
+
+// restOfLine returns the text after the trigger up to the end of its line.
+func restOfLine(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+// script chooses the reply for a request.
+func script(text, toolResult string, followUp bool, n int) reply {
+	if followUp {
+		return reply{blocks: []block{textBlock("Tool said: " + toolResult + ". Done.")}, stopReason: "end_turn"}
+	}
+	best, pos := "", -1
+	for _, t := range []string{TriggerThink, TriggerTool, TriggerRunCommand, TriggerWriteFile,
+		TriggerRead, TriggerSlow, TriggerFail, TriggerSayExactly} {
+		if i := strings.Index(text, t); i >= 0 && (pos < 0 || i < pos) {
+			best, pos = t, i
+		}
+	}
+	var streamN int
+	if loc := streamChunksRE.FindStringSubmatchIndex(text); loc != nil && (pos < 0 || loc[0] < pos) {
+		if v, err := strconv.Atoi(text[loc[2]:loc[3]]); err == nil {
+			best, pos, streamN = "stream", loc[0], v
+		}
+	}
+	var rest string
+	if pos >= 0 && best != "stream" {
+		rest = text[pos+len(best):]
+	}
+	switch best {
+	case TriggerThink:
+		th := fixedBlock("thinking", "Let me think", " about this ", "briefly.")
+		th.signature = ThinkSignature
+		return reply{blocks: []block{th, fixedBlock("text", "Thought about it", ". Answer: 42.")}, stopReason: "end_turn"}
+	case TriggerTool:
+		return reply{blocks: []block{textBlock(ToolText),
+			toolBlock("Bash", "command", ToolCommand, "description", ToolDescription)}, stopReason: "tool_use"}
+	case TriggerRunCommand:
+		return reply{blocks: []block{textBlock(ToolText),
+			toolBlock("Bash", "command", restOfLine(rest), "description", "Run a command")}, stopReason: "tool_use"}
+	case TriggerWriteFile:
+		return reply{blocks: []block{textBlock(WriteText),
+			toolBlock("Write", "file_path", restOfLine(rest), "content", WrittenContent)}, stopReason: "tool_use"}
+	case TriggerRead:
+		return reply{blocks: []block{toolBlock("Read", "file_path", restOfLine(rest))}, stopReason: "tool_use"}
+	case TriggerSlow:
+		b := block{kind: "text", n: SlowChunks, chunk: func(i int) string { return "chunk" + strconv.Itoa(i) + " " }, delay: SlowChunkDelay}
+		return reply{blocks: []block{b}, stopReason: "end_turn"}
+	case "stream":
+		b := block{kind: "text", n: streamN, chunk: func(i int) string { return "tok" + strconv.Itoa(i) + " " }}
+		return reply{blocks: []block{b}, stopReason: "end_turn"}
+	case TriggerFail:
+		return reply{fail: true}
+	case TriggerSayExactly:
+		return reply{blocks: []block{textBlock(strings.TrimPrefix(rest, " "))}, stopReason: "end_turn"}
+	}
+	return reply{blocks: []block{textBlock(fmt.Sprintf("Hello from fakeapi (request #%d).", n))}, stopReason: "end_turn"}
+}
+
+func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 256<<20))
+	var req apiRequest
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	text, toolResult, followUp := lastUser(&req)
+	s.mu.Lock()
+	s.reqs = append(s.reqs, Request{Model: req.Model, LastUserText: text, Stream: req.Stream, ToolResult: toolResult})
+	n := len(s.reqs)
+	s.mu.Unlock()
+	s.logf("POST %s #%d model=%q stream=%v text=%q toolResult=%q", r.URL.Path, n, req.Model, req.Stream, clip(text), clip(toolResult))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "fakeapi: bad request body: "+err.Error())
+		return
+	}
+	rep := script(text, toolResult, followUp, n)
+	w.Header().Set("request-id", newID("req_"))
+	if rep.fail {
+		w.Header().Set("x-should-retry", "false")
+		writeError(w, http.StatusInternalServerError, "api_error", FailMessage)
+		return
+	}
+	msgID := newID("msg_")
+	if !req.Stream {
+		writeJSON(w, http.StatusOK, wholeMessage(msgID, req.Model, rep))
+		return
+	}
+	s.stream(w, r.Context(), msgID, req.Model, rep)
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+func newID(prefix string) string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return prefix + "fake" + hex.EncodeToString(b)
+}
+
+type usage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+}
+
+type message struct {
+	ID           string  `json:"id"`
+	Type         string  `json:"type"`
+	Role         string  `json:"role"`
+	Model        string  `json:"model"`
+	Content      []any   `json:"content"`
+	StopReason   *string `json:"stop_reason"`
+	StopSequence *string `json:"stop_sequence"`
+	Usage        usage   `json:"usage"`
+}
+
+type textContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type thinkingContent struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+}
+
+type toolUseContent struct {
+	Type  string          `json:"type"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+func wholeMessage(id, model string, rep reply) message {
+	stop := rep.stopReason
+	m := message{ID: id, Type: "message", Role: "assistant", Model: model, Content: []any{}, StopReason: &stop,
+		Usage: usage{InputTokens: InputTokens, OutputTokens: OutputTokens, CacheReadInputTokens: CacheReadTokens}}
+	for _, b := range rep.blocks {
+		switch b.kind {
+		case "text":
+			m.Content = append(m.Content, textContent{"text", b.full()})
+		case "thinking":
+			m.Content = append(m.Content, thinkingContent{"thinking", b.full(), b.signature})
+		case "tool_use":
+			m.Content = append(m.Content, toolUseContent{"tool_use", newID("toolu_"), b.toolName, json.RawMessage(b.full())})
+		}
+	}
+	return m
+}
+
+var errGone = errors.New("fakeapi: client gone")
+
+// Server-sent event payloads, with fields in the order the real API uses.
+type (
+	messageStartEvent struct {
+		Type    string  `json:"type"`
+		Message message `json:"message"`
+	}
+	blockStartEvent struct {
+		Type         string `json:"type"`
+		Index        int    `json:"index"`
+		ContentBlock any    `json:"content_block"`
+	}
+	blockDeltaEvent struct {
+		Type  string          `json:"type"`
+		Index int             `json:"index"`
+		Delta json.RawMessage `json:"delta"`
+	}
+	blockStopEvent struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+	}
+	messageDeltaEvent struct {
+		Type  string `json:"type"`
+		Delta struct {
+			StopReason   string  `json:"stop_reason"`
+			StopSequence *string `json:"stop_sequence"`
+		} `json:"delta"`
+		Usage struct {
+			OutputTokens int `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	messageStopEvent struct {
+		Type string `json:"type"`
+	}
+)
+
+func (s *Server) stream(w http.ResponseWriter, ctx context.Context, msgID, model string, rep reply) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	send := func(event string, data any) error {
+		select {
+		case <-ctx.Done():
+			return errGone
+		case <-s.done:
+			return errGone
+		default:
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, mustJSON(data)); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	pause := func(d time.Duration) error {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return errGone
+		case <-s.done:
+			return errGone
+		}
+	}
+	err := func() error {
+		start := message{ID: msgID, Type: "message", Role: "assistant", Model: model, Content: []any{},
+			Usage: usage{InputTokens: InputTokens, OutputTokens: StartOutputTokens, CacheReadInputTokens: CacheReadTokens}}
+		if err := send("message_start", messageStartEvent{"message_start", start}); err != nil {
+			return err
+		}
+		for idx, b := range rep.blocks {
+			var cb any
+			var deltaType, field string
+			switch b.kind {
+			case "text":
+				cb, deltaType, field = textContent{"text", ""}, "text_delta", "text"
+			case "thinking":
+				cb, deltaType, field = thinkingContent{"thinking", "", ""}, "thinking_delta", "thinking"
+			case "tool_use":
+				cb = toolUseContent{"tool_use", newID("toolu_"), b.toolName, json.RawMessage("{}")}
+				deltaType, field = "input_json_delta", "partial_json"
+			}
+			if err := send("content_block_start", blockStartEvent{"content_block_start", idx, cb}); err != nil {
+				return err
+			}
+			for i := 0; i < b.n; i++ {
+				if i > 0 && b.delay > 0 {
+					if err := pause(b.delay); err != nil {
+						return err
+					}
+				}
+				d := json.RawMessage(orderedJSON("type", deltaType, field, b.chunk(i)))
+				if err := send("content_block_delta", blockDeltaEvent{"content_block_delta", idx, d}); err != nil {
+					return err
+				}
+			}
+			if b.signature != "" {
+				d := json.RawMessage(orderedJSON("type", "signature_delta", "signature", b.signature))
+				if err := send("content_block_delta", blockDeltaEvent{"content_block_delta", idx, d}); err != nil {
+					return err
+				}
+			}
+			if err := send("content_block_stop", blockStopEvent{"content_block_stop", idx}); err != nil {
+				return err
+			}
+		}
+		md := messageDeltaEvent{Type: "message_delta"}
+		md.Delta.StopReason = rep.stopReason
+		md.Usage.OutputTokens = OutputTokens
+		if err := send("message_delta", md); err != nil {
+			return err
+		}
+		return send("message_stop", messageStopEvent{"message_stop"})
+	}()
+	if err != nil {
+		s.logf("stream %s ended early: %v", msgID, err)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(mustJSON(v))
+}
+
+func writeError(w http.ResponseWriter, code int, typ, msg string) {
+	type detail struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}
+	writeJSON(w, code, struct {
+		Type  string `json:"type"`
+		Error detail `json:"error"`
+	}{"error", detail{typ, msg}})
+}
