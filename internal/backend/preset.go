@@ -19,8 +19,8 @@ type Preset struct {
 	// SkipPermissions adds --dangerously-skip-permissions.
 	SkipPermissions bool
 	// FS says whether the ACP fs/* callbacks are granted.
-	FS   bool
-	Doc  string
+	FS  bool
+	Doc string
 }
 
 // KaimonServer is the MCP server name under which owned agents see kaimon.

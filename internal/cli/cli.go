@@ -61,7 +61,7 @@ func Main() int {
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := NewApp()
 	app.Reader, app.Writer, app.ErrWriter = stdin, stdout, stderr
-	err := app.RunContext(ctx, args)
+	err := app.RunContext(ctx, interspersed(app, args))
 	if err == nil {
 		return ExitOK
 	}
@@ -180,7 +180,12 @@ func emit(c *cli.Context, res any, human func(w io.Writer)) error {
 func fail(c *cli.Context, err error) error {
 	if c.Bool("json") {
 		var ve *verbs.Error
-		if !errors.As(err, &ve) {
+		var down *client.DaemonDownError
+		switch {
+		case errors.As(err, &ve):
+		case errors.As(err, &down):
+			ve = &verbs.Error{Code: verbs.CodeUnavailable, Message: err.Error()}
+		default:
 			ve = &verbs.Error{Code: verbs.CodeInternal, Message: err.Error()}
 		}
 		b, _ := json.Marshal(ve)
@@ -575,7 +580,7 @@ func daemonCmd() *cli.Command {
 		Usage: "Start, stop or show kaimon-agentd",
 		Subcommands: []*cli.Command{
 			{
-				Name: "start", Usage: "start kaimon-agentd in the background (no-op if running)",
+				Name: "start", Usage: "Start kaimon-agentd in the background (no-op if running)",
 				Action: func(c *cli.Context) error {
 					cl, err := newClient(c)
 					if err != nil {
@@ -597,7 +602,7 @@ func daemonCmd() *cli.Command {
 				},
 			},
 			{
-				Name: "stop", Usage: "stop kaimon-agentd, closing every live agent",
+				Name: "stop", Usage: "Stop kaimon-agentd, closing every live agent",
 				Action: func(c *cli.Context) error {
 					cl, err := newClient(c)
 					if err != nil {
@@ -616,7 +621,7 @@ func daemonCmd() *cli.Command {
 				},
 			},
 			{
-				Name: "status", Usage: "show whether kaimon-agentd runs (exit 1 if not)",
+				Name: "status", Usage: "Show whether kaimon-agentd runs (exit 1 if not)",
 				Flags: []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
 					cl, err := newClient(c)

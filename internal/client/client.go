@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,6 +97,10 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 		}
 		resp, err := c.http().Do(req)
 		if err != nil {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err // the request line adds nothing for a person
+			}
 			if attempt == 0 && isDown(err) {
 				if err := c.ensureDaemon(ctx, err); err != nil {
 					return err

@@ -103,8 +103,8 @@ func TestDecode(t *testing.T) {
 	// disallowed_tools: absent, [] and a list are three different things.
 	open := ByName("agent_open")
 	for raw, want := range map[string]string{
-		`{"cwd":"/"}`:                            "nil",
-		`{"cwd":"/","disallowed_tools":[]}`:      "[]",
+		`{"cwd":"/"}`:                             "nil",
+		`{"cwd":"/","disallowed_tools":[]}`:       "[]",
 		`{"cwd":"/","disallowed_tools":["Bash"]}`: "[Bash]",
 	} {
 		a, err := open.Decode([]byte(raw))

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// interspersed moves a command's flags ahead of its positional arguments,
+// so that `kaimon run ID TEXT --timeout 1m` works as people write it:
+// urfave/cli v2, like the flag package, stops parsing flags at the first
+// positional. Everything after "--" stays positional.
+func interspersed(app *cli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	out := []string{args[0]}
+	i := 1
+	// Global flags (all boolean) up to the command name.
+	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" && args[i] != "--" {
+		out = append(out, args[i])
+		i++
+	}
+	if i >= len(args) {
+		return args
+	}
+	cmd := findCommand(app.Commands, args[i])
+	out = append(out, args[i])
+	i++
+	// Descend into subcommands (kaimon daemon start).
+	for cmd != nil && len(cmd.Subcommands) > 0 && i < len(args) {
+		sub := findCommand(cmd.Subcommands, args[i])
+		if sub == nil {
+			break
+		}
+		cmd = sub
+		out = append(out, args[i])
+		i++
+	}
+	if cmd == nil {
+		return args
+	}
+	takesValue := map[string]bool{}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	var flags, pos []string
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if takesValue[name] && i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	out = append(out, flags...)
+	if len(pos) > 0 {
+		out = append(out, "--")
+		out = append(out, pos...)
+	}
+	return out
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}
