@@ -1,0 +1,765 @@
+package claude
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/proc"
+)
+
+// Timeouts of the backend's exchanges with the CLI.
+const (
+	// StopGrace is how long Close lets the CLI's group exit on SIGTERM
+	// before it is killed.
+	StopGrace = 3 * time.Second
+	// InterruptTimeout bounds the wait for an interrupt's acknowledgement.
+	InterruptTimeout = 5 * time.Second
+	// SetModelTimeout bounds the wait for a set_model's acknowledgement.
+	SetModelTimeout = 10 * time.Second
+	// writeTimeout bounds one write to the CLI's stdin, so that a CLI that
+	// stopped reading cannot hang a caller forever.
+	writeTimeout = 10 * time.Second
+	// drainDelay is how long the reader may go on after the CLI exited,
+	// for a straggler that inherited its stdout.
+	drainDelay = 2 * time.Second
+	// stderrTailBytes is how much of the stderr log an exit report quotes.
+	stderrTailBytes = 2048
+)
+
+// Backend is one claude CLI process in stream-json mode: one process, many
+// turns. It implements backend.Backend.
+//
+// Events are emitted from the goroutine that reads the CLI's stdout, and
+// from Send (a turn's user_text and turn_started), never two at once.
+// Sink.Exited is called once, after the last Emit, from the reader
+// goroutine; Close waits for it. If Start fails, neither Emit nor Exited is
+// called: Start's error is the report.
+type Backend struct {
+	opts    backend.Options
+	sink    backend.Sink
+	bin     string
+	args    []string
+	env     []string
+	logPath string // stderr log, "" without a cache dir
+
+	// emitMu serializes the mapper and every call to sink.Emit, and
+	// guards the state below it.
+	emitMu  sync.Mutex
+	m       *Mapper
+	started bool // Start was called
+	ready   bool // Start succeeded
+	exited  bool // the process is gone and the reader done: no more Emit
+	closing bool // Close was called
+
+	writeMu sync.Mutex
+	stdin   *os.File
+
+	ctlMu     sync.Mutex
+	pending   map[string]chan ControlResponse
+	ctlClosed bool
+
+	// infoMu guards what Info and Process report. It is never held while
+	// calling the sink, so the sink may call them from Emit and Exited.
+	infoMu     sync.Mutex
+	sessionID  string
+	model      string
+	transcript string
+	pid        proc.Identity
+
+	child     *proc.Child
+	logStart  int64         // size of the stderr log when this process started
+	done      chan struct{} // closed when the reader goroutine has finished
+	closeOnce sync.Once
+	seq       atomic.Uint64
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// New validates o (through Args) and finds the claude binary: the
+// KAIMON_CLAUDE_BIN environment variable, else claude on PATH. A missing
+// binary is an error wrapping backend.ErrNotFound. Nothing is started
+// until Start.
+func New(o backend.Options, sink backend.Sink) (*Backend, error) {
+	args, err := Args(&o)
+	if err != nil {
+		return nil, err
+	}
+	model, _, _ := ParseModel(o.Model, o.Effort) // validated by Args
+	env := o.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	bin, err := findBinary(env)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{
+		opts:    o,
+		sink:    sink,
+		bin:     bin,
+		args:    args,
+		env:     agentEnv(env, o.ID),
+		m:       NewMapper(),
+		pending: map[string]chan ControlResponse{},
+		model:   model,
+		done:    make(chan struct{}),
+	}
+	if o.CacheDir != "" {
+		b.logPath = filepath.Join(o.CacheDir, o.ID+".log")
+	}
+	return b, nil
+}
+
+// findBinary returns the absolute path of the claude CLI.
+func findBinary(env []string) (string, error) {
+	if p := lookupEnv(env, "KAIMON_CLAUDE_BIN"); p != "" {
+		path, err := exec.LookPath(p)
+		if err != nil && !errors.Is(err, exec.ErrDot) {
+			return "", fmt.Errorf("%w: KAIMON_CLAUDE_BIN=%s is not an executable claude CLI (%v): point it at one, or unset it to use claude on PATH", backend.ErrNotFound, p, err)
+		}
+		return filepath.Abs(path)
+	}
+	path, err := exec.LookPath("claude")
+	if err != nil && !errors.Is(err, exec.ErrDot) {
+		return "", fmt.Errorf("%w: the claude CLI is not on PATH: install it with `npm install -g @anthropic-ai/claude-code`, or set KAIMON_CLAUDE_BIN to its path", backend.ErrNotFound)
+	}
+	return filepath.Abs(path)
+}
+
+// lookupEnv returns the last value of key in env.
+func lookupEnv(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// agentEnv is env with KAIMON_AGENT_SESSION set to id, so that the agent's
+// calls back into kaimon say whose they are.
+func agentEnv(env []string, id string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "KAIMON_AGENT_SESSION=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "KAIMON_AGENT_SESSION="+id)
+}
+
+// Argv returns the command line the backend runs: the binary, then Args.
+func (b *Backend) Argv() []string { return append([]string{b.bin}, b.args...) }
+
+// Process identifies the CLI's process (the leader of its group), for the
+// session manager's pid file. It is the zero Identity before Start.
+func (b *Backend) Process() proc.Identity {
+	b.infoMu.Lock()
+	defer b.infoMu.Unlock()
+	return b.pid
+}
+
+// Start spawns the CLI in its own process group, sends it an initialize
+// control request and returns once the CLI has answered it: the CLI prints
+// nothing else before the first user message. If the process exits first,
+// or ctx ends, the process is stopped and Start returns an error.
+func (b *Backend) Start(ctx context.Context) error {
+	b.emitMu.Lock()
+	if b.started || b.closing {
+		b.emitMu.Unlock()
+		return errors.New("claude backend: Start called twice, or after Close")
+	}
+	b.started = true
+	b.emitMu.Unlock()
+
+	if st, err := os.Stat(b.opts.Cwd); err != nil || !st.IsDir() {
+		if err == nil {
+			err = errors.New("not a directory")
+		}
+		return fmt.Errorf("agent cwd %q: %w", b.opts.Cwd, err)
+	}
+	if _, err := os.Stat(b.bin); err != nil {
+		return fmt.Errorf("%w: %s: %v: install the claude CLI (`npm install -g @anthropic-ai/claude-code`) or set KAIMON_CLAUDE_BIN", backend.ErrNotFound, b.bin, err)
+	}
+
+	var stderr *os.File
+	if b.logPath != "" {
+		if err := os.MkdirAll(filepath.Dir(b.logPath), 0o700); err != nil {
+			return fmt.Errorf("claude stderr log: %w", err)
+		}
+		f, err := os.OpenFile(b.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("claude stderr log: %w", err)
+		}
+		defer f.Close() // the child has its own copy
+		if st, err := f.Stat(); err == nil {
+			b.logStart = st.Size()
+		}
+		stderr = f
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return err
+	}
+	cmd := exec.Command(b.bin, b.args...)
+	cmd.Dir = b.opts.Cwd
+	cmd.Env = b.env
+	cmd.Stdin = inR
+	cmd.Stdout = outW
+	if stderr != nil {
+		cmd.Stderr = stderr
+	}
+	child, err := proc.Start(cmd)
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return fmt.Errorf("starting claude (%s): %w", b.bin, err)
+	}
+	b.emitMu.Lock()
+	b.child = child
+	b.emitMu.Unlock()
+	b.writeMu.Lock()
+	b.stdin = inW
+	b.writeMu.Unlock()
+	b.infoMu.Lock()
+	b.pid = child.ID
+	b.infoMu.Unlock()
+
+	ack := b.expect("init-1")
+	go b.run(outR)
+
+	err = b.writeJSON(controlRequest{Type: "control_request", RequestID: "init-1",
+		Request: map[string]any{"subtype": "initialize"}})
+	if err != nil {
+		// Most likely the CLI is already gone: say why it went.
+		select {
+		case <-b.done:
+			err = b.exitedEarly()
+		case <-time.After(drainDelay + time.Second):
+			err = fmt.Errorf("writing initialize to claude: %w", err)
+		}
+	} else {
+		select {
+		case r, ok := <-ack:
+			switch {
+			case !ok:
+				err = b.exitedEarly()
+			case !r.Success:
+				err = fmt.Errorf("claude refused to initialize: %s", r.Error)
+			}
+		case <-b.done:
+			err = b.exitedEarly()
+		case <-ctx.Done():
+			err = fmt.Errorf("claude did not get ready: %w", ctx.Err())
+		}
+	}
+	b.forget("init-1")
+	if err == nil {
+		b.emitMu.Lock()
+		if b.exited {
+			err = b.exitedEarly()
+		} else {
+			b.ready = true
+		}
+		b.emitMu.Unlock()
+	}
+	if err != nil {
+		b.inputClose()
+		child.Stop(StopGrace)
+		<-b.done
+		return err
+	}
+	return nil
+}
+
+// exitedEarly describes a CLI that exited before it was ready.
+func (b *Backend) exitedEarly() error {
+	<-b.child.Done()
+	msg := "claude exited before it was ready: " + exitDescription(b.child)
+	if tail := b.stderrTail(); tail != "" {
+		msg += "; its stderr ends:\n" + tail
+	} else if b.logPath != "" {
+		msg += " (nothing on stderr; log " + b.logPath + ")"
+	}
+	return errors.New(msg)
+}
+
+// exitDescription says how the process ended.
+func exitDescription(c *proc.Child) string {
+	if ps := c.Cmd.ProcessState; ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return fmt.Sprintf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+		}
+	}
+	return fmt.Sprintf("exit code %d", c.ExitCode())
+}
+
+// stderrTail returns the end of what this process wrote to its stderr log.
+func (b *Backend) stderrTail() string {
+	if b.logPath == "" {
+		return ""
+	}
+	f, err := os.Open(b.logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	from := max(b.logStart, st.Size()-stderrTailBytes)
+	if from >= st.Size() {
+		return ""
+	}
+	buf := make([]byte, st.Size()-from)
+	n, _ := f.ReadAt(buf, from)
+	return strings.TrimSpace(strings.ToValidUTF8(string(buf[:n]), "?"))
+}
+
+// run reads the CLI's stdout line by line until it closes, maps each line,
+// and then reports the exit. Lines can be many megabytes (images), so they
+// are read whole, with no size cap.
+func (b *Backend) run(out *os.File) {
+	eof := make(chan struct{})
+	go func() {
+		// A straggler that inherited stdout must not keep the reader
+		// alive once the CLI is gone.
+		select {
+		case <-eof:
+		case <-b.child.Done():
+			select {
+			case <-eof:
+			case <-time.After(drainDelay):
+				out.Close()
+			}
+		}
+	}()
+	br := bufio.NewReaderSize(out, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			b.handle(line)
+		}
+		if err != nil {
+			break
+		}
+	}
+	close(eof)
+	out.Close()
+	<-b.child.Done()
+	b.finish()
+}
+
+// handle maps one line and acts on its side outputs.
+func (b *Backend) handle(line []byte) {
+	b.emitMu.Lock()
+	o := b.m.Map(line)
+	for _, ev := range o.Events {
+		b.sink.Emit(ev)
+	}
+	if o.Init {
+		b.infoMu.Lock()
+		if b.sessionID != b.m.SessionID {
+			b.sessionID, b.transcript = b.m.SessionID, ""
+		}
+		if b.m.Model != "" {
+			b.model = b.m.Model
+		}
+		b.infoMu.Unlock()
+	}
+	b.emitMu.Unlock()
+	if o.Control != nil {
+		b.deliver(*o.Control)
+	}
+	if o.Next != nil {
+		// The CLI is free: hand it the next queued turn. Not from this
+		// goroutine: a write must never hold up the reader.
+		go b.submit(*o.Next, true)
+	}
+	if o.Request != nil {
+		// Kaimon passes no --permission-prompt-tool, so the CLI should
+		// ask nothing; answer anyway, so that it does not wait forever.
+		// Not from this goroutine: a write must never hold up the reader.
+		go b.writeJSON(controlResponse{Type: "control_response", Response: controlResponseBody{
+			Subtype: "error", RequestID: o.Request.RequestID,
+			Error: "kaimon does not handle control request " + o.Request.Subtype,
+		}})
+	}
+}
+
+// finish reports the process's exit: once, after everything it printed.
+func (b *Backend) finish() {
+	desc := exitDescription(b.child)
+	code := b.child.ExitCode()
+	// The leader is gone; so must be anything it left in its group.
+	b.child.Stop(0)
+
+	b.ctlMu.Lock()
+	b.ctlClosed = true
+	for id, ch := range b.pending {
+		close(ch)
+		delete(b.pending, id)
+	}
+	b.ctlMu.Unlock()
+
+	b.emitMu.Lock()
+	b.exited = true
+	report := b.ready
+	var exitErr error
+	if report {
+		if b.closing {
+			for _, ev := range b.m.Abort(event.StopCancelled, "the agent was closed") {
+				b.sink.Emit(ev)
+			}
+		} else {
+			msg := "claude exited with code " + fmt.Sprint(code)
+			if !strings.HasPrefix(desc, "exit code") {
+				msg = "claude was " + desc
+			}
+			tail := b.stderrTail()
+			b.sink.Emit(event.NewError(b.lastTurn(), msg, map[string]any{"exitCode": code, "stderrTail": tail}))
+			for _, ev := range b.m.Abort(event.StopError, msg) {
+				b.sink.Emit(ev)
+			}
+			if tail != "" {
+				msg += "; its stderr ends:\n" + tail
+			}
+			exitErr = errors.New(msg)
+		}
+	}
+	b.emitMu.Unlock()
+	if report {
+		b.sink.Exited(exitErr)
+	}
+	close(b.done)
+}
+
+// lastTurn is the turn an event outside any result belongs to; emitMu held.
+func (b *Backend) lastTurn() int { return b.m.turn() }
+
+// Send sends user turn turn. If no turn is in flight, it is written to the
+// CLI now and its user_text and turn_started are emitted; otherwise it is
+// queued, and written (and opened) when the previous turn's result arrives.
+// Kaimon queues rather than the CLI because the CLI merges all the messages
+// queued during a turn into one turn.
+func (b *Backend) Send(turn int, text string) error {
+	b.emitMu.Lock()
+	switch {
+	case !b.ready:
+		b.emitMu.Unlock()
+		return errors.New("claude is not started")
+	case b.exited || b.closing:
+		b.emitMu.Unlock()
+		return proc.ErrExited
+	}
+	// Pushed before the write: the CLI's answer must find the turn.
+	evs, active := b.m.Push(turn, text)
+	for _, ev := range evs {
+		b.sink.Emit(ev)
+	}
+	b.emitMu.Unlock()
+	if !active {
+		return nil
+	}
+	return b.submit(Turn{Number: turn, Text: text}, false)
+}
+
+// submit writes turn t, now active, to the CLI. If that fails the turn is
+// ended: by the caller when report is false (Send returns the error), else
+// here with an error and a result. The next queued turn then goes.
+func (b *Backend) submit(t Turn, report bool) error {
+	err := b.writeJSON(userMessage{
+		Type:    "user",
+		Message: userContent{Role: "user", Content: []event.Text{{Type: "text", Text: t.Text}}},
+	})
+	if err == nil {
+		return nil
+	}
+	err = fmt.Errorf("writing turn %d to claude: %w", t.Number, err)
+	var next *Turn
+	b.emitMu.Lock()
+	if !b.exited {
+		if report {
+			b.sink.Emit(event.NewError(t.Number, err.Error(), nil))
+			b.sink.Emit(event.New(event.Result, t.Number, event.ResultData{StopReason: event.StopError, Error: err.Error()}))
+		}
+		var evs []event.Event
+		evs, next = b.m.Retract(t.Number)
+		for _, ev := range evs {
+			b.sink.Emit(ev)
+		}
+	}
+	b.emitMu.Unlock()
+	if next != nil {
+		go b.submit(*next, true)
+	}
+	return err
+}
+
+// Interrupt asks the CLI to cancel the turn in flight. The turn then ends
+// with the CLI's result, stopReason cancelled. It reports false if no turn
+// was in flight or the CLI did not acknowledge within InterruptTimeout.
+func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
+	b.emitMu.Lock()
+	turn, ok := b.m.Active()
+	if !ok || !b.ready || b.exited || b.closing {
+		b.emitMu.Unlock()
+		return false, nil
+	}
+	b.m.MarkInterrupted(turn)
+	b.emitMu.Unlock()
+	r, err := b.control(ctx, "interrupt", map[string]any{"subtype": "interrupt"}, InterruptTimeout)
+	if err != nil || r == nil {
+		return false, err
+	}
+	if !r.Success {
+		return false, fmt.Errorf("claude refused to interrupt: %s", r.Error)
+	}
+	return true, nil
+}
+
+// SetModel repoints the live CLI at model (an effort suffix is dropped:
+// the CLI's effort is fixed at spawn), keeping its conversation. It reports
+// true only when the CLI acknowledged the switch.
+func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
+	name, _, err := ParseModel(model, "")
+	if err != nil {
+		return false, err
+	}
+	b.emitMu.Lock()
+	live := b.ready && !b.exited && !b.closing
+	b.emitMu.Unlock()
+	if !live {
+		return false, nil
+	}
+	r, err := b.control(ctx, "set-model", map[string]any{"subtype": "set_model", "model": name}, SetModelTimeout)
+	if err != nil || r == nil {
+		return false, err
+	}
+	if !r.Success {
+		return false, fmt.Errorf("claude refused to switch to model %s: %s", name, r.Error)
+	}
+	b.infoMu.Lock()
+	b.model = name
+	b.infoMu.Unlock()
+	return true, nil
+}
+
+// control sends a control request and waits for its response. It returns
+// nil and no error when ctx or timeout ends the wait first, and an error
+// when the request cannot be written or the process exits.
+func (b *Backend) control(ctx context.Context, prefix string, req map[string]any, timeout time.Duration) (*ControlResponse, error) {
+	id := fmt.Sprintf("%s-%d", prefix, b.seq.Add(1))
+	ch := b.expect(id)
+	defer b.forget(id)
+	if err := b.writeJSON(controlRequest{Type: "control_request", RequestID: id, Request: req}); err != nil {
+		return nil, fmt.Errorf("writing %s request to claude: %w", prefix, err)
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			return nil, proc.ErrExited
+		}
+		return &r, nil
+	case <-ctx.Done():
+		return nil, nil
+	case <-t.C:
+		return nil, nil
+	}
+}
+
+// expect registers a waiter for the control response to request id. The
+// channel is closed if the process exits first.
+func (b *Backend) expect(id string) chan ControlResponse {
+	ch := make(chan ControlResponse, 1)
+	b.ctlMu.Lock()
+	if b.ctlClosed {
+		close(ch)
+	} else {
+		b.pending[id] = ch
+	}
+	b.ctlMu.Unlock()
+	return ch
+}
+
+func (b *Backend) forget(id string) {
+	b.ctlMu.Lock()
+	delete(b.pending, id)
+	b.ctlMu.Unlock()
+}
+
+func (b *Backend) deliver(r ControlResponse) {
+	b.ctlMu.Lock()
+	ch, ok := b.pending[r.RequestID]
+	delete(b.pending, r.RequestID)
+	b.ctlMu.Unlock()
+	if ok {
+		ch <- r // buffered, one response per id
+	}
+}
+
+// writeJSON writes v as one line on the CLI's stdin.
+func (b *Backend) writeJSON(v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	if b.stdin == nil {
+		return proc.ErrExited
+	}
+	_ = b.stdin.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_, err = b.stdin.Write(line)
+	return err
+}
+
+// inputClose closes the CLI's stdin.
+func (b *Backend) inputClose() {
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	if b.stdin != nil {
+		b.stdin.Close()
+		b.stdin = nil
+	}
+}
+
+// Close stops the CLI: stdin closed, then SIGTERM to its process group,
+// then SIGKILL after StopGrace. It returns once the reader has finished and
+// Exited(nil) has been reported. Turns still in flight end with stopReason
+// cancelled. Close may be called more than once.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		b.emitMu.Lock()
+		b.closing = true
+		child := b.child
+		b.emitMu.Unlock()
+		if child == nil {
+			return
+		}
+		// Closing stdin alone does not stop a turn in progress.
+		b.inputClose()
+		child.Stop(StopGrace)
+		<-b.done
+	})
+	return nil
+}
+
+// Info reports the session: the CLI's session id (known from the first
+// turn on), its transcript, and the model in use.
+func (b *Backend) Info() backend.Info {
+	b.infoMu.Lock()
+	defer b.infoMu.Unlock()
+	if b.sessionID != "" && b.transcript == "" {
+		b.transcript = TranscriptPath(b.env, b.opts.Cwd, b.sessionID)
+	}
+	return backend.Info{SessionID: b.sessionID, Transcript: b.transcript, Model: b.model, QueuesPrompts: true}
+}
+
+// TranscriptPath is where the claude CLI keeps the transcript of session id
+// run in cwd: <config dir>/projects/<munged cwd>/<id>.jsonl, the config dir
+// being $CLAUDE_CONFIG_DIR, else $HOME/.claude, as env sets them. The CLI
+// munges the (symlink-free) cwd by turning every character but ASCII
+// letters and digits into '-' ('/' and '.' included); a munged name longer
+// than 200 characters is cut and suffixed with a hash of the path, which is
+// found by globbing, so such a transcript is "" until the CLI created it.
+func TranscriptPath(env []string, cwd, id string) string {
+	dir := lookupEnv(env, "CLAUDE_CONFIG_DIR")
+	if dir == "" {
+		home := lookupEnv(env, "HOME")
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		dir = filepath.Join(home, ".claude")
+	}
+	if abs, err := filepath.Abs(cwd); err == nil {
+		cwd = abs
+	}
+	if real, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = real
+	}
+	munged := mungePath(cwd)
+	if len(munged) <= maxMunged {
+		return filepath.Join(dir, "projects", munged, id+".jsonl")
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "projects", munged[:maxMunged]+"-*", id+".jsonl"))
+	if len(matches) == 0 {
+		return ""
+	}
+	return matches[0]
+}
+
+// maxMunged is the longest project directory name the CLI uses unhashed.
+const maxMunged = 200
+
+// mungePath is the CLI's replace(/[^a-zA-Z0-9]/g, "-"), which works on
+// UTF-16 code units: a character outside the BMP becomes two dashes.
+func mungePath(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		switch {
+		case r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
+			b.WriteRune(r)
+		case r > 0xFFFF:
+			b.WriteString("--")
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// Wire forms of what kaimon writes on the CLI's stdin.
+type (
+	userMessage struct {
+		Type            string      `json:"type"`
+		Message         userContent `json:"message"`
+		ParentToolUseID *string     `json:"parent_tool_use_id"`
+		SessionID       string      `json:"session_id"`
+	}
+	userContent struct {
+		Role    string       `json:"role"`
+		Content []event.Text `json:"content"`
+	}
+	controlRequest struct {
+		Type      string         `json:"type"`
+		RequestID string         `json:"request_id"`
+		Request   map[string]any `json:"request"`
+	}
+	controlResponse struct {
+		Type     string              `json:"type"`
+		Response controlResponseBody `json:"response"`
+	}
+	controlResponseBody struct {
+		Subtype   string `json:"subtype"`
+		RequestID string `json:"request_id"`
+		Error     string `json:"error,omitempty"`
+	}
+)

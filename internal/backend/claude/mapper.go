@@ -1,0 +1,555 @@
+package claude
+
+import (
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/kaimon/kaimon/internal/event"
+)
+
+// Mapper translates the claude CLI's stream-json stdout into kaimon events.
+// It is pure: it is fed one line at a time and does no I/O, so that it can be
+// tested on recorded traffic. It is not safe for concurrent use.
+//
+// Turn attribution: the mapper keeps a FIFO of the turns sent and not yet
+// ended. Every event carries the turn at the head of the FIFO (the active
+// one); a result pops it, and the next queued turn then becomes active: its
+// user_text and turn_started are emitted right after the result, and Output
+// says that it is now to be written to the CLI.
+//
+// Only the active turn is ever on the CLI's stdin. The CLI does queue a
+// message sent while a turn runs, but it merges every message queued by the
+// end of that turn into one next turn with one result (observed with
+// 2.1.197), which would leave turns that never end; holding queued turns
+// back until the previous result keeps one result per turn.
+type Mapper struct {
+	// SessionID and Model are the CLI's, from its latest system/init.
+	SessionID string
+	Model     string
+
+	queue       []Turn
+	last        int // the latest active turn, for events outside any turn
+	interrupted map[int]bool
+	// blocks maps a streamed content block's index to the tool call it
+	// carries, for input_json_delta; reset at each message_start.
+	blocks map[int64]string
+}
+
+// Output is everything one stdout line yields.
+type Output struct {
+	Events []event.Event
+	// Control is set for a control_response: the answer to a
+	// control_request kaimon sent (initialize, interrupt, set_model).
+	Control *ControlResponse
+	// Request is set for a control_request from the CLI. Kaimon passes no
+	// --permission-prompt-tool, so none is expected; the backend answers it
+	// with an error so that the CLI does not wait forever.
+	Request *ControlRequest
+	// Init is set for system/init; the mapper's SessionID and Model are
+	// then up to date.
+	Init bool
+	// Ended is the number of the turn this line's result ended, 0 if none.
+	Ended int
+	// Next is the queued turn this line's result made active: the backend
+	// must now write it to the CLI.
+	Next *Turn
+}
+
+// Turn is a user turn: its number and text.
+type Turn struct {
+	Number int
+	Text   string
+}
+
+// ControlResponse is the CLI's answer to one of kaimon's control requests.
+type ControlResponse struct {
+	RequestID string
+	Success   bool
+	Error     string          // when !Success
+	Payload   json.RawMessage // response.response, when present
+}
+
+// ControlRequest is a control request the CLI sent to kaimon.
+type ControlRequest struct {
+	RequestID string
+	Subtype   string
+	Request   json.RawMessage
+}
+
+// NewMapper returns a Mapper with no turn in flight.
+func NewMapper() *Mapper {
+	return &Mapper{interrupted: map[int]bool{}, blocks: map[int64]string{}}
+}
+
+// Push records that turn was sent with text. If no turn was in flight it is
+// active at once: Push returns its user_text and turn_started, and active
+// true, and the caller writes it to the CLI. Otherwise it is queued, and
+// becomes active with the previous turn's result (Output.Next).
+func (m *Mapper) Push(turn int, text string) (evs []event.Event, active bool) {
+	m.queue = append(m.queue, Turn{Number: turn, Text: text})
+	if len(m.queue) == 1 {
+		return m.activate(), true
+	}
+	return nil, false
+}
+
+// activate returns the opening events of the turn at the head of the FIFO.
+func (m *Mapper) activate() []event.Event {
+	q := m.queue[0]
+	m.last = q.Number
+	return []event.Event{
+		event.NewText(event.UserText, q.Number, false, q.Text),
+		event.New(event.TurnStarted, q.Number, struct{}{}),
+	}
+}
+
+// Active returns the turn the CLI is working on, if any.
+func (m *Mapper) Active() (int, bool) {
+	if len(m.queue) == 0 {
+		return 0, false
+	}
+	return m.queue[0].Number, true
+}
+
+// InFlight is the number of turns sent and not yet ended, the active one
+// included.
+func (m *Mapper) InFlight() int { return len(m.queue) }
+
+// MarkInterrupted records that kaimon asked the CLI to interrupt turn, so
+// that its result is read as cancelled rather than failed.
+func (m *Mapper) MarkInterrupted(turn int) { m.interrupted[turn] = true }
+
+// Retract forgets turn, pushed but never delivered to the CLI (writing it
+// failed): the caller reports that turn's failure itself. If it was active,
+// the next queued turn becomes active: its opening events are returned, and
+// next says it is to be written.
+func (m *Mapper) Retract(turn int) (evs []event.Event, next *Turn) {
+	for i, q := range m.queue {
+		if q.Number != turn {
+			continue
+		}
+		m.queue = append(m.queue[:i:i], m.queue[i+1:]...)
+		delete(m.interrupted, turn)
+		if i == 0 && len(m.queue) > 0 {
+			return m.activate(), m.head()
+		}
+		return nil, nil
+	}
+	return nil, nil
+}
+
+func (m *Mapper) head() *Turn {
+	t := m.queue[0]
+	return &t
+}
+
+// Abort ends every turn in flight with a result of stopReason (the active
+// one first, then the queued ones, which never started), for when the
+// process is gone and no result will come. msg is the result's error.
+func (m *Mapper) Abort(stopReason, msg string) []event.Event {
+	var evs []event.Event
+	for _, q := range m.queue {
+		evs = append(evs, event.New(event.Result, q.Number, event.ResultData{StopReason: stopReason, Error: msg}))
+		delete(m.interrupted, q.Number)
+	}
+	m.queue = nil
+	return evs
+}
+
+func (m *Mapper) turn() int {
+	if len(m.queue) > 0 {
+		return m.queue[0].Number
+	}
+	return m.last
+}
+
+// Line maps one stdout line to events; Map also returns side outputs.
+func (m *Mapper) Line(line []byte) []event.Event { return m.Map(line).Events }
+
+// Map maps one stdout line (with or without its newline).
+func (m *Mapper) Map(line []byte) Output {
+	var out Output
+	trimmed := strings.TrimSpace(string(line))
+	if trimmed == "" {
+		return out
+	}
+	if !gjson.Valid(trimmed) || !gjson.Parse(trimmed).IsObject() {
+		msg := "not a JSON object"
+		var v any
+		if err := json.Unmarshal([]byte(trimmed), &v); err != nil {
+			msg = err.Error()
+		}
+		out.Events = append(out.Events, event.NewError(m.turn(), "malformed line from claude: "+msg,
+			map[string]any{"line": head(trimmed, 200)}))
+		return out
+	}
+	v := gjson.Parse(trimmed)
+	switch v.Get("type").String() {
+	case "system":
+		if v.Get("subtype").String() == "init" {
+			m.SessionID = v.Get("session_id").String()
+			if model := v.Get("model").String(); model != "" {
+				m.Model = model
+			}
+			out.Init = true
+		}
+	case "stream_event":
+		if fromSubagent(v) {
+			break
+		}
+		out.Events = m.streamEvent(v.Get("event"))
+	case "assistant":
+		if fromSubagent(v) {
+			break
+		}
+		out.Events = m.assistant(v)
+	case "user":
+		if fromSubagent(v) {
+			break
+		}
+		out.Events = m.user(v)
+	case "result":
+		out.Events, out.Ended, out.Next = m.result(v)
+	case "control_response":
+		r := v.Get("response")
+		out.Control = &ControlResponse{
+			RequestID: r.Get("request_id").String(),
+			Success:   r.Get("subtype").String() == "success",
+			Error:     r.Get("error").String(),
+		}
+		if p := r.Get("response"); p.Exists() {
+			out.Control.Payload = json.RawMessage(p.Raw)
+		}
+	case "control_request":
+		req := v.Get("request")
+		out.Request = &ControlRequest{
+			RequestID: v.Get("request_id").String(),
+			Subtype:   req.Get("subtype").String(),
+			Request:   json.RawMessage(req.Raw),
+		}
+		out.Events = append(out.Events, event.NewError(m.turn(),
+			"claude sent a control request kaimon does not handle: "+out.Request.Subtype,
+			map[string]any{"request_id": out.Request.RequestID, "subtype": out.Request.Subtype}))
+	}
+	// Anything else (rate_limit_event, keep_alive, control_cancel_request,
+	// types of later CLI versions) carries nothing for the event stream.
+	return out
+}
+
+// fromSubagent says whether a line belongs to a subagent's conversation
+// (the CLI's Task/Agent tools), whose text is not this agent's reply. The
+// subagent's call and result appear at the top level as a tool_use and a
+// tool_result.
+func fromSubagent(v gjson.Result) bool {
+	p := v.Get("parent_tool_use_id")
+	return p.Exists() && p.Type != gjson.Null && p.String() != ""
+}
+
+func (m *Mapper) streamEvent(e gjson.Result) []event.Event {
+	turn := m.turn()
+	switch e.Get("type").String() {
+	case "message_start":
+		m.blocks = map[int64]string{}
+	case "content_block_start":
+		cb := e.Get("content_block")
+		if cb.Get("type").String() == "tool_use" {
+			id := cb.Get("id").String()
+			m.blocks[e.Get("index").Int()] = id
+			return []event.Event{event.New(event.ToolUse, turn, event.ToolUseData{Call: toolCall(id, cb.Get("name").String(), "")})}
+		}
+	case "content_block_delta":
+		d := e.Get("delta")
+		switch d.Get("type").String() {
+		case "text_delta":
+			if t := d.Get("text").String(); t != "" {
+				return []event.Event{event.NewText(event.AssistantText, turn, true, t)}
+			}
+		case "thinking_delta":
+			if t := d.Get("thinking").String(); t != "" {
+				return []event.Event{event.NewText(event.Thought, turn, true, t)}
+			}
+		case "input_json_delta":
+			id, ok := m.blocks[e.Get("index").Int()]
+			if p := d.Get("partial_json").String(); ok && p != "" {
+				return []event.Event{event.New(event.ToolInputDelta, turn, event.ToolInputDeltaData{ToolCallID: id, PartialJSON: p})}
+			}
+		}
+	}
+	return nil
+}
+
+// assistant maps an assistant line. The CLI prints each content block of a
+// message as its own line, so these are the authoritative copies of what
+// the stream events delivered in pieces.
+func (m *Mapper) assistant(v gjson.Result) []event.Event {
+	if v.Get("error").String() != "" {
+		// A synthetic message ("API Error: …") standing for a failed
+		// request: the result that follows carries it as an error.
+		return nil
+	}
+	turn := m.turn()
+	var evs []event.Event
+	v.Get("message.content").ForEach(func(_, b gjson.Result) bool {
+		switch b.Get("type").String() {
+		case "text":
+			if t := b.Get("text").String(); t != "" {
+				evs = append(evs, event.NewText(event.AssistantText, turn, false, t))
+			}
+		case "thinking":
+			if t := b.Get("thinking").String(); t != "" {
+				evs = append(evs, event.NewText(event.Thought, turn, false, t))
+			}
+		case "tool_use":
+			name := b.Get("name").String()
+			input := b.Get("input")
+			raw := input.Raw
+			if !input.Exists() {
+				raw = "{}"
+			}
+			evs = append(evs, event.New(event.ToolUse, turn, event.ToolUseData{Call: toolCall(b.Get("id").String(), name, raw)}))
+			if name == "TodoWrite" {
+				evs = append(evs, planEvent(turn, input))
+			}
+		}
+		return true
+	})
+	return evs
+}
+
+// user maps a user line: tool results. Plain text ("[Request interrupted by
+// user]", the CLI's echo of a prompt) carries nothing: kaimon emits
+// user_text itself, with the right turn.
+func (m *Mapper) user(v gjson.Result) []event.Event {
+	turn := m.turn()
+	var evs []event.Event
+	content := v.Get("message.content")
+	if !content.IsArray() {
+		return nil
+	}
+	content.ForEach(func(_, b gjson.Result) bool {
+		if b.Get("type").String() != "tool_result" {
+			return true
+		}
+		status := "completed"
+		if b.Get("is_error").Bool() {
+			status = "failed"
+		}
+		evs = append(evs, event.New(event.ToolResult, turn, event.ToolResultData{Update: event.ToolResultUpdate{
+			ToolCallID: b.Get("tool_use_id").String(),
+			Status:     status,
+			Content:    toolResultContent(b.Get("content")),
+		}}))
+		return true
+	})
+	return evs
+}
+
+// result ends the active turn: a usage event, then the result (preceded by
+// an error event when the turn failed).
+func (m *Mapper) result(v gjson.Result) ([]event.Event, int, *Turn) {
+	turn := m.turn()
+	u := v.Get("usage")
+	usage := event.UsageFigures{
+		InputTokens:         u.Get("input_tokens").Int(),
+		OutputTokens:        u.Get("output_tokens").Int(),
+		CacheReadTokens:     u.Get("cache_read_input_tokens").Int(),
+		CacheCreationTokens: u.Get("cache_creation_input_tokens").Int(),
+		// costUsd stays 0.0: total_cost_usd is cumulative and unreliable.
+	}
+	evs := []event.Event{event.New(event.Usage, turn, event.UsageData{Usage: usage})}
+
+	subtype := v.Get("subtype").String()
+	res := event.ResultData{Usage: usage}
+	switch {
+	case subtype == "error_during_execution" &&
+		(strings.HasPrefix(v.Get("terminal_reason").String(), "aborted") || m.interrupted[turn]):
+		res.StopReason = event.StopCancelled
+	case subtype == "success" && !v.Get("is_error").Bool():
+		res.StopReason = stopReason(v.Get("stop_reason").String())
+	default:
+		msg := failureMessage(v)
+		evs = append(evs, event.NewError(turn, msg, map[string]any{
+			"subtype":          subtype,
+			"api_error_status": v.Get("api_error_status").Value(),
+		}))
+		res.StopReason, res.Error = event.StopError, msg
+	}
+	evs = append(evs, event.New(event.Result, turn, res))
+
+	ended := 0
+	var next *Turn
+	if len(m.queue) > 0 {
+		ended = m.queue[0].Number
+		delete(m.interrupted, ended)
+		m.queue = m.queue[1:]
+		if len(m.queue) > 0 {
+			evs = append(evs, m.activate()...)
+			next = m.head()
+		}
+	}
+	return evs, ended, next
+}
+
+// stopReason maps the API's stop_reason of a successful turn to ACP's.
+func stopReason(s string) string {
+	switch s {
+	case "max_tokens", "model_context_window_exceeded":
+		return event.StopMaxTokens
+	case "refusal":
+		return event.StopRefusal
+	default: // end_turn, tool_use, stop_sequence, pause_turn, none
+		return event.StopEndTurn
+	}
+}
+
+// failureMessage says why a turn failed, from what the result carries.
+func failureMessage(v gjson.Result) string {
+	if s := strings.TrimSpace(v.Get("result").String()); s != "" {
+		return s
+	}
+	var errs []string
+	v.Get("errors").ForEach(func(_, e gjson.Result) bool {
+		if s := strings.TrimSpace(e.String()); s != "" {
+			errs = append(errs, s)
+		}
+		return true
+	})
+	msg := "claude turn failed: " + v.Get("subtype").String()
+	if len(errs) > 0 {
+		msg += ": " + strings.Join(errs, "; ")
+	}
+	return msg
+}
+
+// Location is an ACP tool call location.
+type Location struct {
+	Path string `json:"path"`
+}
+
+// ContentBlock is an ACP tool call content item: {type:"content", content}.
+type ContentBlock struct {
+	Type    string `json:"type"` // "content"
+	Content any    `json:"content"`
+}
+
+// Image is an ACP image content block.
+type Image struct {
+	Type     string `json:"type"` // "image"
+	MimeType string `json:"mimeType"`
+	Data     string `json:"data"`
+}
+
+// toolCall builds the ACP tool call of tool_use. rawInput is "" for the
+// announce at block start, which has no input yet.
+func toolCall(id, name, rawInput string) event.ToolCall {
+	c := event.ToolCall{
+		ToolCallID: id,
+		Title:      name,
+		Kind:       ToolKind(name),
+		Status:     "in_progress",
+		Content:    []any{},
+		Locations:  []any{},
+	}
+	if rawInput != "" {
+		c.RawInput = json.RawMessage(rawInput)
+		in := gjson.Parse(rawInput)
+		for _, key := range []string{"file_path", "notebook_path", "path"} {
+			if p := in.Get(key); p.Type == gjson.String && p.Str != "" {
+				c.Locations = append(c.Locations, Location{Path: p.Str})
+				break
+			}
+		}
+	}
+	return c
+}
+
+// ToolKind is the ACP tool kind of a claude tool, by name.
+func ToolKind(name string) string {
+	switch name {
+	case "Read":
+		return "read"
+	case "Write", "Edit", "MultiEdit", "NotebookEdit":
+		return "edit"
+	case "Bash":
+		return "execute"
+	case "Glob", "Grep":
+		return "search"
+	case "WebFetch", "WebSearch":
+		return "fetch"
+	case "TodoWrite", "Think":
+		return "think"
+	default:
+		return "other"
+	}
+}
+
+// toolResultContent maps a tool_result's content (a string, or an array of
+// text and image blocks) to ACP content items.
+func toolResultContent(c gjson.Result) []any {
+	out := []any{}
+	text := func(s string) ContentBlock {
+		return ContentBlock{Type: "content", Content: event.Text{Type: "text", Text: s}}
+	}
+	switch {
+	case c.Type == gjson.String:
+		if c.Str != "" {
+			out = append(out, text(c.Str))
+		}
+	case c.IsArray():
+		c.ForEach(func(_, b gjson.Result) bool {
+			switch b.Get("type").String() {
+			case "text":
+				out = append(out, text(b.Get("text").String()))
+			case "image":
+				src := b.Get("source")
+				if src.Get("type").String() == "base64" {
+					out = append(out, ContentBlock{Type: "content", Content: Image{
+						Type: "image", MimeType: src.Get("media_type").String(), Data: src.Get("data").String()}})
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// planEvent turns TodoWrite's input into the ACP plan it stands for.
+func planEvent(turn int, input gjson.Result) event.Event {
+	type entry struct {
+		Content  string `json:"content"`
+		Priority string `json:"priority"`
+		Status   string `json:"status"`
+	}
+	entries := []entry{}
+	input.Get("todos").ForEach(func(_, t gjson.Result) bool {
+		status := t.Get("status").String()
+		if status == "" {
+			status = "pending"
+		}
+		prio := t.Get("priority").String()
+		if prio == "" {
+			prio = "medium"
+		}
+		entries = append(entries, entry{Content: t.Get("content").String(), Priority: prio, Status: status})
+		return true
+	})
+	return event.New(event.Plan, turn, map[string]any{"entries": entries})
+}
+
+// head returns s cut to at most n runes.
+func head(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for k := range s {
+		if i == n {
+			return s[:k]
+		}
+		i++
+	}
+	return s
+}
