@@ -55,7 +55,8 @@ type Info struct {
 // Backend is one live agent process.
 type Backend interface {
 	// Start spawns the agent and returns once it is ready for a turn, or
-	// with an error (the process is then already gone).
+	// with an error; then the process is already gone and the backend calls
+	// neither Emit nor Exited: the error is the whole report.
 	Start(ctx context.Context) error
 	// Send writes a user turn numbered turn. The backend emits the turn's
 	// events, all carrying that number, user_text and turn_started first,

@@ -23,6 +23,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/client"
+	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
 	"github.com/kaimon/kaimon/internal/version"
 )
@@ -164,7 +165,7 @@ func verbCmd(name string, cmd *cli.Command) *cli.Command {
 // emit prints a verb's result: as JSON with --json, else via human.
 func emit(c *cli.Context, res any, human func(w io.Writer)) error {
 	if c.Bool("json") {
-		b, err := json.Marshal(res)
+		b, err := event.Marshal(res)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@
 package event
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -48,12 +49,25 @@ type Event struct {
 // programming error in a backend; it becomes an error event so nothing is
 // silently lost.
 func New(kind Kind, turn int, data any) Event {
-	b, err := json.Marshal(data)
+	b, err := Marshal(data)
 	if err != nil {
-		b, _ = json.Marshal(map[string]any{"message": "kaimon: cannot encode " + string(kind) + " data: " + err.Error(), "data": nil})
+		b, _ = Marshal(map[string]any{"message": "kaimon: cannot encode " + string(kind) + " data: " + err.Error(), "data": nil})
 		kind = Error
 	}
 	return Event{Kind: kind, Turn: turn, Data: b}
+}
+
+// Marshal encodes v as JSON without escaping <, > and &: tool output such as
+// "<tool_use_error>" stays readable in logs and to jq, and is still valid
+// JSON.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Envelope is an Event as published: the spec's {kind, turn, data} plus the

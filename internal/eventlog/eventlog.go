@@ -79,7 +79,7 @@ func lastByte(path string) (byte, error) {
 // Append writes one record as one line, in a single write, so that a
 // concurrent reader sees whole lines or a torn last one, never interleaving.
 func (w *Writer) Append(r *event.Record) error {
-	b, err := json.Marshal(r)
+	b, err := event.Marshal(r)
 	if err != nil {
 		return err
 	}

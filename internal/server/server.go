@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
 	"github.com/kaimon/kaimon/internal/version"
 )
@@ -167,9 +168,9 @@ func (s *Server) serveDaemon(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	b, err := json.Marshal(v)
+	b, err := event.Marshal(v)
 	if err != nil {
-		b, _ = json.Marshal(verbs.AsError(err))
+		b, _ = event.Marshal(verbs.AsError(err))
 	}
 	_, _ = w.Write(append(b, '\n'))
 }

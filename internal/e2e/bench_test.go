@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/proc"
+	"github.com/tidwall/gjson"
+)
+
+// The overhead kaimon adds over driving the bare claude CLI by hand, side by
+// side in one run against the same fake model API:
+//
+//	startup: bare = spawn claude + initialize handshake;
+//	         kaimon = `kaimon open` (CLI exec + daemon + the same spawn)
+//	turn:    bare = write one user line, read to its result;
+//	         kaimon = `kaimon run ID TEXT` (CLI exec + daemon + the same turn)
+//
+// scripts/bench.sh runs these and prints the ratios.
+func BenchmarkOverhead(b *testing.B) {
+	e := newEnv(b)
+	e.ok("daemon", "start")
+
+	b.Run("startup/bare", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			c := startBare(b, e)
+			c.stop()
+		}
+	})
+	b.Run("startup/kaimon", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			id := e.ok("open", e.work)
+			b.StopTimer()
+			e.ok("close", id)
+			b.StartTimer()
+		}
+	})
+	b.Run("turn/bare", func(b *testing.B) {
+		c := startBare(b, e)
+		defer c.stop()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			c.turn(b, "say exactly: ok")
+		}
+	})
+	b.Run("turn/kaimon", func(b *testing.B) {
+		id := e.ok("open", e.work)
+		defer e.ok("close", id)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if out := e.ok("run", id, "say exactly: ok"); out != "ok" {
+				b.Fatalf("run = %q", out)
+			}
+		}
+	})
+}
+
+type bare struct {
+	child *proc.Child
+	in    io.WriteCloser
+	out   *bufio.Reader
+}
+
+func startBare(b *testing.B, e *kenv) *bare {
+	cmd := exec.Command(claudeBin, "-p", "--input-format", "stream-json", "--output-format", "stream-json",
+		"--verbose", "--include-partial-messages", "--model", "sonnet", "--permission-mode", "acceptEdits")
+	cmd.Dir = e.work
+	cmd.Env = e.env
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	outp, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := proc.Start(cmd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	br := &bare{child: c, in: in, out: bufio.NewReaderSize(outp, 1<<20)}
+	br.write(b, map[string]any{"type": "control_request", "request_id": "init", "request": map[string]any{"subtype": "initialize"}})
+	br.until(b, func(line []byte) bool { return gjson.GetBytes(line, "type").String() == "control_response" })
+	return br
+}
+
+func (c *bare) write(b *testing.B, v any) {
+	line, _ := json.Marshal(v)
+	if _, err := c.in.Write(append(line, '\n')); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func (c *bare) until(b *testing.B, done func([]byte) bool) {
+	for {
+		line, err := c.out.ReadBytes('\n')
+		if err != nil {
+			b.Fatalf("bare claude: %v", err)
+		}
+		if done(line) {
+			return
+		}
+	}
+}
+
+func (c *bare) turn(b *testing.B, text string) {
+	c.write(b, map[string]any{"type": "user", "message": map[string]any{"role": "user",
+		"content": []any{map[string]any{"type": "text", "text": text}}}, "parent_tool_use_id": nil, "session_id": ""})
+	c.until(b, func(line []byte) bool { return gjson.GetBytes(line, "type").String() == "result" })
+}
+
+func (c *bare) stop() {
+	c.in.Close()
+	c.child.Stop(3 * time.Second)
+}

@@ -1,0 +1,247 @@
+// Package e2e drives the real kaimon and kaimon-agentd binaries, with the
+// real claude CLI talking to the fake model API on 127.0.0.1.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/testutil/agents"
+	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
+)
+
+var (
+	binDir    string // kaimon and kaimon-agentd, built once
+	claudeBin string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "kaimon-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binDir = dir
+	build := exec.Command("go", "build", "-o", dir, "./cmd/kaimon", "./cmd/kaimon-agentd")
+	build.Dir = agents.RepoRoot()
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building binaries:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// needClaude skips without the real CLI, except in CI, where .ci/run
+// installs it and its absence is a failure.
+func needClaude(t testing.TB) {
+	t.Helper()
+	claudeBin = agents.Claude(t)
+}
+
+// kenv is one isolated kaimon installation: its own KAIMON_HOME (so its own
+// socket, cache and logs), a HOME for claude, and a fake model API.
+type kenv struct {
+	t     testing.TB
+	home  string // KAIMON_HOME
+	work  string // a project directory for agents
+	api   *fakeapi.Server
+	env   []string
+	extra map[string]string
+}
+
+func newEnv(t testing.TB, extra ...string) *kenv {
+	t.Helper()
+	needClaude(t)
+	// Unix socket paths are limited to 108 bytes: keep the root short.
+	home, err := os.MkdirTemp("", "km")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &kenv{t: t, home: home, work: filepath.Join(home, "project"), api: fakeapi.New(t)}
+	for _, d := range []string{e.work, filepath.Join(home, "claude-home"), filepath.Join(home, "tmp")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vars := map[string]string{
+		"KAIMON_HOME":        home,
+		"KAIMON_AGENTD_BIN":  filepath.Join(binDir, "kaimon-agentd"),
+		"KAIMON_CLAUDE_BIN":  claudeBin,
+		"HOME":               filepath.Join(home, "claude-home"),
+		"ANTHROPIC_BASE_URL": e.api.URL(),
+		"ANTHROPIC_API_KEY":  "sk-fake",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"DISABLE_TELEMETRY":                        "1",
+		"DISABLE_AUTOUPDATER":                      "1",
+		"CLAUDE_CODE_MAX_RETRIES":                  "0",
+		"IS_SANDBOX":                               "1",
+		"NO_COLOR":                                 "1",
+		// The CLI leaves /tmp/claude-<uid>/… behind; keep it in our dir.
+		"TMPDIR":              filepath.Join(home, "tmp"),
+		"PATH":                os.Getenv("PATH"),
+		"XDG_RUNTIME_DIR":     "",
+		"KAIMON_NO_AUTOSTART": "",
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		vars[extra[i]] = extra[i+1]
+	}
+	for k, v := range vars {
+		if v != "" {
+			e.env = append(e.env, k+"="+v)
+		}
+	}
+	t.Cleanup(e.cleanup)
+	return e
+}
+
+// cleanup stops the daemon and fails the test if any process that belongs
+// to this installation outlived it; then removes the directory.
+func (e *kenv) cleanup() {
+	t := e.t
+	e.kaimon("daemon", "stop")
+	deadline := time.Now().Add(10 * time.Second)
+	var left []int
+	for {
+		left = e.processes()
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("leaked processes after daemon stop: %v", describe(left))
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	_ = os.RemoveAll(e.home)
+}
+
+// processes lists live processes whose environment names this KAIMON_HOME:
+// the daemon and every agent it spawned inherit it.
+func (e *kenv) processes() []int {
+	needle := []byte("KAIMON_HOME=" + e.home + "\x00")
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + ent.Name() + "/environ")
+		if err != nil || !bytes.Contains(b, needle) {
+			continue
+		}
+		st, _ := os.ReadFile("/proc/" + ent.Name() + "/stat")
+		if i := bytes.LastIndexByte(st, ')'); i > 0 && len(st) > i+2 && st[i+2] == 'Z' {
+			continue // a zombie is already dead
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+func describe(pids []int) string {
+	var parts []string
+	for _, p := range pids {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		parts = append(parts, fmt.Sprintf("%d %s", p, strings.ReplaceAll(string(b), "\x00", " ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+}
+
+// kaimon runs the kaimon binary in the project directory.
+func (e *kenv) kaimon(args ...string) result {
+	return e.kaimonIn(e.work, nil, args...)
+}
+
+func (e *kenv) kaimonIn(dir string, stdin []byte, args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kaimon"), args...)
+	cmd.Dir = dir
+	cmd.Env = e.env
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else {
+			e.t.Fatalf("kaimon %v: %v", args, err)
+		}
+	}
+	return result{stdout: so.String(), stderr: se.String(), code: code}
+}
+
+// ok runs kaimon and fails the test unless it exits 0; returns stdout
+// without its trailing newline.
+func (e *kenv) ok(args ...string) string {
+	e.t.Helper()
+	r := e.kaimon(args...)
+	if r.code != 0 {
+		e.t.Fatalf("kaimon %s: %s", strings.Join(args, " "), r)
+	}
+	return strings.TrimRight(r.stdout, "\n")
+}
+
+// okJSON runs kaimon with --json and decodes stdout into out.
+func (e *kenv) okJSON(out any, args ...string) {
+	e.t.Helper()
+	s := e.ok(append(args, "--json")...)
+	if err := json.Unmarshal([]byte(s), out); err != nil {
+		e.t.Fatalf("kaimon %v --json: %v\n%s", args, err, s)
+	}
+}
+
+// fails runs kaimon, wants exit code code and stderr containing want.
+func (e *kenv) fails(code int, want string, args ...string) result {
+	e.t.Helper()
+	r := e.kaimon(args...)
+	if r.code != code || !strings.Contains(r.stderr, want) {
+		e.t.Fatalf("kaimon %s: want exit %d and stderr containing %q; got %s", strings.Join(args, " "), code, want, r)
+	}
+	return r
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

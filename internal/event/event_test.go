@@ -1,0 +1,58 @@
+package event
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestAuthoritative(t *testing.T) {
+	cases := []struct {
+		ev   Event
+		want bool
+	}{
+		{NewText(AssistantText, 1, true, "x"), false},
+		{NewText(AssistantText, 1, false, "x"), true},
+		{NewText(Thought, 1, true, "x"), false},
+		{NewText(Thought, 1, false, "x"), true},
+		{New(ToolInputDelta, 1, ToolInputDeltaData{ToolCallID: "t", PartialJSON: "{"}), false},
+		{New(ToolUse, 1, ToolUseData{}), true},
+		{New(Result, 1, ResultData{StopReason: StopEndTurn}), true},
+		{Event{Kind: AssistantText, Turn: 1, Data: []byte(`{"content":{"type":"text","text":"no delta field"}}`)}, true},
+	}
+	for _, c := range cases {
+		if got := Authoritative(c.ev.Kind, c.ev.Data); got != c.want {
+			t.Errorf("%s %s: authoritative = %v, want %v", c.ev.Kind, c.ev.Data, got, c.want)
+		}
+	}
+}
+
+// Tool output like <tool_use_error> stays readable, through the envelope's
+// RawMessage too, and remains valid JSON.
+func TestMarshalKeepsAngleBrackets(t *testing.T) {
+	ev := NewText(AssistantText, 1, false, "<tool_use_error>a & b</tool_use_error>")
+	env := Envelope{Kind: ev.Kind, Turn: 1, Data: ev.Data, AgentID: "a", Seq: 1}
+	b, err := Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "<tool_use_error>a & b") || strings.HasSuffix(string(b), "\n") {
+		t.Errorf("Marshal = %s", b)
+	}
+	var back Envelope
+	if err := json.Unmarshal(b, &back); err != nil || back.Seq != 1 {
+		t.Errorf("round trip: %v %+v", err, back)
+	}
+}
+
+func TestUsageAddAndFailed(t *testing.T) {
+	u := UsageFigures{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheCreationTokens: 4}.Add(UsageFigures{InputTokens: 10, OutputTokens: 20, CacheReadTokens: 30, CacheCreationTokens: 40})
+	if u != (UsageFigures{InputTokens: 11, OutputTokens: 22, CacheReadTokens: 33, CacheCreationTokens: 44}) {
+		t.Errorf("Add = %+v", u)
+	}
+	for stop, failed := range map[string]bool{StopEndTurn: false, StopMaxTokens: false, StopError: true, StopCancelled: true, StopRefusal: true} {
+		if Failed(stop) != failed {
+			t.Errorf("Failed(%s) = %v", stop, !failed)
+		}
+	}
+}
