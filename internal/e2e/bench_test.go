@@ -2,9 +2,16 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/backend/claude"
+	"github.com/kaimon/kaimon/internal/client"
+	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/verbs"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -47,6 +54,20 @@ func BenchmarkOverhead(b *testing.B) {
 			c.turn(b, "say exactly: ok")
 		}
 	})
+	b.Run("turn/kaimon-api", func(b *testing.B) {
+		// The same turn through the control API in-process: the daemon's
+		// share of the overhead, without the CLI's exec.
+		cl := &client.Client{Paths: config.Paths{SockDir: filepath.Join(e.home, "sock"), CacheDir: filepath.Join(e.home, "cache", "agents")}, NoAutostart: true}
+		id := e.ok("open", e.work)
+		defer e.ok("close", id)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			res, err := cl.Run(context.Background(), &verbs.RunArgs{AgentID: id, Text: "say exactly: ok"})
+			if err != nil || res.Text != "ok" {
+				b.Fatalf("run = %+v, %v", res, err)
+			}
+		}
+	})
 	b.Run("turn/kaimon", func(b *testing.B) {
 		id := e.ok("open", e.work)
 		defer e.ok("close", id)
@@ -66,8 +87,13 @@ type bare struct {
 }
 
 func startBare(b *testing.B, e *kenv) *bare {
-	cmd := exec.Command(claudeBin, "-p", "--input-format", "stream-json", "--output-format", "stream-json",
-		"--verbose", "--include-partial-messages", "--model", "sonnet", "--permission-mode", "acceptEdits")
+	// The argv kaimon itself would use for `kaimon open`, so that both
+	// sides ask the CLI for the same work.
+	args, err := claude.Args(&backend.Options{Cwd: e.work, Model: "sonnet", Permission: "default"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(claudeBin, args...)
 	cmd.Dir = e.work
 	cmd.Env = e.env
 	in, err := cmd.StdinPipe()
