@@ -1,0 +1,295 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/eventlog"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// scripted is a test double of a backend: it answers each turn with the
+// events the test scripts, so the manager's own rules (FSM, numbering,
+// usage, retention, waiting) are tested without a vendor. The real claude
+// backend is tested against the real CLI in its own package and in e2e.
+type scripted struct {
+	sink   backend.Sink
+	mu     sync.Mutex
+	hold   bool // do not answer turns until released
+	held   []int
+	closed bool
+}
+
+func (s *scripted) Start(ctx context.Context) error { return nil }
+
+func (s *scripted) Send(turn int, text string) error {
+	s.sink.Emit(event.NewText(event.UserText, turn, false, text))
+	s.sink.Emit(event.New(event.TurnStarted, turn, struct{}{}))
+	s.mu.Lock()
+	if s.hold {
+		s.held = append(s.held, turn)
+		s.mu.Unlock()
+		s.sink.Emit(event.NewText(event.AssistantText, turn, true, "part"))
+		return nil
+	}
+	s.mu.Unlock()
+	s.answer(turn, text)
+	return nil
+}
+
+func (s *scripted) answer(turn int, text string) {
+	if strings.HasPrefix(text, "fail") {
+		s.sink.Emit(event.New(event.Result, turn, event.ResultData{StopReason: event.StopError, Error: "scripted failure"}))
+		return
+	}
+	s.sink.Emit(event.NewText(event.AssistantText, turn, true, "re: "))
+	s.sink.Emit(event.NewText(event.AssistantText, turn, false, "re: "+text))
+	s.sink.Emit(event.New(event.Result, turn, event.ResultData{StopReason: event.StopEndTurn,
+		Usage: event.UsageFigures{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 10}}))
+}
+
+func (s *scripted) release() {
+	s.mu.Lock()
+	held := s.held
+	s.held, s.hold = nil, false
+	s.mu.Unlock()
+	for _, n := range held {
+		s.answer(n, "released")
+	}
+}
+
+func (s *scripted) Interrupt(ctx context.Context) (bool, error) { return false, nil }
+func (s *scripted) SetModel(ctx context.Context, m string) (bool, error) {
+	return false, errors.New("refused")
+}
+func (s *scripted) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.sink.Exited(nil)
+	return nil
+}
+func (s *scripted) Info() backend.Info { return backend.Info{SessionID: "sess", QueuesPrompts: true} }
+
+type rig struct {
+	m     *Manager
+	mu    sync.Mutex
+	last  *scripted
+	paths config.Paths
+}
+
+func newRig(t *testing.T, deadKept int) *rig {
+	t.Helper()
+	dir := t.TempDir()
+	r := &rig{paths: config.Paths{CacheDir: dir + "/cache", SockDir: dir + "/sock", ConfigFile: dir + "/c.json"}}
+	cfg := config.Defaults()
+	cfg.DeadKept = deadKept
+	m, err := New(r.paths, cfg, nil, func(o backend.Options, sink backend.Sink) (backend.Backend, error) {
+		if o.Model == "missing" {
+			return nil, verbs.Errorf(verbs.CodeUnavailable, "no such program")
+		}
+		s := &scripted{sink: sink}
+		r.mu.Lock()
+		r.last = s
+		r.mu.Unlock()
+		return s, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.m = m
+	t.Cleanup(m.Shutdown)
+	return r
+}
+
+var bg = context.Background()
+
+func (r *rig) open(t *testing.T, id string) string {
+	t.Helper()
+	res, err := r.m.Open(bg, &verbs.OpenArgs{Cwd: t.TempDir(), ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.AgentID
+}
+
+func TestFSMAndUsage(t *testing.T) {
+	r := newRig(t, 10)
+	id := r.open(t, "")
+	res, err := r.m.Run(bg, &verbs.RunArgs{AgentID: id, Text: "one"})
+	if err != nil || res.Text != "re: one" {
+		t.Fatalf("run = %+v %v", res, err)
+	}
+	r.m.Run(bg, &verbs.RunArgs{AgentID: id, Text: "two"})
+	st, _ := r.m.Status(bg, &verbs.StatusArgs{AgentID: id})
+	if st.Status != Idle || st.Turn != 2 || st.Usage.InputTokens != 200 || st.Usage.CacheReadTokens != 20 || st.SessionID != "sess" {
+		t.Fatalf("status = %+v", st)
+	}
+	// The log holds the status walk in FSM order, and no deltas.
+	var statuses []string
+	err = eventlog.Scan(st.EventLog, 0, func(rec *event.Record) bool {
+		if rec.Kind == event.Status {
+			statuses = append(statuses, string(rec.Data))
+		}
+		if !event.Authoritative(rec.Kind, rec.Data) {
+			t.Errorf("delta in log: %s", rec.Data)
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"status":"starting"} {"status":"idle"} {"status":"working"} {"status":"idle"} {"status":"working"} {"status":"idle"}`
+	if got := strings.Join(statuses, " "); got != want {
+		t.Errorf("status walk:\n got %s\nwant %s", got, want)
+	}
+	// A failed turn: turn_failed, and the agent is idle again.
+	_, err = r.m.Run(bg, &verbs.RunArgs{AgentID: id, Text: "fail now"})
+	var ve *verbs.Error
+	if !errors.As(err, &ve) || ve.Code != verbs.CodeTurnFailed || !strings.Contains(ve.Message, "scripted failure") {
+		t.Fatalf("failed run err = %v", err)
+	}
+	// A refused model switch is false, not an error.
+	sm, err := r.m.SetModel(bg, &verbs.SetModelArgs{AgentID: id, Model: "opus"})
+	if err != nil || sm.Switched {
+		t.Fatalf("set_model = %+v %v", sm, err)
+	}
+}
+
+func TestTransitionTable(t *testing.T) {
+	for _, c := range []struct {
+		from, to string
+		ok       bool
+	}{
+		{"", Starting, true}, {Starting, Idle, true}, {Idle, Working, true}, {Working, Idle, true},
+		{Working, Dead, true}, {Dead, Starting, true}, {Idle, Starting, false}, {Dead, Idle, false},
+		{Starting, Working, false}, {Dead, Working, false},
+	} {
+		if allowed(c.from, c.to) != c.ok {
+			t.Errorf("%q → %q allowed = %v", c.from, c.to, !c.ok)
+		}
+	}
+}
+
+func TestRunTimeoutReturnsPartialAndAgentLivesOn(t *testing.T) {
+	r := newRig(t, 10)
+	id := r.open(t, "")
+	r.last.hold = true
+	_, err := r.m.Run(bg, &verbs.RunArgs{AgentID: id, Text: "slow", Timeout: 0.05})
+	var ve *verbs.Error
+	if !errors.As(err, &ve) || ve.Code != verbs.CodeTimeout || ve.Text != "part" {
+		t.Fatalf("timeout err = %#v", err)
+	}
+	out, _ := r.m.Output(bg, &verbs.OutputArgs{AgentID: id})
+	if out.Done || out.Text != "part" || out.Status != Working {
+		t.Fatalf("output while working = %+v", out)
+	}
+	// A second send while the first is in flight is numbered, and the
+	// agent stays working until both results are in.
+	s, err := r.m.Send(bg, &verbs.SendArgs{AgentID: id, Text: "queued"})
+	if err != nil || s.Turn != 2 {
+		t.Fatalf("send = %+v %v", s, err)
+	}
+	r.last.release()
+	st, _ := r.m.Status(bg, &verbs.StatusArgs{AgentID: id})
+	if st.Status != Idle {
+		t.Fatalf("after both results: %s", st.Status)
+	}
+}
+
+func TestDeadRetentionAndReopen(t *testing.T) {
+	r := newRig(t, 2)
+	var ids []string
+	for i := 0; i < 3; i++ {
+		id := r.open(t, "")
+		r.m.Run(bg, &verbs.RunArgs{AgentID: id, Text: "hi"})
+		if c, _ := r.m.Close(bg, &verbs.CloseArgs{AgentID: id}); !c.Closed {
+			t.Fatal("close returned false")
+		}
+		ids = append(ids, id)
+	}
+	l, _ := r.m.List(bg, &verbs.ListArgs{})
+	if len(l.Agents) != 2 || l.Agents[0].AgentID != ids[1] || l.Agents[1].AgentID != ids[2] {
+		t.Fatalf("list keeps %+v, want the newest 2 dead", l.Agents)
+	}
+	// The dropped one still reads from its log.
+	out, err := r.m.Output(bg, &verbs.OutputArgs{AgentID: ids[0]})
+	if err != nil || out.Text != "re: hi" || out.Status != Dead || !out.Done {
+		t.Fatalf("output of a dropped agent = %+v %v", out, err)
+	}
+	// Reopen a dead id: same slot, seq and turn continue from the log.
+	st, _ := r.m.Status(bg, &verbs.StatusArgs{AgentID: ids[2]})
+	before, _ := eventlog.ReadAll(st.EventLog, 0)
+	r.open(t, ids[2])
+	s, err := r.m.Send(bg, &verbs.SendArgs{AgentID: ids[2], Text: "again"})
+	if err != nil || s.Turn != 2 {
+		t.Fatalf("send after reopen = %+v %v", s, err)
+	}
+	after, _ := eventlog.ReadAll(st.EventLog, before[len(before)-1].Seq)
+	if len(after) == 0 || after[0].Seq != before[len(before)-1].Seq+1 {
+		t.Fatalf("seq after reopen starts at %v, want %d", after, before[len(before)-1].Seq+1)
+	}
+	// A live id cannot be opened twice; a dead agent refuses turns.
+	if _, err := r.m.Open(bg, &verbs.OpenArgs{Cwd: t.TempDir(), ID: ids[2]}); err == nil || !strings.Contains(err.Error(), "already open") {
+		t.Fatalf("double open err = %v", err)
+	}
+	if _, err := r.m.Send(bg, &verbs.SendArgs{AgentID: ids[1], Text: "x"}); err == nil || !strings.Contains(err.Error(), "is dead") {
+		t.Fatalf("send to dead err = %v", err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	r := newRig(t, 10)
+	cases := []struct {
+		a    verbs.OpenArgs
+		code string
+		want string
+	}{
+		{verbs.OpenArgs{Cwd: "/nonexistent/dir"}, verbs.CodeBadArgument, "does not exist"},
+		{verbs.OpenArgs{Cwd: t.TempDir(), Permission: "yolo"}, verbs.CodeBadArgument, "unknown permission preset"},
+		{verbs.OpenArgs{Cwd: t.TempDir(), ID: "a/b"}, verbs.CodeBadArgument, "must be 1-64"},
+		{verbs.OpenArgs{Cwd: t.TempDir(), Model: "missing"}, verbs.CodeUnavailable, "no such program"},
+	}
+	for _, c := range cases {
+		_, err := r.m.Open(bg, &c.a)
+		var ve *verbs.Error
+		if !errors.As(err, &ve) || ve.Code != c.code || !strings.Contains(ve.Message, c.want) {
+			t.Errorf("open %+v: err = %v, want %s containing %q", c.a, err, c.code, c.want)
+		}
+	}
+	// The failed start left a dead slot with an error in its log.
+	l, _ := r.m.List(bg, &verbs.ListArgs{})
+	if len(l.Agents) != 1 || l.Agents[0].Status.Status != Dead {
+		t.Fatalf("after a failed start: %+v", l.Agents)
+	}
+}
+
+// Waiters wake on events, not on a poll: a run returns as soon as the
+// result is published.
+func TestRunWakesOnResult(t *testing.T) {
+	r := newRig(t, 10)
+	id := r.open(t, "")
+	r.last.hold = true
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.m.Run(bg, &verbs.RunArgs{AgentID: id, Text: "x", Timeout: 30})
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	r.last.release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return after the result")
+	}
+}
