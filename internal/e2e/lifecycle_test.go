@@ -217,3 +217,38 @@ func checkLog(t *testing.T, e *kenv, id string) {
 		}
 	}
 }
+
+// The one-liner for scripts: open, run one turn, close. And TEXT "-" reads
+// stdin.
+func TestRunOneShotAndStdin(t *testing.T) {
+	e := newEnv(t)
+	r := e.kaimonIn(e.work, nil, "run", "-C", e.work, "say exactly: one shot")
+	if r.code != 0 || r.stdout != "one shot\n" {
+		t.Fatalf("run -C: %s", r)
+	}
+	var l verbs.ListResult
+	e.okJSON(&l, "list")
+	if len(l.Agents) != 1 || l.Agents[0].Status.Status != "dead" {
+		t.Fatalf("after run -C the agent should be closed: %+v", l.Agents)
+	}
+	id := e.ok("open", ".")
+	if r := e.kaimonIn(e.work, []byte("say exactly: from stdin"), "run", id, "-"); r.code != 0 || r.stdout != "from stdin\n" {
+		t.Fatalf("run with stdin text: %s", r)
+	}
+	var st verbs.Status
+	e.okJSON(&st, "status", id)
+	if st.Cwd != e.work {
+		t.Fatalf("open . in %s gave cwd %s", e.work, st.Cwd)
+	}
+	// A failed one-shot still closes its agent, and exits 3.
+	r = e.kaimonIn(e.work, nil, "run", "-C", e.work, "please fail")
+	if r.code != 3 {
+		t.Fatalf("failed one-shot: %s", r)
+	}
+	e.okJSON(&l, "list")
+	for _, a := range l.Agents {
+		if a.AgentID != id && a.Status.Status != "dead" {
+			t.Fatalf("one-shot agent left %s", a.Status.Status)
+		}
+	}
+}
