@@ -37,7 +37,11 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
-	build := exec.Command("go", "build", "-o", dir, "./cmd/kaimon", "./cmd/kaimon-agentd")
+	args := []string{"build", "-o", dir}
+	if os.Getenv("KAIMON_E2E_RACE") != "" {
+		args = append(args, "-race") // the daemon under the race detector
+	}
+	build := exec.Command("go", append(args, "./cmd/kaimon", "./cmd/kaimon-agentd")...)
 	build.Dir = agents.RepoRoot()
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
@@ -128,6 +132,15 @@ func (e *kenv) cleanup() {
 		t.Errorf("leaked processes after daemon stop: %v", describe(left))
 		for _, pid := range left {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	// The daemon's own log must show no panic and, under KAIMON_E2E_RACE,
+	// no data race.
+	if b, err := os.ReadFile(filepath.Join(e.home, "cache", "agents", "agentd.log")); err == nil {
+		for _, bad := range []string{"DATA RACE", "panic:"} {
+			if bytes.Contains(b, []byte(bad)) {
+				t.Errorf("kaimon-agentd log shows %q:\n%s", bad, b)
+			}
 		}
 	}
 	_ = os.RemoveAll(e.home)
