@@ -1,0 +1,525 @@
+// Package bus is kaimon's event bus: a ZeroMQ PUB socket on which
+// kaimon-agentd publishes every envelope of every agent, deltas included, as
+// two frames (topic "agent:<id>", then the envelope JSON), with ZeroMQ's
+// prefix subscriptions ("agent:" for all agents, "agent:<id>" for one).
+// It also holds the subscriber `kaimon tail` uses, an in-process hub for the
+// control API's event stream, and the join of an agent's log with the live
+// stream by seq.
+//
+// # Why the fan-out is our own
+//
+// go-zeromq/zmq4 v0.17.0's PUB socket writes each message to every
+// subscriber in turn from a single goroutine (pubMWriter.sendMsg), and its
+// high-water mark is one queue for the whole socket. One subscriber that
+// stops reading therefore blocks the write to it, and with it every other
+// subscriber, and then the publisher. So this package uses zmq4 only for the
+// wire protocol — the ZMTP greeting and handshake (zmq4.Open on a connection
+// we accept ourselves) and the framing of outgoing messages — and does the
+// fan-out itself: every subscriber has its own goroutine and its own bounded
+// queue, Publish only appends to those queues and never blocks, and a queue
+// that is full drops its oldest message and counts the drop.
+package bus
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/go-zeromq/zmq4/security/null"
+
+	"github.com/kaimon/kaimon/internal/event"
+)
+
+// Defaults of Options.
+const (
+	DefaultQueueLen   = 4096     // messages per subscriber
+	DefaultQueueBytes = 32 << 20 // bytes per subscriber (images are large)
+)
+
+// SyncPrefix marks a subscription that asks for a sync marker rather than
+// messages: on reading the subscription "kaimon-sync:<nonce>" the publisher
+// queues one message with that topic and an empty body to that subscriber
+// alone, and records no subscription. Since a subscriber's messages are
+// handled in order, the marker's arrival proves that every subscription sent
+// before it is in force: that is how `kaimon tail --since` knows it may read
+// the log without missing what is published meanwhile.
+const SyncPrefix = "kaimon-sync:"
+
+// Options tune a Bus.
+type Options struct {
+	// QueueLen and QueueBytes bound each subscriber's queue (defaults
+	// DefaultQueueLen, DefaultQueueBytes). A message larger than QueueBytes
+	// is still queued, alone.
+	QueueLen   int
+	QueueBytes int
+	// Logf logs connection problems; default log.Printf.
+	Logf func(format string, args ...any)
+}
+
+// Bus is the publisher. Its methods are safe for concurrent use.
+type Bus struct {
+	opts      Options
+	endpoints []string
+	lns       []net.Listener
+
+	mu     sync.Mutex
+	subs   map[*subscriber]struct{}
+	shakes map[net.Conn]struct{} // connections still in the handshake
+	closed bool
+	list   atomic.Pointer[[]*subscriber] // copy of subs for Publish, no lock
+
+	published atomic.Uint64
+	dropped   atomic.Uint64 // including subscribers gone since
+	wg        sync.WaitGroup
+}
+
+// Listen binds every endpoint ("ipc:///path/to.sock" or "tcp://host:port")
+// and starts accepting subscribers.
+func Listen(endpoints []string, opts Options) (*Bus, error) {
+	if opts.QueueLen <= 0 {
+		opts.QueueLen = DefaultQueueLen
+	}
+	if opts.QueueBytes <= 0 {
+		opts.QueueBytes = DefaultQueueBytes
+	}
+	if opts.Logf == nil {
+		opts.Logf = log.Printf
+	}
+	b := &Bus{opts: opts, subs: map[*subscriber]struct{}{}, shakes: map[net.Conn]struct{}{}}
+	b.list.Store(&[]*subscriber{})
+	for _, ep := range endpoints {
+		ln, addr, err := listen(ep)
+		if err != nil {
+			for _, l := range b.lns {
+				l.Close()
+			}
+			return nil, fmt.Errorf("event bus: %w", err)
+		}
+		b.lns = append(b.lns, ln)
+		b.endpoints = append(b.endpoints, addr)
+	}
+	for _, ln := range b.lns {
+		b.wg.Add(1)
+		go b.accept(ln)
+	}
+	return b, nil
+}
+
+// Endpoints are the bound endpoints, with the real port of a tcp ":0".
+func (b *Bus) Endpoints() []string { return append([]string(nil), b.endpoints...) }
+
+func (b *Bus) accept(ln net.Listener) {
+	defer b.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			b.opts.Logf("event bus: accept: %v", err)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.serve(c)
+		}()
+	}
+}
+
+// message is one published envelope, shared by every queue it is in.
+type message struct {
+	topic []byte
+	body  []byte
+	pong  []byte // a PONG command to send instead (heartbeat answer)
+}
+
+func (m *message) size() int { return len(m.topic) + len(m.body) + 64 }
+
+// Publish queues env for every subscriber whose subscriptions match its
+// topic. It never blocks on a subscriber.
+func (b *Bus) Publish(env *event.Envelope) {
+	body, err := event.Marshal(env)
+	if err != nil {
+		b.opts.Logf("event bus: encoding an envelope of agent %s: %v", env.AgentID, err)
+		return
+	}
+	b.PublishRaw(Topic(env.AgentID), body)
+}
+
+// PublishRaw queues a message with topic and body as they are.
+func (b *Bus) PublishRaw(topic string, body []byte) {
+	b.published.Add(1)
+	m := &message{topic: []byte(topic), body: body}
+	for _, s := range *b.list.Load() {
+		if s.matches(topic) {
+			s.push(m)
+		}
+	}
+}
+
+// push queues m for s, counting what the queue drops for it.
+func (s *subscriber) push(m *message) {
+	if n := s.q.push(m, m.size()); n > 0 {
+		s.b.dropped.Add(uint64(n))
+	}
+}
+
+// Topic is the channel of an agent: "agent:<id>".
+func Topic(agentID string) string { return "agent:" + agentID }
+
+// serve runs one subscriber connection: the ZMTP handshake, then a reader
+// of its subscriptions and a writer of its queue, until either ends.
+func (b *Bus) serve(c net.Conn) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		c.Close()
+		return
+	}
+	b.shakes[c] = struct{}{}
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.shakes, c)
+		b.mu.Unlock()
+	}()
+	peer := peerName(c)
+	// The handshake must not stall the accept loop nor hang forever on a
+	// peer that says nothing.
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	bc := &bufConn{Conn: c}
+	zc, err := zmq4.Open(bc, null.Security(), zmq4.Pub, zmq4.SocketIdentity(""), true, nil)
+	if err != nil {
+		if !hungUp(err) { // a liveness probe dials and hangs up
+			b.opts.Logf("event bus: handshake with %s: %v", peer, err)
+		}
+		c.Close()
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	bc.w = bufio.NewWriterSize(c, 64<<10)
+	s := &subscriber{b: b, c: c, bc: bc, zc: zc, peer: peer, done: make(chan struct{}),
+		q: newQueue[*message](b.opts.QueueLen, b.opts.QueueBytes)}
+	s.topics.Store(&[]string{})
+	if !b.add(s) {
+		c.Close()
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		s.read()
+	}()
+	s.write()
+	b.remove(s)
+}
+
+func (b *Bus) add(s *subscriber) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	delete(b.shakes, s.c) // from now on Close drains it
+	b.subs[s] = struct{}{}
+	b.storeListLocked()
+	return true
+}
+
+func (b *Bus) remove(s *subscriber) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.subs, s)
+	b.storeListLocked()
+}
+
+func (b *Bus) storeListLocked() {
+	l := make([]*subscriber, 0, len(b.subs))
+	for s := range b.subs {
+		l = append(l, s)
+	}
+	b.list.Store(&l)
+}
+
+// Close stops accepting, gives every subscriber up to a second to receive
+// what is queued for it (the final status events of the agents closed
+// before), then closes every connection and waits for its goroutines.
+func (b *Bus) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	subs := make([]*subscriber, 0, len(b.subs))
+	for s := range b.subs {
+		subs = append(subs, s)
+	}
+	for c := range b.shakes {
+		c.Close() // a handshake is not waited for
+	}
+	b.mu.Unlock()
+	for _, ln := range b.lns {
+		ln.Close()
+	}
+	deadline := time.Now().Add(time.Second)
+	for _, s := range subs {
+		_ = s.c.SetWriteDeadline(deadline)
+		s.stop()
+	}
+	b.wg.Wait()
+	return nil
+}
+
+// Stats are the bus's counters, for daemon status (and the TUI).
+type Stats struct {
+	Endpoints   []string `json:"endpoints"`
+	Subscribers int      `json:"subscribers"`
+	Published   uint64   `json:"published"`
+	Dropped     uint64   `json:"dropped"`
+	QueueLen    int      `json:"queue_len"`
+	QueueBytes  int      `json:"queue_bytes"`
+	// Connections has one entry per connected subscriber.
+	Connections []SubscriberStats `json:"connections"`
+}
+
+// SubscriberStats describe one subscriber connection.
+type SubscriberStats struct {
+	Peer        string   `json:"peer"`
+	Topics      []string `json:"topics"`
+	Queued      int      `json:"queued"`
+	QueuedBytes int      `json:"queued_bytes"`
+	Sent        uint64   `json:"sent"`
+	Dropped     uint64   `json:"dropped"`
+}
+
+// Stats reports the counters now.
+func (b *Bus) Stats() Stats {
+	st := Stats{Endpoints: b.Endpoints(), Published: b.published.Load(), Dropped: b.dropped.Load(),
+		QueueLen: b.opts.QueueLen, QueueBytes: b.opts.QueueBytes, Connections: []SubscriberStats{}}
+	for _, s := range *b.list.Load() {
+		n, bytes, dropped := s.q.stats()
+		st.Connections = append(st.Connections, SubscriberStats{Peer: s.peer, Topics: append([]string{}, *s.topics.Load()...),
+			Queued: n, QueuedBytes: bytes, Sent: s.sent.Load(), Dropped: dropped})
+	}
+	slices.SortFunc(st.Connections, func(a, b SubscriberStats) int { return strings.Compare(a.Peer, b.Peer) })
+	st.Subscribers = len(st.Connections)
+	return st
+}
+
+// subscriber is one connected SUB peer.
+type subscriber struct {
+	b    *Bus
+	c    net.Conn
+	bc   *bufConn
+	zc   *zmq4.Conn
+	peer string
+	q    *queue[*message]
+
+	// topics is the set of subscribed prefixes, replaced (never changed)
+	// by the reader, so Publish matches without a lock.
+	topics atomic.Pointer[[]string]
+	sent   atomic.Uint64
+
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+// matches is ZeroMQ's rule: a message goes to a subscriber that has a
+// subscription which is a prefix of its topic ("" matches everything).
+func (s *subscriber) matches(topic string) bool {
+	for _, t := range *s.topics.Load() {
+		if strings.HasPrefix(topic, t) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *subscriber) stop() { s.stopOnce.Do(func() { close(s.done) }) }
+
+// write sends the queue, in order, flushing whenever it runs empty. It is
+// the only writer to the connection after the handshake.
+func (s *subscriber) write() {
+	defer s.c.Close()
+	for {
+		select {
+		case <-s.q.wake:
+		case <-s.done:
+			s.drain()
+			return
+		}
+		if err := s.drain(); err != nil {
+			return
+		}
+	}
+}
+
+// drain writes everything queued, then flushes.
+func (s *subscriber) drain() error {
+	for {
+		m, ok := s.q.pop()
+		if !ok {
+			return s.bc.w.Flush()
+		}
+		var err error
+		if m.pong != nil {
+			err = s.zc.SendCmd(zmq4.CmdPong, m.pong)
+		} else {
+			err = s.zc.SendMsg(zmq4.NewMsgFrom(m.topic, m.body))
+			s.sent.Add(1)
+		}
+		if err != nil {
+			s.stop()
+			return err
+		}
+	}
+}
+
+// read applies the subscriber's subscriptions until the connection ends.
+//
+// It parses the incoming ZMTP frames itself rather than with zmq4's
+// Conn.RecvMsg, which answers a PING by writing a PONG from the reading
+// goroutine: that write could land between the frames the writer is
+// sending. Here a PING's PONG is queued for the writer instead.
+func (s *subscriber) read() {
+	defer s.stop()
+	br := bufio.NewReaderSize(s.c, 4096)
+	counts := map[string]int{} // ZeroMQ counts repeated subscriptions
+	apply := func(sub bool, topic string) {
+		if sub && strings.HasPrefix(topic, SyncPrefix) {
+			s.push(&message{topic: []byte(topic), body: []byte{}})
+			return
+		}
+		if sub {
+			counts[topic]++
+		} else if counts[topic] > 1 {
+			counts[topic]--
+		} else {
+			delete(counts, topic)
+		}
+		l := make([]string, 0, len(counts))
+		for t := range counts {
+			l = append(l, t)
+		}
+		slices.Sort(l)
+		s.topics.Store(&l)
+	}
+	for {
+		f, err := readFrame(br)
+		if err != nil {
+			if !hungUp(err) {
+				select {
+				case <-s.done:
+				default:
+					s.b.opts.Logf("event bus: subscriber %s: %v", s.peer, err)
+				}
+			}
+			return
+		}
+		switch {
+		case f.command:
+			name, body := parseCommand(f.body)
+			switch name {
+			case zmq4.CmdSubscribe: // ZMTP 3.1 peers (we greet as 3.0, so rare)
+				apply(true, string(body))
+			case zmq4.CmdCancel:
+				apply(false, string(body))
+			case zmq4.CmdPing:
+				if len(body) >= 2 {
+					s.push(&message{pong: append([]byte{}, body[2:]...)})
+				}
+			}
+		case f.more:
+			// A multi-frame message is no subscription: skip it whole.
+			for f.more {
+				if f, err = readFrame(br); err != nil {
+					return
+				}
+			}
+		case len(f.body) > 0 && (f.body[0] == 1 || f.body[0] == 0):
+			apply(f.body[0] == 1, string(f.body[1:]))
+		}
+	}
+}
+
+// hungUp reports an error that only says the peer went away.
+func hungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+type frame struct {
+	more, command bool
+	body          []byte
+}
+
+// maxInbound bounds what a subscriber may send us in one frame: a topic.
+const maxInbound = 64 << 10
+
+// readFrame reads one ZMTP 3 frame: flags, a 1- or 8-byte size, the body.
+func readFrame(r *bufio.Reader) (frame, error) {
+	var f frame
+	flags, err := r.ReadByte()
+	if err != nil {
+		return f, err
+	}
+	f.more, f.command = flags&0x01 != 0, flags&0x04 != 0
+	var size uint64
+	if flags&0x02 != 0 {
+		var b [8]byte
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return f, err
+		}
+		for _, x := range b {
+			size = size<<8 | uint64(x)
+		}
+	} else {
+		x, err := r.ReadByte()
+		if err != nil {
+			return f, err
+		}
+		size = uint64(x)
+	}
+	if size > maxInbound {
+		return f, fmt.Errorf("frame of %d bytes from a subscriber: a subscriber only sends topics", size)
+	}
+	f.body = make([]byte, size)
+	_, err = io.ReadFull(r, f.body)
+	return f, err
+}
+
+// parseCommand splits a ZMTP command body into its name and data.
+func parseCommand(b []byte) (string, []byte) {
+	if len(b) == 0 || int(b[0]) > len(b)-1 {
+		return "", nil
+	}
+	n := int(b[0])
+	return string(b[1 : 1+n]), b[1+n:]
+}
+
+// bufConn lets zmq4 write through a buffer once the handshake is done (w
+// set), so that a burst of messages goes out in few system calls.
+type bufConn struct {
+	net.Conn
+	w *bufio.Writer
+}
+
+func (c *bufConn) Write(p []byte) (int, error) {
+	if c.w != nil {
+		return c.w.Write(p)
+	}
+	return c.Conn.Write(p)
+}

@@ -1,0 +1,402 @@
+package bus
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/testutil/pyzmq"
+)
+
+func env(agent string, seq uint64, text string) *event.Envelope {
+	return &event.Envelope{Kind: event.AssistantText, Turn: 1, AgentID: agent, Seq: seq, TS: time.Now().UTC(),
+		Data: json.RawMessage(fmt.Sprintf(`{"delta":true,"content":{"type":"text","text":%q}}`, text))}
+}
+
+// newBus binds a bus on a socket in a fresh directory (short enough for the
+// 108-byte limit of unix socket paths), closed at the end of the test.
+func newBus(t testing.TB, opts Options, extra ...string) (*Bus, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "kb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ep := "ipc://" + filepath.Join(dir, "events.sock")
+	opts.Logf = t.Logf
+	b, err := Listen(append([]string{ep}, extra...), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, ep
+}
+
+func dial(t testing.TB, ep string, topics ...string) *Subscriber {
+	t.Helper()
+	s, err := Dial(context.Background(), ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, tp := range topics {
+		if err := s.Subscribe(tp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Sync(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func next(t *testing.T, s *Subscriber) (string, event.Envelope) {
+	t.Helper()
+	m, err := s.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e event.Envelope
+	if err := json.Unmarshal(m.Body, &e); err != nil {
+		t.Fatalf("body %q: %v", m.Body, err)
+	}
+	return m.Topic, e
+}
+
+// Prefix subscriptions as ZeroMQ defines them: "agent:" takes every agent,
+// "agent:<id>" one (and, being a prefix, any id that starts with it).
+func TestPrefixFiltering(t *testing.T) {
+	b, ep := newBus(t, Options{})
+	all := dial(t, ep, "agent:")
+	one := dial(t, ep, "agent:a1")
+	none := dial(t, ep, "other:")
+	b.Publish(env("a1", 1, "x"))
+	b.Publish(env("b2", 1, "y"))
+	b.Publish(env("a1", 2, "z"))
+	b.Publish(env("a10", 1, "w"))
+	var got []string
+	for range 4 {
+		topic, e := next(t, all)
+		got = append(got, fmt.Sprintf("%s/%s/%d", topic, e.AgentID, e.Seq))
+	}
+	if want := []string{"agent:a1/a1/1", "agent:b2/b2/1", "agent:a1/a1/2", "agent:a10/a10/1"}; !slices.Equal(got, want) {
+		t.Fatalf("agent: got %v, want %v", got, want)
+	}
+	got = nil
+	for range 3 {
+		topic, e := next(t, one)
+		got = append(got, fmt.Sprintf("%s/%d", topic, e.Seq))
+	}
+	if want := []string{"agent:a1/1", "agent:a1/2", "agent:a10/1"}; !slices.Equal(got, want) {
+		t.Fatalf("agent:a1 got %v, want %v", got, want)
+	}
+	// Nothing reached "other:": the sync marker comes with nothing before it.
+	if err := none.Sync(10 * time.Second); err != nil || len(none.pending) != 0 {
+		t.Fatalf("other: got %d messages (%v)", len(none.pending), err)
+	}
+	st := b.Stats()
+	if st.Subscribers != 3 || st.Published != 4 || st.Dropped != 0 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
+
+// Subscriptions count, as in ZeroMQ: two subscribes need two cancels.
+func TestUnsubscribeCounts(t *testing.T) {
+	b, ep := newBus(t, Options{})
+	s := dial(t, ep, "agent:", "agent:")
+	received := func() int {
+		t.Helper()
+		b.Publish(env("a", 1, "x"))
+		if err := s.Sync(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		n := len(s.pending)
+		s.pending = nil
+		return n
+	}
+	if n := received(); n != 1 {
+		t.Fatalf("subscribed twice: got %d", n)
+	}
+	if err := s.Unsubscribe("agent:"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := received(); n != 1 {
+		t.Fatalf("subscribed twice, cancelled once: got %d", n)
+	}
+	if err := s.Unsubscribe("agent:"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := received(); n != 0 {
+		t.Fatalf("cancelled twice: got %d", n)
+	}
+}
+
+// A subscriber that never reads costs the others nothing: Publish never
+// blocks, the fast subscriber gets every message in order, and the stalled
+// one's queue stays within its bounds while its drops are counted.
+func TestStalledSubscriberDropsOthersDoNot(t *testing.T) {
+	const n, burst = 20000, 100
+	b, ep := newBus(t, Options{QueueLen: 256, QueueBytes: 1 << 20})
+	stalled := dial(t, ep, "agent:")
+	_ = stalled // connected and subscribed, never read
+	fast := dial(t, ep, "agent:")
+	got := make(chan uint64, burst)
+	go func() {
+		defer close(got)
+		for {
+			m, err := fast.Next()
+			if err != nil {
+				return
+			}
+			var e event.Envelope
+			if json.Unmarshal(m.Body, &e) != nil {
+				return
+			}
+			got <- e.Seq
+		}
+	}()
+	pad := strings.Repeat("p", 200)
+	var want uint64 = 1
+	for seq := uint64(1); seq <= n; seq++ {
+		b.Publish(env("a", seq, pad))
+		if seq%burst == 0 {
+			// Pace the publisher to the fast reader, so that only the
+			// stalled one can fall behind.
+			for ; want <= seq; want++ {
+				if s, ok := <-got; !ok || s != want {
+					t.Fatalf("fast subscriber: got seq %d (open %v), want %d", s, ok, want)
+				}
+			}
+		}
+	}
+	st := b.Stats()
+	if st.Published != n || st.Subscribers != 2 {
+		t.Fatalf("stats = %+v", st)
+	}
+	var sc SubscriberStats
+	for _, c := range st.Connections {
+		if c.Sent < n {
+			sc = c
+		}
+	}
+	if sc.Dropped == 0 || sc.Dropped != st.Dropped {
+		t.Fatalf("stalled subscriber dropped %d, bus dropped %d; want > 0 and equal (%+v)", sc.Dropped, st.Dropped, st)
+	}
+	if sc.Queued > 256 || sc.QueuedBytes > 1<<20 {
+		t.Fatalf("stalled queue not bounded: %+v", sc)
+	}
+	t.Logf("stalled subscriber: sent %d, queued %d (%d bytes), dropped %d of %d", sc.Sent, sc.Queued, sc.QueuedBytes, sc.Dropped, n)
+}
+
+// The queue drops its oldest entries, by count and by bytes.
+func TestQueueDropsOldest(t *testing.T) {
+	q := newQueue[int](3, 100)
+	for i := 1; i <= 5; i++ {
+		q.push(i, 10)
+	}
+	if n, bytes, d := q.stats(); n != 3 || bytes != 30 || d != 2 {
+		t.Fatalf("stats = %d %d %d", n, bytes, d)
+	}
+	if v, _ := q.pop(); v != 3 {
+		t.Fatalf("oldest kept = %d, want 3", v)
+	}
+	q.push(6, 90) // 4 must go to fit 90 bytes
+	if n, bytes, d := q.stats(); n != 2 || bytes != 100 || d != 3 {
+		t.Fatalf("after a big push: %d %d %d", n, bytes, d)
+	}
+	q.push(7, 500) // larger than the limit: queued alone
+	if v, _ := q.pop(); v != 7 {
+		t.Fatalf("got %d, want the oversized 7", v)
+	}
+}
+
+// Close delivers what is queued before it hangs up.
+func TestCloseDeliversQueued(t *testing.T) {
+	b, ep := newBus(t, Options{})
+	s := dial(t, ep, "agent:")
+	for i := uint64(1); i <= 100; i++ {
+		b.Publish(env("a", i, "x"))
+	}
+	done := make(chan struct{})
+	go func() { b.Close(); close(done) }()
+	for i := uint64(1); i <= 100; i++ {
+		if _, e := next(t, s); e.Seq != i {
+			t.Fatalf("got seq %d, want %d", e.Seq, i)
+		}
+	}
+	if _, err := s.Next(); err == nil {
+		t.Fatal("Next after Close: want an error")
+	}
+	<-done
+}
+
+// The socket is the owner's alone (0600); a stale file is replaced; a live
+// publisher's socket is not stolen; Close removes the file.
+func TestSocketFile(t *testing.T) {
+	dir, err := os.MkdirTemp("", "kb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "sock", "events.sock")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A stale socket: bound, then its process is gone (listener closed
+	// without unlinking).
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	b, err := Listen([]string{"ipc://" + path}, Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("over a stale socket: %v", err)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 || st.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("socket mode = %v, %v", st.Mode(), err)
+	}
+	if _, err := Listen([]string{"ipc://" + path}, Options{}); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second publisher on a live socket: err = %v", err)
+	}
+	b.Close()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("socket left after Close: %v", err)
+	}
+	if _, err := Listen([]string{"udp://127.0.0.1:1"}, Options{}); err == nil {
+		t.Fatal("udp endpoint: want an error")
+	}
+}
+
+// A subscriber built on libzmq (python3-zmq), knowing nothing of kaimon but
+// JSON, reads the bus over ipc and over tcp.
+func TestLibzmqSubscriber(t *testing.T) {
+	py := pyzmq.Need(t)
+	b, ipc := newBus(t, Options{}, "tcp://127.0.0.1:0")
+	tcp := b.Endpoints()[1]
+	for _, ep := range []string{ipc, tcp} {
+		t.Run(strings.SplitN(ep, ":", 2)[0], func(t *testing.T) {
+			const n = 50
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, py, pyzmq.Script(), ep, "agent:one", fmt.Sprintf("count=%d", n))
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			cmd.Stderr = os.Stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Wait()
+			defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			waitSubscribed(t, b, "agent:one")
+			for i := uint64(1); i <= n; i++ {
+				b.Publish(env("two", i, "not for the subscriber"))
+				b.Publish(env("one", i, fmt.Sprintf("chunk %d <&>", i)))
+			}
+			sc := bufio.NewScanner(out)
+			sc.Buffer(nil, 1<<20)
+			var seqs []uint64
+			for sc.Scan() {
+				var line struct {
+					Ready    bool           `json:"ready"`
+					Error    string         `json:"error"`
+					Topic    string         `json:"topic"`
+					Envelope event.Envelope `json:"envelope"`
+				}
+				if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+					t.Fatalf("python printed %q: %v", sc.Text(), err)
+				}
+				if line.Error != "" {
+					t.Fatalf("python subscriber: %s", line.Error)
+				}
+				if line.Ready {
+					continue
+				}
+				e := line.Envelope
+				var d event.TextData
+				_ = json.Unmarshal(e.Data, &d)
+				if line.Topic != "agent:one" || e.AgentID != "one" || e.Kind != event.AssistantText ||
+					!d.Delta || d.Content.Text != fmt.Sprintf("chunk %d <&>", e.Seq) {
+					t.Fatalf("python got %s", sc.Text())
+				}
+				seqs = append(seqs, e.Seq)
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("python subscriber: %v", err)
+			}
+			if len(seqs) != n || seqs[0] != 1 || seqs[n-1] != n {
+				t.Fatalf("python got seqs %v", seqs)
+			}
+		})
+	}
+}
+
+// waitSubscribed waits until some connection of b holds topic.
+func waitSubscribed(t *testing.T, b *Bus, topic string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, c := range b.Stats().Connections {
+			if slices.Contains(c.Topics, topic) {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no subscriber of %q within 30s", topic)
+}
+
+// Local subscriptions are in force at once and see only their prefix.
+func TestLocal(t *testing.T) {
+	l := NewLocal(Options{QueueLen: 2})
+	a := l.Subscribe("agent:a")
+	all := l.Subscribe("agent:")
+	for i := uint64(1); i <= 3; i++ {
+		l.Publish(env("a", i, "x"))
+		l.Publish(env("b", i, "y"))
+	}
+	ctx := context.Background()
+	for _, want := range []uint64{2, 3} { // 1 dropped: queue of 2
+		e, err := a.Next(ctx)
+		if err != nil || e.AgentID != "a" || e.Seq != want {
+			t.Fatalf("a: %+v %v, want seq %d", e, err, want)
+		}
+	}
+	if a.Dropped() != 1 || all.Dropped() != 4 {
+		t.Fatalf("dropped a=%d all=%d", a.Dropped(), all.Dropped())
+	}
+	a.Close()
+	l.Publish(env("a", 4, "x"))
+	l.Close()
+	for _, want := range []string{"b/3", "a/4"} {
+		e, err := all.Next(ctx)
+		if err != nil || fmt.Sprintf("%s/%d", e.AgentID, e.Seq) != want {
+			t.Fatalf("all: %+v %v, want %s", e, err, want)
+		}
+	}
+	if _, err := all.Next(ctx); err != ErrClosed {
+		t.Fatalf("after Close: %v", err)
+	}
+}

@@ -1,0 +1,92 @@
+package bus
+
+import (
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/eventlog"
+)
+
+// Join puts one agent's envelopes in seq order, with no gap and no
+// duplicate, from two sources: its log (authoritative events only, written
+// before they are published) and the live stream (everything, deltas
+// included, but only from the moment of subscribing, and minus what a full
+// queue dropped).
+//
+// The caller subscribes to the live stream first and holds what arrives,
+// then calls Replay, which emits the log after the start seq, then feeds
+// every live envelope to Live. Live skips what was already emitted (seq at
+// or below the last one) and fills a jump in seq from the log; since the
+// log is written before publishing, every authoritative event below a live
+// seq is in it by then. What the log cannot fill were deltas: after the
+// first live envelope that is a loss (reported to Lost); before it, it is
+// only what streamed before the subscription began.
+type Join struct {
+	Agent string
+	// Emit receives the envelopes in order; an error stops the join.
+	Emit func(*event.Envelope) error
+	// Lost, if set, hears of deltas lost in a gap: n envelopes of seq
+	// from..to that the log does not hold.
+	Lost func(agent string, from, to uint64, n int)
+
+	cur  *eventlog.Cursor
+	last uint64
+	live bool
+	// fromLive starts the stream at the first live envelope.
+	fromLive bool
+}
+
+// NewJoin joins agent's log at logPath (from seq since+1) with live
+// envelopes.
+func NewJoin(agent, logPath string, since uint64, emit func(*event.Envelope) error) *Join {
+	return &Join{Agent: agent, Emit: emit, cur: eventlog.NewCursor(logPath), last: since}
+}
+
+// NewLiveJoin is a join that starts at the first live envelope, for a
+// consumer that wants no history: the log only fills later gaps.
+func NewLiveJoin(agent, logPath string, emit func(*event.Envelope) error) *Join {
+	j := NewJoin(agent, logPath, 0, emit)
+	j.fromLive = true
+	return j
+}
+
+// Last is the seq of the last envelope emitted (the start seq before any).
+func (j *Join) Last() uint64 { return j.last }
+
+// Replay emits the log's records after the last seq emitted.
+func (j *Join) Replay() error {
+	return j.cur.Read(j.last, 0, j.emitRecord)
+}
+
+func (j *Join) emitRecord(r *event.Record) error {
+	e := r.Envelope(j.Agent)
+	j.last = r.Seq
+	return j.Emit(&e)
+}
+
+// Live takes one live envelope of this agent.
+func (j *Join) Live(env *event.Envelope) error {
+	if j.fromLive && !j.live {
+		j.last = env.Seq - 1
+	}
+	if env.Seq <= j.last {
+		return nil
+	}
+	if from := j.last + 1; env.Seq > from {
+		filled := 0
+		err := j.cur.Read(j.last, env.Seq, func(r *event.Record) error {
+			filled++
+			return j.emitRecord(r)
+		})
+		if err != nil {
+			return err
+		}
+		if n := int(env.Seq-from) - filled; n > 0 && j.live && j.Lost != nil {
+			j.Lost(j.Agent, from, env.Seq-1, n)
+		}
+	}
+	j.live = true
+	j.last = env.Seq
+	return j.Emit(env)
+}
+
+// Close releases the log file.
+func (j *Join) Close() error { return j.cur.Close() }

@@ -1,0 +1,146 @@
+package bus
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/eventlog"
+)
+
+// logRecords appends authoritative records with these seqs to the log.
+func logRecords(t *testing.T, w *eventlog.Writer, seqs ...uint64) {
+	t.Helper()
+	for _, s := range seqs {
+		e := env("a", s, "x")
+		e.Data = []byte(`{"delta":false,"content":{"type":"text","text":"x"}}`)
+		r := e.Record()
+		if err := w.Append(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type joinRig struct {
+	j    *Join
+	got  []uint64
+	lost []string
+}
+
+func newJoinRig(t *testing.T, path string, since uint64, live bool) *joinRig {
+	r := &joinRig{}
+	emit := func(e *event.Envelope) error {
+		if e.AgentID != "a" {
+			return fmt.Errorf("agent %q", e.AgentID)
+		}
+		r.got = append(r.got, e.Seq)
+		return nil
+	}
+	if live {
+		r.j = NewLiveJoin("a", path, emit)
+	} else {
+		r.j = NewJoin("a", path, since, emit)
+	}
+	r.j.Lost = func(agent string, from, to uint64, n int) {
+		r.lost = append(r.lost, fmt.Sprintf("%d-%d:%d", from, to, n))
+	}
+	t.Cleanup(func() { r.j.Close() })
+	return r
+}
+
+func (r *joinRig) live(t *testing.T, seqs ...uint64) {
+	t.Helper()
+	for _, s := range seqs {
+		if err := r.j.Live(env("a", s, "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The log and the live stream join by seq: no duplicate where they
+// overlap, gaps filled from the log, lost deltas reported only once live.
+func TestJoin(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.events.jsonl")
+	w, _, err := eventlog.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	logRecords(t, w, 1, 2, 5) // 3, 4 were deltas
+
+	// Overlap: live begins before the replay ends.
+	r := newJoinRig(t, path, 0, false)
+	if err := r.j.Replay(); err != nil {
+		t.Fatal(err)
+	}
+	r.live(t, 4, 5, 6, 7)
+	if want := []uint64{1, 2, 5, 6, 7}; !slices.Equal(r.got, want) || r.lost != nil {
+		t.Fatalf("overlap: got %v lost %v, want %v", r.got, r.lost, want)
+	}
+
+	// --since: the log after 1; an authoritative event logged after the
+	// replay but published before the subscription took hold (8) is
+	// filled when live begins at 9, and the deltas before that are not a
+	// loss.
+	r = newJoinRig(t, path, 1, false)
+	if err := r.j.Replay(); err != nil {
+		t.Fatal(err)
+	}
+	logRecords(t, w, 8, 10, 12)
+	r.live(t, 9, 10)
+	// A later jump: 12 is in the log, 11 and 13 were deltas, lost.
+	r.live(t, 14)
+	if want := []uint64{2, 5, 8, 9, 10, 12, 14}; !slices.Equal(r.got, want) {
+		t.Fatalf("since 1: got %v, want %v", r.got, want)
+	}
+	if want := []string{"11-13:2"}; !slices.Equal(r.lost, want) {
+		t.Fatalf("lost = %v, want %v", r.lost, want)
+	}
+
+	// Live only: history is not replayed; later gaps still fill.
+	r = newJoinRig(t, path, 0, true)
+	r.live(t, 9, 9, 10, 13)
+	if want := []uint64{9, 10, 12, 13}; !slices.Equal(r.got, want) || len(r.lost) != 1 {
+		t.Fatalf("live: got %v lost %v, want %v", r.got, r.lost, want)
+	}
+
+	// A log that does not exist yet reads as empty.
+	r = newJoinRig(t, filepath.Join(t.TempDir(), "none.events.jsonl"), 0, false)
+	if err := r.j.Replay(); err != nil || r.got != nil {
+		t.Fatalf("no log: %v %v", r.got, err)
+	}
+	r.live(t, 3)
+	if !slices.Equal(r.got, []uint64{3}) {
+		t.Fatalf("no log, live: %v", r.got)
+	}
+}
+
+// A cursor leaves a line still being written for the next read.
+func TestCursorTornLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.events.jsonl")
+	if err := os.WriteFile(path, []byte(`{"seq":1,"kind":"status","turn":0,"data":{}}`+"\n"+`{"seq":2,"ki`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := eventlog.NewCursor(path)
+	defer c.Close()
+	var got []uint64
+	read := func() {
+		if err := c.Read(0, 0, func(r *event.Record) error { got = append(got, r.Seq); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`nd":"status","turn":0,"data":{}}` + "\n" + "garbage\n" + `{"seq":3,"kind":"status","turn":0,"data":{}}` + "\n")
+	f.Close()
+	read()
+	if !slices.Equal(got, []uint64{1, 2, 3}) {
+		t.Fatalf("got %v", got)
+	}
+}

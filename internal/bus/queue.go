@@ -1,0 +1,86 @@
+package bus
+
+import "sync"
+
+// queue is one subscriber's bounded FIFO. Push never blocks: when the queue
+// is full (by count or by bytes) it drops the oldest entries to make room
+// and counts them. Dropping the oldest rather than the newest keeps what a
+// lagging subscriber receives current: the end of a turn (its result) still
+// reaches it, and the seq jump tells it what it lost, which the log fills.
+type queue[T any] struct {
+	mu       sync.Mutex
+	buf      []T // ring; len(buf) is the capacity allocated so far
+	sizes    []int
+	head, n  int
+	bytes    int
+	maxLen   int
+	maxBytes int
+	dropped  uint64
+	wake     chan struct{} // has a token when the queue may be non-empty
+}
+
+func newQueue[T any](maxLen, maxBytes int) *queue[T] {
+	return &queue[T]{maxLen: maxLen, maxBytes: maxBytes, wake: make(chan struct{}, 1)}
+}
+
+// push appends v (of size bytes) and reports how many entries it dropped.
+func (q *queue[T]) push(v T, size int) (dropped int) {
+	q.mu.Lock()
+	for q.n > 0 && (q.n >= q.maxLen || q.bytes+size > q.maxBytes) {
+		q.popLocked()
+		dropped++
+	}
+	if q.n == len(q.buf) {
+		q.growLocked()
+	}
+	i := (q.head + q.n) % len(q.buf)
+	q.buf[i], q.sizes[i] = v, size
+	q.n++
+	q.bytes += size
+	q.dropped += uint64(dropped)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return dropped
+}
+
+// growLocked doubles the ring, up to maxLen, so idle subscribers stay small.
+func (q *queue[T]) growLocked() {
+	c := max(2*len(q.buf), 64)
+	c = min(c, q.maxLen)
+	buf, sizes := make([]T, c), make([]int, c)
+	for i := 0; i < q.n; i++ {
+		j := (q.head + i) % len(q.buf)
+		buf[i], sizes[i] = q.buf[j], q.sizes[j]
+	}
+	q.buf, q.sizes, q.head = buf, sizes, 0
+}
+
+func (q *queue[T]) popLocked() (T, bool) {
+	var zero T
+	if q.n == 0 {
+		return zero, false
+	}
+	v := q.buf[q.head]
+	q.bytes -= q.sizes[q.head]
+	q.buf[q.head] = zero // let the message be collected
+	q.head = (q.head + 1) % len(q.buf)
+	q.n--
+	return v, true
+}
+
+// pop takes the oldest entry, if any.
+func (q *queue[T]) pop() (T, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.popLocked()
+}
+
+// stats reports the entries and bytes queued and the drops so far.
+func (q *queue[T]) stats() (n, bytes int, dropped uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n, q.bytes, q.dropped
+}

@@ -1,0 +1,145 @@
+package bus
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/go-zeromq/zmq4/security/null"
+)
+
+// Message is one message read from the bus: the topic ("agent:<id>") and
+// the envelope JSON.
+type Message struct {
+	Topic string
+	Body  []byte
+}
+
+// Subscriber is a ZeroMQ SUB connection to the bus, read by one goroutine.
+// It speaks ZMTP through zmq4 on a connection of its own (rather than
+// zmq4.NewSub, whose background reconnects and queues would hide a stopped
+// daemon from `kaimon tail`).
+type Subscriber struct {
+	c       net.Conn
+	zc      *zmq4.Conn
+	pending []Message // read while waiting for a sync marker
+	stop    func() bool
+	once    sync.Once
+}
+
+// Dial connects to a bus endpoint ("ipc:///path" or "tcp://host:port").
+// Cancelling ctx later closes the subscriber.
+func Dial(ctx context.Context, endpoint string) (*Subscriber, error) {
+	network, addr, err := splitEndpoint(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the event bus at %s: %w", endpoint, err)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	rc := &readBufConn{Conn: c, r: bufio.NewReaderSize(c, 64<<10)}
+	zc, err := zmq4.Open(rc, null.Security(), zmq4.Sub, zmq4.SocketIdentity(""), false, nil)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("event bus handshake at %s: %w", endpoint, err)
+	}
+	_ = c.SetDeadline(time.Time{})
+	s := &Subscriber{c: c, zc: zc}
+	s.stop = context.AfterFunc(ctx, func() { s.Close() })
+	return s, nil
+}
+
+// Subscribe adds a prefix subscription ("agent:" for every agent).
+func (s *Subscriber) Subscribe(topic string) error {
+	return s.zc.SendMsg(zmq4.NewMsg(append([]byte{1}, topic...)))
+}
+
+// Unsubscribe cancels one Subscribe of topic.
+func (s *Subscriber) Unsubscribe(topic string) error {
+	return s.zc.SendMsg(zmq4.NewMsg(append([]byte{0}, topic...)))
+}
+
+// Sync waits until the publisher has applied every subscription sent so
+// far (see SyncPrefix). Messages that arrive meanwhile are kept for Next.
+func (s *Subscriber) Sync(timeout time.Duration) error {
+	nonce := make([]byte, 8)
+	_, _ = rand.Read(nonce)
+	topic := SyncPrefix + hex.EncodeToString(nonce)
+	if err := s.Subscribe(topic); err != nil {
+		return err
+	}
+	_ = s.c.SetReadDeadline(time.Now().Add(timeout))
+	defer s.c.SetReadDeadline(time.Time{})
+	for {
+		m, err := s.recv()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return fmt.Errorf("the event bus did not confirm the subscription within %v", timeout)
+			}
+			return err
+		}
+		if m.Topic == topic {
+			return nil
+		}
+		s.pending = append(s.pending, m)
+	}
+}
+
+// Next returns the next message. It fails once the publisher goes away or
+// the subscriber is closed.
+func (s *Subscriber) Next() (Message, error) {
+	if len(s.pending) > 0 {
+		m := s.pending[0]
+		s.pending = s.pending[1:]
+		return m, nil
+	}
+	return s.recv()
+}
+
+func (s *Subscriber) recv() (Message, error) {
+	for {
+		msg, err := s.zc.RecvMsg()
+		if err != nil {
+			return Message{}, err
+		}
+		if msg.Type == zmq4.CmdMsg {
+			continue
+		}
+		if len(msg.Frames) != 2 {
+			continue // not a message of ours
+		}
+		return Message{Topic: string(msg.Frames[0]), Body: msg.Frames[1]}, nil
+	}
+}
+
+// Close disconnects.
+func (s *Subscriber) Close() error {
+	var err error
+	s.once.Do(func() {
+		if s.stop != nil {
+			s.stop()
+		}
+		err = s.c.Close()
+	})
+	return err
+}
+
+// readBufConn reads through a buffer: zmq4 reads each frame's header and
+// body with separate small reads.
+type readBufConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *readBufConn) Read(p []byte) (int, error) { return c.r.Read(p) }

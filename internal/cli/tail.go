@@ -1,0 +1,307 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kaimon/kaimon/internal/bus"
+	"github.com/kaimon/kaimon/internal/client"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/eventlog"
+	"github.com/kaimon/kaimon/internal/server"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// tailOptions are tail's command line, parsed; runTail works from them so
+// tests can call it without flag parsing.
+type tailOptions struct {
+	Channels    []string
+	Since       uint64
+	Replay      bool // --since or --from-start given
+	Kinds       map[event.Kind]bool
+	NoDeltas    bool
+	Turn        int
+	UntilResult bool
+	Pretty      bool
+	Out, Err    io.Writer
+}
+
+func tailCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "tail",
+		Usage:     "Print agents' events live from the event bus, one JSON envelope a line",
+		ArgsUsage: "[CHANNEL…]",
+		Description: "Subscribes to the event bus (ipc://<sock_dir>/kaimon-events.sock) and prints every envelope " +
+			"{kind, turn, data, agent_id, seq, ts} of the channels as one line of JSON, ready for jq. A CHANNEL is a " +
+			"ZeroMQ prefix: agent: (the default) is every agent, agent:ID one agent.\n\n" +
+			"--since SEQ (or --from-start) first replays the agent's event log after SEQ and then goes on live, " +
+			"joined by seq with no gap and no duplicate; it needs a single agent:ID channel. When seq jumps (the " +
+			"bus dropped envelopes for a slow reader), the missing authoritative events are read from the log, and " +
+			"lost streamed chunks are reported on stderr.\n\n" +
+			"--until-result exits after the first result printed (or the result of --turn N): 0 if the turn " +
+			"succeeded, 3 if it failed. It is what a script waits on:\n\n" +
+			"   turn=$(kaimon send $id 'fix the test')\n" +
+			"   kaimon tail agent:$id --from-start --turn $turn --until-result --no-deltas | jq -c .",
+		Flags: []cli.Flag{
+			&cli.Uint64Flag{Name: "since", Usage: "replay the agent's log after seq `SEQ` first, then go on live (one agent:ID channel)"},
+			&cli.BoolFlag{Name: "from-start", Usage: "replay the agent's whole log first (--since 0)"},
+			&cli.StringSliceFlag{Name: "kinds", Usage: "print only these kinds, comma-separated (e.g. assistant_text,result)"},
+			&cli.BoolFlag{Name: "no-deltas", Usage: "print only authoritative events, as the log keeps them (no delta:true, no tool_input_delta)"},
+			&cli.IntFlag{Name: "turn", Usage: "print only turn `N`"},
+			&cli.BoolFlag{Name: "until-result", Usage: "exit after the first result printed (of --turn N if given): 0 if the turn succeeded, 3 if it failed"},
+			&cli.BoolFlag{Name: "pretty", Usage: "render for people: text flowing, one line per tool call, usage at the end of a turn"},
+		},
+		Action: func(c *cli.Context) error {
+			o, err := tailOpts(c)
+			if err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			return runTail(c.Context, o, cl)
+		},
+	}
+}
+
+func tailOpts(c *cli.Context) (*tailOptions, error) {
+	o := &tailOptions{Channels: c.Args().Slice(), NoDeltas: c.Bool("no-deltas"), Turn: c.Int("turn"),
+		UntilResult: c.Bool("until-result"), Pretty: c.Bool("pretty"), Out: c.App.Writer, Err: c.App.ErrWriter}
+	if len(o.Channels) == 0 {
+		o.Channels = []string{"agent:"}
+	}
+	for _, ch := range o.Channels {
+		if !strings.HasPrefix(ch, "agent:") {
+			return nil, usagef("channel %q: agent channels are agent: (every agent) or agent:ID", ch)
+		}
+	}
+	if c.IsSet("since") && c.Bool("from-start") {
+		return nil, usagef("--since and --from-start contradict each other: pick one")
+	}
+	if c.IsSet("since") || c.Bool("from-start") {
+		if len(o.Channels) != 1 || o.Channels[0] == "agent:" {
+			return nil, usagef("--since and --from-start replay one agent's log: give exactly one channel agent:ID (got %s)", strings.Join(o.Channels, " "))
+		}
+		o.Replay, o.Since = true, c.Uint64("since")
+	}
+	if c.IsSet("turn") && o.Turn < 1 {
+		return nil, usagef("--turn must be a turn number from 1")
+	}
+	for _, k := range c.StringSlice("kinds") {
+		for _, k := range strings.Split(k, ",") {
+			k = strings.TrimSpace(k)
+			if k == "" {
+				continue
+			}
+			known := false
+			for _, kk := range event.Kinds {
+				known = known || string(kk) == k
+			}
+			if !known {
+				return nil, usagef("--kinds: unknown kind %q (kinds: %s)", k, kindNames())
+			}
+			if o.Kinds == nil {
+				o.Kinds = map[event.Kind]bool{}
+			}
+			o.Kinds[event.Kind(k)] = true
+		}
+	}
+	return o, nil
+}
+
+func kindNames() string {
+	var s []string
+	for _, k := range event.Kinds {
+		s = append(s, string(k))
+	}
+	return strings.Join(s, ", ")
+}
+
+// errTailDone ends a tail whose --until-result turn succeeded.
+var errTailDone = errors.New("tail done")
+
+// runTail subscribes first, then replays the log (with --since), then
+// prints live envelopes: bus.Join puts each agent's envelopes in seq order
+// with no gap and no duplicate.
+func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
+	// Any request starts the daemon when it is not running (and allowed).
+	var st server.DaemonStatus
+	if err := cl.Do(ctx, "GET", "/v1/daemon", nil, &st); err != nil {
+		return err
+	}
+	endpoint := "ipc://" + cl.Paths.EventsSocket()
+	sub, err := bus.Dial(ctx, endpoint)
+	if err != nil {
+		return fmt.Errorf("%w (is kaimon-agentd running? try `kaimon daemon status`)", err)
+	}
+	defer sub.Close()
+	for _, ch := range o.Channels {
+		if err := sub.Subscribe(ch); err != nil {
+			return fmt.Errorf("subscribing to %s: %w", ch, err)
+		}
+	}
+	// Only once the subscriptions are in force may the log be read: what is
+	// published meanwhile is then held for us on the bus.
+	if err := sub.Sync(15 * time.Second); err != nil {
+		return err
+	}
+	p := newTailPrinter(o)
+	p.ctx = ctx
+	lost := func(agent string, from, to uint64, n int) {
+		fmt.Fprintf(o.Err, "kaimon: tail: lost %d streamed chunk(s) of agent %s (seq %d-%d): the bus dropped them for this slow reader; the complete blocks follow\n",
+			n, agent, from, to)
+	}
+	joins := map[string]*bus.Join{}
+	defer func() {
+		for _, j := range joins {
+			j.Close()
+		}
+	}()
+	only := "" // with --since: the one agent
+	if o.Replay {
+		only = strings.TrimPrefix(o.Channels[0], "agent:")
+		path := eventlog.Path(cl.Paths.CacheDir, only)
+		if _, err := os.Stat(path); err != nil {
+			fmt.Fprintf(o.Err, "kaimon: tail: agent %s has no event log yet (%s); waiting for its events\n", only, path)
+		}
+		j := bus.NewJoin(only, path, o.Since, p.emit)
+		j.Lost = lost
+		joins[only] = j
+		if err := j.Replay(); err != nil {
+			return p.end(err)
+		}
+	}
+	for {
+		m, err := sub.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return p.end(nil) // interrupted: a normal end
+			}
+			return fmt.Errorf("the event bus went away (%v): kaimon-agentd stopped", err)
+		}
+		var e event.Envelope
+		if json.Unmarshal(m.Body, &e) != nil || e.AgentID == "" {
+			continue // not an envelope
+		}
+		if only != "" && e.AgentID != only {
+			continue // an id that merely starts with ours
+		}
+		j := joins[e.AgentID]
+		if j == nil {
+			j = bus.NewLiveJoin(e.AgentID, eventlog.Path(cl.Paths.CacheDir, e.AgentID), p.emit)
+			j.Lost = lost
+			joins[e.AgentID] = j
+		}
+		if err := j.Live(&e); err != nil {
+			return p.end(err)
+		}
+	}
+}
+
+// tailPrinter filters and prints envelopes, and watches for the result
+// that ends --until-result.
+type tailPrinter struct {
+	ctx    context.Context
+	o      *tailOptions
+	pretty *pretty
+	line   []byte
+	// inTurn is the turn in flight per agent, as far as seen.
+	inTurn map[string]int
+}
+
+func newTailPrinter(o *tailOptions) *tailPrinter {
+	p := &tailPrinter{o: o, inTurn: map[string]int{}}
+	if o.Pretty {
+		single := len(o.Channels) == 1 && o.Channels[0] != "agent:"
+		p.pretty = newPretty(o.Out, !single)
+	}
+	return p
+}
+
+func (p *tailPrinter) match(e *event.Envelope) bool {
+	o := p.o
+	if o.Kinds != nil && !o.Kinds[e.Kind] {
+		return false
+	}
+	if o.NoDeltas && !event.Authoritative(e.Kind, e.Data) {
+		return false
+	}
+	return o.Turn == 0 || e.Turn == o.Turn
+}
+
+func (p *tailPrinter) emit(e *event.Envelope) error {
+	if p.ctx != nil && p.ctx.Err() != nil {
+		return p.ctx.Err()
+	}
+	if p.match(e) {
+		if p.pretty != nil {
+			p.pretty.print(e)
+		} else {
+			b, err := event.Marshal(e)
+			if err != nil {
+				return err
+			}
+			// One write per line: a reader sees every line as it comes.
+			p.line = append(append(p.line[:0], b...), '\n')
+			if _, err := p.o.Out.Write(p.line); err != nil {
+				return err
+			}
+		}
+	}
+	return p.watch(e)
+}
+
+// watch ends --until-result at the result of the turn waited for, or when
+// the agent dies in that turn.
+func (p *tailPrinter) watch(e *event.Envelope) error {
+	if !p.o.UntilResult {
+		return nil
+	}
+	mine := p.o.Turn == 0 || e.Turn == p.o.Turn
+	switch e.Kind {
+	case event.TurnStarted:
+		p.inTurn[e.AgentID] = e.Turn
+	case event.Result:
+		delete(p.inTurn, e.AgentID)
+		if !mine {
+			return nil
+		}
+		var d event.ResultData
+		_ = json.Unmarshal(e.Data, &d)
+		if event.Failed(d.StopReason) {
+			msg := "stop reason " + d.StopReason
+			if d.Error != "" {
+				msg += ": " + d.Error
+			}
+			return &verbs.Error{Code: verbs.CodeTurnFailed, Message: fmt.Sprintf("agent %s turn %d failed: %s", e.AgentID, e.Turn, msg)}
+		}
+		return errTailDone
+	case event.Status:
+		var d event.StatusData
+		_ = json.Unmarshal(e.Data, &d)
+		if n, ok := p.inTurn[e.AgentID]; ok && d.Status == "dead" && (p.o.Turn == 0 || n == p.o.Turn) {
+			return &verbs.Error{Code: verbs.CodeTurnFailed, Message: fmt.Sprintf("agent %s died during turn %d", e.AgentID, n)}
+		}
+	}
+	return nil
+}
+
+// end turns the error that stopped the join into tail's outcome.
+func (p *tailPrinter) end(err error) error {
+	if p.pretty != nil {
+		p.pretty.endLine()
+	}
+	if errors.Is(err, errTailDone) || errors.Is(err, context.Canceled) {
+		return nil // done, or interrupted (during a long replay, say)
+	}
+	return err
+}

@@ -1,0 +1,81 @@
+package eventlog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+
+	"github.com/kaimon/kaimon/internal/event"
+)
+
+// Cursor reads a log forward from where its last read stopped, so that a
+// reader who comes back for more (a stream filling a gap, a tail catching
+// up) does not read the file from its start each time. Since seq rises
+// along the file, a cursor serves any sequence of reads whose bounds rise.
+type Cursor struct {
+	path string
+	f    *os.File
+	off  int64
+	br   *bufio.Reader
+}
+
+// NewCursor returns a cursor at the start of the log at path. The file
+// need not exist yet.
+func NewCursor(path string) *Cursor { return &Cursor{path: path} }
+
+// Read calls fn for each record with after < seq < before (before 0: no
+// upper bound), in file order. It stops before the first record with seq
+// >= before, so the next read starts there, and at the end of the file; a
+// last line still without its newline is left for the next read. Lines that
+// do not parse are skipped, as Scan does. A log that does not exist yet
+// reads as empty.
+func (c *Cursor) Read(after, before uint64, fn func(*event.Record) error) error {
+	if c.f == nil {
+		f, err := os.Open(c.path)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		c.f = f
+		c.br = bufio.NewReaderSize(f, 64<<10)
+	}
+	if _, err := c.f.Seek(c.off, io.SeekStart); err != nil {
+		return err
+	}
+	c.br.Reset(c.f)
+	for {
+		line, err := c.br.ReadBytes('\n')
+		if err == io.EOF {
+			return nil // nothing more, or a line being written
+		}
+		if err != nil {
+			return err
+		}
+		var r event.Record
+		if len(bytes.TrimSpace(line)) > 0 && json.Unmarshal(line, &r) == nil {
+			if before != 0 && r.Seq >= before {
+				return nil
+			}
+			if r.Seq > after {
+				if err := fn(&r); err != nil {
+					c.off += int64(len(line))
+					return err
+				}
+			}
+		}
+		c.off += int64(len(line))
+	}
+}
+
+// Close closes the file.
+func (c *Cursor) Close() error {
+	if c.f == nil {
+		return nil
+	}
+	return c.f.Close()
+}

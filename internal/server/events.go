@@ -1,0 +1,106 @@
+package server
+
+import (
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+
+	"github.com/kaimon/kaimon/internal/bus"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/eventlog"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// BusStats is what daemon status reports of the event bus.
+type BusStats interface{ Stats() bus.Stats }
+
+var agentIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// serveEvents is GET /v1/agents/{id}/events?since=SEQ&follow=1: the agent's
+// envelopes after seq SEQ as NDJSON, one per line. Without follow it is
+// the log (authoritative events only) and ends. With follow it then goes on
+// with the live envelopes, deltas included, until the client goes away:
+// the live subscription starts before the log is read, and seq joins the
+// two with no gap and no duplicate (bus.Join), as `kaimon tail --since`
+// does over the bus. A client too slow for its queue loses deltas only:
+// what the queue dropped is filled from the log when it was authoritative.
+func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !agentIDRE.MatchString(id) {
+		writeErr(w, verbs.BadArg("agent id %q is not an agent id", id))
+		return
+	}
+	q := r.URL.Query()
+	var since uint64
+	if v := q.Get("since"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			writeErr(w, verbs.BadArg("since must be a seq (a number from 0), not %q", v))
+			return
+		}
+		since = n
+	}
+	follow := false
+	if v := q.Get("follow"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			writeErr(w, verbs.BadArg("follow must be 1 or 0, not %q", v))
+			return
+		}
+		follow = b
+	}
+	path := eventlog.Path(s.CacheDir, id)
+	if _, err := os.Stat(path); err != nil {
+		// No log yet: only an agent this daemon holds has a stream.
+		if _, err := s.Svc.Status(r.Context(), &verbs.StatusArgs{AgentID: id}); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
+	var sub *bus.LocalSub
+	if follow {
+		if s.Events == nil {
+			writeErr(w, verbs.Errorf(verbs.CodeUnavailable, "this daemon has no live event stream"))
+			return
+		}
+		sub = s.Events.Subscribe(bus.Topic(id))
+		defer sub.Close()
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	var line []byte
+	j := bus.NewJoin(id, path, since, func(e *event.Envelope) error {
+		b, err := event.Marshal(e)
+		if err != nil {
+			return err
+		}
+		line = append(append(line[:0], b...), '\n')
+		_, err = w.Write(line)
+		return err
+	})
+	defer j.Close()
+	if err := j.Replay(); err != nil {
+		return
+	}
+	if err := rc.Flush(); err != nil || !follow {
+		return
+	}
+	for {
+		e, err := sub.Next(r.Context())
+		if err != nil {
+			return // the client went away, or the daemon stops
+		}
+		if e.AgentID != id {
+			continue // an id that merely starts with this one
+		}
+		if err := j.Live(e); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
