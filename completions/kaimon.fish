@@ -2,7 +2,7 @@
 
 function __fish_kaimon_no_subcommand --description 'Test if there has been any subcommand yet'
     for i in (commandline -opc)
-        if contains -- $i open send run output status list interrupt set-model close daemon start stop status completion
+        if contains -- $i open send run output status list interrupt set-model close permit mcp daemon start stop status completion tail
             return 1
         end
     end
@@ -67,6 +67,13 @@ complete -c kaimon -n '__fish_seen_subcommand_from set-model' -f -l json -d 'pri
 complete -c kaimon -n '__fish_seen_subcommand_from close' -f -l help -s h -d 'show help'
 complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'close' -d 'Close an agent'
 complete -c kaimon -n '__fish_seen_subcommand_from close' -f -l json -d 'print exactly the verb\'s JSON return'
+complete -c kaimon -n '__fish_seen_subcommand_from permit' -f -l help -s h -d 'show help'
+complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'permit' -d 'Answer an agent\'s permission request'
+complete -c kaimon -n '__fish_seen_subcommand_from permit' -f -l always -d 'apply the decision to this agent\'s later requests for the same tool too'
+complete -c kaimon -n '__fish_seen_subcommand_from permit' -f -l json -d 'print exactly the verb\'s JSON return'
+complete -c kaimon -n '__fish_seen_subcommand_from mcp' -f -l help -s h -d 'show help'
+complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'mcp' -d 'Serve kaimon\'s verbs as MCP tools on stdio, for Claude Code and other MCP clients'
+complete -c kaimon -n '__fish_seen_subcommand_from mcp' -f -l progress -r -d 'interval of agent_run\'s progress notifications'
 complete -c kaimon -n '__fish_seen_subcommand_from daemon' -f -l help -s h -d 'show help'
 complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'daemon' -d 'Start, stop or show kaimon-agentd'
 complete -c kaimon -n '__fish_seen_subcommand_from start' -f -l help -s h -d 'show help'
@@ -78,3 +85,12 @@ complete -r -c kaimon -n '__fish_seen_subcommand_from daemon' -a 'status' -d 'Sh
 complete -c kaimon -n '__fish_seen_subcommand_from status' -f -l json -d 'print exactly the verb\'s JSON return'
 complete -c kaimon -n '__fish_seen_subcommand_from completion' -f -l help -s h -d 'show help'
 complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'completion' -d 'Print a shell completion script (bash, zsh or fish)'
+complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l help -s h -d 'show help'
+complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'tail' -d 'Print agents\' events live from the event bus, one JSON envelope a line'
+complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l since -r -d 'replay the agent\'s log after seq `SEQ` first, then go on live (one agent:ID channel)'
+complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l from-start -d 'replay the agent\'s whole log first (--since 0)'
+complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l kinds -r -d 'print only these kinds, comma-separated (e.g. assistant_text,result)'
+complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l no-deltas -d 'print only authoritative events, as the log keeps them (no delta:true, no tool_input_delta)'
+complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l turn -r -d 'print only turn `N`'
+complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l until-result -d 'exit after the first result printed (of --turn N if given): 0 if the turn succeeded, 3 if it failed'
+complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l pretty -d 'render for people: text flowing, one line per tool call, usage at the end of a turn'

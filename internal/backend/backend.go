@@ -33,6 +33,15 @@ type Options struct {
 	// Env is the environment the agent process starts with (the daemon's,
 	// plus KAIMON_AGENT_SESSION).
 	Env []string
+
+	// Door is kaimon's MCP door for this agent: where it calls back into
+	// kaimon, and the secret that says it is this agent. Nil when the
+	// daemon has no door (its port is not known).
+	Door *Door
+	// Ask raises a permission request of the agent and blocks until it is
+	// decided (see permission.go). Nil: nobody answers, and the backend
+	// lets the agent program apply its own default.
+	Ask Asker
 }
 
 // Sink receives what a backend observes. Emit may be called from any one

@@ -126,7 +126,8 @@ func NewApp() *cli.App {
 		ExitErrHandler: func(c *cli.Context, err error) {}, // report() maps errors to codes
 		Commands: []*cli.Command{
 			openCmd(), sendCmd(), runCmd(), outputCmd(), statusCmd(), listCmd(),
-			interruptCmd(), setModelCmd(), closeCmd(), daemonCmd(), completionCmd(),
+			interruptCmd(), setModelCmd(), closeCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(),
+			tailCmd(),
 		},
 	}
 	for _, c := range app.Commands {
@@ -637,6 +638,13 @@ func daemonCmd() *cli.Command {
 						tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 						fmt.Fprintf(tw, "pid\t%d\nversion\t%s\nsocket\t%s\ncache\t%s\nstarted\t%s\nagents\t%d live, %d dead\n",
 							st.PID, st.Version, st.Socket, st.CacheDir, st.StartedAt, st.Live, st.Dead)
+						if st.Door != "" {
+							fmt.Fprintf(tw, "mcp door\t%s\n", st.Door)
+						}
+						if b := st.Bus; b != nil {
+							fmt.Fprintf(tw, "event bus\t%s\nsubscribers\t%d (envelopes published %d, dropped for slow subscribers %d)\n",
+								strings.Join(b.Endpoints, " "), b.Subscribers, b.Published, b.Dropped)
+						}
 						tw.Flush()
 					})
 				},

@@ -284,5 +284,8 @@ func (c *Client) Interrupt(ctx context.Context, a *verbs.InterruptArgs) (*verbs.
 func (c *Client) Close(ctx context.Context, a *verbs.CloseArgs) (*verbs.CloseResult, error) {
 	return call[verbs.CloseResult](c, ctx, "agent_close", a)
 }
+func (c *Client) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.PermitResult, error) {
+	return call[verbs.PermitResult](c, ctx, "agent_permit", a)
+}
 
 var _ verbs.Service = (*Client)(nil)

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"time"
 )
 
 // Paths are the places kaimon reads and writes.
@@ -83,12 +85,39 @@ type Config struct {
 	ClaudeBin string `json:"claude_bin"`
 	// DeadKept is how many closed agents are kept for review.
 	DeadKept int `json:"dead_kept"`
+	// BusEndpoints are extra endpoints the event bus binds besides its ipc
+	// socket, e.g. "tcp://127.0.0.1:5556" for subscribers in containers.
+	BusEndpoints []string `json:"bus_endpoints"`
+	// PermissionTimeout is how many seconds an agent's permission request
+	// waits for agent_permit before it is denied (KAIMON_PERMISSION_TIMEOUT
+	// wins).
+	PermissionTimeout float64 `json:"permission_timeout"`
 }
 
 // Defaults returns the configuration used when the file is absent.
 func Defaults() Config {
-	return Config{AgentImageMaxLongEdge: 1568, DeadKept: 10}
+	return Config{AgentImageMaxLongEdge: 1568, DeadKept: 10, PermissionTimeout: DefaultPermissionTimeout}
 }
+
+// DefaultPermissionTimeout is permission_timeout's default, in seconds.
+const DefaultPermissionTimeout = 300
+
+// PermissionWait is how long a permission request waits for an answer:
+// KAIMON_PERMISSION_TIMEOUT (seconds) when set to a positive number, else
+// permission_timeout, else the default.
+func (c Config) PermissionWait() time.Duration {
+	secs := c.PermissionTimeout
+	if v, err := strconv.ParseFloat(os.Getenv("KAIMON_PERMISSION_TIMEOUT"), 64); err == nil && v > 0 {
+		secs = v
+	}
+	if secs <= 0 {
+		secs = DefaultPermissionTimeout
+	}
+	return time.Duration(secs * float64(time.Second))
+}
+
+// DoorFile records the port of the daemon's MCP door.
+func (p Paths) DoorFile() string { return filepath.Join(p.SockDir, "door.json") }
 
 // Load reads the config file; a missing file yields the defaults. A file
 // that does not parse is an error naming the file, never silently ignored.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/claude"
+	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/server"
 	"github.com/kaimon/kaimon/internal/session"
@@ -71,15 +72,35 @@ func Run(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
+	// The event bus (ZeroMQ) and the in-process hub of the API's event
+	// streams get every envelope, after it is logged.
+	events, err := bus.Listen(bus.Endpoints(paths.EventsSocket(), cfg.BusEndpoints), bus.Options{})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	hub := bus.NewLocal(bus.Options{})
+	mgr.AddPublisher(events)
+	mgr.AddPublisher(hub)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	var stopDoor func()
 	srv := &server.Server{Svc: mgr, Counts: mgr, Socket: paths.Socket(), CacheDir: paths.CacheDir, Stop: stop}
+	srv.Bus, srv.Events = events, hub
+	// The MCP door, where owned agents call back into kaimon, before any
+	// agent can be opened.
+	srv.Door, stopDoor = startDoor(ctx, mgr, paths)
 	log.Printf("kaimon-agentd %d listening on %s", os.Getpid(), paths.Socket())
+	log.Printf("event bus on %s", strings.Join(events.Endpoints(), ", "))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ctx, ln) }()
 	<-ctx.Done()
 	log.Printf("shutting down: closing live agents")
 	mgr.Shutdown()
+	stopDoor()
+	// After the agents, so that their last events (status dead) go out.
+	events.Close()
+	hub.Close()
 	err = <-errc
 	log.Printf("stopped")
 	return err

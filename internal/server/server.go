@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
 	"github.com/kaimon/kaimon/internal/version"
@@ -33,6 +34,12 @@ type DaemonStatus struct {
 	StartedAt string `json:"started_at"`
 	Live      int    `json:"live"`
 	Dead      int    `json:"dead"`
+	// Door is the endpoint of the MCP door owned agents call back into;
+	// absent when the daemon runs without it.
+	Door string `json:"door,omitempty"`
+	// Bus is the event bus: endpoints, subscribers, envelopes published
+	// and dropped (per subscriber in connections).
+	Bus *bus.Stats `json:"bus,omitempty"`
 }
 
 // Counter reports agent counts for daemon status.
@@ -44,6 +51,12 @@ type Server struct {
 	Counts   Counter
 	Socket   string
 	CacheDir string
+	// Door is the MCP door's URL, for daemon status.
+	Door string
+	// Bus reports the event bus in daemon status; Events feeds the event
+	// streams of GET /v1/agents/{id}/events (events.go).
+	Bus    BusStats
+	Events *bus.Local
 	// Stop is called by POST /v1/daemon/stop.
 	Stop    func()
 	started time.Time
@@ -61,6 +74,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc(v.Route(), s.serveVerb(v))
 	}
 	mux.HandleFunc("GET /v1/daemon", s.serveDaemon)
+	mux.HandleFunc("GET /v1/agents/{id}/events", s.serveEvents)
 	mux.HandleFunc("POST /v1/daemon/stop", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]bool{"stopping": true})
 		if s.Stop != nil {
@@ -161,6 +175,11 @@ func (s *Server) serveDaemon(w http.ResponseWriter, r *http.Request) {
 		StartedAt: s.started.UTC().Format(time.RFC3339Nano)}
 	if s.Counts != nil {
 		st.Live, st.Dead = s.Counts.Counts()
+	}
+	st.Door = s.Door
+	if s.Bus != nil {
+		bs := s.Bus.Stats()
+		st.Bus = &bs
 	}
 	writeJSON(w, 200, st)
 }

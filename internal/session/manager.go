@@ -22,6 +22,8 @@ import (
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
+	"github.com/kaimon/kaimon/internal/imaging"
+	"github.com/kaimon/kaimon/internal/permit"
 	"github.com/kaimon/kaimon/internal/proc"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -78,6 +80,13 @@ type Manager struct {
 
 	// StartTimeout bounds how long agent_open waits for readiness.
 	StartTimeout time.Duration
+
+	// permits holds the permission requests agents wait on (permission.go);
+	// PermitTimeout is how long one waits for agent_permit before it is
+	// denied.
+	permits       *permit.Registry
+	PermitTimeout time.Duration
+	door          Door
 }
 
 // New makes a manager. It first reaps agent processes a previous daemon
@@ -89,9 +98,11 @@ func New(paths config.Paths, cfg config.Config, env []string, factory Factory) (
 	reap(paths.PidFile())
 	m := &Manager{
 		paths: paths, cfg: cfg, env: env, factory: factory,
-		pids:         &pidFile{path: paths.PidFile(), live: map[string]proc.Identity{}},
-		agents:       map[string]*Agent{},
-		StartTimeout: 90 * time.Second,
+		pids:          &pidFile{path: paths.PidFile(), live: map[string]proc.Identity{}},
+		agents:        map[string]*Agent{},
+		StartTimeout:  90 * time.Second,
+		permits:       permit.New(),
+		PermitTimeout: cfg.PermissionWait(),
 	}
 	m.pids.writeLocked()
 	return m, nil
@@ -215,6 +226,7 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 	ag.mu.Unlock()
 	m.mu.Unlock()
 
+	m.attach(ag)
 	if err := ag.start(ctx); err != nil {
 		return nil, err
 	}
@@ -277,6 +289,7 @@ func (ag *Agent) markDeadNoLog() {
 	ag.mu.Lock()
 	ag.status = Dead
 	ag.mu.Unlock()
+	ag.m.detach(ag)
 	ag.m.noteDead(ag.id)
 }
 
@@ -314,6 +327,7 @@ func (ag *Agent) die(err error) {
 	}
 	ag.pubMu.Unlock()
 	ag.m.pids.remove(ag.id)
+	ag.m.detach(ag)
 	ag.m.noteDead(ag.id)
 }
 
@@ -343,6 +357,8 @@ func (ag *Agent) transition(to string, turn int) bool {
 // before anyone sees the event. A result that ends the last pending turn
 // moves the FSM to idle in the same step, so no send can slip in between.
 func (ag *Agent) publish(ev event.Event) {
+	// Bound tool-result PNGs before anyone sees or logs them.
+	ev = imaging.ShrinkEvent(ev, ag.m.cfg.AgentImageMaxLongEdge)
 	ag.pubMu.Lock()
 	defer ag.pubMu.Unlock()
 	ag.mu.Lock()

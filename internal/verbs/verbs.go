@@ -99,6 +99,9 @@ func (v *Verb) argType(name string) string {
 			if a.Type == TArray {
 				return "an array of strings"
 			}
+			if a.Type == TInteger {
+				return "an integer"
+			}
 			return "a " + a.Type
 		}
 	}
@@ -133,6 +136,7 @@ type Service interface {
 	List(ctx context.Context, a *ListArgs) (*ListResult, error)
 	Interrupt(ctx context.Context, a *InterruptArgs) (*InterruptResult, error)
 	Close(ctx context.Context, a *CloseArgs) (*CloseResult, error)
+	Permit(ctx context.Context, a *PermitArgs) (*PermitResult, error)
 }
 
 // Argument structs. JSON names are the spec's; a test checks them against
@@ -189,6 +193,13 @@ type InterruptArgs struct {
 
 type CloseArgs struct {
 	AgentID string `json:"agent_id"`
+}
+
+type PermitArgs struct {
+	AgentID   string `json:"agent_id"`
+	RequestID string `json:"request_id"`
+	Decision  string `json:"decision"` // allow | deny
+	Always    bool   `json:"always,omitempty"`
 }
 
 // Results, exactly the spec's JSON.
@@ -253,6 +264,12 @@ type CloseResult struct {
 	Closed bool `json:"closed"`
 }
 
+// PermitResult says whether the tool call may now run: true for an allow
+// that was delivered, false for a deny.
+type PermitResult struct {
+	Permitted bool `json:"permitted"`
+}
+
 // Defaults of the verbs' optional arguments.
 const (
 	DefaultModel      = "sonnet"
@@ -264,6 +281,15 @@ const (
 
 // Which values of agent_output.
 var Whiches = []string{"last_message", "full_turn", "all"}
+
+// Decisions of agent_permit.
+const (
+	Allow = "allow"
+	Deny  = "deny"
+)
+
+// Decisions lists agent_permit's decision values.
+var Decisions = []string{Allow, Deny}
 
 func verb[A any, R any](v Verb, f func(Service) func(context.Context, *A) (R, error)) *Verb {
 	v.newArgs = func() any { return new(A) }
@@ -356,6 +382,18 @@ var All = []*Verb{
 		Returns: `{"closed": bool}`,
 		Args:    []Arg{agentID},
 	}, func(s Service) func(context.Context, *CloseArgs) (*CloseResult, error) { return s.Close }),
+	verb(Verb{
+		Name: "agent_permit", CLI: "permit",
+		Summary: "Answer an agent's permission request",
+		Doc: "Allows or denies a tool call an agent is waiting on: the permission event with this requestId on agent:<id> (and in its event log). " +
+			"A request nobody answers is denied after the daemon's permission timeout (permission_timeout in the config file, default 300 seconds). " +
+			"With always, the answer also holds for every later request of the same tool by this agent. Another permission event, carrying the decision, follows.",
+		Returns: `{"permitted": bool}`,
+		Args: []Arg{agentID,
+			{Name: "request_id", Type: TString, Required: true, Doc: "The requestId of the agent's pending permission event."},
+			{Name: "decision", Type: TString, Required: true, Enum: Decisions, Doc: "allow lets the tool call run; deny refuses it."},
+			{Name: "always", Type: TBoolean, Default: false, Doc: "Apply the decision to this agent's later requests for the same tool too."}},
+	}, func(s Service) func(context.Context, *PermitArgs) (*PermitResult, error) { return s.Permit }),
 }
 
 // ByName finds a verb by its MCP name or its CLI name.

@@ -13,7 +13,7 @@ import (
 // schemas and completions; a table row without a field would be ignored.
 func TestTableMatchesArgStructs(t *testing.T) {
 	want := []string{"agent_open", "agent_send", "agent_run", "agent_output", "agent_status",
-		"agent_set_model", "agent_list", "agent_interrupt", "agent_close"}
+		"agent_set_model", "agent_list", "agent_interrupt", "agent_close", "agent_permit"}
 	var got []string
 	for _, v := range All {
 		got = append(got, v.Name)
@@ -43,7 +43,7 @@ func TestTableMatchesArgStructs(t *testing.T) {
 		}
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("verbs = %v, want the spec's %v", got, want)
+		t.Errorf("verbs = %v, want the spec's nine plus agent_permit: %v", got, want)
 	}
 }
 
@@ -62,6 +62,7 @@ func TestResultFieldsAreTheSpecs(t *testing.T) {
 		{SetModelResult{}, "switched"},
 		{InterruptResult{}, "interrupted"},
 		{CloseResult{}, "closed"},
+		{PermitResult{}, "permitted"},
 		{ListResult{}, "agents"},
 	}
 	for _, c := range cases {

@@ -37,7 +37,7 @@ var baseArgs = []string{
 // spec names ("Restricting a claude agent to its tools").
 var (
 	errOnlyMCPConfig = errors.New("only refuses a caller-supplied mcp_config: under only kaimon generates the agent's MCP config itself; drop mcp_config or only")
-	errOnlyMCPTools  = errors.New("the kaimon MCP door's port is not known, so an agent restricted with only cannot be given MCP tools: drop the mcp__ entries from allowed_tools, or drop only")
+	errOnlyMCPTools  = errors.New("the kaimon MCP door's port is not known, so an agent restricted with only cannot be given MCP tools (kaimon-agentd runs without its door: see its log): drop the mcp__ entries from allowed_tools, or drop only")
 )
 
 // ParseModel splits a claude model string into the model and its effort.
@@ -102,13 +102,17 @@ func Args(o *backend.Options) ([]string, error) {
 	}
 	if pol.SkipPermissions {
 		args = append(args, "--dangerously-skip-permissions")
+	} else if o.Ask != nil {
+		// The CLI's permission checks come to kaimon as can_use_tool
+		// control requests, which agent_permit can answer.
+		args = append(args, "--permission-prompt-tool", "stdio")
 	}
 	if o.Only {
 		if o.MCPConfig != "" {
 			return nil, errOnlyMCPConfig
 		}
 		tools, namesMCP := onlyTools(pol.Allow)
-		if namesMCP {
+		if namesMCP && o.Door == nil {
 			// Kaimon's generated MCP config (with the header that tells
 			// the agent's calls apart) needs the door's port; until it
 			// exists an agent under only gets no MCP server at all.
@@ -135,6 +139,14 @@ func Args(o *backend.Options) ([]string, error) {
 	if o.SystemPrompt != "" {
 		args = append(args, "--append-system-prompt", o.SystemPrompt)
 	}
+	var configs []string
+	if o.Door != nil {
+		path, err := MCPConfigPath(o)
+		if err != nil {
+			return nil, err
+		}
+		configs = append(configs, path)
+	}
 	if o.MCPConfig != "" {
 		path, err := filepath.Abs(o.MCPConfig)
 		if err != nil {
@@ -147,7 +159,16 @@ func Args(o *backend.Options) ([]string, error) {
 		if st.IsDir() {
 			return nil, fmt.Errorf("mcp_config %q is a directory: pass the path of an MCP config JSON file", o.MCPConfig)
 		}
-		args = append(args, "--mcp-config", path)
+		if o.Door != nil {
+			if err := checkUserMCPConfig(path); err != nil {
+				return nil, err
+			}
+		}
+		configs = append(configs, path)
+	}
+	if len(configs) > 0 {
+		args = append(args, "--mcp-config")
+		args = append(args, configs...)
 	}
 	return args, nil
 }

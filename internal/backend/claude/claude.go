@@ -72,6 +72,15 @@ type Backend struct {
 	pending   map[string]chan ControlResponse
 	ctlClosed bool
 
+	// asks are the CLI's permission requests kaimon is deciding, by the
+	// CLI's request id (see permission.go); askCtx ends them all when the
+	// process is gone.
+	asksMu    sync.Mutex
+	asks      map[string]context.CancelFunc
+	askCtx    context.Context
+	askStop   context.CancelFunc
+	mcpConfig string // the generated MCP config, removed at exit
+
 	// infoMu guards what Info and Process report. It is never held while
 	// calling the sink, so the sink may call them from Emit and Exited.
 	infoMu     sync.Mutex
@@ -115,9 +124,11 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 		env:     agentEnv(env, o.ID),
 		m:       NewMapper(),
 		pending: map[string]chan ControlResponse{},
+		asks:    map[string]context.CancelFunc{},
 		model:   model,
 		done:    make(chan struct{}),
 	}
+	b.askCtx, b.askStop = context.WithCancel(context.Background())
 	if o.CacheDir != "" {
 		b.logPath = filepath.Join(o.CacheDir, o.ID+".log")
 	}
@@ -197,6 +208,13 @@ func (b *Backend) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: %s: %v: install the claude CLI (`npm install -g @anthropic-ai/claude-code`) or set KAIMON_CLAUDE_BIN", backend.ErrNotFound, b.bin, err)
 	}
 
+	if b.opts.Door != nil {
+		path, err := writeMCPConfig(&b.opts)
+		if err != nil {
+			return err
+		}
+		b.mcpConfig = path
+	}
 	var stderr *os.File
 	if b.logPath != "" {
 		if err := os.MkdirAll(filepath.Dir(b.logPath), 0o700); err != nil {
@@ -290,6 +308,7 @@ func (b *Backend) Start(ctx context.Context) error {
 		b.inputClose()
 		child.Stop(StopGrace)
 		<-b.done
+		b.removeMCPConfig()
 		return err
 	}
 	return nil
@@ -378,6 +397,7 @@ func (b *Backend) run(out *os.File) {
 func (b *Backend) handle(line []byte) {
 	b.emitMu.Lock()
 	o := b.m.Map(line)
+	turn := b.m.turn()
 	for _, ev := range o.Events {
 		b.sink.Emit(ev)
 	}
@@ -400,10 +420,18 @@ func (b *Backend) handle(line []byte) {
 		// goroutine: a write must never hold up the reader.
 		go b.submit(*o.Next, true)
 	}
-	if o.Request != nil {
-		// Kaimon passes no --permission-prompt-tool, so the CLI should
-		// ask nothing; answer anyway, so that it does not wait forever.
-		// Not from this goroutine: a write must never hold up the reader.
+	if o.Cancel != "" {
+		b.cancelAsk(o.Cancel)
+	}
+	switch {
+	case o.Request == nil:
+	case o.Request.Subtype == "can_use_tool" && b.opts.Ask != nil:
+		// The answer may take minutes (agent_permit): not from this
+		// goroutine, which must never be held up.
+		b.startAsk(*o.Request, turn)
+	default:
+		// Answer anyway, so that the CLI does not wait forever. Not from
+		// this goroutine: a write must never hold up the reader.
 		go b.writeJSON(controlResponse{Type: "control_response", Response: controlResponseBody{
 			Subtype: "error", RequestID: o.Request.RequestID,
 			Error: "kaimon does not handle control request " + o.Request.Subtype,
@@ -417,6 +445,9 @@ func (b *Backend) finish() {
 	code := b.child.ExitCode()
 	// The leader is gone; so must be anything it left in its group.
 	b.child.Stop(0)
+	// Nobody is left to take an answer to a permission request.
+	b.askStop()
+	b.removeMCPConfig()
 
 	b.ctlMu.Lock()
 	b.ctlClosed = true
@@ -761,5 +792,6 @@ type (
 		Subtype   string `json:"subtype"`
 		RequestID string `json:"request_id"`
 		Error     string `json:"error,omitempty"`
+		Response  any    `json:"response,omitempty"`
 	}
 )

@@ -44,10 +44,15 @@ type Output struct {
 	// Control is set for a control_response: the answer to a
 	// control_request kaimon sent (initialize, interrupt, set_model).
 	Control *ControlResponse
-	// Request is set for a control_request from the CLI. Kaimon passes no
-	// --permission-prompt-tool, so none is expected; the backend answers it
-	// with an error so that the CLI does not wait forever.
+	// Request is set for a control_request from the CLI: can_use_tool
+	// (under --permission-prompt-tool stdio), which the backend turns into
+	// a permission request, or another subtype, which it answers with an
+	// error so that the CLI does not wait forever.
 	Request *ControlRequest
+	// Cancel is the request_id of a control_cancel_request: the CLI no
+	// longer waits for the answer to that control request (its turn was
+	// interrupted).
+	Cancel string
 	// Init is set for system/init; the mapper's SessionID and Model are
 	// then up to date.
 	Init bool
@@ -230,9 +235,13 @@ func (m *Mapper) Map(line []byte) Output {
 			Subtype:   req.Get("subtype").String(),
 			Request:   json.RawMessage(req.Raw),
 		}
-		out.Events = append(out.Events, event.NewError(m.turn(),
-			"claude sent a control request kaimon does not handle: "+out.Request.Subtype,
-			map[string]any{"request_id": out.Request.RequestID, "subtype": out.Request.Subtype}))
+		if out.Request.Subtype != "can_use_tool" {
+			out.Events = append(out.Events, event.NewError(m.turn(),
+				"claude sent a control request kaimon does not handle: "+out.Request.Subtype,
+				map[string]any{"request_id": out.Request.RequestID, "subtype": out.Request.Subtype}))
+		}
+	case "control_cancel_request":
+		out.Cancel = v.Get("request_id").String()
 	}
 	// Anything else (rate_limit_event, keep_alive, control_cancel_request,
 	// types of later CLI versions) carries nothing for the event stream.

@@ -44,6 +44,11 @@
 //     {"type":"error","error":{"type":"api_error","message":"fakeapi: scripted failure"}}.
 //   - "say exactly: TEXT": a text block holding exactly TEXT (the rest of the
 //     user text after the trigger, which may span lines).
+//   - "call tool: NAME JSON": a tool_use block calling tool NAME (e.g.
+//     mcp__kaimon__agent_list) with input JSON (a JSON object; {} when
+//     absent), streamed as several input_json_delta fragments, stop_reason
+//     tool_use. NAME and JSON are the rest of the line, split at the first
+//     space. A JSON that does not parse as an object is sent as {}.
 //
 // PATH and CMD are the rest of the line after the trigger, trimmed.
 //
@@ -111,6 +116,7 @@ const (
 	TriggerSlow       = "please be slow"
 	TriggerFail       = "please fail"
 	TriggerSayExactly = "say exactly:"
+	TriggerCallTool   = "call tool:"
 	// "stream N chunks" is matched by a regular expression; see the package doc.
 )
 
@@ -138,6 +144,8 @@ type Request struct {
 	// ToolResult is the text of the tool_result blocks when the request was
 	// a tool follow-up, else "".
 	ToolResult string
+	// Tools are the names of the tools the request offered the model.
+	Tools []string
 }
 
 // Server is a running fake API.
@@ -275,8 +283,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 // apiRequest is the part of a Messages API request the fake looks at.
 type apiRequest struct {
-	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
+	Model  string `json:"model"`
+	Stream bool   `json:"stream"`
+	Tools  []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -392,9 +403,27 @@ func textBlock(s string) block {
 }
 
 func toolBlock(name string, kv ...string) block {
-	b := fixedBlock("tool_use", splitRunes(string(orderedJSON(kv...)), 10, 2)...)
+	return rawToolBlock(name, orderedJSON(kv...))
+}
+
+// rawToolBlock is a tool_use block of tool name with input, a JSON object.
+func rawToolBlock(name string, input []byte) block {
+	b := fixedBlock("tool_use", splitRunes(string(input), 10, 2)...)
 	b.toolName = name
 	return b
+}
+
+// callTool parses the rest of a "call tool:" line: NAME, then an optional
+// JSON object, compacted; {} when absent or not an object.
+func callTool(rest string) block {
+	name, input, _ := strings.Cut(restOfLine(rest), " ")
+	var obj map[string]json.RawMessage
+	var buf bytes.Buffer
+	if json.Unmarshal([]byte(input), &obj) != nil || obj == nil || json.Compact(&buf, []byte(input)) != nil {
+		buf.Reset()
+		buf.WriteString("{}")
+	}
+	return rawToolBlock(name, buf.Bytes())
 }
 
 // splitRunes splits s into pieces of at most size runes, and into at least
@@ -462,7 +491,7 @@ func script(text, toolResult string, followUp bool, n int) reply {
 	}
 	best, pos := "", -1
 	for _, t := range []string{TriggerThink, TriggerTool, TriggerRunCommand, TriggerWriteFile,
-		TriggerRead, TriggerSlow, TriggerFail, TriggerSayExactly} {
+		TriggerRead, TriggerSlow, TriggerFail, TriggerSayExactly, TriggerCallTool} {
 		if i := strings.Index(text, t); i >= 0 && (pos < 0 || i < pos) {
 			best, pos = t, i
 		}
@@ -503,6 +532,8 @@ func script(text, toolResult string, followUp bool, n int) reply {
 		return reply{fail: true}
 	case TriggerSayExactly:
 		return reply{blocks: []block{textBlock(strings.TrimPrefix(rest, " "))}, stopReason: "end_turn"}
+	case TriggerCallTool:
+		return reply{blocks: []block{callTool(rest)}, stopReason: "tool_use"}
 	}
 	return reply{blocks: []block{textBlock(fmt.Sprintf("Hello from fakeapi (request #%d).", n))}, stopReason: "end_turn"}
 }
@@ -515,7 +546,11 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	text, toolResult, followUp := lastUser(&req)
 	s.mu.Lock()
-	s.reqs = append(s.reqs, Request{Model: req.Model, LastUserText: text, Stream: req.Stream, ToolResult: toolResult})
+	tools := make([]string, 0, len(req.Tools))
+	for _, t := range req.Tools {
+		tools = append(tools, t.Name)
+	}
+	s.reqs = append(s.reqs, Request{Model: req.Model, LastUserText: text, Stream: req.Stream, ToolResult: toolResult, Tools: tools})
 	n := len(s.reqs)
 	s.mu.Unlock()
 	s.logf("POST %s #%d model=%q stream=%v text=%q toolResult=%q", r.URL.Path, n, req.Model, req.Stream, clip(text), clip(toolResult))

@@ -1,0 +1,88 @@
+package claude
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/kaimon/kaimon/internal/backend"
+)
+
+// The MCP server name under which the agent sees kaimon's door; its tools
+// are then mcp__kaimon__<verb> (backend.KaimonServer).
+const kaimonServerName = "kaimon"
+
+// MCPConfigPath is where the agent's generated MCP config lives:
+// <cache>/<id>-mcp.json.
+func MCPConfigPath(o *backend.Options) (string, error) {
+	if o.CacheDir == "" {
+		return "", errors.New("kaimon's MCP door needs a cache dir for the agent's MCP config")
+	}
+	return filepath.Join(o.CacheDir, o.ID+"-mcp.json"), nil
+}
+
+// mcpConfig is the --mcp-config JSON naming the door as server kaimon:
+// streamable HTTP, with the agent's id and secret token in headers, which
+// the CLI sends with every request (observed with 2.1.197).
+func mcpConfig(o *backend.Options) ([]byte, error) {
+	type server struct {
+		Type    string            `json:"type"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+	}
+	return json.MarshalIndent(map[string]map[string]server{"mcpServers": {kaimonServerName: {
+		Type: "http",
+		URL:  o.Door.URL,
+		Headers: map[string]string{
+			"Authorization":     "Bearer " + o.Door.Token,
+			backend.HeaderAgent: o.ID,
+		},
+	}}}, "", "  ")
+}
+
+// writeMCPConfig writes the agent's generated MCP config, readable by its
+// owner only: it holds the agent's secret.
+func writeMCPConfig(o *backend.Options) (string, error) {
+	path, err := MCPConfigPath(o)
+	if err != nil {
+		return "", err
+	}
+	b, err := mcpConfig(o)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return "", fmt.Errorf("writing the agent's MCP config: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("writing the agent's MCP config: %w", err)
+	}
+	return path, nil
+}
+
+// checkUserMCPConfig refuses a caller's mcp_config that defines a server
+// named kaimon: kaimon attaches that server itself, with the headers that
+// let its door tell the agent's calls apart and apply its preset.
+func checkUserMCPConfig(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("mcp_config %q: %w", path, err)
+	}
+	var cfg struct {
+		MCPServers map[string]json.RawMessage `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return fmt.Errorf("mcp_config %q is not an MCP config JSON file: %w", path, err)
+	}
+	if _, ok := cfg.MCPServers[kaimonServerName]; ok {
+		return fmt.Errorf("mcp_config %q defines a server named %q, which kaimon attaches to every agent itself: rename or remove it", path, kaimonServerName)
+	}
+	return nil
+}

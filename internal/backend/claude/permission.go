@@ -1,0 +1,79 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/kaimon/kaimon/internal/backend"
+)
+
+// Under --permission-prompt-tool stdio the CLI sends each permission check
+// as a control_request {subtype: can_use_tool, tool_name, input,
+// tool_use_id, …} and waits for a control_response whose response is
+// {behavior: allow, updatedInput} or {behavior: deny, message}. What the
+// CLI allows by itself (the allowlist, the permission mode) never asks.
+
+// permissionAnswer is the response of a can_use_tool control request.
+type permissionAnswer struct {
+	Behavior     string          `json:"behavior"` // allow | deny
+	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
+	Message      string          `json:"message,omitempty"`
+}
+
+// startAsk raises a can_use_tool request as a permission request (through
+// Options.Ask, which may block for minutes) on its own goroutine, and
+// answers the CLI with the decision.
+func (b *Backend) startAsk(req ControlRequest, turn int) {
+	ctx, cancel := context.WithCancel(b.askCtx)
+	b.asksMu.Lock()
+	b.asks[req.RequestID] = cancel
+	b.asksMu.Unlock()
+	go func() {
+		defer func() {
+			b.asksMu.Lock()
+			delete(b.asks, req.RequestID)
+			b.asksMu.Unlock()
+			cancel()
+		}()
+		r := gjson.ParseBytes(req.Request)
+		tool := r.Get("tool_name").String()
+		input := r.Get("input").Raw
+		if input == "" {
+			input = "{}"
+		}
+		call := toolCall(r.Get("tool_use_id").String(), tool, input)
+		call.Status = "pending"
+		d := b.opts.Ask(ctx, backend.PermissionRequest{Turn: turn, Tool: tool, Call: call})
+		ans := permissionAnswer{Behavior: "deny", Message: d.Message}
+		if d.Allow {
+			ans = permissionAnswer{Behavior: "allow", UpdatedInput: json.RawMessage(input)}
+		}
+		if ctx.Err() != nil && b.askCtx.Err() != nil {
+			return // the process is gone: nobody to answer
+		}
+		_ = b.writeJSON(controlResponse{Type: "control_response", Response: controlResponseBody{
+			Subtype: "success", RequestID: req.RequestID, Response: ans,
+		}})
+	}()
+}
+
+// cancelAsk ends the wait for a request the CLI withdrew.
+func (b *Backend) cancelAsk(id string) {
+	b.asksMu.Lock()
+	cancel := b.asks[id]
+	b.asksMu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// removeMCPConfig removes the agent's generated MCP config: its token is
+// revoked with the agent anyway, but a secret need not outlive its use.
+func (b *Backend) removeMCPConfig() {
+	if b.mcpConfig != "" {
+		os.Remove(b.mcpConfig)
+	}
+}

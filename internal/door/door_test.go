@@ -1,0 +1,274 @@
+package door
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// svc is a verbs.Service that answers agent_list and records every call
+// that reaches it.
+type svc struct {
+	verbs.Service // nil: any other verb panics, which mcp-go recovers as an error
+	mu            sync.Mutex
+	calls         []string
+}
+
+func (s *svc) note(v string) {
+	s.mu.Lock()
+	s.calls = append(s.calls, v)
+	s.mu.Unlock()
+}
+
+func (s *svc) List(ctx context.Context, a *verbs.ListArgs) (*verbs.ListResult, error) {
+	s.note("list")
+	return &verbs.ListResult{Agents: []verbs.ListEntry{{AgentID: "x1"}}}, nil
+}
+
+func (s *svc) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.Status, error) {
+	s.note("status")
+	return &verbs.Status{Status: "idle"}, nil
+}
+
+func (s *svc) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.PermitResult, error) {
+	s.note("permit " + a.AgentID)
+	return &verbs.PermitResult{Permitted: true}, nil
+}
+
+func (s *svc) reached() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.calls...)
+}
+
+func startDoor(t *testing.T) (*Door, *svc) {
+	t.Helper()
+	s := &svc{}
+	d := New(s)
+	if err := d.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.Serve(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if !strings.HasPrefix(d.URL(), "http://127.0.0.1:") || !strings.HasSuffix(d.URL(), "/mcp") || d.Port() == 0 {
+		t.Fatalf("url %q port %d", d.URL(), d.Port())
+	}
+	return d, s
+}
+
+// connect opens an MCP session with the headers kaimon's generated config
+// carries.
+func connect(t *testing.T, d *Door, id, token string) (*client.Client, error) {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(d.URL(), transport.WithHTTPHeaders(map[string]string{
+		"Authorization": "Bearer " + token, backend.HeaderAgent: id,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(t.Context()); err != nil {
+		return nil, err
+	}
+	var init mcp.InitializeRequest
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "door-test", Version: "1"}
+	if _, err := c.Initialize(t.Context(), init); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func mustConnect(t *testing.T, d *Door, id, token string) *client.Client {
+	t.Helper()
+	c, err := connect(t, d, id, token)
+	if err != nil {
+		t.Fatalf("connect as %s: %v", id, err)
+	}
+	return c
+}
+
+func callTool(t *testing.T, c *client.Client, name string, args map[string]any) (string, bool) {
+	t.Helper()
+	var req mcp.CallToolRequest
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := c.CallTool(t.Context(), req)
+	if err != nil {
+		return err.Error(), true
+	}
+	var out []string
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			out = append(out, tc.Text)
+		}
+	}
+	return strings.Join(out, "\n"), res.IsError
+}
+
+func listed(t *testing.T, c *client.Client) []string {
+	t.Helper()
+	res, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// A request without the token of an admitted agent gets 401 and nothing
+// else: no token, a forged one, another agent's token, a revoked one.
+func TestForgedTokenGetsNothing(t *testing.T) {
+	d, s := startDoor(t)
+	none := []string{}
+	tok := d.Admit(backend.Options{ID: "a1", Permission: "lab", DisallowedTools: none})
+	other := d.Admit(backend.Options{ID: "a2", Permission: "lab", DisallowedTools: none})
+	if len(tok) != 64 || tok == other {
+		t.Fatalf("tokens %q %q", tok, other)
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"agent_list","arguments":{}}}`
+	for name, h := range map[string]map[string]string{
+		"no headers":            {},
+		"no token":              {backend.HeaderAgent: "a1"},
+		"forged token":          {backend.HeaderAgent: "a1", "Authorization": "Bearer " + strings.Repeat("0", 64)},
+		"another agent's token": {backend.HeaderAgent: "a1", "Authorization": "Bearer " + other},
+		"token without id":      {"Authorization": "Bearer " + tok},
+		"unknown agent":         {backend.HeaderAgent: "zz", "Authorization": "Bearer " + tok},
+		"basic auth":            {backend.HeaderAgent: "a1", "Authorization": "Basic " + tok},
+	} {
+		req, _ := http.NewRequest("POST", d.URL(), strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e map[string]string
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || e["code"] != "unauthorized" || resp.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: status %d body %v", name, resp.StatusCode, e)
+		}
+	}
+	// An MCP client with a forged token cannot even initialize.
+	if _, err := connect(t, d, "a1", "forged"); err == nil {
+		t.Error("a forged token initialized a session")
+	}
+	// A revoked token stops working; a stale revoke does not touch the new one.
+	c := mustConnect(t, d, "a1", tok)
+	if out, isErr := callTool(t, c, "agent_list", nil); isErr {
+		t.Fatalf("admitted agent_list: %s", out)
+	}
+	d.Revoke("a1", tok)
+	if out, isErr := callTool(t, c, "agent_list", nil); !isErr {
+		t.Errorf("revoked token still calls: %s", out)
+	}
+	tok2 := d.Admit(backend.Options{ID: "a1", Permission: "lab", DisallowedTools: none})
+	d.Revoke("a1", tok)
+	mustConnect(t, d, "a1", tok2)
+	if got := s.reached(); len(got) != 1 {
+		t.Errorf("calls that reached the service: %v", got)
+	}
+}
+
+// The door applies each caller's preset: the recursion guard, specialist's
+// allowlist, and only's hiding.
+func TestPolicyAtTheDoor(t *testing.T) {
+	d, s := startDoor(t)
+	none := []string{}
+	all := []string{"agent_close", "agent_interrupt", "agent_list", "agent_open", "agent_output", "agent_permit",
+		"agent_run", "agent_send", "agent_set_model", "agent_status"}
+
+	// The default recursion guard: listed, refused at tools/call.
+	guarded := mustConnect(t, d, "g", d.Admit(backend.Options{ID: "g", Permission: "lab"}))
+	if got := listed(t, guarded); strings.Join(got, " ") != strings.Join(all, " ") {
+		t.Errorf("guarded lists %v", got)
+	}
+	out, isErr := callTool(t, guarded, "agent_list", nil)
+	if !isErr || !strings.Contains(out, "recursion guard refuses mcp__kaimon__agent_list") || !strings.Contains(out, "disallowed_tools = []") {
+		t.Errorf("guarded agent_list = %v %q", isErr, out)
+	}
+	// A caller's own deny list replaces the guard in the CLI, not here.
+	custom := mustConnect(t, d, "c", d.Admit(backend.Options{ID: "c", Permission: "lab", DisallowedTools: []string{"Task"}}))
+	if out, isErr := callTool(t, custom, "agent_status", map[string]any{"agent_id": "x1"}); !isErr || !strings.Contains(out, "recursion guard") {
+		t.Errorf("custom deny list agent_status = %v %q", isErr, out)
+	}
+
+	// lab with disallowed_tools = []: allowed.
+	lab := mustConnect(t, d, "l", d.Admit(backend.Options{ID: "l", Permission: "lab", DisallowedTools: none}))
+	if out, isErr := callTool(t, lab, "agent_list", nil); isErr || out != `{"agents":[{"agent_id":"x1","status":"","model":"","cwd":"","turn":0,"created_at":"","last_activity":"","session_id":"","transcript":"","event_log":"","usage":{"inputTokens":0,"outputTokens":0,"cacheReadTokens":0,"cacheCreationTokens":0,"costUsd":0},"queues_prompts":false}]}` {
+		t.Errorf("lab agent_list = %v %q", isErr, out)
+	}
+	// It cannot answer its own permission requests, but another's.
+	if out, isErr := callTool(t, lab, "agent_permit", map[string]any{"agent_id": "l", "request_id": "p1", "decision": "allow"}); !isErr || !strings.Contains(out, "its own permission requests") {
+		t.Errorf("self permit = %v %q", isErr, out)
+	}
+	if out, isErr := callTool(t, lab, "agent_permit", map[string]any{"agent_id": "x1", "request_id": "p1", "decision": "allow"}); isErr {
+		t.Errorf("permit of another agent = %q", out)
+	}
+
+	// specialist: only what allowed_tools names.
+	spec := mustConnect(t, d, "s", d.Admit(backend.Options{ID: "s", Permission: "specialist", DisallowedTools: none,
+		AllowedTools: []string{"mcp__kaimon__agent_status"}}))
+	if out, isErr := callTool(t, spec, "agent_status", map[string]any{"agent_id": "x1"}); isErr {
+		t.Errorf("specialist agent_status = %q", out)
+	}
+	if out, isErr := callTool(t, spec, "agent_list", nil); !isErr || !strings.Contains(out, "not in this agent's allowed_tools") {
+		t.Errorf("specialist agent_list = %v %q", isErr, out)
+	}
+
+	// only: a tool not named is invisible and refused as unknown.
+	only := mustConnect(t, d, "o", d.Admit(backend.Options{ID: "o", Only: true, DisallowedTools: none,
+		AllowedTools: []string{"Read", "mcp__kaimon__agent_list"}}))
+	if got := listed(t, only); strings.Join(got, " ") != "agent_list" {
+		t.Errorf("only lists %v", got)
+	}
+	if out, isErr := callTool(t, only, "agent_status", map[string]any{"agent_id": "x1"}); !isErr || !strings.Contains(out, "not found") {
+		t.Errorf("only agent_status = %v %q", isErr, out)
+	}
+	if out, isErr := callTool(t, only, "agent_list", nil); isErr {
+		t.Errorf("only agent_list = %q", out)
+	}
+
+	if got := strings.Join(s.reached(), ","); got != "list,permit x1,status,list" {
+		t.Errorf("calls that reached the service: %s", got)
+	}
+}
+
+func TestWriteInfo(t *testing.T) {
+	d, _ := startDoor(t)
+	path := filepath.Join(t.TempDir(), "door.json")
+	if err := d.WriteInfo(path); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	var info Info
+	if err := json.Unmarshal(b, &info); err != nil || info.URL != d.URL() || info.Port != d.Port() || info.PID != os.Getpid() {
+		t.Fatalf("door.json %s: %v", b, err)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("door.json mode %v", st.Mode())
+	}
+}

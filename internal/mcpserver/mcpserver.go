@@ -1,0 +1,298 @@
+// Package mcpserver builds kaimon's MCP tools from the verb table: one tool
+// per verb, with the verb's name, a description made of its doc and its
+// return, and an input schema giving every argument's type, default, enum,
+// description and whether it is required. `kaimon mcp` serves them on stdio
+// against the daemon; the daemon's MCP door serves them over HTTP to the
+// agents it owns, with their presets applied through Options.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/verbs"
+	"github.com/kaimon/kaimon/internal/version"
+)
+
+// DefaultProgress is how often agent_run reports progress while the turn
+// runs, when the client asked for progress.
+const DefaultProgress = 5 * time.Second
+
+// Options adapt the server to where it runs.
+type Options struct {
+	// Progress is the interval of agent_run's progress notifications;
+	// 0 means DefaultProgress.
+	Progress time.Duration
+	// Check, when set, may refuse a call before it runs: its error is
+	// the tool error the caller sees.
+	Check func(ctx context.Context, v *verbs.Verb, args any) error
+	// Visible, when set, hides tools from tools/list; a hidden tool is
+	// also unknown to tools/call.
+	Visible func(ctx context.Context, v *verbs.Verb) bool
+	// Instructions are the server's instructions to the client.
+	Instructions string
+}
+
+// Instructions tell an MCP client what the tools are for.
+const Instructions = "kaimon drives headless coding agents (the claude CLI) owned by the kaimon-agentd daemon. " +
+	"agent_open starts one in a directory and returns its agent_id. agent_run sends a turn and waits for the reply; " +
+	"for long turns use agent_send, then poll agent_output (non-blocking) until done is true. " +
+	"agent_status and agent_list report state and token usage; agent_close stops an agent. " +
+	"An agent's permission requests (permission events) are answered with agent_permit."
+
+// notes are MCP-only advice added to a verb's description: MCP clients time
+// out long tool calls, so the non-blocking pattern is spelled out where a
+// model picks its tool.
+var notes = map[string]string{
+	"agent_send": "agent_send + agent_output is the non-blocking pattern: dispatch the turn with agent_send, " +
+		"then poll agent_output with the agent_id until done is true; the text is partial while the agent works.",
+	"agent_run": "It can take minutes, and MCP clients time out long tool calls: for long turns prefer agent_send, " +
+		"then poll agent_output (the non-blocking pattern). While it runs, agent_run sends progress notifications " +
+		"when the call carries a progressToken.",
+	"agent_output": "Pair with agent_send to dispatch-then-poll instead of blocking on agent_run.",
+}
+
+// Description is the tool description of v: its doc, the MCP note, and
+// what it returns.
+func Description(v *verbs.Verb) string {
+	d := v.Doc
+	if n := notes[v.Name]; n != "" {
+		d += " " + n
+	}
+	return d + " Returns JSON: " + v.Returns
+}
+
+// readOnly verbs change nothing; destructive ones stop something.
+var (
+	readOnly    = map[string]bool{"agent_output": true, "agent_status": true, "agent_list": true}
+	destructive = map[string]bool{"agent_close": true, "agent_interrupt": true}
+)
+
+// Tool is the MCP tool of v.
+func Tool(v *verbs.Verb) mcp.Tool {
+	props := map[string]any{}
+	var order, required []string
+	for _, a := range v.Args {
+		p := map[string]any{"type": a.Type, "description": a.Doc}
+		if a.Type == verbs.TArray {
+			p["items"] = map[string]any{"type": verbs.TString}
+		}
+		if a.Default != nil {
+			p["default"] = a.Default
+		}
+		if len(a.Enum) > 0 {
+			p["enum"] = a.Enum
+		}
+		props[a.Name] = p
+		order = append(order, a.Name)
+		if a.Required {
+			required = append(required, a.Name)
+		}
+	}
+	t := mcp.Tool{
+		Name:        v.Name,
+		Title:       v.Summary,
+		Description: Description(v),
+		InputSchema: mcp.ToolInputSchema{
+			Type: "object", Properties: props, Required: required,
+			AdditionalProperties: false, PropertyOrder: order,
+		},
+	}
+	t.Annotations.Title = v.Summary
+	t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(readOnly[v.Name])
+	t.Annotations.DestructiveHint = mcp.ToBoolPtr(destructive[v.Name])
+	t.Annotations.OpenWorldHint = mcp.ToBoolPtr(false)
+	return t
+}
+
+// New returns an MCP server with one tool per verb of the table, run
+// against svc.
+func New(svc verbs.Service, o Options) *server.MCPServer {
+	s := server.NewMCPServer("kaimon", version.String(), ServerOptions(o)...)
+	s.AddTools(Tools(svc, o)...)
+	return s
+}
+
+// ServerOptions are the server's options for o (instructions, the
+// Visible filter).
+func ServerOptions(o Options) []server.ServerOption {
+	instr := o.Instructions
+	if instr == "" {
+		instr = Instructions
+	}
+	opts := []server.ServerOption{
+		server.WithToolCapabilities(false),
+		server.WithInstructions(instr),
+		server.WithRecovery(),
+	}
+	if o.Visible != nil {
+		opts = append(opts, server.WithToolFilter(func(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+			out := tools[:0:0]
+			for _, t := range tools {
+				if v := verbs.ByName(t.Name); v != nil && o.Visible(ctx, v) {
+					out = append(out, t)
+				}
+			}
+			return out
+		}))
+	}
+	return opts
+}
+
+// Tools are the verbs' tools with their handlers, run against svc.
+func Tools(svc verbs.Service, o Options) []server.ServerTool {
+	if o.Progress <= 0 {
+		o.Progress = DefaultProgress
+	}
+	out := make([]server.ServerTool, 0, len(verbs.All))
+	for _, v := range verbs.All {
+		out = append(out, server.ServerTool{Tool: Tool(v), Handler: handler(svc, v, o)})
+	}
+	return out
+}
+
+// handler runs v: the arguments are decoded strictly by the table, the
+// result is the verb's JSON as text, and a failure is a tool error (isError)
+// carrying the verb's message, which says what to do next.
+func handler(svc verbs.Service, v *verbs.Verb, o Options) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		raw := []byte("{}")
+		if a := req.Params.Arguments; a != nil {
+			b, err := json.Marshal(a)
+			if err != nil {
+				return mcp.NewToolResultError(fmt.Sprintf("%s: arguments: %v", v.Name, err)), nil
+			}
+			raw = numbersAsStrings(v, b)
+		}
+		args, err := v.Decode(raw)
+		if err != nil {
+			return toolError(err), nil
+		}
+		if o.Check != nil {
+			if err := o.Check(ctx, v, args); err != nil {
+				return toolError(err), nil
+			}
+		}
+		if ra, ok := args.(*verbs.RunArgs); ok && req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+			stop := reportProgress(ctx, svc, ra.AgentID, req.Params.Meta.ProgressToken, o.Progress)
+			defer stop()
+		}
+		res, err := v.Call(ctx, svc, args)
+		if err != nil {
+			return toolError(err), nil
+		}
+		b, err := event.Marshal(res)
+		if err != nil {
+			return nil, err
+		}
+		return mcp.NewToolResultText(string(b)), nil
+	}
+}
+
+// numbersAsStrings turns a number given for a string argument into its
+// decimal text. Clients and models guess types from text: the MCP
+// Inspector's CLI sends --tool-arg agent_id=12345678 as a number, and an
+// agent id of eight hex digits is all digits one time in forty.
+func numbersAsStrings(v *verbs.Verb, raw []byte) []byte {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return raw
+	}
+	changed := false
+	for _, a := range v.Args {
+		r, ok := obj[a.Name]
+		if !ok || a.Type != verbs.TString || len(r) == 0 || !(r[0] == '-' || r[0] >= '0' && r[0] <= '9') {
+			continue
+		}
+		var n json.Number
+		if json.Unmarshal(r, &n) == nil {
+			obj[a.Name], _ = json.Marshal(n.String())
+			changed = true
+		}
+	}
+	if !changed {
+		return raw
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// toolError is the tool error of a failed call: the verb's message, and
+// for agent_run the text the turn produced before it failed.
+func toolError(err error) *mcp.CallToolResult {
+	// A foreign error (the daemon is down, say) keeps its own message,
+	// which says what to do.
+	e := verbs.AsError(err)
+	msg := e.Message
+	if e.Text != "" {
+		msg += "\n\nThe turn's text so far:\n" + e.Text
+	}
+	return mcp.NewToolResultError(msg)
+}
+
+// reportProgress sends notifications/progress for token every interval
+// until the returned stop is called: the progress is the number of
+// notifications, the message the running turn's state and the end of its
+// text so far (read with agent_output). stop waits for the reporter, so no
+// notification follows the call's result.
+func reportProgress(ctx context.Context, svc verbs.Service, agentID string, token mcp.ProgressToken, every time.Duration) (stop func()) {
+	srv := server.ServerFromContext(ctx)
+	if srv == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		start := time.Now()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			msg := fmt.Sprintf("agent %s working for %s", agentID, time.Since(start).Round(time.Second))
+			if out, err := svc.Output(ctx, &verbs.OutputArgs{AgentID: agentID, Which: "full_turn"}); err == nil {
+				msg = fmt.Sprintf("agent %s, turn %d, %s for %s: %d characters so far", agentID, out.Turn, out.Status,
+					time.Since(start).Round(time.Second), utf8.RuneCountInString(out.Text))
+				if tail := tail(out.Text, 200); tail != "" {
+					msg += ": …" + tail
+				}
+			}
+			_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+				"progressToken": token, "progress": n, "message": msg,
+			})
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// tail is the last n runes of s, on one line.
+func tail(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) > n {
+		r = r[len(r)-n:]
+	}
+	return string(r)
+}

@@ -1,0 +1,164 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/permit"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// Door is kaimon's MCP door (package door), where owned agents call back
+// into kaimon. The manager admits each agent it opens with a secret token
+// and revokes the token when the agent dies.
+type Door interface {
+	// URL is the door's MCP endpoint.
+	URL() string
+	// Admit lets agent o.ID in with o's policy and returns its new token,
+	// replacing any earlier one of the same id.
+	Admit(o backend.Options) (token string)
+	// Revoke shuts the door to agent id if token is still its token.
+	Revoke(id, token string)
+}
+
+// SetDoor gives the manager the door; agents opened from then on get it in
+// their options. Without a door, an agent has no kaimon MCP server.
+func (m *Manager) SetDoor(d Door) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.door = d
+}
+
+// attach readies a claimed slot's options for its backend: the permission
+// asker, and the door with a fresh token.
+func (m *Manager) attach(ag *Agent) {
+	m.mu.Lock()
+	d := m.door
+	m.mu.Unlock()
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
+	ag.opts.Ask = ag.ask
+	ag.opts.Door = nil
+	if d != nil {
+		ag.opts.Door = &backend.Door{URL: d.URL(), Token: d.Admit(ag.opts)}
+	}
+}
+
+// detach undoes attach for a dead agent: its token no longer opens the
+// door, and its pending permission requests are denied.
+func (m *Manager) detach(ag *Agent) {
+	m.mu.Lock()
+	d := m.door
+	m.mu.Unlock()
+	ag.mu.Lock()
+	door := ag.opts.Door
+	ag.mu.Unlock()
+	if d != nil && door != nil {
+		d.Revoke(ag.id, door.Token)
+	}
+	m.permits.Forget(ag.id, backend.PermissionDecision{By: event.DecidedByCancelled,
+		Message: "the agent was closed before the request was answered"})
+}
+
+// ask is the backend's Asker for this agent. The preset decides what it
+// can (published as one decided permission event); an earlier "always"
+// answer for the tool decides next; everything else is published as a
+// pending permission event and waits for agent_permit, up to
+// PermitTimeout, after which it is denied. The outcome is published as a
+// second permission event with the same requestId.
+func (ag *Agent) ask(ctx context.Context, req backend.PermissionRequest) backend.PermissionDecision {
+	m := ag.m
+	ag.mu.Lock()
+	opts := ag.opts
+	ag.mu.Unlock()
+	data := event.PermissionData{ToolCall: req.Call, Options: req.Options}
+	if data.Options == nil {
+		data.Options = backend.DefaultPermissionOptions
+	}
+	if data.ToolCall.Status == "" {
+		data.ToolCall.Status = "pending"
+	}
+
+	var d backend.PermissionDecision
+	decided := false
+	if pol, err := backend.Resolve(&opts); err != nil {
+		d, decided = backend.PermissionDecision{By: event.DecidedByPolicy, Message: "kaimon: " + err.Error()}, true
+	} else if v, why := pol.Permission(&opts, req.Tool); v != backend.VerdictAsk {
+		d, decided = backend.PermissionDecision{Allow: v == backend.VerdictAllow, By: event.DecidedByPolicy, Message: why}, true
+	} else if allow, ok := m.permits.Rule(ag.id, req.Tool); ok {
+		d, decided = backend.PermissionDecision{Allow: allow, Always: true, By: event.DecidedByPolicy,
+			Message: "an earlier answer with always holds for " + req.Tool}, true
+	}
+	if decided {
+		data.RequestID = permit.NewID()
+		ag.publishDecision(req.Turn, data, d)
+		return d
+	}
+
+	id, ch := m.permits.Open(ag.id, req.Tool)
+	wait := m.PermitTimeout
+	data.RequestID = id
+	data.ExpiresAt = time.Now().Add(wait).UTC().Format(time.RFC3339Nano)
+	ag.publish(event.New(event.Permission, req.Turn, data))
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case d = <-ch:
+	case <-timer.C:
+		m.permits.Settle(ag.id, id, backend.PermissionDecision{By: event.DecidedByTimeout,
+			Message: fmt.Sprintf("nobody answered this permission request within %s, so it is denied (answer with kaimon permit %s %s allow)", wait, ag.id, id)})
+		d = <-ch
+	case <-ctx.Done():
+		m.permits.Settle(ag.id, id, backend.PermissionDecision{By: event.DecidedByCancelled,
+			Message: "the agent withdrew the request"})
+		d = <-ch
+	}
+	ag.publishDecision(req.Turn, data, d)
+	return d
+}
+
+// publishDecision publishes a permission event carrying the decision.
+func (ag *Agent) publishDecision(turn int, data event.PermissionData, d backend.PermissionDecision) {
+	data.Options, data.ExpiresAt = nil, ""
+	data.Decision = event.PermissionDeny
+	if d.Allow {
+		data.Decision = event.PermissionAllow
+	}
+	data.Always, data.By, data.Message = d.Always, d.By, d.Message
+	if d.By != event.DecidedByPolicy || !d.Allow {
+		log.Printf("agent %s: permission %s for %s: %s by %s", ag.id, data.RequestID, data.ToolCall.Title, data.Decision, d.By)
+	}
+	ag.publish(event.New(event.Permission, turn, data))
+}
+
+// Permit implements agent_permit.
+func (m *Manager) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.PermitResult, error) {
+	ag, err := m.get(a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	if a.RequestID == "" {
+		return nil, verbs.BadArg("agent_permit: request_id is required")
+	}
+	var allow bool
+	switch a.Decision {
+	case verbs.Allow:
+		allow = true
+	case verbs.Deny:
+	default:
+		return nil, verbs.BadArg("agent_permit: decision must be allow or deny, not %q", a.Decision)
+	}
+	msg := "the user denied this tool call"
+	if allow {
+		msg = "the user allowed this tool call"
+	}
+	d := backend.PermissionDecision{Allow: allow, Always: a.Always, By: event.DecidedByUser, Message: msg}
+	if err := m.permits.Answer(ag.id, a.RequestID, d); err != nil {
+		return nil, err
+	}
+	return &verbs.PermitResult{Permitted: allow}, nil
+}

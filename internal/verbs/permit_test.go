@@ -1,0 +1,32 @@
+package verbs
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestDecodePermit(t *testing.T) {
+	v := ByName("permit")
+	if v == nil || v.Name != "agent_permit" || v.Route() != "/v1/agent_permit" {
+		t.Fatalf("permit verb %+v", v)
+	}
+	a, err := v.Decode([]byte(`{"agent_id":"a","request_id":"p1","decision":"allow","always":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := a.(*PermitArgs); p.AgentID != "a" || p.RequestID != "p1" || p.Decision != Allow || !p.Always {
+		t.Fatalf("decoded %+v", p)
+	}
+	for raw, want := range map[string]string{
+		`{"agent_id":"a","decision":"allow"}`:                                  "argument request_id is required",
+		`{"agent_id":"a","request_id":"p1"}`:                                   "argument decision is required",
+		`{"agent_id":"a","request_id":"p1","decision":"allow","always":"yes"}`: "argument always must be a boolean",
+	} {
+		_, err := v.Decode([]byte(raw))
+		var ve *Error
+		if !errors.As(err, &ve) || ve.Code != CodeBadArgument || !strings.Contains(ve.Message, want) {
+			t.Errorf("%s: %v, want %q", raw, err, want)
+		}
+	}
+}
