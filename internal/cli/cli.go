@@ -370,7 +370,12 @@ func runCmd() *cli.Command {
 					_, _ = cl.Close(ctx, &verbs.CloseArgs{AgentID: id})
 				}()
 			}
+			hctx, stopHints := context.WithCancel(c.Context)
+			hinted := make(chan struct{})
+			go func() { defer close(hinted); hintPermissions(hctx, cl, id, time.Now(), c.App.ErrWriter) }()
 			res, err := cl.Run(c.Context, &verbs.RunArgs{AgentID: id, Text: text, Timeout: timeout.Seconds()})
+			stopHints()
+			<-hinted
 			if err != nil {
 				var ve *verbs.Error
 				if !c.Bool("json") && errors.As(err, &ve) && ve.Text != "" {

@@ -76,7 +76,6 @@ func (c *Client) http() *http.Client {
 // Do sends one request to path with body (nil for GET) and decodes the JSON
 // answer into out. A non-2xx answer is returned as *verbs.Error.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
 	var b []byte
 	if body != nil {
 		var err error
@@ -84,15 +83,35 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 			return err
 		}
 	}
+	resp, err := c.roundTrip(ctx, method, path, b)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("reading the daemon's answer: %w", err)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
+
+// roundTrip sends one request and returns a 2xx response, whose body the
+// caller closes. A daemon that is down is started once (unless autostart
+// is off); a non-2xx answer is decoded into *verbs.Error.
+func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
-		if b != nil {
-			rd = bytes.NewReader(b)
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
 		}
 		req, err := http.NewRequestWithContext(ctx, method, "http://kaimon"+path, rd)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if b != nil {
+		if body != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
 		resp, err := c.http().Do(req)
@@ -103,31 +122,25 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 			}
 			if attempt == 0 && isDown(err) {
 				if err := c.ensureDaemon(ctx, err); err != nil {
-					return err
+					return nil, err
 				}
 				continue
 			}
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return nil, ctx.Err()
 			}
-			return &DaemonDownError{Socket: c.Paths.Socket(), Err: err, Hint: "is kaimon-agentd running? try `kaimon daemon status`"}
-		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return fmt.Errorf("reading the daemon's answer: %w", err)
+			return nil, &DaemonDownError{Socket: c.Paths.Socket(), Err: err, Hint: "is kaimon-agentd running? try `kaimon daemon status`"}
 		}
 		if resp.StatusCode/100 != 2 {
+			defer resp.Body.Close()
+			data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			var e verbs.Error
 			if json.Unmarshal(data, &e) != nil || e.Message == "" {
-				return &verbs.Error{Code: verbs.CodeInternal, Message: fmt.Sprintf("daemon answered %s: %s", resp.Status, bytes.TrimSpace(data))}
+				return nil, &verbs.Error{Code: verbs.CodeInternal, Message: fmt.Sprintf("daemon answered %s: %s", resp.Status, bytes.TrimSpace(data))}
 			}
-			return &e
+			return nil, &e
 		}
-		if out == nil {
-			return nil
-		}
-		return json.Unmarshal(data, out)
+		return resp, nil
 	}
 }
 

@@ -5,14 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // Watcher reads a stream of envelopes. Next returns io.EOF at the end of a
@@ -30,40 +27,11 @@ func (c *Client) Events(ctx context.Context, id string, since uint64, follow boo
 	if follow {
 		q.Set("follow", "1")
 	}
-	u := "http://kaimon/v1/agents/" + url.PathEscape(id) + "/events?" + q.Encode()
-	for attempt := 0; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := c.http().Do(req)
-		if err != nil {
-			var ue *url.Error
-			if errors.As(err, &ue) {
-				err = ue.Err
-			}
-			if attempt == 0 && isDown(err) {
-				if err := c.ensureDaemon(ctx, err); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, &DaemonDownError{Socket: c.Paths.Socket(), Err: err, Hint: "is kaimon-agentd running? try `kaimon daemon status`"}
-		}
-		if resp.StatusCode/100 != 2 {
-			defer resp.Body.Close()
-			data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			var e verbs.Error
-			if json.Unmarshal(data, &e) != nil || e.Message == "" {
-				return nil, &verbs.Error{Code: verbs.CodeInternal, Message: fmt.Sprintf("daemon answered %s: %s", resp.Status, bytes.TrimSpace(data))}
-			}
-			return nil, &e
-		}
-		return &Watcher{body: resp.Body, br: bufio.NewReaderSize(resp.Body, 64<<10)}, nil
+	resp, err := c.roundTrip(ctx, "GET", "/v1/agents/"+url.PathEscape(id)+"/events?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
 	}
+	return &Watcher{body: resp.Body, br: bufio.NewReaderSize(resp.Body, 64<<10)}, nil
 }
 
 // Next returns the next envelope.

@@ -448,9 +448,9 @@ func TestPermitTimeout(t *testing.T) {
 	e := newEnv(t, "KAIMON_PERMISSION_TIMEOUT", "1")
 	id := e.ok("open", e.work)
 	outside := filepath.Join(e.home, "outside")
-	out := e.ok("run", id, "run command: touch "+outside)
-	if !strings.Contains(out, "nobody answered this permission request within 1s, so it is denied") {
-		t.Fatalf("unanswered turn = %q", out)
+	r := e.kaimon("run", id, "run command: touch "+outside)
+	if r.code != 0 || !strings.Contains(r.stdout, "nobody answered this permission request within 1s, so it is denied") {
+		t.Fatalf("unanswered turn: %s", r)
 	}
 	if _, err := os.Stat(outside); !os.IsNotExist(err) {
 		t.Fatalf("the unanswered command ran: %v", err)
@@ -458,5 +458,9 @@ func TestPermitTimeout(t *testing.T) {
 	ps := e.permissions(t, id)
 	if len(ps) != 2 || ps[0].Decision != "" || ps[1].Decision != "deny" || ps[1].By != "timeout" || ps[1].RequestID != ps[0].RequestID {
 		t.Fatalf("permission events %+v", ps)
+	}
+	// The person waiting on kaimon run was told what to do.
+	if hint := "kaimon permit " + id + " " + ps[0].RequestID + " allow"; !strings.Contains(r.stderr, "asks permission for Bash") || !strings.Contains(r.stderr, hint) {
+		t.Fatalf("run's stderr does not say how to answer (%q): %s", hint, r)
 	}
 }
