@@ -3,13 +3,10 @@ package bus
 import (
 	"errors"
 	"fmt"
-	"log"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
+
+	"github.com/kaimon/kaimon/internal/unixsock"
 )
 
 // Endpoints returns the bus's endpoints: the ipc socket first, then the
@@ -58,84 +55,20 @@ func listen(ep string) (net.Listener, string, error) {
 	return ln, ep, nil
 }
 
-// listenUnix binds a unix socket with mode 0600 in a directory of mode
-// 0700. A socket nobody answers on is stale (a crashed daemon's) and is
-// replaced; one that answers belongs to a running publisher.
+// listenUnix binds the bus's unix socket like the control socket: owner
+// only, a stale one replaced.
 func listenUnix(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("creating socket dir: %w", err)
-	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
+	ln, err := unixsock.Listen(path, "event bus")
+	if errors.Is(err, unixsock.ErrInUse) {
 		return nil, fmt.Errorf("%s is in use by another publisher (is another kaimon-agentd running?)", path)
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("removing stale socket: %w", err)
-	}
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	// Remove the file when the listener closes, like the control socket.
-	ln.(*net.UnixListener).SetUnlinkOnClose(true)
-	return &peerListener{Listener: ln, uid: os.Getuid()}, nil
-}
-
-// peerListener accepts only connections whose peer runs as uid, as the
-// control socket does: the events of every agent are the owner's business.
-type peerListener struct {
-	net.Listener
-	uid int
-}
-
-func (l *peerListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		cred, err := peerCred(c)
-		if err == nil && int(cred.Uid) == l.uid {
-			return c, nil
-		}
-		uid := -1
-		if cred != nil {
-			uid = int(cred.Uid)
-		}
-		log.Printf("event bus: refused a subscriber of uid %d (err %v)", uid, err)
-		c.Close()
-	}
-}
-
-func peerCred(c net.Conn) (*syscall.Ucred, error) {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return nil, errors.New("not a unix connection")
-	}
-	rc, err := uc.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var cred *syscall.Ucred
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		cred, serr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return nil, err
-	}
-	return cred, serr
+	return ln, err
 }
 
 // peerName names a subscriber for stats and logs: its pid on a unix
 // socket, its address on tcp.
 func peerName(c net.Conn) string {
-	if cred, err := peerCred(c); err == nil {
+	if cred, err := unixsock.PeerCred(c); err == nil {
 		return fmt.Sprintf("pid %d", cred.Pid)
 	}
 	return c.RemoteAddr().String()

@@ -11,16 +11,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/unixsock"
 	"github.com/kaimon/kaimon/internal/verbs"
 	"github.com/kaimon/kaimon/internal/version"
 )
@@ -199,78 +198,15 @@ func writeErr(w http.ResponseWriter, err error) {
 	writeJSON(w, e.HTTPStatus(), e)
 }
 
-// Listen prepares the socket dir (0700) and binds the control socket
-// (0600). A socket nobody answers on is stale and replaced; one that
-// answers means a daemon is already running, which is an error.
+// Listen binds the control socket: owner only (dir 0700, socket 0600, peer
+// uid checked), a stale one replaced. One that answers means a daemon is
+// already running, which is an error.
 func Listen(sockDir, sock string) (net.Listener, error) {
-	if err := os.MkdirAll(sockDir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating socket dir: %w", err)
-	}
-	if err := os.Chmod(sockDir, 0o700); err != nil {
-		return nil, fmt.Errorf("securing socket dir: %w", err)
-	}
-	if c, err := net.DialTimeout("unix", sock, time.Second); err == nil {
-		c.Close()
+	ln, err := unixsock.Listen(sock, "control socket")
+	if errors.Is(err, unixsock.ErrInUse) {
 		return nil, fmt.Errorf("kaimon-agentd is already running on %s (stop it with `kaimon daemon stop`)", sock)
 	}
-	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("removing stale socket: %w", err)
-	}
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", sock)
-	syscall.Umask(old)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(sock, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	return &peerListener{Listener: ln, uid: os.Getuid()}, nil
-}
-
-// peerListener accepts only connections whose peer runs as uid.
-type peerListener struct {
-	net.Listener
-	uid int
-}
-
-func (l *peerListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		uc, ok := c.(*net.UnixConn)
-		if !ok {
-			return c, nil
-		}
-		uid, err := peerUID(uc)
-		if err == nil && uid == l.uid {
-			return c, nil
-		}
-		log.Printf("refused a connection from uid %d (err %v)", uid, err)
-		c.Close()
-	}
-}
-
-func peerUID(c *net.UnixConn) (int, error) {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	var cred *syscall.Ucred
-	var serr error
-	err = rc.Control(func(fd uintptr) {
-		cred, serr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	})
-	if err != nil {
-		return -1, err
-	}
-	if serr != nil {
-		return -1, serr
-	}
-	return int(cred.Uid), nil
+	return ln, err
 }
 
 // Serve runs the API on ln until ctx ends, then shuts down gracefully.
