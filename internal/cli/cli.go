@@ -180,7 +180,8 @@ func emit(c *cli.Context, res any, human func(w io.Writer)) error {
 // fail reports a verb error; with --json as the API's JSON error object on
 // stderr, so a script can parse both streams.
 func fail(c *cli.Context, err error) error {
-	if c.Bool("json") {
+	var ue *usageError
+	if c.Bool("json") && !errors.As(err, &ue) {
 		var ve *verbs.Error
 		var down *client.DaemonDownError
 		switch {
@@ -292,28 +293,15 @@ func readText(c *cli.Context, s string) (string, error) {
 }
 
 func sendCmd() *cli.Command {
-	return verbCmd("agent_send", &cli.Command{
-		ArgsUsage:   "ID TEXT",
-		Description: "TEXT - reads the text from stdin. Prints the turn number.",
-		Action: func(c *cli.Context) error {
-			if err := needArgs(c, 2, "ID TEXT"); err != nil {
-				return err
-			}
-			text, err := readText(c, c.Args().Get(1))
+	return lineCmd("agent_send", "ID TEXT", &cli.Command{Description: "TEXT - reads the text from stdin. Prints the turn number."},
+		func(c *cli.Context, cl *client.Client, a cli.Args) (*verbs.SendResult, error) {
+			text, err := readText(c, a.Get(1))
 			if err != nil {
-				return err
+				return nil, err
 			}
-			cl, err := newClient(c)
-			if err != nil {
-				return err
-			}
-			res, err := cl.Send(c.Context, &verbs.SendArgs{AgentID: c.Args().Get(0), Text: text})
-			if err != nil {
-				return fail(c, err)
-			}
-			return emit(c, res, func(w io.Writer) { fmt.Fprintln(w, res.Turn) })
+			return cl.Send(c.Context, &verbs.SendArgs{AgentID: a.Get(0), Text: text})
 		},
-	})
+		func(r *verbs.SendResult) string { return fmt.Sprint(r.Turn) })
 }
 
 func runCmd() *cli.Command {
@@ -503,82 +491,61 @@ func listCmd() *cli.Command {
 	})
 }
 
+// lineCmd builds the command of a verb whose arguments are the positionals
+// named in argsUsage and whose answer, for people, is one line.
+func lineCmd[R any](verb, argsUsage string, cmd *cli.Command,
+	call func(c *cli.Context, cl *client.Client, args cli.Args) (R, error), line func(R) string) *cli.Command {
+	cmd.ArgsUsage = argsUsage
+	cmd.Action = func(c *cli.Context) error {
+		if err := needArgs(c, len(strings.Fields(argsUsage)), argsUsage); err != nil {
+			return err
+		}
+		cl, err := newClient(c)
+		if err != nil {
+			return err
+		}
+		res, err := call(c, cl, c.Args())
+		if err != nil {
+			return fail(c, err)
+		}
+		return emit(c, res, func(w io.Writer) { fmt.Fprintln(w, line(res)) })
+	}
+	return verbCmd(verb, cmd)
+}
+
 func interruptCmd() *cli.Command {
-	return verbCmd("agent_interrupt", &cli.Command{
-		ArgsUsage: "ID",
-		Action: func(c *cli.Context) error {
-			if err := needArgs(c, 1, "ID"); err != nil {
-				return err
-			}
-			cl, err := newClient(c)
-			if err != nil {
-				return err
-			}
-			res, err := cl.Interrupt(c.Context, &verbs.InterruptArgs{AgentID: c.Args().First()})
-			if err != nil {
-				return fail(c, err)
-			}
-			return emit(c, res, func(w io.Writer) {
-				if res.Interrupted {
-					fmt.Fprintln(w, "interrupted")
-				} else {
-					fmt.Fprintln(w, "nothing to interrupt")
-				}
-			})
+	return lineCmd("agent_interrupt", "ID", &cli.Command{},
+		func(c *cli.Context, cl *client.Client, a cli.Args) (*verbs.InterruptResult, error) {
+			return cl.Interrupt(c.Context, &verbs.InterruptArgs{AgentID: a.Get(0)})
 		},
-	})
+		func(r *verbs.InterruptResult) string {
+			return pick(r.Interrupted, "interrupted", "nothing to interrupt")
+		})
 }
 
 func setModelCmd() *cli.Command {
-	return verbCmd("agent_set_model", &cli.Command{
-		ArgsUsage: "ID MODEL",
-		Action: func(c *cli.Context) error {
-			if err := needArgs(c, 2, "ID MODEL"); err != nil {
-				return err
-			}
-			cl, err := newClient(c)
-			if err != nil {
-				return err
-			}
-			res, err := cl.SetModel(c.Context, &verbs.SetModelArgs{AgentID: c.Args().Get(0), Model: c.Args().Get(1)})
-			if err != nil {
-				return fail(c, err)
-			}
-			return emit(c, res, func(w io.Writer) {
-				if res.Switched {
-					fmt.Fprintln(w, "switched")
-				} else {
-					fmt.Fprintln(w, "not switched (the agent refused; close and reopen it with --model)")
-				}
-			})
+	return lineCmd("agent_set_model", "ID MODEL", &cli.Command{},
+		func(c *cli.Context, cl *client.Client, a cli.Args) (*verbs.SetModelResult, error) {
+			return cl.SetModel(c.Context, &verbs.SetModelArgs{AgentID: a.Get(0), Model: a.Get(1)})
 		},
-	})
+		func(r *verbs.SetModelResult) string {
+			return pick(r.Switched, "switched", "not switched (the agent refused; close and reopen it with --model)")
+		})
 }
 
 func closeCmd() *cli.Command {
-	return verbCmd("agent_close", &cli.Command{
-		ArgsUsage: "ID",
-		Action: func(c *cli.Context) error {
-			if err := needArgs(c, 1, "ID"); err != nil {
-				return err
-			}
-			cl, err := newClient(c)
-			if err != nil {
-				return err
-			}
-			res, err := cl.Close(c.Context, &verbs.CloseArgs{AgentID: c.Args().First()})
-			if err != nil {
-				return fail(c, err)
-			}
-			return emit(c, res, func(w io.Writer) {
-				if res.Closed {
-					fmt.Fprintln(w, "closed")
-				} else {
-					fmt.Fprintln(w, "already closed")
-				}
-			})
+	return lineCmd("agent_close", "ID", &cli.Command{},
+		func(c *cli.Context, cl *client.Client, a cli.Args) (*verbs.CloseResult, error) {
+			return cl.Close(c.Context, &verbs.CloseArgs{AgentID: a.Get(0)})
 		},
-	})
+		func(r *verbs.CloseResult) string { return pick(r.Closed, "closed", "already closed") })
+}
+
+func pick(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
 }
 
 func daemonCmd() *cli.Command {

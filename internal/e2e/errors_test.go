@@ -28,7 +28,7 @@ func TestBadInput(t *testing.T) {
 	e.fails(1, `unknown permission preset "yolo"`, "open", "--permission", "yolo", e.work)
 	e.fails(1, `unknown permission_mode "sometimes"`, "open", "--permission-mode", "sometimes", e.work)
 	e.fails(1, "effort", "open", "--model", "sonnet/extreme", e.work)
-	e.fails(1, "acp backend", "open", "--model", "acp:opencode", e.work)
+	e.fails(1, "ollama backend", "open", "--model", "ollama:qwen2.5", e.work)
 	e.fails(1, `no agent "ghost"`, "status", "ghost")
 	e.fails(1, `no agent "ghost"`, "send", "ghost", "hi")
 	e.fails(1, "must be 1-64", "open", "--id", "../escape", e.work)
