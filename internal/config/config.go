@@ -83,6 +83,12 @@ type Config struct {
 	AgentImageMaxLongEdge int `json:"agent_image_max_long_edge"`
 	// ClaudeBin is the claude CLI to run (KAIMON_CLAUDE_BIN wins).
 	ClaudeBin string `json:"claude_bin"`
+	// OpencodeBin, ClaudeACPBin and GeminiBin are the ACP agents' programs
+	// (acp:opencode, acp:claude, acp:gemini); KAIMON_OPENCODE_BIN,
+	// KAIMON_CLAUDE_ACP_BIN and KAIMON_GEMINI_BIN win.
+	OpencodeBin  string `json:"opencode_bin"`
+	ClaudeACPBin string `json:"claude_acp_bin"`
+	GeminiBin    string `json:"gemini_bin"`
 	// DeadKept is how many closed agents are kept for review.
 	DeadKept int `json:"dead_kept"`
 	// BusEndpoints are extra endpoints the event bus binds besides its ipc

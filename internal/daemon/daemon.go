@@ -5,6 +5,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/backend/acp"
 	"github.com/kaimon/kaimon/internal/backend/claude"
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/config"
@@ -23,7 +25,17 @@ import (
 
 // Factory picks the backend for a model string.
 func Factory(o backend.Options, sink backend.Sink) (backend.Backend, error) {
-	for _, p := range []string{"acp:", "ollama:", "vmlx:", "replay:"} {
+	if acp.IsACP(o.Model) {
+		b, err := acp.New(o, sink)
+		if err != nil {
+			if errors.Is(err, backend.ErrNotFound) {
+				return nil, err
+			}
+			return nil, verbs.BadArg("%v", err)
+		}
+		return b, nil
+	}
+	for _, p := range []string{"ollama:", "vmlx:", "replay:"} {
 		if strings.HasPrefix(o.Model, p) {
 			return nil, verbs.Errorf(verbs.CodeUnavailable,
 				"model %q needs the %s backend, which this kaimon does not have yet; use a claude model (sonnet, opus, haiku, claude-…)", o.Model, strings.TrimSuffix(p, ":"))
@@ -47,8 +59,11 @@ func Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if cfg.ClaudeBin != "" && os.Getenv("KAIMON_CLAUDE_BIN") == "" {
-		os.Setenv("KAIMON_CLAUDE_BIN", cfg.ClaudeBin)
+	for env, bin := range map[string]string{"KAIMON_CLAUDE_BIN": cfg.ClaudeBin, "KAIMON_OPENCODE_BIN": cfg.OpencodeBin,
+		"KAIMON_CLAUDE_ACP_BIN": cfg.ClaudeACPBin, "KAIMON_GEMINI_BIN": cfg.GeminiBin} {
+		if bin != "" && os.Getenv(env) == "" {
+			os.Setenv(env, bin)
+		}
 	}
 	if err := os.MkdirAll(paths.SockDir, 0o700); err != nil {
 		return fmt.Errorf("creating socket dir: %w", err)

@@ -153,6 +153,10 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
+	if r.URL.Path == backend.ToolCheckPath {
+		d.serveToolCheck(w, r, c) // an ACP agent's bridge (toolcheck.go)
+		return
+	}
 	d.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 }
 

@@ -310,7 +310,7 @@ var All = []*Verb{
 		Returns: `{"agent_id": "<id>"}`,
 		Args: []Arg{
 			{Name: "cwd", Type: TString, Required: true, Doc: "Working directory for the agent. Must exist."},
-			{Name: "model", Type: TString, Default: DefaultModel, Doc: "Model alias or id, e.g. sonnet, opus, claude-sonnet-5; may carry an effort suffix (sonnet/high)."},
+			{Name: "model", Type: TString, Default: DefaultModel, Doc: "Model alias or id, e.g. sonnet, opus, claude-sonnet-5; may carry an effort suffix (sonnet/high). acp:<agent>[:<model>] drives an ACP agent instead: acp:opencode, acp:claude (claude-agent-acp) or acp:gemini, e.g. acp:opencode:ollama/qwen2.5:14b."},
 			{Name: "effort", Type: TString, Enum: []string{"low", "medium", "high", "xhigh", "max"}, Doc: "Thinking/effort level; overrides a model suffix."},
 			{Name: "permission", Type: TString, Default: DefaultPermission, Enum: []string{"default", "notebook", "specialist", "lab", "auto", "bypass"}, Doc: "Permission preset."},
 			{Name: "permission_mode", Type: TString, Enum: []string{"default", "acceptEdits", "plan", "auto", "bypassPermissions"}, Doc: "Override the preset's raw claude permission mode."},

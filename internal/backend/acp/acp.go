@@ -1,0 +1,754 @@
+// Package acp drives agents that speak the Agent Client Protocol on stdio
+// (opencode, claude-agent-acp, gemini-cli): acp:<agent>[:<model>].
+//
+// The JSON-RPC side is github.com/coder/acp-go-sdk (v0.13: it processes
+// notifications in order and makes a response wait for the notifications
+// received before it, so a prompt's result never overtakes its last text).
+// Kaimon is the ACP client: it answers the agent's fs/* callbacks (confined
+// to the cwd, fs.go) and its permission requests (through the session's
+// Asker, as the claude backend does), and maps session/update to events
+// (mapper.go). How far a preset reaches the agent's own tools depends on
+// the agent (policy.go); what it cannot hold is said in an error event at
+// spawn.
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/proc"
+)
+
+// Timeouts.
+const (
+	// StopGrace is how long Close lets the agent's group exit on SIGTERM.
+	StopGrace = 3 * time.Second
+	// InterruptTimeout bounds the wait for a cancelled turn to end.
+	InterruptTimeout = 5 * time.Second
+	// writeTimeout bounds one write to the agent's stdin.
+	writeTimeout = 10 * time.Second
+	// drainDelay is how long the reader may go on after the agent exited.
+	drainDelay = 2 * time.Second
+	// announceWait bounds how long a permission request waits for the
+	// announce of its tool call (which names the tool) to be mapped.
+	announceWait    = 300 * time.Millisecond
+	stderrTailBytes = 2048
+)
+
+// Backend is one ACP agent process with one session. It implements
+// backend.Backend.
+type Backend struct {
+	opts    backend.Options
+	sink    backend.Sink
+	agent   *Agent
+	model   string // asked for at open, "" for the agent's default
+	pol     backend.Policy
+	bin     string
+	env     []string
+	logPath string
+	jail    *Jail
+
+	// emitMu serializes the mapper and every call to sink.Emit, and
+	// guards the state below it.
+	emitMu    sync.Mutex
+	m         *Mapper
+	started   bool
+	ready     bool
+	exited    bool
+	closing   bool
+	turnEnded chan struct{} // closed and replaced when a turn ends
+
+	writeMu sync.Mutex
+	stdin   *os.File
+
+	conn      *sdk.ClientSideConnection
+	sessionID sdk.SessionId
+	// How the session takes a model: the model config option
+	// (opencode), session/set_model (gemini-cli, claude-agent-acp), or
+	// neither.
+	modelConfig bool
+	modelMethod bool
+	models      []string
+
+	asksMu  sync.Mutex
+	asks    map[int]context.CancelFunc
+	askSeq  int
+	askCtx  context.Context
+	askStop context.CancelFunc
+	runCtx  context.Context // ends when the process is gone
+	runStop context.CancelFunc
+
+	infoMu   sync.Mutex
+	curModel string
+	queues   bool
+	pid      proc.Identity
+
+	child     *proc.Child
+	logStart  int64
+	done      chan struct{}
+	closeOnce sync.Once
+	generated []string // files and dirs removed at exit
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// New validates o and finds the agent's program. Nothing starts until
+// Start.
+func New(o backend.Options, sink backend.Sink) (*Backend, error) {
+	a, model, err := ParseModel(o.Model)
+	if err != nil {
+		return nil, err
+	}
+	if o.Effort != "" {
+		return nil, fmt.Errorf("effort is a claude CLI option; acp:%s takes none (drop --effort)", a.Name)
+	}
+	pol, err := backend.Resolve(&o)
+	if err != nil {
+		return nil, err
+	}
+	if o.Only && o.MCPConfig != "" {
+		return nil, errors.New("only refuses a caller-supplied mcp_config: under only kaimon attaches its own server alone; drop mcp_config or only")
+	}
+	env := o.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	bin, err := a.findBinary(env)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{
+		opts: o, sink: sink, agent: a, model: model, pol: pol, bin: bin,
+		env:       setEnv(env, "KAIMON_AGENT_SESSION", o.ID),
+		m:         NewMapper(),
+		turnEnded: make(chan struct{}),
+		asks:      map[int]context.CancelFunc{},
+		done:      make(chan struct{}),
+		curModel:  model,
+	}
+	b.askCtx, b.askStop = context.WithCancel(context.Background())
+	b.runCtx, b.runStop = context.WithCancel(context.Background())
+	if o.CacheDir != "" {
+		b.logPath = filepath.Join(o.CacheDir, o.ID+".log")
+	}
+	return b, nil
+}
+
+// Process identifies the agent's process, for the pid file.
+func (b *Backend) Process() proc.Identity {
+	b.infoMu.Lock()
+	defer b.infoMu.Unlock()
+	return b.pid
+}
+
+// Argv is the command line Start runs.
+func (b *Backend) Argv() []string { return append([]string{b.bin}, b.agent.Args...) }
+
+// Start spawns the agent in its own process group and readies its
+// session: initialize, session/new (cwd and kaimon's door as an HTTP MCP
+// server), the model asked for at open, the session mode of the preset. It
+// returns once a turn can be sent. On failure the process is gone and the
+// error is the whole report.
+func (b *Backend) Start(ctx context.Context) error {
+	b.emitMu.Lock()
+	if b.started || b.closing {
+		b.emitMu.Unlock()
+		return errors.New("acp backend: Start called twice, or after Close")
+	}
+	b.started = true
+	b.emitMu.Unlock()
+
+	if st, err := os.Stat(b.opts.Cwd); err != nil || !st.IsDir() {
+		if err == nil {
+			err = errors.New("not a directory")
+		}
+		return fmt.Errorf("agent cwd %q: %w", b.opts.Cwd, err)
+	}
+	jail, err := NewJail(b.opts.Cwd)
+	if err != nil {
+		return fmt.Errorf("agent cwd %q: %w", b.opts.Cwd, err)
+	}
+	if !b.pol.Preset.FS {
+		jail.Allowed = false
+		jail.Why = fmt.Sprintf("the %s preset denies the agent's native file tools, so kaimon refuses fs/* (use kaimon's tools)", b.pol.Preset.Name)
+	}
+	b.jail = jail
+	env := b.env
+	if b.agent.Route == RouteBridge {
+		add, err := writeOpencodeConfig(&b.opts, b.pol, b.model, env)
+		if err != nil {
+			return err
+		}
+		b.generated = append(b.generated, opencodeDir(&b.opts))
+		for _, kv := range add {
+			k, v, _ := strings.Cut(kv, "=")
+			env = setEnv(env, k, v)
+		}
+	}
+	if b.agent.Name == "gemini" {
+		// One process: no relaunch of itself with a bigger heap.
+		env = defaultEnv(env, "GEMINI_CLI_NO_RELAUNCH", "true")
+	}
+	b.env = env
+	err = b.startWith(ctx, b.agent.Args)
+	if err != nil && b.agent.FallbackArgs != nil && b.rejectedArgs() {
+		err = b.startWith(ctx, b.agent.FallbackArgs)
+	}
+	if err != nil {
+		b.removeGenerated()
+		return err
+	}
+	if msg := Enforcement(b.agent, b.pol, &b.opts); msg != "" {
+		b.emit(event.NewError(0, msg, map[string]any{"route": b.agent.Route.String(), "preset": b.pol.Preset.Name}))
+	}
+	if b.opts.SystemPrompt != "" && b.agent.Route == RoutePermissionOnly {
+		b.emit(event.NewError(0, "acp:"+b.agent.Name+" takes no system prompt over ACP: system_prompt is ignored", nil))
+	}
+	return nil
+}
+
+// rejectedArgs says whether the last start failed because the program did
+// not know its arguments (yargs: "Unknown argument").
+func (b *Backend) rejectedArgs() bool {
+	return strings.Contains(strings.ToLower(b.stderrTail()), "unknown argument")
+}
+
+func (b *Backend) emit(ev event.Event) {
+	b.emitMu.Lock()
+	defer b.emitMu.Unlock()
+	if !b.exited {
+		b.sink.Emit(ev)
+	}
+}
+
+// startWith spawns the program with args and runs the session setup.
+func (b *Backend) startWith(ctx context.Context, args []string) error {
+	var stderr *os.File
+	if b.logPath != "" {
+		if err := os.MkdirAll(filepath.Dir(b.logPath), 0o700); err != nil {
+			return fmt.Errorf("agent stderr log: %w", err)
+		}
+		f, err := os.OpenFile(b.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("agent stderr log: %w", err)
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil {
+			b.logStart = st.Size()
+		}
+		stderr = f
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return err
+	}
+	cmd := exec.Command(b.bin, args...)
+	cmd.Dir = b.opts.Cwd
+	cmd.Env = b.env
+	cmd.Stdin, cmd.Stdout = inR, outW
+	if stderr != nil {
+		cmd.Stderr = stderr
+	}
+	child, err := proc.Start(cmd)
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return fmt.Errorf("starting acp:%s (%s): %w", b.agent.Name, b.bin, err)
+	}
+	done := make(chan struct{})
+	b.emitMu.Lock()
+	b.child, b.done = child, done
+	b.emitMu.Unlock()
+	b.writeMu.Lock()
+	b.stdin = inW
+	b.writeMu.Unlock()
+	b.infoMu.Lock()
+	b.pid = child.ID
+	b.infoMu.Unlock()
+
+	conn := sdk.NewClientSideConnection(&client{b: b}, deadlineWriter{b}, outR)
+	conn.SetLogger(slog.New(slog.NewTextHandler(logWriter{prefix: "agent " + b.opts.ID + ": acp: "}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	b.conn = conn
+	go b.watch(child, conn, outR, done)
+
+	err = b.setup(ctx)
+	if err == nil {
+		b.emitMu.Lock()
+		if b.exited {
+			err = b.exitedEarly()
+		} else {
+			b.ready = true
+		}
+		b.emitMu.Unlock()
+	}
+	if err != nil {
+		b.inputClose()
+		child.Stop(StopGrace)
+		<-done
+		return err
+	}
+	return nil
+}
+
+// setup runs initialize, session/new, the model and the mode.
+func (b *Backend) setup(ctx context.Context) error {
+	fail := func(what string, err error) error {
+		select {
+		case <-b.child.Done():
+			return b.exitedEarly()
+		default:
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("acp:%s did not get ready (%s): %w", b.agent.Name, what, ctx.Err())
+		}
+		return fmt.Errorf("acp:%s refused %s: %s", b.agent.Name, what, rpcMessage(err))
+	}
+	init, err := b.conn.Initialize(ctx, sdk.InitializeRequest{
+		ProtocolVersion:    sdk.ProtocolVersionNumber,
+		ClientCapabilities: sdk.ClientCapabilities{Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}},
+		ClientInfo:         &sdk.Implementation{Name: "kaimon", Version: "1"},
+	})
+	if err != nil {
+		return fail("initialize", err)
+	}
+	b.infoMu.Lock()
+	b.queues = promptQueueing(init.AgentCapabilities.Meta)
+	b.infoMu.Unlock()
+
+	servers, err := b.mcpServers(init.AgentCapabilities.McpCapabilities)
+	if err != nil {
+		return err
+	}
+	req := sdk.NewSessionRequest{Cwd: b.opts.Cwd, McpServers: servers}
+	if b.agent.Route == RouteClaudeMeta {
+		req.Meta = claudeMeta(b.pol, &b.opts)
+	}
+	sess, err := b.conn.NewSession(ctx, req)
+	if err != nil {
+		return fail("session/new", err)
+	}
+	b.sessionID = sess.SessionId
+	cur := ""
+	if v := modelOption(sess.ConfigOptions); v != "" {
+		b.modelConfig, cur = true, v
+		b.models = configValues(sess.ConfigOptions, "model")
+	} else if sess.Models != nil {
+		b.modelMethod, cur = true, string(sess.Models.CurrentModelId)
+		for _, mi := range sess.Models.AvailableModels {
+			b.models = append(b.models, string(mi.ModelId))
+		}
+	}
+	b.infoMu.Lock()
+	if cur != "" {
+		b.curModel = cur
+	}
+	b.infoMu.Unlock()
+	if b.model != "" && b.model != cur {
+		// claude-agent-acp ignores a model inside _meta: the model asked
+		// for at open is set over the wire, right after session/new.
+		if err := b.switchModel(ctx, b.model); err != nil {
+			return fmt.Errorf("acp:%s: model %s: %w", b.agent.Name, b.model, err)
+		}
+	}
+	if sess.Modes != nil {
+		var avail []string
+		for _, md := range sess.Modes.AvailableModes {
+			avail = append(avail, string(md.Id))
+		}
+		if mode := sessionMode(b.pol, avail); mode != "" && mode != string(sess.Modes.CurrentModeId) {
+			if _, err := b.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: b.sessionID, ModeId: sdk.SessionModeId(mode)}); err != nil {
+				return fail("session/set_mode "+mode, err)
+			}
+		}
+	}
+	return nil
+}
+
+// promptQueueing reads _meta.claudeCode.promptQueueing of the agent's
+// capabilities.
+func promptQueueing(meta map[string]any) bool {
+	cc, _ := meta["claudeCode"].(map[string]any)
+	q, _ := cc["promptQueueing"].(bool)
+	return q
+}
+
+func configValues(opts []sdk.SessionConfigOption, id string) []string {
+	var out []string
+	for _, o := range opts {
+		if o.Select == nil || string(o.Select.Id) != id {
+			continue
+		}
+		if u := o.Select.Options.Ungrouped; u != nil {
+			for _, v := range *u {
+				out = append(out, string(v.Value))
+			}
+		}
+		if g := o.Select.Options.Grouped; g != nil {
+			for _, grp := range *g {
+				for _, v := range grp.Options {
+					out = append(out, string(v.Value))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// switchModel sets the session's model the way session/new offered it.
+func (b *Backend) switchModel(ctx context.Context, model string) error {
+	var err error
+	switch {
+	case b.modelConfig:
+		_, err = b.conn.SetSessionConfigOption(ctx, sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{
+			SessionId: b.sessionID, ConfigId: "model", Value: sdk.SessionConfigValueId(model)}})
+	case b.modelMethod:
+		_, err = b.conn.UnstableSetSessionModel(ctx, sdk.UnstableSetSessionModelRequest{SessionId: b.sessionID, ModelId: sdk.UnstableModelId(model)})
+	default:
+		return fmt.Errorf("acp:%s offers no model selection over ACP", b.agent.Name)
+	}
+	if err != nil {
+		msg := rpcMessage(err)
+		if len(b.models) > 0 && !contains(b.models, model) {
+			msg += " (it offers " + strings.Join(b.models, ", ") + ")"
+		}
+		return errors.New(msg)
+	}
+	b.infoMu.Lock()
+	b.curModel = model
+	b.infoMu.Unlock()
+	return nil
+}
+
+// rpcMessage is a JSON-RPC error's message (and data) for people.
+func rpcMessage(err error) string {
+	var re *sdk.RequestError
+	if errors.As(err, &re) {
+		msg := re.Message
+		if d, ok := re.Data.(map[string]any); ok {
+			if e, ok := d["error"].(string); ok && e != "" {
+				msg += ": " + e
+			} else if e, ok := d["details"].(string); ok && e != "" {
+				msg += ": " + e
+			}
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+// watch waits for the process and its stdout, then reports the exit.
+func (b *Backend) watch(child *proc.Child, conn *sdk.ClientSideConnection, out *os.File, done chan struct{}) {
+	<-child.Done()
+	select {
+	case <-conn.Done():
+	case <-time.After(drainDelay):
+		out.Close() // a straggler holds stdout: stop reading
+		<-conn.Done()
+	}
+	out.Close()
+	b.finish(child, done)
+}
+
+// finish reports the process's exit: once, after everything it printed.
+func (b *Backend) finish(child *proc.Child, done chan struct{}) {
+	desc := exitDescription(child)
+	code := child.ExitCode()
+	child.Stop(0) // the leader is gone; so must be its group
+	b.runStop()
+	b.askStop()
+	b.inputClose()
+
+	b.emitMu.Lock()
+	b.exited = true
+	report := b.ready
+	var exitErr error
+	if report {
+		if b.closing {
+			for _, ev := range b.m.Abort(event.StopCancelled, "the agent was closed") {
+				b.sink.Emit(ev)
+			}
+		} else {
+			msg := fmt.Sprintf("acp:%s exited with code %d", b.agent.Name, code)
+			if !strings.HasPrefix(desc, "exit code") {
+				msg = "acp:" + b.agent.Name + " was " + desc
+			}
+			tail := b.stderrTail()
+			b.sink.Emit(event.NewError(b.m.Turn(), msg, map[string]any{"exitCode": code, "stderrTail": tail}))
+			for _, ev := range b.m.Abort(event.StopError, msg) {
+				b.sink.Emit(ev)
+			}
+			if tail != "" {
+				msg += "; its stderr ends:\n" + tail
+			}
+			exitErr = errors.New(msg)
+		}
+		b.signalTurnEnd()
+	}
+	b.emitMu.Unlock()
+	if report {
+		b.removeGenerated()
+		b.sink.Exited(exitErr)
+	}
+	close(done)
+}
+
+func (b *Backend) removeGenerated() {
+	for _, p := range b.generated {
+		os.RemoveAll(p)
+	}
+}
+
+// signalTurnEnd wakes Interrupt's wait; emitMu held.
+func (b *Backend) signalTurnEnd() {
+	close(b.turnEnded)
+	b.turnEnded = make(chan struct{})
+}
+
+func (b *Backend) exitedEarly() error {
+	<-b.child.Done()
+	msg := "acp:" + b.agent.Name + " exited before it was ready: " + exitDescription(b.child)
+	if tail := b.stderrTail(); tail != "" {
+		msg += "; its stderr ends:\n" + tail
+	} else if b.logPath != "" {
+		msg += " (nothing on stderr; log " + b.logPath + ")"
+	}
+	return errors.New(msg)
+}
+
+func exitDescription(c *proc.Child) string {
+	if ps := c.Cmd.ProcessState; ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return fmt.Sprintf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+		}
+	}
+	return fmt.Sprintf("exit code %d", c.ExitCode())
+}
+
+func (b *Backend) stderrTail() string {
+	if b.logPath == "" {
+		return ""
+	}
+	f, err := os.Open(b.logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	from := max(b.logStart, st.Size()-stderrTailBytes)
+	if from >= st.Size() {
+		return ""
+	}
+	buf := make([]byte, st.Size()-from)
+	n, _ := f.ReadAt(buf, from)
+	return strings.TrimSpace(strings.ToValidUTF8(string(buf[:n]), "?"))
+}
+
+// Send sends turn, or queues it behind the turn in flight: kaimon sends
+// one prompt at a time (see Mapper), whatever the agent declares.
+func (b *Backend) Send(turn int, text string) error {
+	b.emitMu.Lock()
+	switch {
+	case !b.ready:
+		b.emitMu.Unlock()
+		return errors.New("acp agent is not started")
+	case b.exited || b.closing:
+		b.emitMu.Unlock()
+		return proc.ErrExited
+	}
+	evs, active := b.m.Push(turn, text)
+	for _, ev := range evs {
+		b.sink.Emit(ev)
+	}
+	b.emitMu.Unlock()
+	if active {
+		go b.prompt(Turn{Number: turn, Text: text})
+	}
+	return nil
+}
+
+// prompt runs one session/prompt to its response and ends the turn; then
+// the next queued turn goes.
+func (b *Backend) prompt(t Turn) {
+	resp, err := b.conn.Prompt(b.runCtx, sdk.PromptRequest{SessionId: b.sessionID, Prompt: []sdk.ContentBlock{sdk.TextBlock(t.Text)}})
+	if err != nil && b.runCtx.Err() != nil {
+		return // the process is gone: finish reports the turn
+	}
+	b.emitMu.Lock()
+	if b.exited {
+		b.emitMu.Unlock()
+		return
+	}
+	var evs []event.Event
+	var next *Turn
+	if err != nil {
+		select {
+		case <-b.conn.Done():
+			// The agent went away mid-turn: finish says how.
+			b.emitMu.Unlock()
+			return
+		default:
+		}
+		evs, next = b.m.Fail(fmt.Sprintf("acp:%s failed turn %d: %s", b.agent.Name, t.Number, rpcMessage(err)), nil)
+	} else {
+		evs, next = b.m.End(resp)
+	}
+	for _, ev := range evs {
+		b.sink.Emit(ev)
+	}
+	b.signalTurnEnd()
+	b.emitMu.Unlock()
+	if next != nil {
+		b.prompt(*next)
+	}
+}
+
+// Interrupt sends session/cancel for the turn in flight, denies the
+// permission requests it waits on (ACP: answered "cancelled"), and waits
+// for the turn to end. False if no turn was in flight, or it did not end
+// within InterruptTimeout.
+func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
+	b.emitMu.Lock()
+	turn, ok := b.m.Active()
+	if !ok || !b.ready || b.exited || b.closing {
+		b.emitMu.Unlock()
+		return false, nil
+	}
+	b.m.MarkInterrupted(turn)
+	ended := b.turnEnded
+	b.emitMu.Unlock()
+	if err := b.conn.Cancel(ctx, sdk.CancelNotification{SessionId: b.sessionID}); err != nil {
+		return false, fmt.Errorf("session/cancel: %s", rpcMessage(err))
+	}
+	b.cancelAsks()
+	t := time.NewTimer(InterruptTimeout)
+	defer t.Stop()
+	select {
+	case <-ended:
+		return true, nil
+	case <-t.C:
+		return false, nil
+	case <-ctx.Done():
+		return false, nil
+	}
+}
+
+// SetModel repoints the live session at model, keeping its conversation:
+// session/set_config_option {configId: model} or session/set_model, as the
+// agent offered at session/new. model is the agent's own id, or
+// acp:<agent>:<id> of the same agent. False, with the reason as the error,
+// when the agent refuses.
+func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
+	id := strings.TrimSpace(model)
+	if IsACP(id) {
+		a, m, err := ParseModel(id)
+		if err != nil {
+			return false, err
+		}
+		if a != b.agent {
+			return false, fmt.Errorf("agent_set_model switches models within one ACP agent: this agent is acp:%s, not acp:%s; close it and open a new one", b.agent.Name, a.Name)
+		}
+		id = m
+	}
+	if id == "" {
+		return false, errors.New("no model named")
+	}
+	b.emitMu.Lock()
+	live := b.ready && !b.exited && !b.closing
+	b.emitMu.Unlock()
+	if !live {
+		return false, nil
+	}
+	if err := b.switchModel(ctx, id); err != nil {
+		return false, fmt.Errorf("acp:%s refused model %s: %w", b.agent.Name, id, err)
+	}
+	return true, nil
+}
+
+// Close stops the agent: stdin closed, SIGTERM to its group, SIGKILL after
+// StopGrace (claude-agent-acp does not exit on stdin close).
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		b.emitMu.Lock()
+		b.closing = true
+		child, done := b.child, b.done
+		b.emitMu.Unlock()
+		if child == nil {
+			return
+		}
+		b.inputClose()
+		child.Stop(StopGrace)
+		<-done
+	})
+	return nil
+}
+
+// Info reports the session.
+func (b *Backend) Info() backend.Info {
+	b.infoMu.Lock()
+	defer b.infoMu.Unlock()
+	model := Prefix + b.agent.Name
+	if b.curModel != "" {
+		model += ":" + b.curModel
+	}
+	return backend.Info{SessionID: string(b.sessionID), Model: model, QueuesPrompts: b.queues}
+}
+
+func (b *Backend) inputClose() {
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	if b.stdin != nil {
+		b.stdin.Close()
+		b.stdin = nil
+	}
+}
+
+// deadlineWriter is the agent's stdin with a deadline on every write, so
+// that an agent that stopped reading cannot hang kaimon.
+type deadlineWriter struct{ b *Backend }
+
+func (w deadlineWriter) Write(p []byte) (int, error) {
+	w.b.writeMu.Lock()
+	f := w.b.stdin
+	w.b.writeMu.Unlock()
+	if f == nil {
+		return 0, proc.ErrExited
+	}
+	_ = f.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return f.Write(p)
+}
+
+// logWriter sends the SDK's diagnostics to the daemon's log.
+type logWriter struct{ prefix string }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	log.Print(w.prefix + strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+var _ io.Writer = logWriter{}

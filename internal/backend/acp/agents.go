@@ -1,0 +1,147 @@
+package acp
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/kaimon/kaimon/internal/backend"
+)
+
+// Prefix is the model prefix that selects this backend.
+const Prefix = "acp:"
+
+// Agent is one ACP agent program kaimon knows how to drive.
+type Agent struct {
+	Name string // opencode, claude, gemini
+	// Bin is the program's name on PATH; BinEnv the variable that names it
+	// instead.
+	Bin    string
+	BinEnv string
+	Args   []string
+	// FallbackArgs are tried once when the program rejects Args (an
+	// older gemini-cli knows only --experimental-acp).
+	FallbackArgs []string
+	Install      string // how to get the program, for error messages
+	// Route is how a preset reaches the agent's own tools (see policy.go).
+	Route Route
+	// AnnouncesBeforeAsk: the agent announces a tool call (tool_call)
+	// before asking permission for it, so the permission handler may wait
+	// a moment for that announce to be mapped and learn the tool's name.
+	AnnouncesBeforeAsk bool
+}
+
+// Agents are the ACP agents of the spec.
+var Agents = map[string]*Agent{
+	"opencode": {Name: "opencode", Bin: "opencode", BinEnv: "KAIMON_OPENCODE_BIN", Args: []string{"acp"},
+		Install: "npm install -g opencode-ai", Route: RouteBridge, AnnouncesBeforeAsk: true},
+	"claude": {Name: "claude", Bin: "claude-agent-acp", BinEnv: "KAIMON_CLAUDE_ACP_BIN",
+		Install: "npm install -g @zed-industries/claude-agent-acp", Route: RouteClaudeMeta, AnnouncesBeforeAsk: true},
+	"gemini": {Name: "gemini", Bin: "gemini", BinEnv: "KAIMON_GEMINI_BIN", Args: []string{"--acp"},
+		FallbackArgs: []string{"--experimental-acp"},
+		Install:      "npm install -g @google/gemini-cli", Route: RoutePermissionOnly},
+}
+
+// AgentNames lists the agents in the spec's order.
+var AgentNames = []string{"opencode", "claude", "gemini"}
+
+// IsACP says whether a model string selects this backend.
+func IsACP(model string) bool { return strings.HasPrefix(strings.TrimSpace(model), Prefix) }
+
+// ParseModel splits acp:<agent>[:<model>]. The model is everything after
+// the second colon, slashes and colons included
+// (acp:opencode:ollama/qwen2.5:14b is opencode with ollama/qwen2.5:14b).
+func ParseModel(s string) (*Agent, string, error) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(s), Prefix)
+	if !ok {
+		return nil, "", fmt.Errorf("model %q is not an ACP model: write acp:<agent>[:<model>] with agent %s", s, strings.Join(AgentNames, ", "))
+	}
+	name, model, _ := strings.Cut(rest, ":")
+	a := Agents[name]
+	if a == nil {
+		return nil, "", fmt.Errorf("unknown ACP agent %q in model %q: use one of %s", name, s, strings.Join(AgentNames, ", "))
+	}
+	model = strings.TrimSpace(model)
+	if strings.HasPrefix(model, "-") || strings.ContainsAny(model, " \t\n") {
+		return nil, "", fmt.Errorf("bad model %q in %q", model, s)
+	}
+	return a, model, nil
+}
+
+// findBinary returns the absolute path of the agent's program: $BinEnv,
+// else Bin on PATH (as env sets it).
+func (a *Agent) findBinary(env []string) (string, error) {
+	if p := lookupEnv(env, a.BinEnv); p != "" {
+		path, err := exec.LookPath(p)
+		if err != nil && !errors.Is(err, exec.ErrDot) {
+			return "", fmt.Errorf("%w: %s=%s is not an executable %s (%v): point it at one, or unset it to use %s on PATH",
+				backend.ErrNotFound, a.BinEnv, p, a.Bin, err, a.Bin)
+		}
+		return filepath.Abs(path)
+	}
+	path, err := lookPath(a.Bin, lookupEnv(env, "PATH"))
+	if err != nil {
+		return "", fmt.Errorf("%w: %s (the ACP agent %s) is not on PATH: install it with `%s`, or set %s to its path",
+			backend.ErrNotFound, a.Bin, a.Name, a.Install, a.BinEnv)
+	}
+	return filepath.Abs(path)
+}
+
+// lookPath finds name in the directories of path (the agent's PATH, which
+// may differ from the daemon's own).
+func lookPath(name, path string) (string, error) {
+	if path == "" {
+		return exec.LookPath(name)
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if p2, err := exec.LookPath(p); err == nil {
+			return p2, nil
+		}
+	}
+	return "", exec.ErrNotFound
+}
+
+// lookupEnv returns the last value of key in env.
+func lookupEnv(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// setEnv returns env with key set to value (replacing earlier values).
+func setEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k != key {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}
+
+// defaultEnv sets key unless env already has it.
+func defaultEnv(env []string, key, value string) []string {
+	if _, ok := hasEnv(env, key); ok {
+		return env
+	}
+	return append(env, key+"="+value)
+}
+
+func hasEnv(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,232 @@
+package acp
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kaimon/kaimon/internal/backend"
+)
+
+// Route is how a preset reaches an ACP agent's own tools. ACP itself has no
+// way to express tool policy, so there are three, none universal (spec:
+// "Where an ACP preset is enforced"). Kaimon's own tools are checked at the
+// door for every agent whatever its route.
+type Route int
+
+const (
+	// RouteBridge: opencode. A generated per-session config carries the
+	// preset's permissions, and a bridge plugin asks kaimon before each
+	// tool call (refusing mutating tools when kaimon cannot be reached).
+	RouteBridge Route = iota
+	// RouteClaudeMeta: claude-agent-acp. The deny list goes in
+	// _meta.claudeCode.options on session/new, so the agent never offers
+	// those tools to the model; the rest asks through
+	// session/request_permission.
+	RouteClaudeMeta
+	// RoutePermissionOnly: any other agent (gemini-cli). Only what the
+	// agent asks about through session/request_permission can be refused;
+	// what it does on its own (gemini-cli's reads, its harmless-looking
+	// shell commands) cannot.
+	RoutePermissionOnly
+)
+
+func (r Route) String() string {
+	switch r {
+	case RouteBridge:
+		return "bridge plugin"
+	case RouteClaudeMeta:
+		return "_meta.claudeCode.options"
+	default:
+		return "session/request_permission only"
+	}
+}
+
+// opencodeKeys are opencode's permission keys, with the preset's tool names
+// each stands for.
+var opencodeKeys = []struct {
+	key   string
+	tools []string
+}{
+	{"read", []string{"Read"}},
+	{"edit", []string{"Edit", "Write", "MultiEdit", "NotebookEdit"}},
+	{"glob", []string{"Glob"}},
+	{"grep", []string{"Grep"}},
+	{"list", []string{"Glob"}},
+	{"bash", []string{"Bash"}},
+	{"task", []string{"Task", "Agent"}},
+	{"webfetch", []string{"WebFetch"}},
+	{"websearch", []string{"WebSearch"}},
+	{"todowrite", []string{"TodoWrite"}},
+}
+
+// OpencodePermission renders a policy as opencode's "permission" config:
+// the permission mode gives each key allow or ask (acceptEdits allows
+// edits and asks for shell commands, as the claude CLI does; plan denies
+// edits; bypass allows all), the allowlist allows, and the deny list and,
+// under specialist or only, everything the allowlist does not name, deny.
+// Bash(pattern) entries become opencode's per-command patterns. What opencode
+// asks comes to kaimon as session/request_permission.
+func OpencodePermission(pol backend.Policy, o *backend.Options) map[string]any {
+	base := map[string]string{}
+	for _, k := range opencodeKeys {
+		base[k.key] = "allow"
+	}
+	base["external_directory"] = "ask"
+	switch {
+	case pol.SkipPermissions || pol.Mode == "bypassPermissions":
+		base["external_directory"] = "allow"
+	case pol.Mode == "plan":
+		base["edit"], base["bash"], base["webfetch"] = "deny", "ask", "ask"
+	case pol.Mode == "default":
+		base["edit"], base["bash"], base["webfetch"] = "ask", "ask", "ask"
+	default: // acceptEdits, auto (opencode has no classifier: as acceptEdits)
+		base["bash"], base["webfetch"] = "ask", "ask"
+	}
+	whole := pol.Preset.ReplaceAllow || o.Only
+	out := map[string]any{}
+	bashPatterns := map[string]any{}
+	for _, k := range opencodeKeys {
+		v := base[k.key]
+		allowed, denied := false, false
+		for _, t := range k.tools {
+			allowed = allowed || backend.NamesTool(pol.Allow, t)
+			denied = denied || backend.NamesTool(pol.Deny, t)
+		}
+		if allowed {
+			v = "allow"
+		} else if whole {
+			v = "deny"
+		}
+		if denied {
+			v = "deny"
+		}
+		out[k.key] = v
+	}
+	if out["bash"] != "deny" {
+		for _, e := range pol.Allow {
+			if p, ok := strings.CutPrefix(strings.TrimSpace(e), "Bash("); ok && strings.HasSuffix(p, ")") {
+				bashPatterns[strings.TrimSuffix(p, ")")] = "allow"
+			}
+		}
+		if len(bashPatterns) > 0 {
+			bashPatterns["*"] = out["bash"]
+			out["bash"] = bashPatterns
+		}
+	}
+	out["external_directory"] = base["external_directory"]
+	out["doom_loop"] = "ask"
+	return out
+}
+
+// claudeMeta is session/new's _meta for claude-agent-acp: the deny list
+// (and under only the whole tool set) in claudeCode.options, and the
+// system prompt to append.
+func claudeMeta(pol backend.Policy, o *backend.Options) map[string]any {
+	opts := map[string]any{}
+	if len(pol.Deny) > 0 {
+		opts["disallowedTools"] = pol.Deny
+	}
+	if len(pol.Allow) > 0 {
+		opts["allowedTools"] = pol.Allow
+	}
+	if o.Only {
+		tools := onlyTools(pol.Allow)
+		if tools == nil {
+			tools = []string{}
+		}
+		opts["tools"] = tools
+	}
+	meta := map[string]any{"claudeCode": map[string]any{"options": opts}}
+	if o.SystemPrompt != "" {
+		meta["systemPrompt"] = map[string]any{"append": o.SystemPrompt}
+	}
+	return meta
+}
+
+// onlyTools is the built-in tool set for only: the non-MCP tools allow
+// names, each once, without argument patterns.
+func onlyTools(allow []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range allow {
+		if strings.HasPrefix(t, "mcp__") {
+			continue
+		}
+		name := t
+		if i := strings.IndexByte(name, '('); i >= 0 {
+			name = name[:i]
+		}
+		name = strings.TrimSpace(name)
+		if name != "" && !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// sessionMode is the ACP session mode the policy's permission mode stands
+// for on an agent whose session/new offered modes (claude-agent-acp:
+// default, acceptEdits, plan, bypassPermissions; gemini-cli: default,
+// autoEdit, plan, yolo), "" for none that fits.
+func sessionMode(pol backend.Policy, available []string) string {
+	mode := pol.Mode
+	if pol.SkipPermissions {
+		mode = "bypassPermissions"
+	}
+	want := map[string][]string{
+		"acceptEdits":       {"acceptEdits", "autoEdit"},
+		"bypassPermissions": {"bypassPermissions", "yolo"},
+		"plan":              {"plan"},
+		"default":           {"default"},
+	}[mode]
+	for _, w := range want {
+		for _, a := range available {
+			if a == w {
+				return a
+			}
+		}
+	}
+	return ""
+}
+
+// Enforcement says, for an agent on a route, what of the policy the agent's
+// own tools are held to and what not: "" when the route holds all of it.
+// Kaimon reports a non-empty answer as an error event at spawn, so that a
+// preset never reads as configured when it is not.
+func Enforcement(a *Agent, pol backend.Policy, o *backend.Options) string {
+	if a.Route != RoutePermissionOnly {
+		return ""
+	}
+	var native []string
+	for _, t := range pol.Deny {
+		if !strings.HasPrefix(t, "mcp__") && !contains(backend.Subagents, t) {
+			native = append(native, t)
+		}
+	}
+	sort.Strings(native)
+	var why []string
+	if len(native) > 0 {
+		why = append(why, fmt.Sprintf("it denies %s", strings.Join(native, ", ")))
+	}
+	if pol.Preset.ReplaceAllow || o.Only {
+		why = append(why, "allowed_tools is meant to be the whole tool set")
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("preset %s is not fully enforced on acp:%s: %s, but %s can only refuse what the agent asks about through session/request_permission, "+
+		"and it reads files (and runs commands it deems safe) without asking. Kaimon's own tools are still checked at its door. "+
+		"For a preset that holds against native tools, use acp:opencode or acp:claude",
+		pol.Preset.Name, a.Name, strings.Join(why, " and "), "kaimon")
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
