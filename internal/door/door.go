@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/confine"
 	"github.com/kaimon/kaimon/internal/mcpserver"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -190,8 +192,13 @@ func (d *Door) check(ctx context.Context, v *verbs.Verb, args any) error {
 	}
 	err := c.pol.DoorCheck(&c.opts, v.Name)
 	if err == nil {
-		if p, ok := args.(*verbs.PermitArgs); ok && p.AgentID == c.id {
-			err = errors.New("an agent cannot answer its own permission requests: the agent or person that drives it answers them")
+		switch a := args.(type) {
+		case *verbs.PermitArgs:
+			if a.AgentID == c.id {
+				err = errors.New("an agent cannot answer its own permission requests: the agent or person that drives it answers them")
+			}
+		case *verbs.OpenArgs:
+			err = confineOpen(c.opts.Cwd, a)
 		}
 	}
 	if err != nil {
@@ -227,4 +234,31 @@ func (d *Door) WriteInfo(path string) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// confineOpen holds the path arguments of an agent_open an owned agent makes
+// (cwd, mcp_config) to the caller's own cwd, as the spec's door rule says:
+// an agent may open agents in its directory, not elsewhere. A relative path
+// is taken from the caller's cwd, as the agent sees it, and made absolute in
+// a so that the daemon does not read it against its own directory.
+func confineOpen(callerCwd string, a *verbs.OpenArgs) error {
+	root, err := confine.New(callerCwd)
+	if err != nil {
+		return fmt.Errorf("the calling agent's cwd %s: %w", callerCwd, err)
+	}
+	for _, p := range []*string{&a.Cwd, &a.MCPConfig} {
+		if *p == "" {
+			continue
+		}
+		path := *p
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(root.Dir(), path)
+		}
+		real, err := root.Resolve(path)
+		if err != nil {
+			return fmt.Errorf("agent_open from an agent kaimon owns: %w: an owned agent may only name paths inside its own directory", err)
+		}
+		*p = real
+	}
+	return nil
 }

@@ -257,6 +257,43 @@ func TestPolicyAtTheDoor(t *testing.T) {
 	}
 }
 
+// The path arguments of an agent_open made through the door stay inside the
+// calling agent's cwd; relative ones are taken from there.
+func TestOpenPathsConfinedToCallersCwd(t *testing.T) {
+	root := t.TempDir()
+	cwd := filepath.Join(root, "agent")
+	if err := os.MkdirAll(filepath.Join(cwd, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(root, filepath.Join(cwd, "out")); err != nil {
+		t.Fatal(err)
+	}
+	real := func(p string) string { r, _ := filepath.EvalSymlinks(p); return r }
+	cases := []struct {
+		a       verbs.OpenArgs
+		wantCwd string
+		wantErr string
+	}{
+		{verbs.OpenArgs{Cwd: filepath.Join(cwd, "sub")}, real(filepath.Join(cwd, "sub")), ""},
+		{verbs.OpenArgs{Cwd: "sub"}, real(filepath.Join(cwd, "sub")), ""},
+		{verbs.OpenArgs{Cwd: "."}, real(cwd), ""},
+		{verbs.OpenArgs{Cwd: root}, "", "outside the agent's working directory"},
+		{verbs.OpenArgs{Cwd: "../"}, "", "outside the agent's working directory"},
+		{verbs.OpenArgs{Cwd: "out"}, "", "outside the agent's working directory"},
+		{verbs.OpenArgs{Cwd: "sub", MCPConfig: "/etc/passwd"}, "", "outside the agent's working directory"},
+	}
+	for _, c := range cases {
+		a := c.a
+		err := confineOpen(cwd, &a)
+		switch {
+		case c.wantErr == "" && (err != nil || a.Cwd != c.wantCwd):
+			t.Errorf("%+v: cwd %q err %v, want %q", c.a, a.Cwd, err, c.wantCwd)
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+			t.Errorf("%+v: err %v, want %q", c.a, err, c.wantErr)
+		}
+	}
+}
+
 func TestWriteInfo(t *testing.T) {
 	d, _ := startDoor(t)
 	path := filepath.Join(t.TempDir(), "door.json")

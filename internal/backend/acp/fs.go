@@ -8,17 +8,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/kaimon/kaimon/internal/confine"
 )
 
 // MaxReadBytes is the largest file fs/read_text_file returns.
 const MaxReadBytes = 8 << 20
 
-// Jail confines the agent's fs/* callbacks to its working directory. It is
-// a correctness boundary against a cooperative agent, not a sandbox (spec:
-// "A boundary, not a sandbox"): symlinks are resolved before the check, but
-// the check and the open are separate steps.
+// Jail confines the agent's fs/* callbacks to its working directory
+// (internal/confine).
 type Jail struct {
-	root string // the cwd, symlinks resolved
+	root confine.Root
 	// Allowed false refuses every callback: the preset denies the agent's
 	// native file tools (notebook, specialist); Why says so.
 	Allowed bool
@@ -27,26 +27,18 @@ type Jail struct {
 
 // NewJail confines to dir.
 func NewJail(dir string) (*Jail, error) {
-	abs, err := filepath.Abs(dir)
+	root, err := confine.New(dir)
 	if err != nil {
 		return nil, err
 	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, err
-	}
-	return &Jail{root: real, Allowed: true}, nil
+	return &Jail{root: root, Allowed: true}, nil
 }
 
 // ErrOutside is wrapped by Resolve's refusals.
-var ErrOutside = errors.New("outside the agent's working directory")
+var ErrOutside = confine.ErrOutside
 
 // Resolve checks path for the agent and returns the real path to use. The
-// path must be absolute (ACP's rule). Every symlink along it is resolved,
-// also for a path whose last parts do not exist yet (a file to create): the
-// deepest existing ancestor is resolved and the rest appended. The result
-// must be the root or below it; ".." that climbs out, absolute paths
-// elsewhere and symlinks that point out are refused.
+// path must be absolute (ACP's rule) and inside the cwd (confine.Root).
 func (j *Jail) Resolve(path string) (string, error) {
 	if !j.Allowed {
 		return "", errors.New(j.Why)
@@ -54,72 +46,11 @@ func (j *Jail) Resolve(path string) (string, error) {
 	if path == "" || !filepath.IsAbs(path) {
 		return "", fmt.Errorf("path %q is not absolute: ACP file paths must be absolute", path)
 	}
-	clean := filepath.Clean(path)
-	real, err := resolveExisting(clean)
+	real, err := j.root.Resolve(path)
 	if err != nil {
-		return "", err
-	}
-	if !within(j.root, real) {
-		return "", fmt.Errorf("%s is %w (%s): kaimon confines fs/* to it", path, ErrOutside, j.root)
+		return "", fmt.Errorf("%w: kaimon confines fs/* to it", err)
 	}
 	return real, nil
-}
-
-// resolveExisting resolves the symlinks of the longest existing prefix of
-// path and appends the rest.
-func resolveExisting(path string) (string, error) {
-	rest := []string{}
-	p := path
-	for {
-		real, err := filepath.EvalSymlinks(p)
-		if err == nil {
-			for i := len(rest) - 1; i >= 0; i-- {
-				real = filepath.Join(real, rest[i])
-			}
-			return real, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			// A dangling symlink counts as missing only if it is the last
-			// part; anything else (a loop, no permission) is refused.
-			if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-				return "", fmt.Errorf("%s: %w", p, err)
-			}
-			return "", err
-		}
-		if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			// A dangling symlink: follow its target's text, so that a
-			// link pointing out is refused even though its target does not
-			// exist.
-			target, rerr := os.Readlink(p)
-			if rerr != nil {
-				return "", rerr
-			}
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(filepath.Dir(p), target)
-			}
-			res, err := resolveExisting(filepath.Clean(target))
-			if err != nil {
-				return "", err
-			}
-			for i := len(rest) - 1; i >= 0; i-- {
-				res = filepath.Join(res, rest[i])
-			}
-			return res, nil
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return "", fmt.Errorf("%s: %w", path, fs.ErrNotExist)
-		}
-		rest = append(rest, filepath.Base(p))
-		p = parent
-	}
-}
-
-func within(root, p string) bool {
-	if p == root {
-		return true
-	}
-	return strings.HasPrefix(p, strings.TrimSuffix(root, string(filepath.Separator))+string(filepath.Separator))
 }
 
 // Read returns the text of path (a missing file inside the root reads as
