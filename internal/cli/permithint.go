@@ -11,11 +11,23 @@ import (
 	"github.com/kaimon/kaimon/internal/event"
 )
 
+// hintDelay is how long a run goes before it watches for permission
+// requests.
+const hintDelay = 750 * time.Millisecond
+
 // hintPermissions tells the person waiting on `kaimon run` when the agent
 // stops to ask permission, and how to answer, instead of leaving them with
 // a run that seems to hang. It follows the agent's event stream until ctx
 // ends and reports only questions asked after since.
 func hintPermissions(ctx context.Context, cl *client.Client, id string, since time.Time, w io.Writer) {
+	// Most turns end quickly and never ask; a person answering a question
+	// takes seconds anyway. Waiting a moment before watching keeps the
+	// common turn free of the stream's cost.
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(hintDelay):
+	}
 	watch, err := cl.Events(ctx, id, 0, true)
 	if err != nil {
 		return // a hint is a courtesy: the run itself reports errors

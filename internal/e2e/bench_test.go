@@ -4,19 +4,22 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"github.com/kaimon/kaimon/internal/backend"
-	"github.com/kaimon/kaimon/internal/backend/claude"
-	"github.com/kaimon/kaimon/internal/client"
-	"github.com/kaimon/kaimon/internal/config"
-	"github.com/kaimon/kaimon/internal/verbs"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/kaimon/kaimon/internal/proc"
+	"github.com/kaimon/kaimon/internal/client"
+	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/verbs"
+
 	"github.com/tidwall/gjson"
+
+	"github.com/kaimon/kaimon/internal/proc"
 )
 
 // The overhead kaimon adds over driving the bare claude CLI by hand, side by
@@ -28,14 +31,25 @@ import (
 //	         kaimon = `kaimon run ID TEXT` (CLI exec + daemon + the same turn)
 //
 // scripts/bench.sh runs these and prints the ratios.
+//
+// Both sides run the CLI with the same argv: the bare one copies it from a
+// live kaimon agent (its MCP config names the daemon's door with that
+// agent's token, which stays valid while the agent lives), so the figures
+// compare kaimon's plumbing, not two different CLI configurations.
 func BenchmarkOverhead(b *testing.B) {
 	e := newEnv(b)
 	e.ok("daemon", "start")
+	template := e.ok("open", e.work)
+	argv := agentArgv(b, e, template)
+	defer e.ok("close", template)
+	startBare := func(b *testing.B, e *kenv) *bare { return startBareArgv(b, e, argv) }
 
 	b.Run("startup/bare", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			c := startBare(b, e)
+			b.StopTimer() // as for kaimon below: closing is not startup
 			c.stop()
+			b.StartTimer()
 		}
 	})
 	b.Run("startup/kaimon", func(b *testing.B) {
@@ -86,13 +100,33 @@ type bare struct {
 	out   *bufio.Reader
 }
 
-func startBare(b *testing.B, e *kenv) *bare {
-	// The argv kaimon itself would use for `kaimon open`, so that both
-	// sides ask the CLI for the same work.
-	args, err := claude.Args(&backend.Options{Cwd: e.work, Model: "sonnet", Permission: "default"})
+// agentArgv is the argv of agent id's claude process, from /proc.
+func agentArgv(b *testing.B, e *kenv, id string) []string {
+	raw, err := os.ReadFile(filepath.Join(e.home, "cache", "agents", "pids.json"))
 	if err != nil {
 		b.Fatal(err)
 	}
+	var entries []struct {
+		AgentID string `json:"agent_id"`
+		PID     int    `json:"pid"`
+	}
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		b.Fatal(err)
+	}
+	for _, en := range entries {
+		if en.AgentID == id {
+			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", en.PID))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")[1:]
+		}
+	}
+	b.Fatalf("agent %s not in pids.json", id)
+	return nil
+}
+
+func startBareArgv(b *testing.B, e *kenv, args []string) *bare {
 	cmd := exec.Command(claudeBin, args...)
 	cmd.Dir = e.work
 	cmd.Env = e.env
