@@ -180,6 +180,35 @@ func (e *acpEnv) waitStatus(t *testing.T, id, status string) {
 	})
 }
 
+// refusedOutside sends a turn whose tool writes path, outside the agent's
+// cwd, denies with kaimon permit whatever the agent asks on the way, and
+// checks that the file was not written: refused by the agent, by kaimon's
+// fs/* confinement or by the denial, whichever route the agent takes.
+func (e *acpEnv) refusedOutside(t *testing.T, id, text, path string) {
+	t.Helper()
+	turn := atoiT(t, e.ok("send", id, text))
+	denied := map[string]bool{}
+	waitFor(t, "the outside write's turn to end", 60*time.Second, func() bool {
+		ended := false
+		for _, r := range e.events(t, id) {
+			d := gjson.ParseBytes(r.Data)
+			switch {
+			case r.Turn != turn:
+			case r.Kind == event.Result:
+				ended = true
+			case r.Kind == event.Permission && !d.Get("decision").Exists() && !denied[d.Get("requestId").String()]:
+				req := d.Get("requestId").String()
+				denied[req] = true
+				e.kaimon("permit", id, req, "deny") // may race the agent withdrawing it
+			}
+		}
+		return ended
+	})
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("a write outside the agent's cwd happened: %s (%v)", path, err)
+	}
+}
+
 // kinds is the sequence of authoritative kinds of turn n, status and the
 // agents' running usage_update (usage with context figures, sent or not
 // depending on timing) left out.
@@ -269,6 +298,9 @@ func TestACPOpencode(t *testing.T) {
 		t.Fatalf("denied read: %s", res.Data)
 	}
 
+	// A write outside cwd is refused.
+	outsideW := filepath.Join(e.home, "oc-outside.txt")
+	e.refusedOutside(t, id, `call tool: write {"filePath":"`+outsideW+`","content":"x"}`, outsideW)
 	// set-model keeps the conversation; an unknown model is refused.
 	var sm verbs.SetModelResult
 	e.okJSON(&sm, "set-model", id, "acp:opencode:fake/fake-model-2")
@@ -353,6 +385,9 @@ func TestACPClaude(t *testing.T) {
 	if out := e.ok("run", id, "please write a file "+target); !strings.Contains(out, "File created successfully") {
 		t.Fatalf("write turn = %q", out)
 	}
+	// A Write outside cwd is refused.
+	outside := filepath.Join(e.home, "cl-outside.txt")
+	e.refusedOutside(t, id, "please write a file "+outside, outside)
 	// set-model: claude-agent-acp takes its own aliases over the wire.
 	var sm verbs.SetModelResult
 	e.okJSON(&sm, "set-model", id, "haiku")
@@ -417,6 +452,9 @@ func TestACPGemini(t *testing.T) {
 	if b, err := os.ReadFile(target); err != nil || string(b) != "written by gemini\n" {
 		t.Fatalf("file written: %q %v", b, err)
 	}
+	// A write outside cwd is refused.
+	outside := filepath.Join(e.home, "gem-outside.txt")
+	e.refusedOutside(t, id, `call tool: write_file {"file_path":"`+outside+`","content":"x"}`, outside)
 	// A shell command that changes something asks; kaimon permit answers.
 	turn := e.ok("send", id, `call tool: run_shell_command {"command":"touch `+filepath.Join(e.work, "touched")+`"}`)
 	perm := e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool { return !d.Get("decision").Exists() })
@@ -457,6 +495,17 @@ func TestACPGemini(t *testing.T) {
 	ev := e.waitEvent(t, nb, event.Error, func(gjson.Result) bool { return true })
 	if msg := gjson.GetBytes(ev.Data, "message").String(); !strings.Contains(msg, "not fully enforced on acp:gemini") {
 		t.Fatalf("spawn error event: %s", msg)
+	}
+	// What gemini does ask about, the preset answers without a person:
+	// notebook denies the shell.
+	nbTouched := filepath.Join(e.work, "nb-touched")
+	e.ok("run", nb, `call tool: run_shell_command {"command":"touch `+nbTouched+`"}`)
+	dec := e.waitEvent(t, nb, event.Permission, func(d gjson.Result) bool { return d.Get("decision").Exists() })
+	if d := gjson.ParseBytes(dec.Data); d.Get("decision").String() != "deny" || d.Get("by").String() != "policy" {
+		t.Fatalf("notebook shell decision: %s", dec.Data)
+	}
+	if _, err := os.Stat(nbTouched); !os.IsNotExist(err) {
+		t.Fatalf("notebook's denied shell command ran: %v", err)
 	}
 	e.ok("close", nb)
 }
