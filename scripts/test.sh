@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The project's test command: vet, the generated-docs check, and every test,
-# unit and end-to-end (the e2e tests drive the real claude CLI that
-# `npm ci` installs under node_modules/).
+# The project's test command: install what the tests need when it is
+# missing (scripts/setup-test.sh), then vet, the generated-docs check, and
+# every test, unit and end-to-end (the e2e tests drive the real claude CLI,
+# opencode, claude-agent-acp and gemini-cli against fake model servers on
+# 127.0.0.1). Extra arguments go to go test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/setup-test.sh
+echo "== tests"
 go vet ./...
 go test -count=1 -timeout 15m "$@" ./...
