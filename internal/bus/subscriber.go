@@ -30,8 +30,10 @@ type Subscriber struct {
 	c       net.Conn
 	zc      *zmq4.Conn
 	pending []Message // read while waiting for a sync marker
-	stop    func() bool
 	once    sync.Once
+
+	mu   sync.Mutex
+	stop func() bool // unregisters the close on ctx's end
 }
 
 // Dial connects to a bus endpoint ("ipc:///path" or "tcp://host:port").
@@ -55,7 +57,12 @@ func Dial(ctx context.Context, endpoint string) (*Subscriber, error) {
 	}
 	_ = c.SetDeadline(time.Time{})
 	s := &Subscriber{c: c, zc: zc}
-	s.stop = context.AfterFunc(ctx, func() { s.Close() })
+	// ctx may be done already, and then Close runs at once, concurrently:
+	// stop is guarded.
+	stop := context.AfterFunc(ctx, func() { s.Close() })
+	s.mu.Lock()
+	s.stop = stop
+	s.mu.Unlock()
 	return s, nil
 }
 
@@ -127,8 +134,11 @@ func (s *Subscriber) recv() (Message, error) {
 func (s *Subscriber) Close() error {
 	var err error
 	s.once.Do(func() {
-		if s.stop != nil {
-			s.stop()
+		s.mu.Lock()
+		stop := s.stop
+		s.mu.Unlock()
+		if stop != nil {
+			stop()
 		}
 		err = s.c.Close()
 	})

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -34,7 +35,8 @@ type Client struct {
 	// else beside this executable, else on PATH.
 	DaemonBin string
 
-	hc *http.Client
+	hcOnce sync.Once
+	hc     *http.Client
 }
 
 // New returns a client for the paths the environment names.
@@ -60,7 +62,7 @@ func (e *DaemonDownError) Error() string {
 func (e *DaemonDownError) Unwrap() error { return e.Err }
 
 func (c *Client) http() *http.Client {
-	if c.hc == nil {
+	c.hcOnce.Do(func() {
 		sock := c.Paths.Socket()
 		c.hc = &http.Client{Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -69,13 +71,17 @@ func (c *Client) http() *http.Client {
 			},
 			DisableCompression: true,
 		}}
-	}
+	})
 	return c.hc
 }
 
 // Do sends one request to path with body (nil for GET) and decodes the JSON
 // answer into out. A non-2xx answer is returned as *verbs.Error.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	return c.do(ctx, method, path, body, out, !c.NoAutostart)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any, autostart bool) error {
 	var b []byte
 	if body != nil {
 		var err error
@@ -83,7 +89,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 			return err
 		}
 	}
-	resp, err := c.roundTrip(ctx, method, path, b)
+	resp, err := c.roundTrip(ctx, method, path, b, autostart)
 	if err != nil {
 		return err
 	}
@@ -101,7 +107,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 // roundTrip sends one request and returns a 2xx response, whose body the
 // caller closes. A daemon that is down is started once (unless autostart
 // is off); a non-2xx answer is decoded into *verbs.Error.
-func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte, autostart bool) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		var rd io.Reader
 		if body != nil {
@@ -121,7 +127,7 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 				err = ue.Err // the request line adds nothing for a person
 			}
 			if attempt == 0 && isDown(err) {
-				if err := c.ensureDaemon(ctx, err); err != nil {
+				if err := c.ensureDaemon(ctx, err, autostart); err != nil {
 					return nil, err
 				}
 				continue
@@ -150,19 +156,16 @@ func isDown(err error) bool {
 
 // Ping reports whether a daemon answers, without starting one.
 func (c *Client) Ping(ctx context.Context) (*server.DaemonStatus, error) {
-	saved := c.NoAutostart
-	c.NoAutostart = true
-	defer func() { c.NoAutostart = saved }()
 	var st server.DaemonStatus
-	if err := c.Do(ctx, "GET", "/v1/daemon", nil, &st); err != nil {
+	if err := c.do(ctx, "GET", "/v1/daemon", nil, &st, false); err != nil {
 		return nil, err
 	}
 	return &st, nil
 }
 
 // ensureDaemon starts the daemon when allowed and waits for its socket.
-func (c *Client) ensureDaemon(ctx context.Context, cause error) error {
-	if c.NoAutostart {
+func (c *Client) ensureDaemon(ctx context.Context, cause error, autostart bool) error {
+	if !autostart {
 		return &DaemonDownError{Socket: c.Paths.Socket(), Err: cause,
 			Hint: "start it with `kaimon daemon start` (autostart is off: --no-autostart or KAIMON_NO_AUTOSTART=1)"}
 	}

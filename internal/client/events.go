@@ -27,7 +27,7 @@ func (c *Client) Events(ctx context.Context, id string, since uint64, follow boo
 	if follow {
 		q.Set("follow", "1")
 	}
-	resp, err := c.roundTrip(ctx, "GET", "/v1/agents/"+url.PathEscape(id)+"/events?"+q.Encode(), nil)
+	resp, err := c.roundTrip(ctx, "GET", "/v1/agents/"+url.PathEscape(id)+"/events?"+q.Encode(), nil, !c.NoAutostart)
 	if err != nil {
 		return nil, err
 	}

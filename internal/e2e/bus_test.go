@@ -146,7 +146,7 @@ func TestTailPrefixFiltering(t *testing.T) {
 	all.signal(syscall.SIGINT)
 	one.signal(syscall.SIGINT)
 	if c1, c2 := all.wait(), one.wait(); c1 != 0 || c2 != 0 {
-		t.Fatalf("tail after SIGINT exited %d, %d", c1, c2)
+		t.Fatalf("tail after SIGINT exited %d, %d; stderr:\n%s\n%s", c1, c2, all.stderr.String(), one.stderr.String())
 	}
 }
 
