@@ -135,3 +135,43 @@ func KillGroup(id Identity, grace time.Duration) bool {
 
 // ErrExited is returned for operations on a process that has exited.
 var ErrExited = errors.New("process has exited")
+
+// ExitDescription says how the process ended, for error messages: "exit
+// code N" or "killed by signal N (name)". Valid after Done.
+func (c *Child) ExitDescription() string {
+	<-c.done
+	if ps := c.Cmd.ProcessState; ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return fmt.Sprintf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+		}
+	}
+	return fmt.Sprintf("exit code %d", c.ExitCode())
+}
+
+// LogTail returns the end of what was appended to the log at path since
+// offset from, at most max bytes, trimmed and made valid UTF-8: the stderr
+// a child wrote into its agent's log, quoted when it dies.
+func LogTail(path string, from int64, max int64) string {
+	if path == "" {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	start := from
+	if s := st.Size() - max; s > start {
+		start = s
+	}
+	if start >= st.Size() {
+		return ""
+	}
+	buf := make([]byte, st.Size()-start)
+	n, _ := f.ReadAt(buf, start)
+	return strings.TrimSpace(strings.ToValidUTF8(string(buf[:n]), "?"))
+}

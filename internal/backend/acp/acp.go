@@ -24,7 +24,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -474,7 +473,7 @@ func (b *Backend) watch(child *proc.Child, conn *sdk.ClientSideConnection, out *
 
 // finish reports the process's exit: once, after everything it printed.
 func (b *Backend) finish(child *proc.Child, done chan struct{}) {
-	desc := exitDescription(child)
+	desc := child.ExitDescription()
 	code := child.ExitCode()
 	child.Stop(0) // the leader is gone; so must be its group
 	b.runStop()
@@ -529,7 +528,7 @@ func (b *Backend) signalTurnEnd() {
 
 func (b *Backend) exitedEarly() error {
 	<-b.child.Done()
-	msg := "acp:" + b.agent.Name + " exited before it was ready: " + exitDescription(b.child)
+	msg := "acp:" + b.agent.Name + " exited before it was ready: " + b.child.ExitDescription()
 	if tail := b.stderrTail(); tail != "" {
 		msg += "; its stderr ends:\n" + tail
 	} else if b.logPath != "" {
@@ -538,35 +537,8 @@ func (b *Backend) exitedEarly() error {
 	return errors.New(msg)
 }
 
-func exitDescription(c *proc.Child) string {
-	if ps := c.Cmd.ProcessState; ps != nil {
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return fmt.Sprintf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
-		}
-	}
-	return fmt.Sprintf("exit code %d", c.ExitCode())
-}
-
 func (b *Backend) stderrTail() string {
-	if b.logPath == "" {
-		return ""
-	}
-	f, err := os.Open(b.logPath)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	from := max(b.logStart, st.Size()-stderrTailBytes)
-	if from >= st.Size() {
-		return ""
-	}
-	buf := make([]byte, st.Size()-from)
-	n, _ := f.ReadAt(buf, from)
-	return strings.TrimSpace(strings.ToValidUTF8(string(buf[:n]), "?"))
+	return proc.LogTail(b.logPath, b.logStart, stderrTailBytes)
 }
 
 // Send sends turn, or queues it behind the turn in flight: kaimon sends

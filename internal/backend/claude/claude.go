@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -317,7 +316,7 @@ func (b *Backend) Start(ctx context.Context) error {
 // exitedEarly describes a CLI that exited before it was ready.
 func (b *Backend) exitedEarly() error {
 	<-b.child.Done()
-	msg := "claude exited before it was ready: " + exitDescription(b.child)
+	msg := "claude exited before it was ready: " + b.child.ExitDescription()
 	if tail := b.stderrTail(); tail != "" {
 		msg += "; its stderr ends:\n" + tail
 	} else if b.logPath != "" {
@@ -326,37 +325,9 @@ func (b *Backend) exitedEarly() error {
 	return errors.New(msg)
 }
 
-// exitDescription says how the process ended.
-func exitDescription(c *proc.Child) string {
-	if ps := c.Cmd.ProcessState; ps != nil {
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return fmt.Sprintf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
-		}
-	}
-	return fmt.Sprintf("exit code %d", c.ExitCode())
-}
-
 // stderrTail returns the end of what this process wrote to its stderr log.
 func (b *Backend) stderrTail() string {
-	if b.logPath == "" {
-		return ""
-	}
-	f, err := os.Open(b.logPath)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	from := max(b.logStart, st.Size()-stderrTailBytes)
-	if from >= st.Size() {
-		return ""
-	}
-	buf := make([]byte, st.Size()-from)
-	n, _ := f.ReadAt(buf, from)
-	return strings.TrimSpace(strings.ToValidUTF8(string(buf[:n]), "?"))
+	return proc.LogTail(b.logPath, b.logStart, stderrTailBytes)
 }
 
 // run reads the CLI's stdout line by line until it closes, maps each line,
@@ -441,7 +412,7 @@ func (b *Backend) handle(line []byte) {
 
 // finish reports the process's exit: once, after everything it printed.
 func (b *Backend) finish() {
-	desc := exitDescription(b.child)
+	desc := b.child.ExitDescription()
 	code := b.child.ExitCode()
 	// The leader is gone; so must be anything it left in its group.
 	b.child.Stop(0)
