@@ -28,7 +28,7 @@ read -r url <"$tmp/url"
 export KAIMON_HOME="$tmp/kaimon" HOME="$tmp/home" KAIMON_CLAUDE_BIN="$root/node_modules/.bin/claude"
 export ANTHROPIC_BASE_URL="$url" ANTHROPIC_API_KEY=sk-fake CLAUDE_CODE_MAX_RETRIES=0 IS_SANDBOX=1 \
 	CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1
-export TMPDIR="$tmp/tmp" # the claude CLI leaves /tmp/claude-<uid>/ behind otherwise
+export TMPDIR="$tmp/tmp" CLAUDE_CODE_TMPDIR="$tmp/tmp" # the claude CLI leaves /tmp/claude-<uid>/ behind otherwise
 mkdir -p "$HOME" "$tmp/project" "$TMPDIR"
 k() { echo "\$ kaimon $*" >&2; bin/kaimon "$@"; }
 echo "== drive an agent (fake model API at $url)"

@@ -97,7 +97,9 @@ func newEnv(t testing.TB, extra ...string) *kenv {
 		"IS_SANDBOX":                               "1",
 		"NO_COLOR":                                 "1",
 		// The CLI leaves /tmp/claude-<uid>/… behind; keep it in our dir.
-		"TMPDIR":              filepath.Join(home, "tmp"),
+		"TMPDIR": filepath.Join(home, "tmp"),
+		// The claude bundled in claude-agent-acp reads only this one.
+		"CLAUDE_CODE_TMPDIR":  filepath.Join(home, "tmp"),
 		"PATH":                os.Getenv("PATH"),
 		"XDG_RUNTIME_DIR":     "",
 		"KAIMON_NO_AUTOSTART": "",
