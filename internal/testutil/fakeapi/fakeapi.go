@@ -86,16 +86,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
-	"net"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-	"unicode/utf8"
+
+	"github.com/kaimon/kaimon/internal/testutil/fakescript"
 )
 
 // Token counts reported in every reply.
@@ -150,19 +148,7 @@ type Request struct {
 
 // Server is a running fake API.
 type Server struct {
-	ln   net.Listener
-	srv  *http.Server
-	url  string
-	done chan struct{}
-	once sync.Once
-
-	hmu    sync.Mutex // guards closed and wg.Add
-	closed bool
-	wg     sync.WaitGroup // running handlers
-
-	mu   sync.Mutex
-	reqs []Request
-	logw io.Writer
+	*fakescript.Host[Request]
 }
 
 // Start serves the fake API on 127.0.0.1 with a free port.
@@ -170,23 +156,12 @@ func Start() (*Server, error) { return StartAddr("127.0.0.1:0") }
 
 // StartAddr serves the fake API on addr (host:port).
 func StartAddr(addr string) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
+	s := &Server{}
+	h, err := fakescript.Listen[Request]("fakeapi", addr, s.serveHTTP)
 	if err != nil {
-		return nil, fmt.Errorf("fakeapi: listen: %w", err)
+		return nil, err
 	}
-	s := &Server{ln: ln, done: make(chan struct{})}
-	tcp := ln.Addr().(*net.TCPAddr)
-	host := tcp.IP.String()
-	if tcp.IP.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	s.url = "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port))
-	s.srv = &http.Server{
-		Handler:           http.HandlerFunc(s.serveHTTP),
-		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          log.New(io.Discard, "", 0),
-	}
-	go s.srv.Serve(ln) //nolint:errcheck // returns ErrServerClosed on Close
+	s.Host = h
 	return s, nil
 }
 
@@ -202,67 +177,22 @@ func New(t testing.TB) *Server {
 }
 
 // URL is the base URL, http://127.0.0.1:PORT, for ANTHROPIC_BASE_URL.
-func (s *Server) URL() string { return s.url }
-
-// SetLog makes the server write one line per request to w (nil: no log).
-func (s *Server) SetLog(w io.Writer) {
-	s.mu.Lock()
-	s.logw = w
-	s.mu.Unlock()
-}
-
-// Close stops the server, ends streams in progress and waits for their
-// handlers to return. It may be called more than once.
-func (s *Server) Close() {
-	s.once.Do(func() {
-		s.hmu.Lock()
-		s.closed = true
-		close(s.done)
-		s.hmu.Unlock()
-		s.srv.Close()
-		s.wg.Wait()
-	})
-}
-
-// Requests returns every POST /v1/messages received so far, in order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
-}
+func (s *Server) URL() string { return s.BaseURL() }
 
 // Models returns the model of every recorded request, in order.
 func (s *Server) Models() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, len(s.reqs))
-	for i, r := range s.reqs {
+	reqs := s.Requests()
+	out := make([]string, len(reqs))
+	for i, r := range reqs {
 		out[i] = r.Model
 	}
 	return out
 }
 
-func (s *Server) logf(format string, args ...any) {
-	s.mu.Lock()
-	w := s.logw
-	s.mu.Unlock()
-	if w != nil {
-		fmt.Fprintf(w, "fakeapi: "+format+"\n", args...)
-	}
-}
-
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	s.hmu.Lock()
-	if s.closed {
-		s.hmu.Unlock()
-		return
-	}
-	s.wg.Add(1)
-	s.hmu.Unlock()
-	defer s.wg.Done()
 	switch {
 	case r.URL.Path == "/" && (r.Method == http.MethodHead || r.Method == http.MethodGet):
-		s.logf("%s /", r.Method)
+		s.Logf("%s /", r.Method)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
 		if r.Method == http.MethodGet {
@@ -271,11 +201,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/v1/messages" && r.Method == http.MethodPost:
 		s.messages(w, r)
 	case r.URL.Path == "/v1/messages/count_tokens" && r.Method == http.MethodPost:
-		s.logf("POST %s", r.URL.Path)
+		s.Logf("POST %s", r.URL.Path)
 		io.Copy(io.Discard, r.Body)
 		writeJSON(w, http.StatusOK, map[string]int{"input_tokens": InputTokens})
 	default:
-		s.logf("404 %s %s", r.Method, r.URL.Path)
+		s.Logf("404 %s %s", r.Method, r.URL.Path)
 		writeError(w, http.StatusNotFound, "not_found_error",
 			fmt.Sprintf("fakeapi: no route for %s %s", r.Method, r.URL.Path))
 	}
@@ -399,7 +329,7 @@ func fixedBlock(kind string, chunks ...string) block {
 // textBlock splits s into pieces of at most 16 runes (at least two pieces
 // when s has two runes or more).
 func textBlock(s string) block {
-	return fixedBlock("text", splitRunes(s, 16, 2)...)
+	return fixedBlock("text", fakescript.Split(s, 16)...)
 }
 
 func toolBlock(name string, kv ...string) block {
@@ -408,46 +338,9 @@ func toolBlock(name string, kv ...string) block {
 
 // rawToolBlock is a tool_use block of tool name with input, a JSON object.
 func rawToolBlock(name string, input []byte) block {
-	b := fixedBlock("tool_use", splitRunes(string(input), 10, 2)...)
+	b := fixedBlock("tool_use", fakescript.Split(string(input), 10)...)
 	b.toolName = name
 	return b
-}
-
-// callTool parses the rest of a "call tool:" line: NAME, then an optional
-// JSON object, compacted; {} when absent or not an object.
-func callTool(rest string) block {
-	name, input, _ := strings.Cut(restOfLine(rest), " ")
-	var obj map[string]json.RawMessage
-	var buf bytes.Buffer
-	if json.Unmarshal([]byte(input), &obj) != nil || obj == nil || json.Compact(&buf, []byte(input)) != nil {
-		buf.Reset()
-		buf.WriteString("{}")
-	}
-	return rawToolBlock(name, buf.Bytes())
-}
-
-// splitRunes splits s into pieces of at most size runes, and into at least
-// min pieces if s has that many runes.
-func splitRunes(s string, size, min int) []string {
-	n := utf8.RuneCountInString(s)
-	if n == 0 {
-		return nil
-	}
-	if n < size*min && n >= min {
-		size = (n + min - 1) / min
-	}
-	var out []string
-	for len(s) > 0 {
-		i, c := 0, 0
-		for i < len(s) && c < size {
-			_, w := utf8.DecodeRuneInString(s[i:])
-			i += w
-			c++
-		}
-		out = append(out, s[:i])
-		s = s[i:]
-	}
-	return out
 }
 
 // orderedJSON renders key/value string pairs as a JSON object in order.
@@ -458,22 +351,12 @@ func orderedJSON(kv ...string) []byte {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		buf.Write(mustJSON(kv[i]))
+		buf.Write(fakescript.JSON(kv[i]))
 		buf.WriteByte(':')
-		buf.Write(mustJSON(kv[i+1]))
+		buf.Write(fakescript.JSON(kv[i+1]))
 	}
 	buf.WriteByte('}')
 	return buf.Bytes()
-}
-
-func mustJSON(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic(err)
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n")
 }
 
 // restOfLine returns the text after the trigger up to the end of its line.
@@ -533,7 +416,8 @@ func script(text, toolResult string, followUp bool, n int) reply {
 	case TriggerSayExactly:
 		return reply{blocks: []block{textBlock(strings.TrimPrefix(rest, " "))}, stopReason: "end_turn"}
 	case TriggerCallTool:
-		return reply{blocks: []block{callTool(rest)}, stopReason: "tool_use"}
+		name, input := fakescript.CallTool(rest)
+		return reply{blocks: []block{rawToolBlock(name, input)}, stopReason: "tool_use"}
 	}
 	return reply{blocks: []block{textBlock(fmt.Sprintf("Hello from fakeapi (request #%d).", n))}, stopReason: "end_turn"}
 }
@@ -545,15 +429,12 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		err = json.Unmarshal(body, &req)
 	}
 	text, toolResult, followUp := lastUser(&req)
-	s.mu.Lock()
 	tools := make([]string, 0, len(req.Tools))
 	for _, t := range req.Tools {
 		tools = append(tools, t.Name)
 	}
-	s.reqs = append(s.reqs, Request{Model: req.Model, LastUserText: text, Stream: req.Stream, ToolResult: toolResult, Tools: tools})
-	n := len(s.reqs)
-	s.mu.Unlock()
-	s.logf("POST %s #%d model=%q stream=%v text=%q toolResult=%q", r.URL.Path, n, req.Model, req.Stream, clip(text), clip(toolResult))
+	n := s.Record(Request{Model: req.Model, LastUserText: text, Stream: req.Stream, ToolResult: toolResult, Tools: tools})
+	s.Logf("POST %s #%d model=%q stream=%v text=%q toolResult=%q", r.URL.Path, n, req.Model, req.Stream, fakescript.Clip(text), fakescript.Clip(toolResult))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "fakeapi: bad request body: "+err.Error())
 		return
@@ -571,13 +452,6 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.stream(w, r.Context(), msgID, req.Model, rep)
-}
-
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
 }
 
 func newID(prefix string) string {
@@ -686,11 +560,11 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, msgID, model
 		select {
 		case <-ctx.Done():
 			return errGone
-		case <-s.done:
+		case <-s.Done():
 			return errGone
 		default:
 		}
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, mustJSON(data)); err != nil {
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, fakescript.JSON(data)); err != nil {
 			return err
 		}
 		return rc.Flush()
@@ -703,7 +577,7 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, msgID, model
 			return nil
 		case <-ctx.Done():
 			return errGone
-		case <-s.done:
+		case <-s.Done():
 			return errGone
 		}
 	}
@@ -758,14 +632,14 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, msgID, model
 		return send("message_stop", messageStopEvent{"message_stop"})
 	}()
 	if err != nil {
-		s.logf("stream %s ended early: %v", msgID, err)
+		s.Logf("stream %s ended early: %v", msgID, err)
 	}
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	w.Write(mustJSON(v))
+	w.Write(fakescript.JSON(v))
 }
 
 func writeError(w http.ResponseWriter, code int, typ, msg string) {

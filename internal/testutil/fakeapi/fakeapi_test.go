@@ -524,23 +524,6 @@ func TestModels(t *testing.T) {
 	}
 }
 
-func TestSplitRunes(t *testing.T) {
-	for _, tc := range []struct {
-		s    string
-		want []string
-	}{
-		{"", nil},
-		{"a", []string{"a"}},
-		{"ab", []string{"a", "b"}},
-		{"ééé", []string{"éé", "é"}},
-		{strings.Repeat("x", 40), []string{strings.Repeat("x", 16), strings.Repeat("x", 16), strings.Repeat("x", 8)}},
-	} {
-		if got := splitRunes(tc.s, 16, 2); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("splitRunes(%q) = %q, want %q", tc.s, got, tc.want)
-		}
-	}
-}
-
 func BenchmarkStream1000Chunks(b *testing.B) {
 	s, err := Start()
 	if err != nil {

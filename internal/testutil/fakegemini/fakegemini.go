@@ -25,11 +25,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,31 +51,17 @@ type Request struct {
 
 // Server is a running fake.
 type Server struct {
-	ln   net.Listener
-	srv  *http.Server
-	url  string
-	done chan struct{}
-	once sync.Once
-
-	hmu    sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
-
-	mu   sync.Mutex
-	reqs []Request
-	logw io.Writer
+	*fakescript.Host[Request]
 }
 
 // Start serves on 127.0.0.1 with a free port.
 func Start() (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s := &Server{}
+	h, err := fakescript.Listen[Request]("fakegemini", "127.0.0.1:0", s.serveHTTP)
 	if err != nil {
-		return nil, fmt.Errorf("fakegemini: listen: %w", err)
+		return nil, err
 	}
-	s := &Server{ln: ln, done: make(chan struct{}), url: "http://" + ln.Addr().String()}
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog: log.New(io.Discard, "", 0)}
-	go s.srv.Serve(ln) //nolint:errcheck // ErrServerClosed on Close
+	s.Host = h
 	return s, nil
 }
 
@@ -94,49 +77,12 @@ func New(t testing.TB) *Server {
 }
 
 // URL is the base URL, http://127.0.0.1:PORT, for GOOGLE_GEMINI_BASE_URL.
-func (s *Server) URL() string { return s.url }
-
-// SetLog makes the server write one line per request to w.
-func (s *Server) SetLog(w io.Writer) {
-	s.mu.Lock()
-	s.logw = w
-	s.mu.Unlock()
-}
-
-func (s *Server) logf(format string, args ...any) {
-	s.mu.Lock()
-	w := s.logw
-	s.mu.Unlock()
-	if w != nil {
-		fmt.Fprintf(w, "fakegemini: "+format+"\n", args...)
-	}
-}
-
-// Close stops the server and waits for its handlers.
-func (s *Server) Close() {
-	s.once.Do(func() {
-		s.hmu.Lock()
-		s.closed = true
-		close(s.done)
-		s.hmu.Unlock()
-		s.srv.Close()
-		s.wg.Wait()
-	})
-}
-
-// Requests returns the generate requests so far.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
-}
+func (s *Server) URL() string { return s.BaseURL() }
 
 // Models returns the model of every streamed (chat) request, in order.
 func (s *Server) Models() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []string
-	for _, r := range s.reqs {
+	for _, r := range s.Requests() {
 		if r.Stream {
 			out = append(out, r.Model)
 		}
@@ -145,14 +91,6 @@ func (s *Server) Models() []string {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	s.hmu.Lock()
-	if s.closed {
-		s.hmu.Unlock()
-		return
-	}
-	s.wg.Add(1)
-	s.hmu.Unlock()
-	defer s.wg.Done()
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1beta/models/")
 	model, method, _ := strings.Cut(rest, ":")
 	switch {
@@ -164,7 +102,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		writeJSON(w, http.StatusOK, map[string]any{"totalTokens": InputTokens})
 	default:
-		s.logf("404 %s %s", r.Method, r.URL.Path)
+		s.Logf("404 %s %s", r.Method, r.URL.Path)
 		writeJSON(w, http.StatusNotFound, errBody(http.StatusNotFound, "fakegemini: no route for "+r.Method+" "+r.URL.Path))
 	}
 }
@@ -233,11 +171,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, model string, 
 		}
 	}
 	jsonMode := req.GenerationConfig.ResponseMimeType == "application/json"
-	s.mu.Lock()
-	s.reqs = append(s.reqs, Request{Model: model, LastUserText: text, ToolResult: toolResult, Stream: stream, JSONMode: jsonMode, Tools: tools})
-	n := len(s.reqs)
-	s.mu.Unlock()
-	s.logf("POST %s #%d stream=%v json=%v tools=%d text=%q toolResult=%q", r.URL.Path, n, stream, jsonMode, len(tools), fakescript.Clip(text), fakescript.Clip(toolResult))
+	n := s.Record(Request{Model: model, LastUserText: text, ToolResult: toolResult, Stream: stream, JSONMode: jsonMode, Tools: tools})
+	s.Logf("POST %s #%d stream=%v json=%v tools=%d text=%q toolResult=%q", r.URL.Path, n, stream, jsonMode, len(tools), fakescript.Clip(text), fakescript.Clip(toolResult))
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, errBody(http.StatusBadRequest, "fakegemini: bad request body: "+err.Error()))
 		return
@@ -351,7 +286,7 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, rep fakescri
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-s.done:
+		case <-s.Done():
 			return io.EOF
 		default:
 		}
@@ -371,7 +306,7 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, rep fakescri
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-s.done:
+		case <-s.Done():
 			return io.EOF
 		}
 	}
@@ -409,7 +344,7 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, rep fakescri
 		return send(response(parts, "STOP"))
 	}()
 	if err != nil {
-		s.logf("stream ended early: %v", err)
+		s.Logf("stream ended early: %v", err)
 	}
 }
 

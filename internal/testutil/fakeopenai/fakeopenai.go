@@ -23,11 +23,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,31 +51,17 @@ type Request struct {
 
 // Server is a running fake.
 type Server struct {
-	ln   net.Listener
-	srv  *http.Server
-	url  string
-	done chan struct{}
-	once sync.Once
-
-	hmu    sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
-
-	mu   sync.Mutex
-	reqs []Request
-	logw io.Writer
+	*fakescript.Host[Request]
 }
 
 // Start serves on 127.0.0.1 with a free port.
 func Start() (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s := &Server{}
+	h, err := fakescript.Listen[Request]("fakeopenai", "127.0.0.1:0", s.serveHTTP)
 	if err != nil {
-		return nil, fmt.Errorf("fakeopenai: listen: %w", err)
+		return nil, err
 	}
-	s := &Server{ln: ln, done: make(chan struct{}), url: "http://" + ln.Addr().String()}
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog: log.New(io.Discard, "", 0)}
-	go s.srv.Serve(ln) //nolint:errcheck // ErrServerClosed on Close
+	s.Host = h
 	return s, nil
 }
 
@@ -94,52 +77,9 @@ func New(t testing.TB) *Server {
 }
 
 // URL is the API's base URL, http://127.0.0.1:PORT/v1.
-func (s *Server) URL() string { return s.url + "/v1" }
-
-// SetLog makes the server write one line per request to w.
-func (s *Server) SetLog(w io.Writer) {
-	s.mu.Lock()
-	s.logw = w
-	s.mu.Unlock()
-}
-
-func (s *Server) logf(format string, args ...any) {
-	s.mu.Lock()
-	w := s.logw
-	s.mu.Unlock()
-	if w != nil {
-		fmt.Fprintf(w, "fakeopenai: "+format+"\n", args...)
-	}
-}
-
-// Close stops the server and waits for its handlers.
-func (s *Server) Close() {
-	s.once.Do(func() {
-		s.hmu.Lock()
-		s.closed = true
-		close(s.done)
-		s.hmu.Unlock()
-		s.srv.Close()
-		s.wg.Wait()
-	})
-}
-
-// Requests returns the chat completion requests so far.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
-}
+func (s *Server) URL() string { return s.BaseURL() + "/v1" }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	s.hmu.Lock()
-	if s.closed {
-		s.hmu.Unlock()
-		return
-	}
-	s.wg.Add(1)
-	s.hmu.Unlock()
-	defer s.wg.Done()
 	switch {
 	case r.URL.Path == "/v1/chat/completions" && r.Method == http.MethodPost:
 		s.chat(w, r)
@@ -150,7 +90,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 	default:
-		s.logf("404 %s %s", r.Method, r.URL.Path)
+		s.Logf("404 %s %s", r.Method, r.URL.Path)
 		writeJSON(w, http.StatusNotFound, errBody("fakeopenai: no route for "+r.Method+" "+r.URL.Path))
 	}
 }
@@ -229,11 +169,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	for _, t := range req.Tools {
 		tools = append(tools, t.Function.Name)
 	}
-	s.mu.Lock()
-	s.reqs = append(s.reqs, Request{Model: req.Model, LastUserText: text, ToolResult: toolResult, Stream: req.Stream, Tools: tools})
-	n := len(s.reqs)
-	s.mu.Unlock()
-	s.logf("POST %s #%d model=%q stream=%v tools=%d text=%q toolResult=%q", r.URL.Path, n, req.Model, req.Stream, len(tools), fakescript.Clip(text), fakescript.Clip(toolResult))
+	n := s.Record(Request{Model: req.Model, LastUserText: text, ToolResult: toolResult, Stream: req.Stream, Tools: tools})
+	s.Logf("POST %s #%d model=%q stream=%v tools=%d text=%q toolResult=%q", r.URL.Path, n, req.Model, req.Stream, len(tools), fakescript.Clip(text), fakescript.Clip(toolResult))
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, errBody("fakeopenai: bad request body: "+err.Error()))
 		return
@@ -276,7 +213,7 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, id, callID, 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-s.done:
+		case <-s.Done():
 			return io.EOF
 		default:
 		}
@@ -300,7 +237,7 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, id, callID, 
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-s.done:
+		case <-s.Done():
 			return io.EOF
 		}
 	}
@@ -351,7 +288,7 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, id, callID, 
 		return rc.Flush()
 	}()
 	if err != nil {
-		s.logf("stream %s ended early: %v", id, err)
+		s.Logf("stream %s ended early: %v", id, err)
 	}
 }
 
