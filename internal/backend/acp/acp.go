@@ -495,7 +495,7 @@ func (b *Backend) finish(child *proc.Child, done chan struct{}) {
 				msg = "acp:" + b.agent.Name + " was " + desc
 			}
 			tail := b.stderrTail()
-			b.sink.Emit(event.NewError(b.m.Turn(), msg, map[string]any{"exitCode": code, "stderrTail": tail}))
+			b.sink.Emit(event.NewError(b.m.Current(), msg, map[string]any{"exitCode": code, "stderrTail": tail}))
 			for _, ev := range b.m.Abort(event.StopError, msg) {
 				b.sink.Emit(ev)
 			}

@@ -73,7 +73,7 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 	for _, ev := range evs {
 		b.sink.Emit(ev)
 	}
-	turn := b.m.Turn()
+	turn := b.m.Current()
 	b.emitMu.Unlock()
 
 	opts := make([]event.PermissionOption, 0, len(p.Options))
@@ -152,7 +152,7 @@ func (b *Backend) logRefusal(method, path string, err error) {
 	b.emitMu.Lock()
 	defer b.emitMu.Unlock()
 	if !b.exited {
-		b.sink.Emit(event.NewError(b.m.Turn(), "kaimon refused "+method+" "+path+": "+err.Error(),
+		b.sink.Emit(event.NewError(b.m.Current(), "kaimon refused "+method+" "+path+": "+err.Error(),
 			map[string]any{"method": method, "path": path}))
 	}
 }

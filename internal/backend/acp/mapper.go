@@ -37,9 +37,7 @@ import (
 // send it in a later update); a completed or failed status emits
 // tool_result, once.
 type Mapper struct {
-	queue       []Turn
-	last        int
-	interrupted map[int]bool
+	backend.Turns
 
 	open    event.Kind // assistant_text or thought; "" when no block is open
 	openMsg string     // the open block's messageId
@@ -52,10 +50,7 @@ type Mapper struct {
 var modeNotice = regexp.MustCompile(`^\[MODE_UPDATE\] \w+$`)
 
 // Turn is a user turn: its number and text.
-type Turn struct {
-	Number int
-	Text   string
-}
+type Turn = backend.Turn
 
 type toolCall struct {
 	call   event.ToolCall
@@ -67,49 +62,7 @@ type toolCall struct {
 
 // NewMapper returns a Mapper with no turn in flight.
 func NewMapper() *Mapper {
-	return &Mapper{interrupted: map[int]bool{}, calls: map[string]*toolCall{}}
-}
-
-// Push records turn, sent with text. If no turn was in flight it opens at
-// once (user_text, turn_started) and active is true: the caller sends it.
-func (m *Mapper) Push(turn int, text string) (evs []event.Event, active bool) {
-	m.queue = append(m.queue, Turn{Number: turn, Text: text})
-	if len(m.queue) == 1 {
-		return m.activate(), true
-	}
-	return nil, false
-}
-
-func (m *Mapper) activate() []event.Event {
-	q := m.queue[0]
-	m.last = q.Number
-	return []event.Event{
-		event.NewText(event.UserText, q.Number, false, q.Text),
-		event.New(event.TurnStarted, q.Number, struct{}{}),
-	}
-}
-
-// Active returns the turn the agent works on, if any.
-func (m *Mapper) Active() (int, bool) {
-	if len(m.queue) == 0 {
-		return 0, false
-	}
-	return m.queue[0].Number, true
-}
-
-// InFlight is the number of turns sent and not ended.
-func (m *Mapper) InFlight() int { return len(m.queue) }
-
-// MarkInterrupted records that kaimon cancelled turn.
-func (m *Mapper) MarkInterrupted(turn int) { m.interrupted[turn] = true }
-
-// Turn is the number events outside any turn carry: the active turn, else
-// the last one.
-func (m *Mapper) Turn() int {
-	if len(m.queue) > 0 {
-		return m.queue[0].Number
-	}
-	return m.last
+	return &Mapper{calls: map[string]*toolCall{}}
 }
 
 // Output is what one notification yields besides events.
@@ -124,7 +77,7 @@ type Output struct {
 func (m *Mapper) Update(n sdk.SessionNotification) Output {
 	var out Output
 	u := n.Update
-	turn := m.Turn()
+	turn := m.Current()
 	switch {
 	case u.AgentMessageChunk != nil:
 		out.Events = m.chunk(event.AssistantText, u.AgentMessageChunk.Content, u.AgentMessageChunk.MessageId)
@@ -175,7 +128,7 @@ func (m *Mapper) chunk(kind event.Kind, c sdk.ContentBlock, msgID *string) []eve
 	if msgID != nil {
 		id = *msgID
 	}
-	if len(m.queue) == 0 {
+	if m.InFlight() == 0 {
 		// Outside any turn: no turn's reply (gemini-cli reports a mode
 		// change set at spawn as a message chunk).
 		return nil
@@ -201,7 +154,7 @@ func (m *Mapper) chunk(kind event.Kind, c sdk.ContentBlock, msgID *string) []eve
 		return evs
 	}
 	m.text.WriteString(text)
-	return append(evs, event.NewText(kind, m.Turn(), true, text))
+	return append(evs, event.NewText(kind, m.Current(), true, text))
 }
 
 // closeBlock ends the open text or thought block with its authoritative
@@ -216,7 +169,7 @@ func (m *Mapper) closeBlock() []event.Event {
 	if text == "" {
 		return nil
 	}
-	return []event.Event{event.NewText(kind, m.Turn(), false, text)}
+	return []event.Event{event.NewText(kind, m.Current(), false, text)}
 }
 
 // toolUpdate folds a tool_call or tool_call_update into the
@@ -226,7 +179,7 @@ func (m *Mapper) toolUpdate(u sdk.ToolCallUpdate) []event.Event {
 	id := string(u.ToolCallId)
 	c, known := m.calls[id]
 	if !known {
-		c = &toolCall{call: event.ToolCall{ToolCallID: id, Content: []any{}, Locations: []any{}, Status: "pending"}, turnOf: m.Turn()}
+		c = &toolCall{call: event.ToolCall{ToolCallID: id, Content: []any{}, Locations: []any{}, Status: "pending"}, turnOf: m.Current()}
 		m.calls[id] = c
 	}
 	if name := metaToolName(u.Meta); name != "" {
@@ -330,56 +283,36 @@ func (m *Mapper) Knows(id string) bool { return m.calls[id] != nil }
 // response only: never cumulative figures), then the result. If a turn was
 // queued behind it, it opens, and next says it is to be sent.
 func (m *Mapper) End(resp sdk.PromptResponse) (evs []event.Event, next *Turn) {
-	turn := m.Turn()
+	turn := m.Current()
 	evs = m.closeBlock()
 	usage := promptUsage(resp)
 	evs = append(evs, event.New(event.Usage, turn, event.UsageData{Usage: usage}))
 	res := event.ResultData{Usage: usage, StopReason: stopReason(string(resp.StopReason))}
 	evs = append(evs, event.New(event.Result, turn, res))
-	more, next := m.pop()
+	_, more, next := m.Pop()
 	return append(evs, more...), next
 }
 
 // Fail ends the active turn with a failed prompt request (a JSON-RPC error
 // from the agent): an error event, then a result with stopReason error.
 func (m *Mapper) Fail(msg string, data any) (evs []event.Event, next *Turn) {
-	turn := m.Turn()
+	turn := m.Current()
 	evs = m.closeBlock()
 	stop := event.StopError
-	if m.interrupted[turn] {
+	if m.Interrupted(turn) {
 		stop = event.StopCancelled
 	} else {
 		evs = append(evs, event.NewError(turn, msg, data))
 	}
 	evs = append(evs, event.New(event.Result, turn, event.ResultData{StopReason: stop, Error: msg}))
-	more, next := m.pop()
+	_, more, next := m.Pop()
 	return append(evs, more...), next
-}
-
-// pop removes the ended head and opens the next queued turn.
-func (m *Mapper) pop() ([]event.Event, *Turn) {
-	if len(m.queue) == 0 {
-		return nil, nil
-	}
-	delete(m.interrupted, m.queue[0].Number)
-	m.queue = m.queue[1:]
-	if len(m.queue) == 0 {
-		return nil, nil
-	}
-	t := m.queue[0]
-	return m.activate(), &t
 }
 
 // Abort ends every turn in flight with stopReason (the process is gone):
 // the block in progress is closed first.
 func (m *Mapper) Abort(stopReason, msg string) []event.Event {
-	evs := m.closeBlock()
-	for _, q := range m.queue {
-		evs = append(evs, event.New(event.Result, q.Number, event.ResultData{StopReason: stopReason, Error: msg}))
-	}
-	m.queue = nil
-	m.interrupted = map[int]bool{}
-	return evs
+	return append(m.closeBlock(), m.Turns.Abort(stopReason, msg)...)
 }
 
 // promptUsage is the turn's usage from a prompt response: the ACP usage

@@ -368,7 +368,7 @@ func (b *Backend) run(out *os.File) {
 func (b *Backend) handle(line []byte) {
 	b.emitMu.Lock()
 	o := b.m.Map(line)
-	turn := b.m.turn()
+	turn := b.m.Current()
 	for _, ev := range o.Events {
 		b.sink.Emit(ev)
 	}
@@ -461,7 +461,7 @@ func (b *Backend) finish() {
 }
 
 // lastTurn is the turn an event outside any result belongs to; emitMu held.
-func (b *Backend) lastTurn() int { return b.m.turn() }
+func (b *Backend) lastTurn() int { return b.m.Current() }
 
 // Send sends user turn turn. If no turn is in flight, it is written to the
 // CLI now and its user_text and turn_started are emitted; otherwise it is

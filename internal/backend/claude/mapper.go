@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -30,9 +31,7 @@ type Mapper struct {
 	SessionID string
 	Model     string
 
-	queue       []Turn
-	last        int // the latest active turn, for events outside any turn
-	interrupted map[int]bool
+	backend.Turns
 	// blocks maps a streamed content block's index to the tool call it
 	// carries, for input_json_delta; reset at each message_start.
 	blocks map[int64]string
@@ -64,10 +63,7 @@ type Output struct {
 }
 
 // Turn is a user turn: its number and text.
-type Turn struct {
-	Number int
-	Text   string
-}
+type Turn = backend.Turn
 
 // ControlResponse is the CLI's answer to one of kaimon's control requests.
 type ControlResponse struct {
@@ -86,89 +82,7 @@ type ControlRequest struct {
 
 // NewMapper returns a Mapper with no turn in flight.
 func NewMapper() *Mapper {
-	return &Mapper{interrupted: map[int]bool{}, blocks: map[int64]string{}}
-}
-
-// Push records that turn was sent with text. If no turn was in flight it is
-// active at once: Push returns its user_text and turn_started, and active
-// true, and the caller writes it to the CLI. Otherwise it is queued, and
-// becomes active with the previous turn's result (Output.Next).
-func (m *Mapper) Push(turn int, text string) (evs []event.Event, active bool) {
-	m.queue = append(m.queue, Turn{Number: turn, Text: text})
-	if len(m.queue) == 1 {
-		return m.activate(), true
-	}
-	return nil, false
-}
-
-// activate returns the opening events of the turn at the head of the FIFO.
-func (m *Mapper) activate() []event.Event {
-	q := m.queue[0]
-	m.last = q.Number
-	return []event.Event{
-		event.NewText(event.UserText, q.Number, false, q.Text),
-		event.New(event.TurnStarted, q.Number, struct{}{}),
-	}
-}
-
-// Active returns the turn the CLI is working on, if any.
-func (m *Mapper) Active() (int, bool) {
-	if len(m.queue) == 0 {
-		return 0, false
-	}
-	return m.queue[0].Number, true
-}
-
-// InFlight is the number of turns sent and not yet ended, the active one
-// included.
-func (m *Mapper) InFlight() int { return len(m.queue) }
-
-// MarkInterrupted records that kaimon asked the CLI to interrupt turn, so
-// that its result is read as cancelled rather than failed.
-func (m *Mapper) MarkInterrupted(turn int) { m.interrupted[turn] = true }
-
-// Retract forgets turn, pushed but never delivered to the CLI (writing it
-// failed): the caller reports that turn's failure itself. If it was active,
-// the next queued turn becomes active: its opening events are returned, and
-// next says it is to be written.
-func (m *Mapper) Retract(turn int) (evs []event.Event, next *Turn) {
-	for i, q := range m.queue {
-		if q.Number != turn {
-			continue
-		}
-		m.queue = append(m.queue[:i:i], m.queue[i+1:]...)
-		delete(m.interrupted, turn)
-		if i == 0 && len(m.queue) > 0 {
-			return m.activate(), m.head()
-		}
-		return nil, nil
-	}
-	return nil, nil
-}
-
-func (m *Mapper) head() *Turn {
-	t := m.queue[0]
-	return &t
-}
-
-// Abort ends every turn in flight with a result of stopReason (the active
-// one first, then the queued ones, which never started), for when the
-// process is gone and no result will come. msg is the result's error.
-func (m *Mapper) Abort(stopReason, msg string) []event.Event {
-	var evs []event.Event
-	for _, q := range m.queue {
-		evs = append(evs, event.New(event.Result, q.Number, event.ResultData{StopReason: stopReason, Error: msg}))
-		delete(m.interrupted, q.Number)
-	}
-	m.queue = nil
-	return evs
-}
-
-func (m *Mapper) turn() int {
-	if len(m.queue) > 0 {
-		return m.queue[0].Number
-	}
-	return m.last
+	return &Mapper{blocks: map[int64]string{}}
 }
 
 // Line maps one stdout line to events; Map also returns side outputs.
@@ -187,7 +101,7 @@ func (m *Mapper) Map(line []byte) Output {
 		if err := json.Unmarshal([]byte(trimmed), &v); err != nil {
 			msg = err.Error()
 		}
-		out.Events = append(out.Events, event.NewError(m.turn(), "malformed line from claude: "+msg,
+		out.Events = append(out.Events, event.NewError(m.Current(), "malformed line from claude: "+msg,
 			map[string]any{"line": head(trimmed, 200)}))
 		return out
 	}
@@ -236,7 +150,7 @@ func (m *Mapper) Map(line []byte) Output {
 			Request:   json.RawMessage(req.Raw),
 		}
 		if out.Request.Subtype != "can_use_tool" {
-			out.Events = append(out.Events, event.NewError(m.turn(),
+			out.Events = append(out.Events, event.NewError(m.Current(),
 				"claude sent a control request kaimon does not handle: "+out.Request.Subtype,
 				map[string]any{"request_id": out.Request.RequestID, "subtype": out.Request.Subtype}))
 		}
@@ -258,7 +172,7 @@ func fromSubagent(v gjson.Result) bool {
 }
 
 func (m *Mapper) streamEvent(e gjson.Result) []event.Event {
-	turn := m.turn()
+	turn := m.Current()
 	switch e.Get("type").String() {
 	case "message_start":
 		m.blocks = map[int64]string{}
@@ -299,7 +213,7 @@ func (m *Mapper) assistant(v gjson.Result) []event.Event {
 		// request: the result that follows carries it as an error.
 		return nil
 	}
-	turn := m.turn()
+	turn := m.Current()
 	var evs []event.Event
 	v.Get("message.content").ForEach(func(_, b gjson.Result) bool {
 		switch b.Get("type").String() {
@@ -332,7 +246,7 @@ func (m *Mapper) assistant(v gjson.Result) []event.Event {
 // user]", the CLI's echo of a prompt) carries nothing: kaimon emits
 // user_text itself, with the right turn.
 func (m *Mapper) user(v gjson.Result) []event.Event {
-	turn := m.turn()
+	turn := m.Current()
 	var evs []event.Event
 	content := v.Get("message.content")
 	if !content.IsArray() {
@@ -359,7 +273,7 @@ func (m *Mapper) user(v gjson.Result) []event.Event {
 // result ends the active turn: a usage event, then the result (preceded by
 // an error event when the turn failed).
 func (m *Mapper) result(v gjson.Result) ([]event.Event, int, *Turn) {
-	turn := m.turn()
+	turn := m.Current()
 	u := v.Get("usage")
 	usage := event.UsageFigures{
 		InputTokens:         u.Get("input_tokens").Int(),
@@ -374,7 +288,7 @@ func (m *Mapper) result(v gjson.Result) ([]event.Event, int, *Turn) {
 	res := event.ResultData{Usage: usage}
 	switch {
 	case subtype == "error_during_execution" &&
-		(strings.HasPrefix(v.Get("terminal_reason").String(), "aborted") || m.interrupted[turn]):
+		(strings.HasPrefix(v.Get("terminal_reason").String(), "aborted") || m.Interrupted(turn)):
 		res.StopReason = event.StopCancelled
 	case subtype == "success" && !v.Get("is_error").Bool():
 		res.StopReason = stopReason(v.Get("stop_reason").String())
@@ -388,18 +302,8 @@ func (m *Mapper) result(v gjson.Result) ([]event.Event, int, *Turn) {
 	}
 	evs = append(evs, event.New(event.Result, turn, res))
 
-	ended := 0
-	var next *Turn
-	if len(m.queue) > 0 {
-		ended = m.queue[0].Number
-		delete(m.interrupted, ended)
-		m.queue = m.queue[1:]
-		if len(m.queue) > 0 {
-			evs = append(evs, m.activate()...)
-			next = m.head()
-		}
-	}
-	return evs, ended, next
+	ended, opened, next := m.Pop()
+	return append(evs, opened...), ended, next
 }
 
 // stopReason maps the API's stop_reason of a successful turn to ACP's.

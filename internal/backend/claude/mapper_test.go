@@ -651,7 +651,7 @@ func TestQueuedTurns(t *testing.T) {
 		t.Errorf("turn 2 user_text %q", got)
 	}
 	// Each queued turn is handed out for writing when it becomes active.
-	if !reflect.DeepEqual(next, []Turn{{2, "second"}, {3, "third"}}) {
+	if !reflect.DeepEqual(next, []Turn{{Number: 2, Text: "second"}, {Number: 3, Text: "third"}}) {
 		t.Errorf("next turns %v", next)
 	}
 	if _, ok := m.Active(); ok {
@@ -670,7 +670,7 @@ func TestRetract(t *testing.T) {
 	}
 	// The active one hands over to the next.
 	evs, next := m.Retract(1)
-	if got := sigs(evs); !reflect.DeepEqual(got, []string{"user_text@3", "turn_started@3"}) || next == nil || *next != (Turn{3, "three"}) {
+	if got := sigs(evs); !reflect.DeepEqual(got, []string{"user_text@3", "turn_started@3"}) || next == nil || *next != (Turn{Number: 3, Text: "three"}) {
 		t.Errorf("retract active: %v %v", got, next)
 	}
 	if m.InFlight() != 1 {
