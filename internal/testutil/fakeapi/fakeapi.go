@@ -157,11 +157,12 @@ func Start() (*Server, error) { return StartAddr("127.0.0.1:0") }
 // StartAddr serves the fake API on addr (host:port).
 func StartAddr(addr string) (*Server, error) {
 	s := &Server{}
-	h, err := fakescript.Listen[Request]("fakeapi", addr, s.serveHTTP)
+	h, err := fakescript.Listen[Request]("fakeapi", addr)
 	if err != nil {
 		return nil, err
 	}
 	s.Host = h
+	h.Serve(s.serveHTTP)
 	return s, nil
 }
 

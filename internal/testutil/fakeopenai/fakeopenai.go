@@ -57,11 +57,12 @@ type Server struct {
 // Start serves on 127.0.0.1 with a free port.
 func Start() (*Server, error) {
 	s := &Server{}
-	h, err := fakescript.Listen[Request]("fakeopenai", "127.0.0.1:0", s.serveHTTP)
+	h, err := fakescript.Listen[Request]("fakeopenai", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	s.Host = h
+	h.Serve(s.serveHTTP)
 	return s, nil
 }
 

@@ -16,6 +16,7 @@ import (
 // Close that ends streams in progress (Done) and waits for their handlers.
 type Host[R any] struct {
 	name string
+	ln   net.Listener
 	srv  *http.Server
 	url  string
 	done chan struct{}
@@ -30,27 +31,32 @@ type Host[R any] struct {
 	logw io.Writer
 }
 
-// Listen serves handler on addr (host:port; 127.0.0.1:0 for a free port).
-// name prefixes errors and log lines.
-func Listen[R any](name, addr string, handler http.HandlerFunc) (*Host[R], error) {
+// Listen binds addr (host:port; 127.0.0.1:0 for a free port); Serve then
+// starts serving. They are two steps so that a fake can embed the Host
+// before its handler runs. name prefixes errors and log lines.
+func Listen[R any](name, addr string) (*Host[R], error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: listen: %w", name, err)
 	}
-	h := &Host[R]{name: name, done: make(chan struct{})}
+	h := &Host[R]{name: name, ln: ln, done: make(chan struct{})}
 	tcp := ln.Addr().(*net.TCPAddr)
 	host := tcp.IP.String()
 	if tcp.IP.IsUnspecified() {
 		host = "127.0.0.1"
 	}
 	h.url = "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port))
+	return h, nil
+}
+
+// Serve starts serving handler.
+func (h *Host[R]) Serve(handler http.HandlerFunc) {
 	h.srv = &http.Server{
 		Handler:           h.guard(handler),
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
-	go h.srv.Serve(ln) //nolint:errcheck // returns ErrServerClosed on Close
-	return h, nil
+	go h.srv.Serve(h.ln) //nolint:errcheck // returns ErrServerClosed on Close
 }
 
 // guard counts running handlers, so that Close can wait for them, and
