@@ -2,7 +2,7 @@
 
 function __fish_kaimon_no_subcommand --description 'Test if there has been any subcommand yet'
     for i in (commandline -opc)
-        if contains -- $i open send run output status list interrupt set-model close permit mcp daemon start stop status completion tail
+        if contains -- $i open send run output status list interrupt set-model close forget permit mcp daemon start stop status completion tail
             return 1
         end
     end
@@ -24,7 +24,8 @@ complete -c kaimon -n '__fish_seen_subcommand_from open' -f -l disallow -r -d 'f
 complete -c kaimon -n '__fish_seen_subcommand_from open' -f -l no-recursion-guard -d 'allow the agent to open and drive agents itself (disallowed_tools = [])'
 complete -c kaimon -n '__fish_seen_subcommand_from open' -f -l mcp-config -r -d '--mcp-config JSON file for the agent'
 complete -c kaimon -n '__fish_seen_subcommand_from open' -f -l system-prompt -r -d 'text appended to the agent\'s system prompt'
-complete -c kaimon -n '__fish_seen_subcommand_from open' -f -l id -r -d 'agent id to use (reopening a dead id reuses its slot)'
+complete -c kaimon -n '__fish_seen_subcommand_from open' -f -l id -r -d 'agent id to use (reopening a dead id reuses its slot, with a fresh conversation unless --resume)'
+complete -c kaimon -n '__fish_seen_subcommand_from open' -f -l resume -d 'with --id of a dead agent: reopen it with its conversation; the flags not given come from its record'
 complete -c kaimon -n '__fish_seen_subcommand_from open' -f -l json -d 'print exactly the verb\'s JSON return'
 complete -c kaimon -n '__fish_seen_subcommand_from send' -f -l help -s h -d 'show help'
 complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'send' -d 'Send a user turn (asynchronous)'
@@ -43,7 +44,8 @@ complete -c kaimon -n '__fish_seen_subcommand_from run' -f -l disallow -r -d 'fo
 complete -c kaimon -n '__fish_seen_subcommand_from run' -f -l no-recursion-guard -d 'allow the agent to open and drive agents itself (disallowed_tools = [])'
 complete -c kaimon -n '__fish_seen_subcommand_from run' -f -l mcp-config -r -d '--mcp-config JSON file for the agent'
 complete -c kaimon -n '__fish_seen_subcommand_from run' -f -l system-prompt -r -d 'text appended to the agent\'s system prompt'
-complete -c kaimon -n '__fish_seen_subcommand_from run' -f -l id -r -d 'agent id to use (reopening a dead id reuses its slot)'
+complete -c kaimon -n '__fish_seen_subcommand_from run' -f -l id -r -d 'agent id to use (reopening a dead id reuses its slot, with a fresh conversation unless --resume)'
+complete -c kaimon -n '__fish_seen_subcommand_from run' -f -l resume -d 'with --id of a dead agent: reopen it with its conversation; the flags not given come from its record'
 complete -c kaimon -n '__fish_seen_subcommand_from run' -f -l json -d 'print exactly the verb\'s JSON return'
 complete -c kaimon -n '__fish_seen_subcommand_from output' -f -l help -s h -d 'show help'
 complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'output' -d 'Read an agent\'s output (non-blocking)'
@@ -67,6 +69,12 @@ complete -c kaimon -n '__fish_seen_subcommand_from set-model' -f -l json -d 'pri
 complete -c kaimon -n '__fish_seen_subcommand_from close' -f -l help -s h -d 'show help'
 complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'close' -d 'Close an agent'
 complete -c kaimon -n '__fish_seen_subcommand_from close' -f -l json -d 'print exactly the verb\'s JSON return'
+complete -c kaimon -n '__fish_seen_subcommand_from forget' -f -l help -s h -d 'show help'
+complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'forget' -d 'Forget dead agents'
+complete -c kaimon -n '__fish_seen_subcommand_from forget' -f -l all-dead -d 'forget every dead agent'
+complete -c kaimon -n '__fish_seen_subcommand_from forget' -f -l older-than -r -d 'only dead agents idle longer than `AGE` (7d, 12h, 90m)'
+complete -c kaimon -n '__fish_seen_subcommand_from forget' -f -l logs -d 'remove their event and stderr logs too'
+complete -c kaimon -n '__fish_seen_subcommand_from forget' -f -l json -d 'print exactly the verb\'s JSON return'
 complete -c kaimon -n '__fish_seen_subcommand_from permit' -f -l help -s h -d 'show help'
 complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'permit' -d 'Answer an agent\'s permission request'
 complete -c kaimon -n '__fish_seen_subcommand_from permit' -f -l always -d 'apply the decision to this agent\'s later requests for the same tool too'

@@ -26,6 +26,10 @@ type Options struct {
 	DisallowedTools []string
 	MCPConfig       string
 	SystemPrompt    string
+	// Resume is the vendor's session id to continue (agent_open with
+	// resume): the conversation is restored instead of begun. "" starts a
+	// fresh one.
+	Resume string
 
 	// CacheDir is where the backend keeps per-agent files (stderr log,
 	// generated configs).

@@ -3,6 +3,8 @@ package backend
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // Preset is a permission posture picked with one word at agent_open.
@@ -46,19 +48,26 @@ var Presets = map[string]Preset{
 		Doc: "no checks: --dangerously-skip-permissions; sandboxed or trusted directories only"},
 }
 
-// PresetNames lists the presets in the spec's order.
-var PresetNames = []string{"default", "notebook", "specialist", "lab", "auto", "bypass"}
+// PresetNames lists the presets in the spec's order: the verb table's
+// enumeration, which Presets must cover (a test checks).
+var PresetNames = verbs.PresetNames
 
 // PermissionModes are the raw claude permission modes permission_mode takes.
-var PermissionModes = []string{"default", "acceptEdits", "plan", "auto", "bypassPermissions"}
+var PermissionModes = verbs.PermissionModes
 
 // Efforts are the effort levels accepted by effort and a model's suffix.
-var Efforts = []string{"low", "medium", "high", "xhigh", "max"}
+var Efforts = verbs.Efforts
 
 // AgentVerbs are the kaimon verbs an owned agent must not call by default:
-// with them it could spawn or kill agents recursively.
-var AgentVerbs = []string{"agent_open", "agent_send", "agent_run", "agent_output", "agent_status",
-	"agent_set_model", "agent_list", "agent_interrupt", "agent_close", "agent_permit"}
+// with them it could spawn or kill agents recursively. Every verb of the
+// table, so that a new verb cannot escape the guard.
+var AgentVerbs = func() []string {
+	out := make([]string, len(verbs.All))
+	for i, v := range verbs.All {
+		out[i] = v.Name
+	}
+	return out
+}()
 
 // Subagents are the claude CLI's own subagent spawners. The guard is about
 // the count of processes, not the toolset, so they are in it too.

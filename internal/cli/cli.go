@@ -126,7 +126,7 @@ func NewApp() *cli.App {
 		ExitErrHandler: func(c *cli.Context, err error) {}, // report() maps errors to codes
 		Commands: []*cli.Command{
 			openCmd(), sendCmd(), runCmd(), outputCmd(), statusCmd(), listCmd(),
-			interruptCmd(), setModelCmd(), closeCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(),
+			interruptCmd(), setModelCmd(), closeCmd(), forgetCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(),
 			tailCmd(),
 		},
 	}
@@ -217,16 +217,30 @@ func openFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "no-recursion-guard", Usage: "allow the agent to open and drive agents itself (disallowed_tools = [])"},
 		&cli.StringFlag{Name: "mcp-config", Usage: "--mcp-config JSON file for the agent"},
 		&cli.StringFlag{Name: "system-prompt", Usage: "text appended to the agent's system prompt"},
-		&cli.StringFlag{Name: "id", Usage: "agent id to use (reopening a dead id reuses its slot)"},
+		&cli.StringFlag{Name: "id", Usage: "agent id to use (reopening a dead id reuses its slot, with a fresh conversation unless --resume)"},
+		&cli.BoolFlag{Name: "resume", Usage: "with --id of a dead agent: reopen it with its conversation; the flags not given come from its record"},
 	}
 }
 
+// openArgs builds agent_open's arguments from the flags given. A flag left
+// out is left out of the request too, so that the daemon applies the
+// table's default, or with --resume the agent's record.
 func openArgs(c *cli.Context, dir string) (*verbs.OpenArgs, error) {
+	given := func(name string) string {
+		if !c.IsSet(name) {
+			return ""
+		}
+		return c.String(name)
+	}
 	a := &verbs.OpenArgs{
-		Cwd: dir, Model: c.String("model"), Effort: c.String("effort"),
-		Permission: c.String("permission"), PermissionMode: c.String("permission-mode"),
+		Cwd: dir, Model: given("model"), Effort: c.String("effort"),
+		Permission: given("permission"), PermissionMode: c.String("permission-mode"),
 		AllowedTools: c.StringSlice("allow"), Only: c.Bool("only"),
 		MCPConfig: c.String("mcp-config"), SystemPrompt: c.String("system-prompt"), ID: c.String("id"),
+		Resume: c.Bool("resume"),
+	}
+	if a.Resume && a.ID == "" {
+		return nil, usagef("--resume reopens a dead agent with its conversation: name it with --id ID")
 	}
 	if c.Bool("no-recursion-guard") && c.IsSet("disallow") {
 		return nil, usagef("--no-recursion-guard and --disallow contradict each other: pick one")
@@ -243,6 +257,9 @@ func openArgs(c *cli.Context, dir string) (*verbs.OpenArgs, error) {
 			a.MCPConfig = abs
 		}
 	}
+	if dir == "" {
+		return a, nil // --resume: the agent's own cwd
+	}
 	abs, err := absPath(dir)
 	if err != nil {
 		return nil, err
@@ -254,13 +271,20 @@ func openArgs(c *cli.Context, dir string) (*verbs.OpenArgs, error) {
 func openCmd() *cli.Command {
 	return verbCmd("agent_open", &cli.Command{
 		ArgsUsage:   "[DIR]",
-		Description: "Prints the new agent's id alone, so that id=$(kaimon open .) works. DIR defaults to the current directory.",
+		Description: "Prints the new agent's id alone, so that id=$(kaimon open .) works. DIR defaults to the current directory " +
+			"(with --resume, to the agent's own).\n\n" +
+			"--id of a dead agent reuses its slot: turn numbers and seq continue, and the conversation starts afresh. " +
+			"Add --resume to continue its conversation too (claude --resume, ACP session/load); the flags left out come from its record " +
+			"(its cwd, model as last switched, preset and tools).",
 		Flags:       openFlags(),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
 				return usagef("open takes at most one DIR (got %d arguments)", c.NArg())
 			}
 			dir := "."
+			if c.Bool("resume") {
+				dir = ""
+			}
 			if c.NArg() == 1 {
 				dir = c.Args().First()
 			}
@@ -454,6 +478,9 @@ func statusCmd() *cli.Command {
 				row("transcript", st.Transcript)
 				row("event log", st.EventLog)
 				row("queues prompts", fmt.Sprint(st.QueuesPrompts))
+				if st.Reason != "" {
+					row("ended", st.Reason)
+				}
 				tw.Flush()
 			})
 		},
@@ -482,7 +509,11 @@ func listCmd() *cli.Command {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tSTATUS\tMODEL\tTURN\tTOKENS IN/OUT\tCWD")
 				for _, a := range res.Agents {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\n", a.AgentID, statusColor(a.Status.Status), a.Model, a.Turn,
+					status := statusColor(a.Status.Status)
+					if a.Reason != "" {
+						status += " (" + a.Reason + ")"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\n", a.AgentID, status, a.Model, a.Turn,
 						a.Usage.InputTokens, a.Usage.OutputTokens, a.Cwd)
 				}
 				tw.Flush()
@@ -531,6 +562,44 @@ func setModelCmd() *cli.Command {
 		func(r *verbs.SetModelResult) string {
 			return pick(r.Switched, "switched", "not switched (the agent refused; close and reopen it with --model)")
 		})
+}
+
+func forgetCmd() *cli.Command {
+	return verbCmd("agent_forget", &cli.Command{
+		ArgsUsage: "[ID…]",
+		Description: "Forgets the dead agents named, or with --all-dead every dead agent; --older-than narrows either to those idle " +
+			"that long (alone, it selects every dead agent that old). Prints the ids forgotten, one a line.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "all-dead", Usage: "forget every dead agent"},
+			&cli.StringFlag{Name: "older-than", Usage: "only dead agents idle longer than `AGE` (7d, 12h, 90m)"},
+			&cli.BoolFlag{Name: "logs", Usage: "remove their event and stderr logs too"},
+		},
+		Action: func(c *cli.Context) error {
+			a := &verbs.ForgetArgs{AgentIDs: c.Args().Slice(), AllDead: c.Bool("all-dead"), OlderThan: c.String("older-than"), Logs: c.Bool("logs")}
+			if len(a.AgentIDs) == 0 && !a.AllDead && a.OlderThan == "" {
+				return usagef("forget takes the ids of dead agents, or --all-dead, or --older-than AGE")
+			}
+			if len(a.AgentIDs) > 0 && a.AllDead {
+				return usagef("forget takes ids or --all-dead, not both")
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			res, err := cl.Forget(c.Context, a)
+			if err != nil {
+				return fail(c, err)
+			}
+			return emit(c, res, func(w io.Writer) {
+				for _, id := range res.Forgotten {
+					fmt.Fprintln(w, id)
+				}
+				if len(res.Forgotten) == 0 {
+					fmt.Fprintln(c.App.ErrWriter, "no dead agent matched: nothing forgotten")
+				}
+			})
+		},
+	})
 }
 
 func closeCmd() *cli.Command {

@@ -81,7 +81,7 @@ func TestCommandTreeHelp(t *testing.T) {
 	// Where a verb argument is not a flag of the same (dashed) name.
 	positional := map[string]string{"agent_id": "ID", "text": "TEXT", "cwd": "[DIR]", "model": "MODEL",
 		"allowed_tools": "--allow", "disallowed_tools": "--disallow", "timeout": "--timeout",
-		"request_id": "REQUEST_ID", "decision": "allow|deny"}
+		"request_id": "REQUEST_ID", "decision": "allow|deny", "agent_ids": "[ID…]"}
 	for _, v := range verbs.All {
 		var cmd *cli.Command
 		for _, c := range app.Commands {

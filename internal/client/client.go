@@ -304,4 +304,8 @@ func (c *Client) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.Permit
 	return call[verbs.PermitResult](c, ctx, "agent_permit", a)
 }
 
+func (c *Client) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.ForgetResult, error) {
+	return call[verbs.ForgetResult](c, ctx, "agent_forget", a)
+}
+
 var _ verbs.Service = (*Client)(nil)

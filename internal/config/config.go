@@ -89,7 +89,9 @@ type Config struct {
 	OpencodeBin  string `json:"opencode_bin"`
 	ClaudeACPBin string `json:"claude_acp_bin"`
 	GeminiBin    string `json:"gemini_bin"`
-	// DeadKept is how many closed agents are kept for review.
+	// DeadKept, when set, is how many dead agents are kept: the oldest
+	// beyond it are forgotten (agent_forget, logs kept). Unset (0), dead
+	// agents are kept until the user forgets them.
 	DeadKept int `json:"dead_kept"`
 	// BusEndpoints are extra endpoints the event bus binds besides its ipc
 	// socket, e.g. "tcp://127.0.0.1:5556" for subscribers in containers.
@@ -102,7 +104,7 @@ type Config struct {
 
 // Defaults returns the configuration used when the file is absent.
 func Defaults() Config {
-	return Config{AgentImageMaxLongEdge: 1568, DeadKept: 10, PermissionTimeout: DefaultPermissionTimeout}
+	return Config{AgentImageMaxLongEdge: 1568, PermissionTimeout: DefaultPermissionTimeout}
 }
 
 // DefaultPermissionTimeout is permission_timeout's default, in seconds.
@@ -139,8 +141,8 @@ func Load(path string) (Config, error) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return c, fmt.Errorf("config file %s: %w (fix or remove it)", path, err)
 	}
-	if c.DeadKept <= 0 {
-		c.DeadKept = 10
+	if c.DeadKept < 0 {
+		c.DeadKept = 0
 	}
 	if c.AgentImageMaxLongEdge <= 0 {
 		c.AgentImageMaxLongEdge = 1568

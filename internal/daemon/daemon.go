@@ -5,7 +5,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -28,10 +27,7 @@ func Factory(o backend.Options, sink backend.Sink) (backend.Backend, error) {
 	if acp.IsACP(o.Model) {
 		b, err := acp.New(o, sink)
 		if err != nil {
-			if errors.Is(err, backend.ErrNotFound) {
-				return nil, err
-			}
-			return nil, verbs.BadArg("%v", err)
+			return nil, err
 		}
 		return b, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/kaimon/kaimon/internal/event"
 )
@@ -31,19 +32,33 @@ type Writer struct {
 type Tail struct {
 	LastSeq  uint64
 	LastTurn int
+	// Unfinished are the turns begun (turn_started) whose result the log
+	// lacks, in order: what a daemon that died mid-turn left open.
+	Unfinished []int
 }
 
 // Open opens (creating) the log at path for appending, and reports the last
 // seq and turn already in it.
 func Open(path string) (*Writer, Tail, error) {
 	var t Tail
+	open := map[int]bool{}
 	err := Scan(path, 0, func(r *event.Record) bool {
 		t.LastSeq = r.Seq
 		if r.Turn > t.LastTurn {
 			t.LastTurn = r.Turn
 		}
+		switch r.Kind {
+		case event.TurnStarted:
+			open[r.Turn] = true
+		case event.Result:
+			delete(open, r.Turn)
+		}
 		return true
 	})
+	for n := range open {
+		t.Unfinished = append(t.Unfinished, n)
+	}
+	slices.Sort(t.Unfinished)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, t, err
 	}

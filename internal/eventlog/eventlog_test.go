@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,7 +16,7 @@ func TestAppendScanAndTornLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tail != (Tail{}) {
+	if tail.LastSeq != 0 || tail.LastTurn != 0 || tail.Unfinished != nil {
 		t.Fatalf("new log tail = %+v", tail)
 	}
 	for i := 1; i <= 3; i++ {
@@ -57,5 +58,37 @@ func TestAppendScanAndTornLine(t *testing.T) {
 	}
 	if _, err := ReadAll(filepath.Join(t.TempDir(), "none"), 0); !os.IsNotExist(err) {
 		t.Errorf("missing log: err = %v", err)
+	}
+}
+
+// TestUnfinishedTurns: the tail names the turns begun without a result,
+// which is what a daemon that died mid-turn leaves.
+func TestUnfinishedTurns(t *testing.T) {
+	path := Path(t.TempDir(), "a1")
+	w, _, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := uint64(0)
+	add := func(kind event.Kind, turn int) {
+		seq++
+		r := event.Record{Seq: seq, Kind: kind, Turn: turn, Data: []byte(`{}`)}
+		if err := w.Append(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(event.TurnStarted, 1)
+	add(event.Result, 1)
+	add(event.TurnStarted, 2)
+	add(event.TurnStarted, 3)
+	add(event.Result, 3)
+	add(event.TurnStarted, 4)
+	w.Close()
+	_, tail, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(tail.Unfinished) != "[2 4]" || tail.LastTurn != 4 || tail.LastSeq != 6 {
+		t.Fatalf("tail = %+v, want turns 2 and 4 unfinished", tail)
 	}
 }

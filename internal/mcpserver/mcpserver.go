@@ -71,12 +71,6 @@ func Description(v *verbs.Verb) string {
 	return d + " Returns JSON: " + v.Returns
 }
 
-// readOnly verbs change nothing; destructive ones stop something.
-var (
-	readOnly    = map[string]bool{"agent_output": true, "agent_status": true, "agent_list": true}
-	destructive = map[string]bool{"agent_close": true, "agent_interrupt": true}
-)
-
 // Tool is the MCP tool of v.
 func Tool(v *verbs.Verb) mcp.Tool {
 	props := map[string]any{}
@@ -108,8 +102,8 @@ func Tool(v *verbs.Verb) mcp.Tool {
 		},
 	}
 	t.Annotations.Title = v.Summary
-	t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(readOnly[v.Name])
-	t.Annotations.DestructiveHint = mcp.ToBoolPtr(destructive[v.Name])
+	t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(v.ReadOnly)
+	t.Annotations.DestructiveHint = mcp.ToBoolPtr(v.Destructive)
 	t.Annotations.OpenWorldHint = mcp.ToBoolPtr(false)
 	return t
 }

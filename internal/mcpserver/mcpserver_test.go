@@ -129,7 +129,7 @@ func TestToolsFromTheTable(t *testing.T) {
 		byName[tool.Name] = tool
 	}
 	want := []string{"agent_open", "agent_send", "agent_run", "agent_output", "agent_status",
-		"agent_set_model", "agent_list", "agent_interrupt", "agent_close", "agent_permit"}
+		"agent_set_model", "agent_list", "agent_interrupt", "agent_close", "agent_permit", "agent_forget"}
 	if !reflect.DeepEqual(sorted(names), sorted(want)) { // mcp-go lists them by name
 		t.Fatalf("tools %v, want %v", names, want)
 	}
@@ -209,7 +209,7 @@ func TestCalls(t *testing.T) {
 	if r.IsError || text(t, r) != `{"agent_id":"ab12"}` {
 		t.Fatalf("agent_open = %+v", r)
 	}
-	if got := svc.calls[0]; got != `open {"cwd":"/tmp","allowed_tools":["Bash"],"disallowed_tools":[]}` {
+	if got := svc.calls[0]; got != `open {"cwd":"/tmp","model":"sonnet","permission":"default","allowed_tools":["Bash"],"disallowed_tools":[]}` {
 		t.Errorf("the service got %s", got)
 	}
 	// A number for a string argument is its text (the Inspector's CLI
@@ -338,4 +338,9 @@ func TestVisibleAndCheck(t *testing.T) {
 	if len(svc.calls) != 0 {
 		t.Errorf("refused calls reached the service: %v", svc.calls)
 	}
+}
+
+func (f *fakeSvc) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.ForgetResult, error) {
+	f.note("forget " + strings.Join(a.AgentIDs, " "))
+	return &verbs.ForgetResult{Forgotten: a.AgentIDs}, nil
 }

@@ -42,6 +42,14 @@ type turnRec struct {
 
 func newBook() *book { return &book{turns: map[int]*turnRec{}} }
 
+// get returns turn n's record, nil if there is none (or no book).
+func (b *book) get(n int) *turnRec {
+	if b == nil {
+		return nil
+	}
+	return b.turns[n]
+}
+
 func (b *book) turn(n int) *turnRec {
 	t := b.turns[n]
 	if t == nil {

@@ -72,11 +72,10 @@ type Manager struct {
 	factory Factory
 	pids    *pidFile
 
-	mu        sync.Mutex
-	agents    map[string]*Agent
-	deadOrder []string
-	pubs      []Publisher
-	closing   bool
+	mu      sync.Mutex
+	agents  map[string]*Agent
+	pubs    []Publisher
+	closing bool
 
 	// StartTimeout bounds how long agent_open waits for readiness.
 	StartTimeout time.Duration
@@ -90,7 +89,9 @@ type Manager struct {
 }
 
 // New makes a manager. It first reaps agent processes a previous daemon
-// left behind (those the pid file names with a matching start time).
+// left behind (those the pid file names with a matching start time), then
+// loads every agent's record (registry.go), closing those a lost daemon
+// left live.
 func New(paths config.Paths, cfg config.Config, env []string, factory Factory) (*Manager, error) {
 	if err := os.MkdirAll(paths.CacheDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating cache dir: %w", err)
@@ -105,7 +106,31 @@ func New(paths config.Paths, cfg config.Config, env []string, factory Factory) (
 		PermitTimeout: cfg.PermissionWait(),
 	}
 	m.pids.writeLocked()
+	m.load()
 	return m, nil
+}
+
+// load brings back the agents of earlier daemons from their records, as
+// dead agents. One still live in its record lost its daemon without being
+// closed (a clean exit closes every agent first): the daemon crashed or
+// was killed, and its process has just been reaped. Its log gets the
+// records that daemon could not write — an error saying what happened, a
+// failed result for each turn in flight, status dead — so that no reader
+// waits for them forever.
+func (m *Manager) load() {
+	recs, bad := readRecords(m.paths.CacheDir)
+	for _, err := range bad {
+		log.Printf("%v", err)
+	}
+	for _, r := range recs {
+		ag := m.newAgent(r.ID)
+		ag.fromRecord(r)
+		if r.Status != Dead {
+			ag.closeLost(r.Status)
+		}
+		m.agents[r.ID] = ag
+	}
+	m.retain()
 }
 
 // AddPublisher adds a fan-out target for every envelope.
@@ -125,10 +150,15 @@ type Agent struct {
 	pubMu sync.Mutex
 	log   *eventlog.Writer
 
+	// saveMu orders writes of the record, each of the state at its time.
+	saveMu    sync.Mutex
+	forgotten bool // the record is removed: write no more
+
 	mu        sync.Mutex
 	status    string
+	reason    string // why a dead agent ended
 	opts      backend.Options
-	model     string
+	model     string // as opened, or as last switched
 	created   time.Time
 	activity  time.Time
 	turn      int // last turn assigned
@@ -137,10 +167,15 @@ type Agent struct {
 	pending   int // turns sent whose result has not come
 	be        backend.Backend
 	info      backend.Info
-	book      *book
+	saved     string        // the session id the record holds
+	book      *book         // nil for an agent loaded from its record: read its log
 	changed   chan struct{} // closed and replaced on every change
 	exitErr   error
-	closedReq bool
+	closedReq string // the reason given to close, "" if none
+}
+
+func (m *Manager) newAgent(id string) *Agent {
+	return &Agent{m: m, id: id, changed: make(chan struct{})}
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -151,93 +186,200 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-// Open implements agent_open.
+// Open implements agent_open. Everything that can be checked is checked
+// before anything is written: a refused open leaves no slot, no record and
+// no log. The slot is reserved first (so that two opens of one id cannot
+// both win), and given back if the options do not hold.
 func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResult, error) {
-	if a.Cwd == "" {
-		return nil, verbs.BadArg("agent_open: cwd is required")
-	}
-	cwd, err := filepath.Abs(a.Cwd)
-	if err != nil {
-		return nil, verbs.BadArg("agent_open: cwd %q: %v", a.Cwd, err)
-	}
-	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
-		return nil, verbs.BadArg("agent_open: cwd %s does not exist or is not a directory", cwd)
-	}
-	model := a.Model
-	if model == "" {
-		model = verbs.DefaultModel
-	}
 	id := a.ID
 	if id == "" {
+		if a.Resume {
+			return nil, verbs.BadArg("agent_open: resume needs the id of the dead agent to resume (kaimon open --id ID --resume)")
+		}
 		id = newID()
 	} else if !idRE.MatchString(id) {
 		return nil, verbs.BadArg("agent_open: id %q must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
 	}
+
+	ag := m.newAgent(id)
+	old, err := m.reserve(ag)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := m.openOptions(id, a, old)
+	var be backend.Backend
+	if err == nil {
+		ag.opts, ag.model = opts, opts.Model
+		m.attach(ag)
+		be, err = m.factory(ag.opts, ag)
+		if err != nil {
+			m.detach(ag)
+			err = openError(err)
+		}
+	}
+	if err != nil {
+		m.unreserve(ag, old)
+		return nil, err
+	}
+	if old != nil {
+		// A reopened slot carries on from its record: created_at and the
+		// usage of its earlier life are the agent's, as are turn numbers
+		// and seq (from the log, in start).
+		old.mu.Lock()
+		ag.created, ag.usage = old.created, old.usage
+		old.mu.Unlock()
+	}
+	if ag.created.IsZero() || !a.Resume {
+		ag.created = time.Now()
+		ag.usage = event.UsageFigures{}
+	}
+	ag.activity = time.Now()
+	if err := ag.start(ctx, be); err != nil {
+		return nil, err
+	}
+	return &verbs.OpenResult{AgentID: id}, nil
+}
+
+// reserve puts ag in its id's slot, which must be free or dead, and
+// returns the dead agent it displaces.
+func (m *Manager) reserve(ag *Agent) (old *Agent, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return nil, verbs.WrongState("kaimon-agentd is shutting down")
+	}
+	old = m.agents[ag.id]
+	if old != nil {
+		if st := old.state(); st != Dead {
+			if st == "" {
+				st = "being opened"
+			}
+			return nil, verbs.WrongState("agent %s is already open (%s); close it first or pick another id", ag.id, st)
+		}
+	}
+	m.agents[ag.id] = ag
+	return old, nil
+}
+
+// unreserve gives the slot back to the agent that held it.
+func (m *Manager) unreserve(ag, old *Agent) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.agents[ag.id] != ag {
+		return
+	}
+	if old != nil {
+		m.agents[ag.id] = old
+	} else {
+		delete(m.agents, ag.id)
+	}
+}
+
+// openOptions validates agent_open's arguments into the backend's options.
+// To resume, the dead agent old's record supplies what a left out, and its
+// vendor session is what the backend continues.
+func (m *Manager) openOptions(id string, a *verbs.OpenArgs, old *Agent) (backend.Options, error) {
+	if a.Resume {
+		if err := inherit(id, a, old); err != nil {
+			return backend.Options{}, err
+		}
+		verbs.ByName("agent_open").ApplyDefaults(a)
+	}
+	if a.Cwd == "" {
+		return backend.Options{}, verbs.BadArg("agent_open: cwd is required")
+	}
+	cwd, err := filepath.Abs(a.Cwd)
+	if err != nil {
+		return backend.Options{}, verbs.BadArg("agent_open: cwd %q: %v", a.Cwd, err)
+	}
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+		return backend.Options{}, verbs.BadArg("agent_open: cwd %s does not exist or is not a directory", cwd)
+	}
 	opts := backend.Options{
-		ID: id, Cwd: cwd, Model: model, Effort: a.Effort,
+		ID: id, Cwd: cwd, Model: a.Model, Effort: a.Effort,
 		Permission: a.Permission, PermissionMode: a.PermissionMode,
 		AllowedTools: a.AllowedTools, Only: a.Only,
 		MCPConfig: a.MCPConfig, SystemPrompt: a.SystemPrompt,
 		CacheDir: m.paths.CacheDir,
 		Env:      append(append([]string{}, m.env...), "KAIMON_AGENT_SESSION="+id),
 	}
-	if opts.Permission == "" {
-		opts.Permission = verbs.DefaultPermission
-	}
 	if a.DisallowedTools != nil {
 		opts.DisallowedTools = append([]string{}, (*a.DisallowedTools)...)
 	}
+	if a.Resume {
+		old.mu.Lock()
+		opts.Resume = old.info.SessionID
+		old.mu.Unlock()
+	}
 	if _, err := backend.Resolve(&opts); err != nil {
-		return nil, verbs.BadArg("agent_open: %v", err)
+		return backend.Options{}, verbs.BadArg("agent_open: %v", err)
 	}
-
-	m.mu.Lock()
-	if m.closing {
-		m.mu.Unlock()
-		return nil, verbs.WrongState("kaimon-agentd is shutting down")
-	}
-	ag := m.agents[id]
-	if ag != nil {
-		ag.mu.Lock()
-		st := ag.status
-		ag.mu.Unlock()
-		if st != Dead {
-			m.mu.Unlock()
-			return nil, verbs.WrongState("agent %s is already open (%s); close it first or pick another id", id, st)
-		}
-		m.forgetDeadLocked(id)
-	} else {
-		ag = &Agent{m: m, id: id}
-		m.agents[id] = ag
-	}
-	// Claim the slot before spawning so a second open of the same id fails.
-	ag.mu.Lock()
-	ag.status = ""
-	ag.opts = opts
-	ag.model = model
-	ag.created = time.Now()
-	ag.activity = ag.created
-	ag.usage = event.UsageFigures{}
-	ag.pending = 0
-	ag.info = backend.Info{}
-	ag.exitErr = nil
-	ag.closedReq = false
-	ag.changed = make(chan struct{})
-	ag.mu.Unlock()
-	m.mu.Unlock()
-
-	m.attach(ag)
-	if err := ag.start(ctx); err != nil {
-		return nil, err
-	}
-	return &verbs.OpenResult{AgentID: id}, nil
+	return opts, nil
 }
 
-func (ag *Agent) start(ctx context.Context) error {
+// inherit fills the options a resuming open left out from the dead agent's
+// record, and refuses what cannot be resumed.
+func inherit(id string, a *verbs.OpenArgs, old *Agent) error {
+	if old == nil {
+		return verbs.NotFound("agent_open: no agent %q to resume: see `kaimon list` for the agents kaimon knows", id)
+	}
+	old.mu.Lock()
+	defer old.mu.Unlock()
+	o := old.opts
+	if old.info.SessionID == "" {
+		return verbs.WrongState("agent_open: agent %s has no conversation to resume (it never began one); open it without --resume for a fresh one", id)
+	}
+	if a.Cwd != "" {
+		if cwd, err := filepath.Abs(a.Cwd); err != nil || cwd != o.Cwd {
+			return verbs.BadArg("agent_open: agent %s worked in %s, and its conversation belongs there: resume it without a cwd (or with that one)", id, o.Cwd)
+		}
+	}
+	str := func(dst *string, v string) {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	str(&a.Cwd, o.Cwd)
+	str(&a.Model, old.model)
+	str(&a.Effort, o.Effort)
+	str(&a.Permission, o.Permission)
+	str(&a.PermissionMode, o.PermissionMode)
+	str(&a.MCPConfig, o.MCPConfig)
+	str(&a.SystemPrompt, o.SystemPrompt)
+	if a.AllowedTools == nil {
+		a.AllowedTools = append([]string(nil), o.AllowedTools...)
+	}
+	if !a.Only {
+		a.Only = o.Only
+	}
+	if a.DisallowedTools == nil && o.DisallowedTools != nil {
+		d := append([]string{}, o.DisallowedTools...)
+		a.DisallowedTools = &d
+	}
+	return nil
+}
+
+// openError is a backend's refusal to be made, as the verb reports it: an
+// option it cannot take, or its program missing, is the caller's to fix
+// (a bad argument), unless the backend said otherwise.
+func openError(err error) error {
+	var ve *verbs.Error
+	if errors.As(err, &ve) {
+		return verbs.Errorf(ve.Code, "agent_open: %s", ve.Message)
+	}
+	return verbs.BadArg("agent_open: %v", err)
+}
+
+// start opens the reserved slot's log and record and starts its backend.
+func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	m := ag.m
 	w, tail, err := eventlog.Open(eventlog.Path(m.paths.CacheDir, ag.id))
 	if err != nil {
-		ag.markDeadNoLog()
+		ag.mu.Lock()
+		ag.status, ag.reason = Dead, ReasonStartFailed+": event log: "+err.Error()
+		ag.mu.Unlock()
+		m.detach(ag)
+		ag.save()
 		return verbs.Errorf(verbs.CodeInternal, "agent_open: event log: %v", err)
 	}
 	ag.pubMu.Lock()
@@ -249,18 +391,13 @@ func (ag *Agent) start(ctx context.Context) error {
 	ag.seq = tail.LastSeq
 	ag.turn = tail.LastTurn
 	ag.book = newBook()
+	ag.be = be
 	ag.mu.Unlock()
 	ag.transition(Starting, 0)
 
-	be, err := m.factory(ag.opts, ag)
-	if err == nil {
-		ag.mu.Lock()
-		ag.be = be
-		ag.mu.Unlock()
-		sctx, cancel := context.WithTimeout(ctx, m.StartTimeout)
-		err = be.Start(sctx)
-		cancel()
-	}
+	sctx, cancel := context.WithTimeout(ctx, m.StartTimeout)
+	err = be.Start(sctx)
+	cancel()
 	if err != nil {
 		code := verbs.CodeUnavailable
 		var ve *verbs.Error
@@ -271,7 +408,7 @@ func (ag *Agent) start(ctx context.Context) error {
 		ag.mu.Lock()
 		ag.be = nil
 		ag.mu.Unlock()
-		ag.die(err)
+		ag.die(ReasonStartFailed+": "+firstLine(err.Error()), err)
 		return verbs.Errorf(code, "agent_open: %v", err)
 	}
 	if po, ok := be.(interface{ Process() proc.Identity }); ok {
@@ -284,13 +421,16 @@ func (ag *Agent) start(ctx context.Context) error {
 	return nil
 }
 
-// markDeadNoLog marks a slot dead when even its log could not be opened.
-func (ag *Agent) markDeadNoLog() {
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// state is the agent's status.
+func (ag *Agent) state() string {
 	ag.mu.Lock()
-	ag.status = Dead
-	ag.mu.Unlock()
-	ag.m.detach(ag)
-	ag.m.noteDead(ag.id)
+	defer ag.mu.Unlock()
+	return ag.status
 }
 
 // Emit implements backend.Sink.
@@ -302,19 +442,28 @@ func (ag *Agent) Exited(err error) {
 	if ag.be != nil {
 		ag.info = ag.be.Info()
 	}
-	requested := ag.closedReq
+	reason := ag.closedReq
 	ag.mu.Unlock()
-	if err != nil && !requested {
-		log.Printf("agent %s exited: %v", ag.id, err)
+	if reason == "" {
+		reason = ReasonExited
+		if err != nil {
+			log.Printf("agent %s exited: %v", ag.id, err)
+			reason += ": " + firstLine(err.Error())
+		}
 	}
-	ag.die(err)
+	ag.die(reason, err)
 }
 
-func (ag *Agent) die(err error) {
+// die ends the agent: status dead with reason, its log closed, its record
+// saved, its door shut.
+func (ag *Agent) die(reason string, err error) {
 	ag.mu.Lock()
 	ag.exitErr = err
 	ag.pending = 0
 	already := ag.status == Dead
+	if !already {
+		ag.reason = reason
+	}
 	ag.mu.Unlock()
 	if already {
 		return
@@ -328,7 +477,100 @@ func (ag *Agent) die(err error) {
 	ag.pubMu.Unlock()
 	ag.m.pids.remove(ag.id)
 	ag.m.detach(ag)
-	ag.m.noteDead(ag.id)
+	ag.m.retain()
+}
+
+// fromRecord fills a dead slot from its record.
+func (ag *Agent) fromRecord(r *Record) {
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
+	ag.opts = backend.Options{
+		ID: r.ID, Cwd: r.Cwd, Model: r.Model, Effort: r.Effort,
+		Permission: r.Permission, PermissionMode: r.PermissionMode,
+		AllowedTools: r.AllowedTools, Only: r.Only,
+		MCPConfig: r.MCPConfig, SystemPrompt: r.SystemPrompt,
+	}
+	if r.DisallowedTools != nil {
+		ag.opts.DisallowedTools = append([]string{}, (*r.DisallowedTools)...)
+	}
+	ag.model = r.Model
+	ag.created, ag.activity = r.CreatedAt, r.LastActivity
+	ag.turn, ag.usage = r.Turn, r.Usage
+	ag.info = backend.Info{SessionID: r.SessionID, Transcript: r.Transcript, Model: r.Model, QueuesPrompts: r.QueuesPrompts}
+	ag.saved = r.SessionID
+	ag.status, ag.reason = r.Status, r.Reason
+}
+
+// recordLocked is the agent's record as of now; ag.mu held.
+func (ag *Agent) recordLocked() *Record {
+	if ag.be != nil && ag.status != Dead {
+		ag.info = ag.be.Info()
+	}
+	o := ag.opts
+	r := &Record{
+		ID: ag.id, Cwd: o.Cwd, Model: ag.model, Effort: o.Effort,
+		Permission: o.Permission, PermissionMode: o.PermissionMode,
+		AllowedTools: o.AllowedTools, Only: o.Only,
+		MCPConfig: o.MCPConfig, SystemPrompt: o.SystemPrompt,
+		SessionID: ag.info.SessionID, Transcript: ag.info.Transcript, QueuesPrompts: ag.info.QueuesPrompts,
+		CreatedAt: ag.created.UTC(), LastActivity: ag.activity.UTC(),
+		Turn: ag.turn, Usage: ag.usage, Status: ag.status, Reason: ag.reason,
+	}
+	if o.DisallowedTools != nil {
+		d := append([]string{}, o.DisallowedTools...)
+		r.DisallowedTools = &d
+	}
+	return r
+}
+
+// save writes the agent's record as it is now. Records are small and
+// written when something a reader of the record needs changes (status,
+// a turn's end, the model, the vendor's session), never per event.
+func (ag *Agent) save() {
+	ag.saveMu.Lock()
+	defer ag.saveMu.Unlock()
+	if ag.forgotten {
+		return
+	}
+	ag.mu.Lock()
+	if ag.status == "" {
+		ag.mu.Unlock()
+		return // reserved, not opened: nothing to keep
+	}
+	r := ag.recordLocked()
+	ag.saved = r.SessionID
+	ag.mu.Unlock()
+	if err := writeRecord(RecordPath(ag.m.paths.CacheDir, ag.id), r); err != nil {
+		log.Printf("agent %s: writing its record: %v", ag.id, err)
+	}
+}
+
+// closeLost writes the ending a lost daemon could not write for an agent
+// that was live (was) in its record; see load.
+func (ag *Agent) closeLost(was string) {
+	w, tail, err := eventlog.Open(eventlog.Path(ag.m.paths.CacheDir, ag.id))
+	if err != nil {
+		log.Printf("agent %s: event log: %v", ag.id, err)
+	}
+	ag.mu.Lock()
+	if err == nil {
+		ag.log = w
+		ag.seq = tail.LastSeq
+		ag.turn = max(ag.turn, tail.LastTurn)
+	}
+	if !allowed(ag.status, Dead) {
+		ag.status = Working
+	}
+	turn := ag.turn
+	ag.mu.Unlock()
+	msg := fmt.Sprintf("kaimon-agentd was lost while this agent was %s (the daemon crashed or was killed), so the agent was stopped; "+
+		"resume its conversation with `kaimon open --id %s --resume`", was, ag.id)
+	ag.publish(event.NewError(turn, msg, map[string]any{"reason": ReasonDaemonCrashed}))
+	for _, n := range tail.Unfinished {
+		ag.publish(event.New(event.Result, n, event.ResultData{StopReason: event.StopError,
+			Error: "kaimon-agentd was lost during the turn (the daemon crashed or was killed)"}))
+	}
+	ag.die(ReasonDaemonCrashed, nil)
 }
 
 // transition moves the FSM and publishes the status event. A transition
@@ -356,7 +598,15 @@ func (ag *Agent) transition(to string, turn int) bool {
 // from it, logs it when authoritative, and fans it out. The log is written
 // before anyone sees the event. A result that ends the last pending turn
 // moves the FSM to idle in the same step, so no send can slip in between.
+// A status change, a turn's end or a new vendor session is then saved in
+// the agent's record.
 func (ag *Agent) publish(ev event.Event) {
+	if ag.publishOne(ev) {
+		ag.save()
+	}
+}
+
+func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 	// Bound tool-result PNGs before anyone sees or logs them.
 	ev = imaging.ShrinkEvent(ev, ag.m.cfg.AgentImageMaxLongEdge)
 	ag.pubMu.Lock()
@@ -367,17 +617,28 @@ func (ag *Agent) publish(ev event.Event) {
 		ag.book.add(ev.Kind, ev.Turn, ev.Data)
 	}
 	var idle *event.Envelope
-	if ev.Kind == event.Result {
-		if r := ag.book.turns[ev.Turn]; r != nil {
+	switch ev.Kind {
+	case event.Result:
+		persist = true
+		if r := ag.book.get(ev.Turn); r != nil {
 			ag.usage = ag.usage.Add(r.usage)
 		}
 		if ag.pending > 0 {
 			ag.pending--
+			if ag.pending == 0 && ag.status == Working && allowed(Working, Idle) {
+				ag.status = Idle
+				e := ag.stampLocked(event.New(event.Status, ev.Turn, event.StatusData{Status: Idle}))
+				idle = &e
+			}
 		}
-		if ag.pending == 0 && ag.status == Working && allowed(Working, Idle) {
-			ag.status = Idle
-			e := ag.stampLocked(event.New(event.Status, ev.Turn, event.StatusData{Status: Idle}))
-			idle = &e
+	case event.Status:
+		persist = true
+	default:
+		// The claude CLI names its session only once the first turn
+		// began: keep it as soon as it is known, so that a crash in that
+		// turn still leaves it resumable.
+		if ag.be != nil && ag.status != Dead && event.Authoritative(ev.Kind, ev.Data) {
+			persist = ag.be.Info().SessionID != ag.saved
 		}
 	}
 	ag.broadcastLocked()
@@ -387,6 +648,7 @@ func (ag *Agent) publish(ev event.Event) {
 	if idle != nil {
 		ag.fanOut(idle)
 	}
+	return persist
 }
 
 func (ag *Agent) stampLocked(ev event.Event) event.Envelope {
@@ -419,32 +681,109 @@ func (ag *Agent) fanOut(env *event.Envelope) {
 	}
 }
 
-func (m *Manager) noteDead(id string) {
+// retain applies dead_kept, when the user set it: the oldest dead agents
+// beyond that many are forgotten (their logs stay). Unset, dead agents are
+// kept until agent_forget.
+func (m *Manager) retain() {
+	if m.cfg.DeadKept <= 0 {
+		return
+	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.forgetDeadLocked(id)
-	m.deadOrder = append(m.deadOrder, id)
-	for len(m.deadOrder) > m.cfg.DeadKept {
-		old := m.deadOrder[0]
-		m.deadOrder = m.deadOrder[1:]
-		if ag := m.agents[old]; ag != nil {
-			ag.mu.Lock()
-			dead := ag.status == Dead
-			ag.mu.Unlock()
-			if dead {
-				delete(m.agents, old)
-			}
+	var dead []*Agent
+	for _, ag := range m.agents {
+		if ag.state() == Dead {
+			dead = append(dead, ag)
+		}
+	}
+	m.mu.Unlock()
+	if len(dead) <= m.cfg.DeadKept {
+		return
+	}
+	sort.Slice(dead, func(i, j int) bool { return dead[i].lastActivity().Before(dead[j].lastActivity()) })
+	for _, ag := range dead[:len(dead)-m.cfg.DeadKept] {
+		m.forget(ag, false)
+	}
+}
+
+func (ag *Agent) lastActivity() time.Time {
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
+	return ag.activity
+}
+
+// forget removes a dead agent's slot and record, and with logs its logs.
+func (m *Manager) forget(ag *Agent, logs bool) {
+	m.mu.Lock()
+	if m.agents[ag.id] == ag {
+		delete(m.agents, ag.id)
+	}
+	m.mu.Unlock()
+	ag.saveMu.Lock()
+	defer ag.saveMu.Unlock()
+	ag.forgotten = true
+	paths := []string{RecordPath(m.paths.CacheDir, ag.id)}
+	if logs {
+		paths = append(paths, eventlog.Path(m.paths.CacheDir, ag.id), filepath.Join(m.paths.CacheDir, ag.id+".log"))
+	}
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			log.Printf("forgetting agent %s: %v", ag.id, err)
 		}
 	}
 }
 
-func (m *Manager) forgetDeadLocked(id string) {
-	for i, d := range m.deadOrder {
-		if d == id {
-			m.deadOrder = append(m.deadOrder[:i], m.deadOrder[i+1:]...)
-			return
+// Forget implements agent_forget. The whole selection is checked first: a
+// live or unknown id named forgets nothing.
+func (m *Manager) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.ForgetResult, error) {
+	var age time.Duration
+	if a.OlderThan != "" {
+		d, err := ParseAge(a.OlderThan)
+		if err != nil {
+			return nil, verbs.BadArg("agent_forget: %v", err)
+		}
+		age = d
+	}
+	if len(a.AgentIDs) == 0 && !a.AllDead && age == 0 {
+		return nil, verbs.BadArg("agent_forget: name the dead agents to forget, or select them with all_dead or older_than")
+	}
+	m.mu.Lock()
+	var picked []*Agent
+	seen := map[string]bool{}
+	for _, id := range a.AgentIDs {
+		ag := m.agents[id]
+		switch {
+		case ag == nil:
+			m.mu.Unlock()
+			return nil, verbs.NotFound("agent_forget: no agent %q: see `kaimon list`; nothing was forgotten", id)
+		case ag.state() != Dead:
+			m.mu.Unlock()
+			return nil, verbs.WrongState("agent_forget: agent %s is %s: close it first (kaimon close %s); nothing was forgotten", id, ag.state(), id)
+		}
+		if !seen[id] {
+			seen[id] = true
+			picked = append(picked, ag)
 		}
 	}
+	if len(a.AgentIDs) == 0 {
+		for id, ag := range m.agents {
+			if ag.state() == Dead {
+				seen[id] = true
+				picked = append(picked, ag)
+			}
+		}
+	}
+	m.mu.Unlock()
+	cutoff := time.Now().Add(-age)
+	res := &verbs.ForgetResult{Forgotten: []string{}}
+	for _, ag := range picked {
+		if age > 0 && !ag.lastActivity().Before(cutoff) {
+			continue
+		}
+		m.forget(ag, a.Logs)
+		res.Forgotten = append(res.Forgotten, ag.id)
+	}
+	sort.Strings(res.Forgotten)
+	return res, nil
 }
 
 func (m *Manager) get(id string) (*Agent, error) {
@@ -455,7 +794,7 @@ func (m *Manager) get(id string) (*Agent, error) {
 	defer m.mu.Unlock()
 	ag := m.agents[id]
 	if ag == nil {
-		return nil, verbs.NotFound("no agent %q: see `kaimon list` for the agents this daemon holds", id)
+		return nil, verbs.NotFound("no agent %q: see `kaimon list` for the agents kaimon knows", id)
 	}
 	return ag, nil
 }
@@ -509,11 +848,9 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 	if err != nil {
 		return nil, err
 	}
+	verbs.ByName("agent_run").ApplyDefaults(a) // for callers in this process
 	timeout := a.Timeout
-	if timeout == 0 {
-		timeout = verbs.DefaultTimeout
-	}
-	if timeout < 0 {
+	if timeout <= 0 {
 		return nil, verbs.BadArg("agent_run: timeout must be a positive number of seconds")
 	}
 	n, err := ag.send(a.Text)
@@ -524,7 +861,7 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 	defer timer.Stop()
 	for {
 		ag.mu.Lock()
-		t := ag.book.turns[n]
+		t := ag.book.get(n)
 		status := ag.status
 		ch := ag.changed
 		var done bool
@@ -557,48 +894,42 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 
 // Output implements agent_output.
 func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.OutputResult, error) {
-	which := a.Which
-	if which == "" {
-		which = verbs.DefaultWhich
-	}
-	switch which {
-	case "last_message", "full_turn", "all":
-	default:
-		return nil, verbs.BadArg("agent_output: which must be last_message, full_turn or all, not %q", which)
-	}
+	verbs.ByName("agent_output").ApplyDefaults(a) // for callers in this process
+	which, maxChars := a.Which, a.MaxChars
 	if a.Turn < 0 || a.MaxChars < 0 {
 		return nil, verbs.BadArg("agent_output: turn and max_chars must not be negative")
-	}
-	maxChars := a.MaxChars
-	if maxChars == 0 {
-		maxChars = verbs.DefaultMaxChars
 	}
 	var (
 		text   string
 		t      *turnRec
 		n      int
-		status string
+		status = Dead
+		b      *book
 	)
 	ag, err := m.get(a.AgentID)
-	if err != nil {
-		// An agent this daemon no longer holds (dropped, or before a
-		// restart) is read from its log.
+	if err == nil {
+		ag.mu.Lock()
+		if ag.book != nil {
+			text, t, n = ag.book.text(a.Turn, which, a.IncludeTools)
+		}
+		b, status = ag.book, ag.status
+		ag.mu.Unlock()
+	}
+	if b == nil {
+		// An agent of an earlier daemon (or a forgotten one whose log was
+		// kept) is read from its log.
 		var ve *verbs.Error
-		path := eventlog.Path(m.paths.CacheDir, a.AgentID)
-		if !errors.As(err, &ve) || ve.Code != verbs.CodeNotFound || !idRE.MatchString(a.AgentID) {
+		if err != nil && (!errors.As(err, &ve) || ve.Code != verbs.CodeNotFound || !idRE.MatchString(a.AgentID)) {
 			return nil, err
 		}
-		b := newBook()
-		if serr := eventlog.Scan(path, 0, func(r *event.Record) bool { b.add(r.Kind, r.Turn, r.Data); return true }); serr != nil {
+		b = newBook()
+		if serr := eventlog.Scan(eventlog.Path(m.paths.CacheDir, a.AgentID), 0, func(r *event.Record) bool { b.add(r.Kind, r.Turn, r.Data); return true }); serr != nil {
+			if err == nil {
+				err = verbs.NotFound("agent %s has no event log: %v", a.AgentID, serr)
+			}
 			return nil, err
 		}
 		text, t, n = b.text(a.Turn, which, a.IncludeTools)
-		status = Dead
-	} else {
-		ag.mu.Lock()
-		text, t, n = ag.book.text(a.Turn, which, a.IncludeTools)
-		status = ag.status
-		ag.mu.Unlock()
 	}
 	if a.Turn > 0 && t == nil {
 		return nil, verbs.NotFound("agent %s has no turn %d", a.AgentID, a.Turn)
@@ -646,6 +977,7 @@ func (ag *Agent) statusObj() verbs.Status {
 		SessionID:    info.SessionID, Transcript: info.Transcript,
 		EventLog: eventlog.Path(ag.m.paths.CacheDir, ag.id),
 		Usage:    ag.usage, QueuesPrompts: info.QueuesPrompts,
+		Reason: ag.reason,
 	}
 }
 
@@ -669,9 +1001,17 @@ func (m *Manager) SetModel(ctx context.Context, a *verbs.SetModelArgs) (*verbs.S
 		ag.publish(event.NewError(0, "set_model: "+err.Error(), nil))
 	}
 	if ok {
+		// The record keeps the model in the backend's own full form
+		// (acp:<agent>:<model> for an ACP agent, whatever the caller
+		// wrote), which is what a resume passes back to it.
+		model := a.Model
+		if m := be.Info().Model; m != "" {
+			model = m
+		}
 		ag.mu.Lock()
-		ag.model = a.Model
+		ag.model = model
 		ag.mu.Unlock()
+		ag.save()
 	}
 	return &verbs.SetModelResult{Switched: ok}, nil
 }
@@ -705,6 +1045,9 @@ func (m *Manager) List(ctx context.Context, a *verbs.ListArgs) (*verbs.ListResul
 	m.mu.Unlock()
 	res := &verbs.ListResult{Agents: make([]verbs.ListEntry, 0, len(ags))}
 	for _, ag := range ags {
+		if ag.state() == "" {
+			continue // reserved by an open still being checked
+		}
 		res.Agents = append(res.Agents, verbs.ListEntry{AgentID: ag.id, Status: ag.statusObj()})
 	}
 	sort.Slice(res.Agents, func(i, j int) bool {
@@ -741,22 +1084,23 @@ func (m *Manager) Close(ctx context.Context, a *verbs.CloseArgs) (*verbs.CloseRe
 	if err != nil {
 		return nil, err
 	}
-	return &verbs.CloseResult{Closed: ag.close()}, nil
+	return &verbs.CloseResult{Closed: ag.close(ReasonClosed)}, nil
 }
 
-func (ag *Agent) close() bool {
+// close stops a live agent; reason is what its record will say.
+func (ag *Agent) close(reason string) bool {
 	ag.mu.Lock()
 	if ag.status == Dead || ag.be == nil {
 		ag.mu.Unlock()
 		return false
 	}
-	ag.closedReq = true
+	ag.closedReq = reason
 	be := ag.be
 	ag.mu.Unlock()
 	_ = be.Close()
 	// The backend reports Exited; make sure the slot is dead even if it
 	// did not.
-	ag.die(nil)
+	ag.die(reason, nil)
 	return true
 }
 
@@ -772,7 +1116,7 @@ func (m *Manager) Shutdown() {
 	var wg sync.WaitGroup
 	for _, ag := range ags {
 		wg.Add(1)
-		go func() { defer wg.Done(); ag.close() }()
+		go func() { defer wg.Done(); ag.close(ReasonDaemonExited) }()
 	}
 	wg.Wait()
 }

@@ -264,10 +264,13 @@ func TestOpenErrors(t *testing.T) {
 			t.Errorf("open %+v: err = %v, want %s containing %q", c.a, err, c.code, c.want)
 		}
 	}
-	// The failed start left a dead slot with an error in its log.
+	// A refused open leaves nothing: no slot, no record, no log.
 	l, _ := r.m.List(bg, &verbs.ListArgs{})
-	if len(l.Agents) != 1 || l.Agents[0].Status.Status != Dead {
-		t.Fatalf("after a failed start: %+v", l.Agents)
+	if len(l.Agents) != 0 {
+		t.Fatalf("after refused opens: %+v", l.Agents)
+	}
+	if files := cacheFiles(t, r.paths.CacheDir); len(files) != 0 {
+		t.Fatalf("after refused opens the cache dir holds %v", files)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/kaimon/kaimon/internal/event"
@@ -30,9 +31,13 @@ type Arg struct {
 	Name     string
 	Type     string
 	Required bool
-	Default  any // nil: none
-	Enum     []string
-	Doc      string
+	// RequiredUnless names a boolean argument that, when true, makes this
+	// one optional (agent_open's cwd is not needed to resume: the record
+	// has it). The argument is then not Required in the tool schema.
+	RequiredUnless string
+	Default        any // nil: none
+	Enum           []string
+	Doc            string
 }
 
 // Verb is one entry of the table.
@@ -43,6 +48,9 @@ type Verb struct {
 	Doc     string // what it does, for tool descriptions and man pages
 	Returns string // the JSON it returns
 	Args    []Arg
+	// ReadOnly verbs change nothing; Destructive ones stop or remove
+	// something. MCP clients get both as tool annotations.
+	ReadOnly, Destructive bool
 	// newArgs returns a pointer to the verb's typed argument struct.
 	newArgs func() any
 	call    func(ctx context.Context, s Service, args any) (any, error)
@@ -54,9 +62,11 @@ func (v *Verb) Route() string { return "/v1/" + v.Name }
 // NewArgs returns a fresh pointer to the verb's argument struct.
 func (v *Verb) NewArgs() any { return v.newArgs() }
 
-// Decode parses a JSON object of arguments, strictly: an unknown argument
-// or a wrong type is a bad_argument error naming it, and a missing required
-// argument too.
+// Decode parses a JSON object of arguments, strictly: an unknown argument,
+// a wrong type, a value outside the argument's Enum, or a missing required
+// argument is a bad_argument error naming it. Arguments left out get their
+// Default from the table (ApplyDefaults), so that no caller re-defaults by
+// hand.
 func (v *Verb) Decode(raw []byte) (any, error) {
 	a := v.newArgs()
 	raw = bytes.TrimSpace(raw)
@@ -81,16 +91,82 @@ func (v *Verb) Decode(raw []byte) (any, error) {
 			return nil, BadArg("%s: %v", v.Name, err)
 		}
 	}
+	given := func(name string) bool {
+		r, ok := present[name]
+		return ok && string(r) != "null" && string(r) != `""`
+	}
 	for _, arg := range v.Args {
-		if !arg.Required {
+		if !arg.Required && arg.RequiredUnless == "" {
 			continue
 		}
-		r, ok := present[arg.Name]
-		if !ok || string(r) == "null" || string(r) == `""` {
+		if arg.RequiredUnless != "" && string(present[arg.RequiredUnless]) == "true" {
+			continue
+		}
+		if !given(arg.Name) {
+			if arg.RequiredUnless != "" {
+				return nil, BadArg("%s: argument %s is required unless %s is true", v.Name, arg.Name, arg.RequiredUnless)
+			}
 			return nil, BadArg("%s: argument %s is required", v.Name, arg.Name)
 		}
 	}
+	if err := v.CheckEnums(a); err != nil {
+		return nil, err
+	}
+	if in, ok := a.(inheritor); !ok || !in.Inherits() {
+		v.ApplyDefaults(a)
+	}
 	return a, nil
+}
+
+// inheritor is an argument struct whose left-out arguments come from
+// elsewhere rather than from the table's defaults: agent_open with resume
+// takes them from the agent's record, and applies the defaults after.
+type inheritor interface{ Inherits() bool }
+
+// fields maps each argument of v to its field in the struct args points to.
+func (v *Verb) fields(args any) map[string]reflect.Value {
+	rv := reflect.ValueOf(args).Elem()
+	out := make(map[string]reflect.Value, len(v.Args))
+	for i := 0; i < rv.NumField(); i++ {
+		name := strings.Split(rv.Type().Field(i).Tag.Get("json"), ",")[0]
+		out[name] = rv.Field(i)
+	}
+	return out
+}
+
+// CheckEnums checks every string argument that has an Enum: a value given
+// must be one of it.
+func (v *Verb) CheckEnums(args any) error {
+	f := v.fields(args)
+	for _, arg := range v.Args {
+		fv, ok := f[arg.Name]
+		if len(arg.Enum) == 0 || !ok || fv.Kind() != reflect.String || fv.String() == "" {
+			continue
+		}
+		if !slices.Contains(arg.Enum, fv.String()) {
+			return BadArg("%s: %s %q is not one of %s", v.Name, arg.Name, fv.String(), strings.Join(arg.Enum, ", "))
+		}
+	}
+	return nil
+}
+
+// ApplyDefaults sets every argument still at its zero value to the table's
+// Default. A pointer field (disallowed_tools) is left alone: nil means
+// something of its own.
+func (v *Verb) ApplyDefaults(args any) {
+	f := v.fields(args)
+	for _, arg := range v.Args {
+		fv, ok := f[arg.Name]
+		if !ok || arg.Default == nil || !fv.IsZero() || fv.Kind() == reflect.Pointer {
+			continue
+		}
+		d := reflect.ValueOf(arg.Default)
+		if d.Type().ConvertibleTo(fv.Type()) {
+			fv.Set(d.Convert(fv.Type()))
+		} else if d.Kind() == reflect.Slice && fv.Kind() == reflect.Slice {
+			fv.Set(reflect.MakeSlice(fv.Type(), 0, 0))
+		}
+	}
 }
 
 func (v *Verb) argType(name string) string {
@@ -137,6 +213,7 @@ type Service interface {
 	Interrupt(ctx context.Context, a *InterruptArgs) (*InterruptResult, error)
 	Close(ctx context.Context, a *CloseArgs) (*CloseResult, error)
 	Permit(ctx context.Context, a *PermitArgs) (*PermitResult, error)
+	Forget(ctx context.Context, a *ForgetArgs) (*ForgetResult, error)
 }
 
 // Argument structs. JSON names are the spec's; a test checks them against
@@ -155,7 +232,13 @@ type OpenArgs struct {
 	MCPConfig       string    `json:"mcp_config,omitempty"`
 	SystemPrompt    string    `json:"system_prompt,omitempty"`
 	ID              string    `json:"id,omitempty"`
+	// Resume reopens dead agent ID with its conversation; the options
+	// left out come from the agent's record, not from the defaults.
+	Resume bool `json:"resume,omitempty"`
 }
+
+// Inherits says that left-out options come from the agent's record.
+func (a *OpenArgs) Inherits() bool { return a.Resume }
 
 type SendArgs struct {
 	AgentID string `json:"agent_id"`
@@ -202,6 +285,16 @@ type PermitArgs struct {
 	Always    bool   `json:"always,omitempty"`
 }
 
+// ForgetArgs select dead agents to forget: the ids named, every dead agent
+// with all_dead, and with older_than only those whose last activity is
+// older (alone, it selects every dead agent that old).
+type ForgetArgs struct {
+	AgentIDs  []string `json:"agent_ids,omitempty"`
+	AllDead   bool     `json:"all_dead,omitempty"`
+	OlderThan string   `json:"older_than,omitempty"`
+	Logs      bool     `json:"logs,omitempty"`
+}
+
 // Results, exactly the spec's JSON.
 
 type OpenResult struct {
@@ -240,6 +333,9 @@ type Status struct {
 	EventLog      string             `json:"event_log"`
 	Usage         event.UsageFigures `json:"usage"`
 	QueuesPrompts bool               `json:"queues_prompts"`
+	// Reason says why a dead agent ended (closed, exited, daemon exited,
+	// daemon crashed, failed to start); absent while it lives.
+	Reason string `json:"reason,omitempty"`
 }
 
 type SetModelResult struct {
@@ -264,6 +360,11 @@ type CloseResult struct {
 	Closed bool `json:"closed"`
 }
 
+// ForgetResult lists the agents forgotten.
+type ForgetResult struct {
+	Forgotten []string `json:"forgotten"`
+}
+
 // PermitResult says whether the tool call may now run: true for an allow
 // that was delivered, false for a deny.
 type PermitResult struct {
@@ -277,6 +378,14 @@ const (
 	DefaultTimeout    = 600.0 // seconds
 	DefaultWhich      = "last_message"
 	DefaultMaxChars   = 20000
+)
+
+// Enumerations of agent_open's options: the one list each, which the
+// backends, the CLI's help and the MCP schema all read.
+var (
+	Efforts         = []string{"low", "medium", "high", "xhigh", "max"}
+	PresetNames     = []string{"default", "notebook", "specialist", "lab", "auto", "bypass"}
+	PermissionModes = []string{"default", "acceptEdits", "plan", "auto", "bypassPermissions"}
 )
 
 // Which values of agent_output.
@@ -309,17 +418,19 @@ var All = []*Verb{
 		Doc:     "Spawns and owns an agent process working in cwd. Events then stream on the bus channel agent:<id> and in the agent's event log.",
 		Returns: `{"agent_id": "<id>"}`,
 		Args: []Arg{
-			{Name: "cwd", Type: TString, Required: true, Doc: "Working directory for the agent. Must exist."},
+			{Name: "cwd", Type: TString, RequiredUnless: "resume", Doc: "Working directory for the agent. Must exist. Required, except to resume (then it is the agent's own)."},
 			{Name: "model", Type: TString, Default: DefaultModel, Doc: "Model alias or id, e.g. sonnet, opus, claude-sonnet-5; may carry an effort suffix (sonnet/high). acp:<agent>[:<model>] drives an ACP agent instead: acp:opencode, acp:claude (claude-agent-acp) or acp:gemini, e.g. acp:opencode:ollama/qwen2.5:14b."},
-			{Name: "effort", Type: TString, Enum: []string{"low", "medium", "high", "xhigh", "max"}, Doc: "Thinking/effort level; overrides a model suffix."},
-			{Name: "permission", Type: TString, Default: DefaultPermission, Enum: []string{"default", "notebook", "specialist", "lab", "auto", "bypass"}, Doc: "Permission preset."},
-			{Name: "permission_mode", Type: TString, Enum: []string{"default", "acceptEdits", "plan", "auto", "bypassPermissions"}, Doc: "Override the preset's raw claude permission mode."},
+			{Name: "effort", Type: TString, Enum: Efforts, Doc: "Thinking/effort level; overrides a model suffix."},
+			{Name: "permission", Type: TString, Default: DefaultPermission, Enum: PresetNames, Doc: "Permission preset."},
+			{Name: "permission_mode", Type: TString, Enum: PermissionModes, Doc: "Override the preset's raw claude permission mode."},
 			{Name: "allowed_tools", Type: TArray, Default: []string{}, Doc: "Extra tool allowlist; composes with the preset (replaces it under specialist)."},
 			{Name: "only", Type: TBoolean, Default: false, Doc: "Make allowed_tools the agent's whole tool set."},
 			{Name: "disallowed_tools", Type: TArray, Doc: "Tools the agent may not call. Default: the recursion guard (the agent_* tools and the CLI's subagent spawners). Pass [] to allow nested agents."},
 			{Name: "mcp_config", Type: TString, Doc: "Path to an --mcp-config JSON for the agent."},
 			{Name: "system_prompt", Type: TString, Doc: "Instructions appended to the agent's system prompt, for every turn."},
-			{Name: "id", Type: TString, Doc: "Caller-supplied agent id; reopening a dead id reuses its slot."},
+			{Name: "id", Type: TString, Doc: "Caller-supplied agent id; reopening a dead id reuses its slot, with a fresh conversation unless resume."},
+			{Name: "resume", Type: TBoolean, Default: false, Doc: "Reopen the dead agent id with its conversation (claude --resume; ACP session/load). " +
+				"The options left out come from the agent's record: its cwd, its model as last switched, its preset and tools. Turn numbers and seq continue."},
 		},
 	}, func(s Service) func(context.Context, *OpenArgs) (*OpenResult, error) { return s.Open }),
 	verb(Verb{
@@ -338,7 +449,7 @@ var All = []*Verb{
 			{Name: "timeout", Type: TNumber, Default: DefaultTimeout, Doc: "Seconds to wait for the turn to end."}},
 	}, func(s Service) func(context.Context, *RunArgs) (*RunResult, error) { return s.Run }),
 	verb(Verb{
-		Name: "agent_output", CLI: "output",
+		Name: "agent_output", CLI: "output", ReadOnly: true,
 		Summary: "Read an agent's output (non-blocking)",
 		Doc:     "Returns a turn's output so far: partial while the agent is still working, final when done, and from the log once the agent is dead.",
 		Returns: `{"agent_id", "turn", "which", "status", "done", "text", "truncated", "dropped_chars", "usage"}`,
@@ -350,10 +461,11 @@ var All = []*Verb{
 	}, func(s Service) func(context.Context, *OutputArgs) (*OutputResult, error) { return s.Output }),
 	verb(Verb{
 		Name: "agent_status", CLI: "status",
-		Summary: "Show an agent's status and token usage",
-		Doc:     "Reports the agent's lifecycle state, model, turn, session, log paths and summed token usage.",
-		Returns: `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts"}`,
-		Args:    []Arg{agentID},
+		Summary:  "Show an agent's status and token usage",
+		Doc:      "Reports the agent's lifecycle state, model, turn, session, log paths and summed token usage.",
+		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts", "reason"}`,
+		Args:     []Arg{agentID},
+		ReadOnly: true,
 	}, func(s Service) func(context.Context, *StatusArgs) (*Status, error) { return s.Status }),
 	verb(Verb{
 		Name: "agent_set_model", CLI: "set-model",
@@ -363,22 +475,22 @@ var All = []*Verb{
 		Args:    []Arg{agentID, {Name: "model", Type: TString, Required: true, Doc: "The model alias or id to switch to."}},
 	}, func(s Service) func(context.Context, *SetModelArgs) (*SetModelResult, error) { return s.SetModel }),
 	verb(Verb{
-		Name: "agent_list", CLI: "list",
+		Name: "agent_list", CLI: "list", ReadOnly: true,
 		Summary: "List agents, live and dead",
-		Doc:     "Lists every agent the daemon holds, each as its agent_status plus agent_id.",
+		Doc:     "Lists every agent the daemon knows, live and dead (also those of earlier daemons), each as its agent_status plus agent_id.",
 		Returns: `{"agents": [ …status… ]}`,
 	}, func(s Service) func(context.Context, *ListArgs) (*ListResult, error) { return s.List }),
 	verb(Verb{
-		Name: "agent_interrupt", CLI: "interrupt",
+		Name: "agent_interrupt", CLI: "interrupt", Destructive: true,
 		Summary: "Cancel the turn in flight",
 		Doc:     "Best-effort cancel of the in-flight turn; the agent stays alive for the next one. interrupted is false when no turn was running.",
 		Returns: `{"interrupted": bool}`,
 		Args:    []Arg{agentID},
 	}, func(s Service) func(context.Context, *InterruptArgs) (*InterruptResult, error) { return s.Interrupt }),
 	verb(Verb{
-		Name: "agent_close", CLI: "close",
+		Name: "agent_close", CLI: "close", Destructive: true,
 		Summary: "Close an agent",
-		Doc:     "Stops the agent's process group; the slot is kept as dead for review (the newest 10), and its log stays on disk.",
+		Doc:     "Stops the agent's process group; the slot is kept as dead for review, with its record and log on disk, until agent_forget. It can be reopened, or resumed with its conversation.",
 		Returns: `{"closed": bool}`,
 		Args:    []Arg{agentID},
 	}, func(s Service) func(context.Context, *CloseArgs) (*CloseResult, error) { return s.Close }),
@@ -394,6 +506,20 @@ var All = []*Verb{
 			{Name: "decision", Type: TString, Required: true, Enum: Decisions, Doc: "allow lets the tool call run; deny refuses it."},
 			{Name: "always", Type: TBoolean, Default: false, Doc: "Apply the decision to this agent's later requests for the same tool too."}},
 	}, func(s Service) func(context.Context, *PermitArgs) (*PermitResult, error) { return s.Permit }),
+	verb(Verb{
+		Name: "agent_forget", CLI: "forget", Destructive: true,
+		Summary: "Forget dead agents",
+		Doc: "Removes dead agents' records, so they no longer show in agent_list and cannot be resumed; with logs, their event and stderr logs too. " +
+			"A live agent is refused (close it first), and an unknown id is an error; then nothing is forgotten. " +
+			"Dead agents are kept until forgotten, unless dead_kept in the config file sets how many to keep.",
+		Returns: `{"forgotten": ["<id>", …]}`,
+		Args: []Arg{
+			{Name: "agent_ids", Type: TArray, Doc: "The dead agents to forget."},
+			{Name: "all_dead", Type: TBoolean, Default: false, Doc: "Forget every dead agent."},
+			{Name: "older_than", Type: TString, Doc: "Only dead agents whose last activity is older than this, e.g. 7d, 12h, 90m; alone, every dead agent that old."},
+			{Name: "logs", Type: TBoolean, Default: false, Doc: "Remove their event logs and stderr logs too."},
+		},
+	}, func(s Service) func(context.Context, *ForgetArgs) (*ForgetResult, error) { return s.Forget }),
 }
 
 // ByName finds a verb by its MCP name or its CLI name.

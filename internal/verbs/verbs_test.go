@@ -13,7 +13,7 @@ import (
 // schemas and completions; a table row without a field would be ignored.
 func TestTableMatchesArgStructs(t *testing.T) {
 	want := []string{"agent_open", "agent_send", "agent_run", "agent_output", "agent_status",
-		"agent_set_model", "agent_list", "agent_interrupt", "agent_close", "agent_permit"}
+		"agent_set_model", "agent_list", "agent_interrupt", "agent_close", "agent_permit", "agent_forget"}
 	var got []string
 	for _, v := range All {
 		got = append(got, v.Name)
@@ -43,7 +43,7 @@ func TestTableMatchesArgStructs(t *testing.T) {
 		}
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("verbs = %v, want the spec's nine plus agent_permit: %v", got, want)
+		t.Errorf("verbs = %v, want the spec's nine plus agent_permit and agent_forget: %v", got, want)
 	}
 }
 
@@ -54,8 +54,9 @@ func TestResultFieldsAreTheSpecs(t *testing.T) {
 		want string
 	}{
 		{OutputResult{}, "agent_id turn which status done text truncated dropped_chars usage"},
-		{Status{}, "status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts"},
-		{ListEntry{}, "agent_id status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts"},
+		{Status{}, "status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason"},
+		{ListEntry{}, "agent_id status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason"},
+		{ForgetResult{}, "forgotten"},
 		{OpenResult{}, "agent_id"},
 		{SendResult{}, "turn"},
 		{RunResult{}, "text"},
@@ -119,6 +120,55 @@ func TestDecode(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: disallowed_tools = %s, want %s", raw, got, want)
 		}
+	}
+}
+
+// Decode holds every argument to its Enum and fills in the Defaults, so
+// that nothing behind it re-checks or re-defaults by hand; agent_open with
+// resume keeps what was left out empty, for the record to fill.
+func TestDecodeEnumsAndDefaults(t *testing.T) {
+	open := ByName("agent_open")
+	for raw, want := range map[string]string{
+		`{"cwd":"/","effort":"huge"}`:          `effort "huge" is not one of low, medium, high, xhigh, max`,
+		`{"cwd":"/","permission":"yolo"}`:      `permission "yolo" is not one of default, notebook`,
+		`{"cwd":"/","permission_mode":"sudo"}`: `permission_mode "sudo" is not one of`,
+		`{"id":"x"}`:                           "argument cwd is required unless resume is true",
+		`{"id":"x","resume":false}`:            "argument cwd is required unless resume is true",
+		`{"cwd":"/","which":"x"}`:              `unknown argument "which"`,
+	} {
+		_, err := open.Decode([]byte(raw))
+		var ve *Error
+		if !errors.As(err, &ve) || ve.Code != CodeBadArgument || !strings.Contains(ve.Message, want) {
+			t.Errorf("%s: err = %v, want bad_argument containing %q", raw, err, want)
+		}
+	}
+	a, err := open.Decode([]byte(`{"cwd":"/"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := a.(*OpenArgs); o.Model != DefaultModel || o.Permission != DefaultPermission || o.AllowedTools == nil || o.DisallowedTools != nil {
+		t.Errorf("defaults not applied: %+v", o)
+	}
+	a, err = open.Decode([]byte(`{"id":"x","resume":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := a.(*OpenArgs); o.Model != "" || o.Permission != "" || o.Cwd != "" || !o.Resume {
+		t.Errorf("resume: defaults applied over the record's: %+v", o)
+	}
+	out, err := ByName("agent_output").Decode([]byte(`{"agent_id":"a"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := out.(*OutputArgs); o.Which != DefaultWhich || o.MaxChars != DefaultMaxChars {
+		t.Errorf("output defaults: %+v", o)
+	}
+	if _, err := ByName("agent_output").Decode([]byte(`{"agent_id":"a","which":"some"}`)); err == nil || !strings.Contains(err.Error(), `which "some" is not one of last_message, full_turn, all`) {
+		t.Errorf("which outside its enum: %v", err)
+	}
+	run, err := ByName("agent_run").Decode([]byte(`{"agent_id":"a","text":"t"}`))
+	if err != nil || run.(*RunArgs).Timeout != DefaultTimeout {
+		t.Errorf("run timeout default: %+v, %v", run, err)
 	}
 }
 

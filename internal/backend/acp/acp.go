@@ -70,6 +70,7 @@ type Backend struct {
 	ready     bool
 	exited    bool
 	closing   bool
+	loading   bool // session/load replays the old conversation: not events
 	turnEnded chan struct{} // closed and replaced when a turn ends
 
 	writeMu sync.Mutex
@@ -314,17 +315,7 @@ func (b *Backend) startWith(ctx context.Context, args []string) error {
 
 // setup runs initialize, session/new, the model and the mode.
 func (b *Backend) setup(ctx context.Context) error {
-	fail := func(what string, err error) error {
-		select {
-		case <-b.child.Done():
-			return b.exitedEarly()
-		default:
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("acp:%s did not get ready (%s): %w", b.agent.Name, what, ctx.Err())
-		}
-		return fmt.Errorf("acp:%s refused %s: %s", b.agent.Name, what, rpcMessage(err))
-	}
+	fail := func(what string, err error) error { return b.refused(ctx, what, err) }
 	init, err := b.conn.Initialize(ctx, sdk.InitializeRequest{
 		ProtocolVersion:    sdk.ProtocolVersionNumber,
 		ClientCapabilities: sdk.ClientCapabilities{Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}},
@@ -341,15 +332,10 @@ func (b *Backend) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	req := sdk.NewSessionRequest{Cwd: b.opts.Cwd, McpServers: servers}
-	if b.agent.Route == RouteClaudeMeta {
-		req.Meta = claudeMeta(b.pol, &b.opts)
-	}
-	sess, err := b.conn.NewSession(ctx, req)
+	sess, err := b.session(ctx, init.AgentCapabilities, servers)
 	if err != nil {
-		return fail("session/new", err)
+		return err
 	}
-	b.sessionID = sess.SessionId
 	cur := ""
 	if v := modelOption(sess.ConfigOptions); v != "" {
 		b.modelConfig, cur = true, v
@@ -384,6 +370,71 @@ func (b *Backend) setup(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// refused describes a failed setup request: the agent exited, ran out of
+// time, or answered with an error.
+func (b *Backend) refused(ctx context.Context, what string, err error) error {
+	select {
+	case <-b.child.Done():
+		return b.exitedEarly()
+	default:
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("acp:%s did not get ready (%s): %w", b.agent.Name, what, ctx.Err())
+	}
+	return fmt.Errorf("acp:%s refused %s: %s", b.agent.Name, what, rpcMessage(err))
+}
+
+// sessionState is what session/new, session/load and session/resume all
+// answer: the session's models, modes and config options.
+type sessionState struct {
+	ConfigOptions []sdk.SessionConfigOption
+	Models        *sdk.SessionModelState
+	Modes         *sdk.SessionModeState
+}
+
+// session begins the agent's session, or with opts.Resume continues that
+// one: session/load where the agent declares loadSession (it replays the
+// conversation as session/update notifications, which are not this
+// agent's new events and are dropped), else session/resume where declared.
+func (b *Backend) session(ctx context.Context, caps sdk.AgentCapabilities, servers []sdk.McpServer) (sessionState, error) {
+	fail := func(what string, err error) error { return b.refused(ctx, what, err) }
+	var meta map[string]any
+	if b.agent.Route == RouteClaudeMeta {
+		meta = claudeMeta(b.pol, &b.opts)
+	}
+	id := sdk.SessionId(b.opts.Resume)
+	switch {
+	case id == "":
+		sess, err := b.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: b.opts.Cwd, McpServers: servers, Meta: meta})
+		if err != nil {
+			return sessionState{}, fail("session/new", err)
+		}
+		b.sessionID = sess.SessionId
+		return sessionState{sess.ConfigOptions, sess.Models, sess.Modes}, nil
+	case caps.LoadSession:
+		b.emitMu.Lock()
+		b.loading = true
+		b.emitMu.Unlock()
+		sess, err := b.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: b.opts.Cwd, McpServers: servers, Meta: meta})
+		b.emitMu.Lock()
+		b.loading = false
+		b.emitMu.Unlock()
+		if err != nil {
+			return sessionState{}, fail("session/load of session "+string(id), err)
+		}
+		b.sessionID = id
+		return sessionState{sess.ConfigOptions, sess.Models, sess.Modes}, nil
+	case caps.SessionCapabilities.Resume != nil:
+		sess, err := b.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: id, Cwd: b.opts.Cwd, McpServers: servers, Meta: meta})
+		if err != nil {
+			return sessionState{}, fail("session/resume of session "+string(id), err)
+		}
+		b.sessionID = id
+		return sessionState{sess.ConfigOptions, sess.Models, sess.Modes}, nil
+	}
+	return sessionState{}, fmt.Errorf("acp:%s cannot resume a session: it declares neither loadSession nor session/resume; open the agent without --resume for a fresh conversation", b.agent.Name)
 }
 
 // promptQueueing reads _meta.claudeCode.promptQueueing of the agent's

@@ -27,7 +27,7 @@ func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) e
 	b := c.b
 	b.emitMu.Lock()
 	defer b.emitMu.Unlock()
-	if b.exited {
+	if b.exited || b.loading {
 		return nil
 	}
 	out := b.m.Update(n)

@@ -139,6 +139,11 @@ func Args(o *backend.Options) ([]string, error) {
 	if o.SystemPrompt != "" {
 		args = append(args, "--append-system-prompt", o.SystemPrompt)
 	}
+	if o.Resume != "" {
+		// The CLI restores the conversation from its transcript and goes
+		// on in the same session id.
+		args = append(args, "--resume", o.Resume)
+	}
 	var configs []string
 	if o.Door != nil {
 		path, err := MCPConfigPath(o)

@@ -115,6 +115,17 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Resume != "" {
+		// Without its transcript the CLI would start, then fail the first
+		// turn with "No conversation found": refuse now instead.
+		path := TranscriptPath(env, o.Cwd, o.Resume)
+		if _, err := os.Stat(path); path == "" || err != nil {
+			if path == "" {
+				path = "its transcript"
+			}
+			return nil, fmt.Errorf("cannot resume claude session %s: %s is gone (the claude CLI keeps it under its config dir, for cwd %s); open the agent without --resume for a fresh conversation", o.Resume, path, o.Cwd)
+		}
+	}
 	b := &Backend{
 		opts:    o,
 		sink:    sink,
@@ -126,6 +137,8 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 		asks:    map[string]context.CancelFunc{},
 		model:   model,
 		done:    make(chan struct{}),
+		// A resumed session is known before its first turn.
+		sessionID: o.Resume,
 	}
 	b.askCtx, b.askStop = context.WithCancel(context.Background())
 	if o.CacheDir != "" {

@@ -1,0 +1,151 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/event"
+)
+
+// The registry is one small JSON file per agent, <cache>/<id>.agent.json,
+// holding everything needed to list, report and resume the agent after the
+// daemon that ran it is gone. Files rather than an embedded store (bbolt):
+// one writer (the daemon, under its lock) and one record per agent need no
+// transactions; a file per agent makes each write a whole small file,
+// replaced atomically (temp file, fsync, rename, fsync of the dir), so a
+// crash leaves the old record or the new one, never a torn one; and a
+// person can read or remove a record with cat, jq and rm.
+
+// recordSuffix ends every record's file name.
+const recordSuffix = ".agent.json"
+
+// RecordPath is the record file of agent id under the cache dir.
+func RecordPath(cacheDir, id string) string { return filepath.Join(cacheDir, id+recordSuffix) }
+
+// Record is an agent's durable record: its identity, every agent_open
+// option (with the model as last switched), the vendor's session, its
+// counters, and its state.
+type Record struct {
+	ID              string    `json:"id"`
+	Cwd             string    `json:"cwd"`
+	Model           string    `json:"model"`
+	Effort          string    `json:"effort,omitempty"`
+	Permission      string    `json:"permission"`
+	PermissionMode  string    `json:"permission_mode,omitempty"`
+	AllowedTools    []string  `json:"allowed_tools,omitempty"`
+	Only            bool      `json:"only,omitempty"`
+	DisallowedTools *[]string `json:"disallowed_tools,omitempty"`
+	MCPConfig       string    `json:"mcp_config,omitempty"`
+	SystemPrompt    string    `json:"system_prompt,omitempty"`
+
+	SessionID     string `json:"session_id,omitempty"`
+	Transcript    string `json:"transcript,omitempty"`
+	QueuesPrompts bool   `json:"queues_prompts,omitempty"`
+
+	CreatedAt    time.Time          `json:"created_at"`
+	LastActivity time.Time          `json:"last_activity"`
+	Turn         int                `json:"turn"`
+	Usage        event.UsageFigures `json:"usage"`
+	Status       string             `json:"status"`
+	Reason       string             `json:"reason,omitempty"`
+}
+
+// Reasons a dead agent ended, as agent_status reports them.
+const (
+	ReasonClosed        = "closed"
+	ReasonDaemonExited  = "daemon exited"
+	ReasonDaemonCrashed = "daemon crashed"
+	ReasonStartFailed   = "failed to start"
+	ReasonExited        = "exited"
+)
+
+// writeRecord replaces the record file atomically and durably.
+func writeRecord(path string, r *Record) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".record-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	// The rename is durable once the directory is.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// readRecords loads every record in the cache dir. A record that does not
+// parse is reported in bad and left where it is, for a person to look at.
+func readRecords(dir string) (recs []*Record, bad []error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, []error{err}
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, recordSuffix) || strings.HasPrefix(name, ".") {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			bad = append(bad, err)
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal(b, &r); err != nil || r.ID+recordSuffix != name {
+			if err == nil {
+				err = errors.New("its id does not match its file name")
+			}
+			bad = append(bad, fmt.Errorf("agent record %s: %w (left as it is)", path, err))
+			continue
+		}
+		recs = append(recs, &r)
+	}
+	return recs, bad
+}
+
+// ParseAge reads older_than: a Go duration (90m, 12h) or a number of days
+// (7d).
+func ParseAge(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.ParseFloat(d, 64); err == nil && n > 0 {
+			return time.Duration(n * float64(24*time.Hour)), nil
+		}
+	} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("older_than %q is not an age: write e.g. 7d, 12h or 90m", s)
+}

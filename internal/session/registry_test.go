@@ -1,0 +1,323 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/eventlog"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// cacheFiles lists the cache dir's files but the daemon's own (pids.json).
+func cacheFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.Name() != "pids.json" {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func readRecord(t *testing.T, dir, id string) Record {
+	t.Helper()
+	b, err := os.ReadFile(RecordPath(dir, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// restart starts a second manager on the rig's paths, as a new daemon
+// would after the first one died, and records the options each backend
+// it makes is given.
+func (r *rig) restart(t *testing.T) (*Manager, *[]backend.Options) {
+	t.Helper()
+	var made []backend.Options
+	m, err := New(r.paths, config.Defaults(), nil, func(o backend.Options, sink backend.Sink) (backend.Backend, error) {
+		made = append(made, o)
+		return &scripted{sink: sink}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Shutdown)
+	return m, &made
+}
+
+// The record follows the agent: written at open, at each turn's end with
+// the usage, at close with the reason.
+func TestRecordFollowsTheAgent(t *testing.T) {
+	r := newRig(t, 0)
+	cwd := t.TempDir()
+	none := []string{}
+	res, err := r.m.Open(bg, &verbs.OpenArgs{Cwd: cwd, ID: "rec", Model: "opus", Permission: "lab",
+		AllowedTools: []string{"Bash"}, DisallowedTools: &none, SystemPrompt: "be brief"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := readRecord(t, r.paths.CacheDir, res.AgentID)
+	if rec.Status != Idle || rec.Cwd != cwd || rec.Model != "opus" || rec.Permission != "lab" || rec.SystemPrompt != "be brief" ||
+		strings.Join(rec.AllowedTools, ",") != "Bash" || rec.DisallowedTools == nil || len(*rec.DisallowedTools) != 0 || rec.SessionID != "sess" {
+		t.Fatalf("record after open = %+v", rec)
+	}
+	r.m.Run(bg, &verbs.RunArgs{AgentID: "rec", Text: "one"})
+	r.m.Run(bg, &verbs.RunArgs{AgentID: "rec", Text: "two"})
+	rec = readRecord(t, r.paths.CacheDir, "rec")
+	if rec.Turn != 2 || rec.Usage.InputTokens != 200 || rec.Status != Idle {
+		t.Fatalf("record after two turns = %+v", rec)
+	}
+	r.m.Close(bg, &verbs.CloseArgs{AgentID: "rec"})
+	rec = readRecord(t, r.paths.CacheDir, "rec")
+	if rec.Status != Dead || rec.Reason != ReasonClosed {
+		t.Fatalf("record after close = %+v", rec)
+	}
+}
+
+// A daemon that died with an agent mid-turn left a live record and a log
+// that ends in the turn. The next daemon lists the agent dead, "daemon
+// crashed", and writes the log's missing ending.
+func TestCrashedAgentClosedOnLoad(t *testing.T) {
+	r := newRig(t, 0)
+	id := r.open(t, "crash")
+	r.last.hold = true
+	if _, err := r.m.Send(bg, &verbs.SendArgs{AgentID: id, Text: "never answered"}); err != nil {
+		t.Fatal(err)
+	}
+	if rec := readRecord(t, r.paths.CacheDir, id); rec.Status != Working {
+		t.Fatalf("record mid-turn = %+v", rec)
+	}
+	before, _ := eventlog.ReadAll(eventlog.Path(r.paths.CacheDir, id), 0)
+
+	// The first manager is never shut down before the second starts: as
+	// after a SIGKILL.
+	m2, _ := r.restart(t)
+	st, err := m2.Status(bg, &verbs.StatusArgs{AgentID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != Dead || st.Reason != ReasonDaemonCrashed || st.Turn != 1 || st.SessionID != "sess" {
+		t.Fatalf("status after the crash = %+v", st)
+	}
+	after, _ := eventlog.ReadAll(st.EventLog, before[len(before)-1].Seq)
+	var kinds []string
+	for i, rec := range after {
+		kinds = append(kinds, string(rec.Kind))
+		if rec.Seq != before[len(before)-1].Seq+uint64(i)+1 {
+			t.Errorf("closing record %d has seq %d: not contiguous", i, rec.Seq)
+		}
+	}
+	if strings.Join(kinds, " ") != "error result status" {
+		t.Fatalf("closing records = %v", kinds)
+	}
+	var res event.ResultData
+	json.Unmarshal(after[1].Data, &res)
+	if after[1].Turn != 1 || !event.Failed(res.StopReason) || !strings.Contains(res.Error, "kaimon-agentd was lost") {
+		t.Errorf("closing result = %+v %s", after[1], after[1].Data)
+	}
+	if !strings.Contains(string(after[0].Data), "--resume") || !strings.Contains(string(after[2].Data), `"dead"`) {
+		t.Errorf("closing error %s, status %s", after[0].Data, after[2].Data)
+	}
+	// Written once: a third daemon adds nothing.
+	m3, _ := r.restart(t)
+	if st, _ := m3.Status(bg, &verbs.StatusArgs{AgentID: id}); st.Reason != ReasonDaemonCrashed {
+		t.Errorf("third daemon: %+v", st)
+	}
+	if again, _ := eventlog.ReadAll(st.EventLog, 0); len(again) != len(before)+3 {
+		t.Errorf("log grew again on the third start: %d records, want %d", len(again), len(before)+3)
+	}
+	// Its output still reads from the log.
+	out, err := m3.Output(bg, &verbs.OutputArgs{AgentID: id})
+	if err != nil || !out.Done || out.Status != Dead {
+		t.Errorf("output after the crash = %+v, %v", out, err)
+	}
+}
+
+// A clean stop says so, and adds no crash records.
+func TestCleanStopRecordsDaemonExited(t *testing.T) {
+	r := newRig(t, 0)
+	id := r.open(t, "calm")
+	r.m.Shutdown()
+	m2, _ := r.restart(t)
+	st, _ := m2.Status(bg, &verbs.StatusArgs{AgentID: id})
+	if st.Status != Dead || st.Reason != ReasonDaemonExited {
+		t.Fatalf("after a clean stop: %+v", st)
+	}
+	recs, _ := eventlog.ReadAll(st.EventLog, 0)
+	for _, rec := range recs {
+		if rec.Kind == event.Error {
+			t.Errorf("a clean stop logged an error: %s", rec.Data)
+		}
+	}
+}
+
+// Resume takes what the call left out from the record and passes the
+// vendor's session to the backend; what it cannot resume is refused with
+// nothing changed.
+func TestResume(t *testing.T) {
+	r := newRig(t, 0)
+	cwd := t.TempDir()
+	if _, err := r.m.Open(bg, &verbs.OpenArgs{Cwd: cwd, ID: "res", Model: "opus", Permission: "notebook",
+		AllowedTools: []string{"mcp__kaimon__agent_list"}, SystemPrompt: "sp"}); err != nil {
+		t.Fatal(err)
+	}
+	r.m.Run(bg, &verbs.RunArgs{AgentID: "res", Text: "one"})
+	fresh := r.open(t, "fresh")
+
+	m2, made := r.restart(t)
+	fail := func(a verbs.OpenArgs, code, want string) {
+		t.Helper()
+		before := readRecord(t, r.paths.CacheDir, "res")
+		_, err := m2.Open(bg, &a)
+		var ve *verbs.Error
+		if !errors.As(err, &ve) || ve.Code != code || !strings.Contains(ve.Message, want) {
+			t.Errorf("open %+v: err = %v, want %s containing %q", a, err, code, want)
+		}
+		if after := readRecord(t, r.paths.CacheDir, "res"); after.LastActivity != before.LastActivity || after.Status != Dead {
+			t.Errorf("a refused resume changed the record: %+v", after)
+		}
+	}
+	fail(verbs.OpenArgs{ID: "nobody", Resume: true}, verbs.CodeNotFound, `no agent "nobody" to resume`)
+	fail(verbs.OpenArgs{ID: "res", Resume: true, Cwd: t.TempDir()}, verbs.CodeBadArgument, "worked in "+cwd)
+	fail(verbs.OpenArgs{Resume: true}, verbs.CodeBadArgument, "resume needs the id")
+
+	if _, err := m2.Open(bg, &verbs.OpenArgs{ID: "res", Resume: true, Permission: "lab"}); err != nil {
+		t.Fatal(err)
+	}
+	o := (*made)[len(*made)-1]
+	if o.Resume != "sess" || o.Cwd != cwd || o.Model != "opus" || o.Permission != "lab" || o.SystemPrompt != "sp" ||
+		strings.Join(o.AllowedTools, ",") != "mcp__kaimon__agent_list" {
+		t.Fatalf("resumed with options %+v", o)
+	}
+	st, _ := m2.Status(bg, &verbs.StatusArgs{AgentID: "res"})
+	if st.Status != Idle || st.Turn != 1 || st.Usage.InputTokens != 100 || st.Reason != "" {
+		t.Fatalf("resumed status = %+v", st)
+	}
+	if s, err := m2.Send(bg, &verbs.SendArgs{AgentID: "res", Text: "two"}); err != nil || s.Turn != 2 {
+		t.Fatalf("send after resume = %+v %v", s, err)
+	}
+	// Live now: resuming it again is refused.
+	fail2 := func() {
+		_, err := m2.Open(bg, &verbs.OpenArgs{ID: "res", Resume: true})
+		var ve *verbs.Error
+		if !errors.As(err, &ve) || ve.Code != verbs.CodeWrongState || !strings.Contains(ve.Message, "already open") {
+			t.Errorf("resume of a live agent: %v", err)
+		}
+	}
+	fail2()
+	// A plain reopen is a fresh conversation: no session passed on.
+	if _, err := m2.Open(bg, &verbs.OpenArgs{ID: fresh, Cwd: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if o := (*made)[len(*made)-1]; o.Resume != "" || o.Model != verbs.DefaultModel && o.Model != "" {
+		t.Errorf("plain reopen got %+v", o)
+	}
+}
+
+func TestForget(t *testing.T) {
+	r := newRig(t, 0)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		r.open(t, id)
+		r.m.Run(bg, &verbs.RunArgs{AgentID: id, Text: "hi"})
+	}
+	live := r.open(t, "live")
+	for _, id := range []string{"a", "b", "c", "d"} {
+		r.m.Close(bg, &verbs.CloseArgs{AgentID: id})
+	}
+	ids := func() string {
+		l, _ := r.m.List(bg, &verbs.ListArgs{})
+		var s []string
+		for _, a := range l.Agents {
+			s = append(s, a.AgentID)
+		}
+		sort.Strings(s)
+		return strings.Join(s, " ")
+	}
+	refuse := func(a verbs.ForgetArgs, code, want string) {
+		t.Helper()
+		_, err := r.m.Forget(bg, &a)
+		var ve *verbs.Error
+		if !errors.As(err, &ve) || ve.Code != code || !strings.Contains(ve.Message, want) {
+			t.Errorf("forget %+v: %v, want %s containing %q", a, err, code, want)
+		}
+		if got := ids(); got != "a b c d live" {
+			t.Errorf("a refused forget changed the list: %s", got)
+		}
+	}
+	refuse(verbs.ForgetArgs{AgentIDs: []string{"a", live}}, verbs.CodeWrongState, "close it first")
+	refuse(verbs.ForgetArgs{AgentIDs: []string{"a", "zz"}}, verbs.CodeNotFound, `no agent "zz"`)
+	refuse(verbs.ForgetArgs{}, verbs.CodeBadArgument, "name the dead agents")
+	refuse(verbs.ForgetArgs{OlderThan: "soon"}, verbs.CodeBadArgument, "not an age")
+
+	// By id: the record goes, the log stays (and still reads).
+	res, err := r.m.Forget(bg, &verbs.ForgetArgs{AgentIDs: []string{"a"}})
+	if err != nil || strings.Join(res.Forgotten, " ") != "a" || ids() != "b c d live" {
+		t.Fatalf("forget a = %+v %v; list %s", res, err, ids())
+	}
+	if _, err := os.Stat(RecordPath(r.paths.CacheDir, "a")); !os.IsNotExist(err) {
+		t.Errorf("a's record is still there: %v", err)
+	}
+	if out, err := r.m.Output(bg, &verbs.OutputArgs{AgentID: "a"}); err != nil || out.Text != "re: hi" {
+		t.Errorf("a's output after forget = %+v %v", out, err)
+	}
+	// With logs, the log goes too.
+	if _, err := r.m.Forget(bg, &verbs.ForgetArgs{AgentIDs: []string{"b"}, Logs: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{RecordPath(r.paths.CacheDir, "b"), eventlog.Path(r.paths.CacheDir, "b")} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s survived forget --logs: %v", filepath.Base(p), err)
+		}
+	}
+	// older_than selects by last activity.
+	res, _ = r.m.Forget(bg, &verbs.ForgetArgs{OlderThan: "1h"})
+	if len(res.Forgotten) != 0 || ids() != "c d live" {
+		t.Errorf("older_than 1h forgot %v", res.Forgotten)
+	}
+	r.m.agents["c"].activity = time.Now().Add(-8 * 24 * time.Hour)
+	res, _ = r.m.Forget(bg, &verbs.ForgetArgs{OlderThan: "7d"})
+	if strings.Join(res.Forgotten, " ") != "c" || ids() != "d live" {
+		t.Errorf("older_than 7d forgot %v; list %s", res.Forgotten, ids())
+	}
+	// all_dead takes the rest of the dead, never the live.
+	res, _ = r.m.Forget(bg, &verbs.ForgetArgs{AllDead: true})
+	if strings.Join(res.Forgotten, " ") != "d" || ids() != "live" {
+		t.Errorf("all_dead forgot %v; list %s", res.Forgotten, ids())
+	}
+	// A new daemon does not bring forgotten agents back.
+	m2, _ := r.restart(t)
+	if l, _ := m2.List(bg, &verbs.ListArgs{}); len(l.Agents) != 1 || l.Agents[0].AgentID != live {
+		t.Errorf("after restart: %+v", l.Agents)
+	}
+}
+
+func TestParseAge(t *testing.T) {
+	for in, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "1.5d": 36 * time.Hour, "12h": 12 * time.Hour, "90m": 90 * time.Minute} {
+		if got, err := ParseAge(in); err != nil || got != want {
+			t.Errorf("ParseAge(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "d", "-1d", "7", "soon", "0h"} {
+		if _, err := ParseAge(bad); err == nil {
+			t.Errorf("ParseAge(%q) accepted", bad)
+		}
+	}
+}
