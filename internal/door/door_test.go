@@ -198,7 +198,7 @@ func TestForgedTokenGetsNothing(t *testing.T) {
 func TestPolicyAtTheDoor(t *testing.T) {
 	d, s := startDoor(t)
 	none := []string{}
-	all := []string{"agent_close", "agent_interrupt", "agent_list", "agent_open", "agent_output", "agent_permit",
+	all := []string{"agent_close", "agent_forget", "agent_interrupt", "agent_list", "agent_open", "agent_output", "agent_permit",
 		"agent_run", "agent_send", "agent_set_model", "agent_status"}
 
 	// The default recursion guard: listed, refused at tools/call.
