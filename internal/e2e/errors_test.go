@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -25,19 +26,29 @@ func TestBadInput(t *testing.T) {
 	e.fails(2, "unknown command", "frobnicate")
 
 	e.fails(1, "does not exist", "open", filepath.Join(e.work, "nope"))
-	e.fails(1, `unknown permission preset "yolo"`, "open", "--permission", "yolo", e.work)
-	e.fails(1, `unknown permission_mode "sometimes"`, "open", "--permission-mode", "sometimes", e.work)
+	e.fails(1, `permission "yolo" is not one of default, notebook, specialist, lab, auto, bypass`, "open", "--permission", "yolo", e.work)
+	e.fails(1, `permission_mode "sometimes" is not one of`, "open", "--permission-mode", "sometimes", e.work)
 	e.fails(1, "effort", "open", "--model", "sonnet/extreme", e.work)
+	e.fails(1, `effort "huge" is not one of low, medium, high, xhigh, max`, "open", "--id", "fixed", "--effort", "huge", e.work)
+	e.fails(1, `unknown ACP agent "nobody"`, "open", "--id", "fixed", "--model", "acp:nobody", e.work)
+	e.fails(1, "effort is a claude CLI option", "open", "--model", "acp:opencode", "--effort", "low", e.work)
+	e.fails(1, "pass the path of an existing MCP config", "open", "--id", "fixed", "--mcp-config", filepath.Join(e.work, "none.json"), e.work)
 	e.fails(1, "ollama backend", "open", "--model", "ollama:qwen2.5", e.work)
 	e.fails(1, `no agent "ghost"`, "status", "ghost")
 	e.fails(1, `no agent "ghost"`, "send", "ghost", "hi")
 	e.fails(1, "must be 1-64", "open", "--id", "../escape", e.work)
+	// Every refused open left nothing behind: no agent, no file.
+	e.noAgents()
 
 	// --json errors are the API's JSON error object on stderr.
 	r := e.kaimon("status", "ghost", "--json")
 	var je verbs.Error
 	if r.code != 1 || json.Unmarshal([]byte(r.stderr), &je) != nil || je.Code != verbs.CodeNotFound {
 		t.Fatalf("status ghost --json: %s", r)
+	}
+	r = e.kaimon("open", "--effort", "huge", e.work, "--json")
+	if r.code != 1 || json.Unmarshal([]byte(r.stderr), &je) != nil || je.Code != verbs.CodeBadArgument {
+		t.Fatalf("open --effort huge --json: %s", r)
 	}
 
 	// A turn the model API fails: exit 3, the API's message, agent alive.
@@ -64,6 +75,26 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// noAgents fails the test unless the daemon lists no agent and the cache
+// dir holds no agent's file (only the daemon's own pid file and log).
+func (e *kenv) noAgents() {
+	e.t.Helper()
+	var l verbs.ListResult
+	e.okJSON(&l, "list")
+	if len(l.Agents) != 0 {
+		e.t.Fatalf("agents listed: %+v", l.Agents)
+	}
+	ents, err := os.ReadDir(filepath.Join(e.home, "cache", "agents"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, ent := range ents {
+		if n := ent.Name(); n != "pids.json" && n != "agentd.log" {
+			e.t.Errorf("the cache dir holds %s", n)
+		}
+	}
+}
+
 // The model API down: the CLI fails the turn at once (no retries), and
 // kaimon reports it as a failed turn rather than hanging.
 func TestModelAPIDown(t *testing.T) {
@@ -84,6 +115,8 @@ func TestModelAPIDown(t *testing.T) {
 func TestClaudeMissing(t *testing.T) {
 	e := newEnv(t, "KAIMON_CLAUDE_BIN", "/nonexistent/claude")
 	e.fails(1, "KAIMON_CLAUDE_BIN", "open", e.work)
+	e.fails(1, "KAIMON_CLAUDE_BIN", "open", "--id", "named", e.work)
+	e.noAgents()
 }
 
 func TestNoAutostart(t *testing.T) {
@@ -126,38 +159,57 @@ func TestDaemonShutdownAndReap(t *testing.T) {
 	}
 	waitFor(t, "daemon and agents to exit after SIGTERM", 15*time.Second, func() bool { return len(e.processes()) == 0 })
 
-	// Now SIGKILL the daemon under a live agent.
+	// Now SIGKILL the daemon under a live agent, mid-turn.
 	e.ok("daemon", "start")
 	e.okJSON(&ds, "daemon", "status")
-	id = e.ok("open", e.work)
+	id2 := e.ok("open", e.work)
 	// Mid-turn, so that the orphaned CLI does not exit on its stdin closing.
-	e.ok("send", id, "please be slow")
-	leftovers := e.agentPIDs(t)
+	e.ok("send", id2, "please be slow")
+	orphans := e.agentPIDs(t)
 	if err := syscall.Kill(ds.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	for _, id := range leftovers {
-		if !id.Alive() {
-			t.Fatalf("agent %d died with the daemon; the reap test needs it alive", id.PID)
-		}
-	}
-	// A stranger recorded with a mismatched start time must survive reaping.
-	stranger := proc.Identity{PID: os.Getpid(), StartTime: 1}
-	writePids(t, e, append(leftovers, stranger))
-	// The stale socket of the killed daemon is replaced.
-	e.ok("daemon", "start")
-	waitFor(t, "leftover agents to be reaped", 15*time.Second, func() bool {
-		for _, id := range leftovers {
+	// The agent does not work on unsupervised: it is told its daemon died.
+	waitFor(t, "the orphaned agent to exit", 15*time.Second, func() bool {
+		for _, id := range orphans {
 			if id.Alive() {
 				return false
 			}
 		}
 		return true
 	})
+	// What outlives its daemon all the same (a process of the agent's
+	// group, say) is reaped by the next daemon, by identity: a leftover
+	// recorded with its start time is stopped, and a stranger recorded
+	// with a mismatched start time survives.
+	left := exec.Command("sleep", "300")
+	left.Env = e.env
+	lchild, err := proc.Start(left)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lchild.Stop(0) })
+	stranger := proc.Identity{PID: os.Getpid(), StartTime: 1}
+	writePids(t, e, []proc.Identity{lchild.ID, stranger})
+	// The stale socket of the killed daemon is replaced.
+	e.ok("daemon", "start")
+	select {
+	case <-lchild.Done():
+	case <-time.After(15 * time.Second):
+		t.Fatal("the leftover recorded in pids.json was not reaped")
+	}
+	// Both agents are accounted for: one closed by the daemon's clean
+	// exit, one lost with its daemon.
 	var l verbs.ListResult
 	e.okJSON(&l, "list")
-	if len(l.Agents) != 0 {
+	reasons := map[string]string{}
+	for _, a := range l.Agents {
+		if a.Status.Status != "dead" {
+			t.Errorf("agent %s is %s after the restart", a.AgentID, a.Status.Status)
+		}
+		reasons[a.AgentID] = a.Reason
+	}
+	if len(l.Agents) != 2 || reasons[id] != "daemon exited" || reasons[id2] != "daemon crashed" {
 		t.Fatalf("new daemon lists %+v", l.Agents)
 	}
 }

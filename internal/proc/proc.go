@@ -68,9 +68,15 @@ type Child struct {
 	once sync.Once
 }
 
-// Start starts cmd in its own process group and begins waiting on it.
+// Start starts cmd in its own process group and begins waiting on it. The
+// child gets SIGTERM if kaimon dies (PR_SET_PDEATHSIG), so that an agent
+// does not work on unsupervised after its daemon crashed; what it leaves
+// in its group is reaped by the next daemon (pids.json). The signal is
+// tied to the OS thread that forks, which the Go runtime keeps alive
+// unless a goroutine locked to it exits; kaimon locks none.
 func Start(cmd *exec.Cmd) (*Child, error) {
 	Setpgid(cmd)
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -636,8 +636,9 @@ func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 	default:
 		// The claude CLI names its session only once the first turn
 		// began: keep it as soon as it is known, so that a crash in that
-		// turn still leaves it resumable.
-		if ag.be != nil && ag.status != Dead && event.Authoritative(ev.Kind, ev.Data) {
+		// turn still leaves it resumable. (Info is a field read under the
+		// backend's lock: cheap enough for every delta.)
+		if ag.be != nil && ag.status != Dead {
 			persist = ag.be.Info().SessionID != ag.saved
 		}
 	}

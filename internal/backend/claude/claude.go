@@ -382,10 +382,8 @@ func (b *Backend) handle(line []byte) {
 	b.emitMu.Lock()
 	o := b.m.Map(line)
 	turn := b.m.Current()
-	for _, ev := range o.Events {
-		b.sink.Emit(ev)
-	}
 	if o.Init {
+		// Before the events: the sink may ask Info while it takes them.
 		b.infoMu.Lock()
 		if b.sessionID != b.m.SessionID {
 			b.sessionID, b.transcript = b.m.SessionID, ""
@@ -394,6 +392,9 @@ func (b *Backend) handle(line []byte) {
 			b.model = b.m.Model
 		}
 		b.infoMu.Unlock()
+	}
+	for _, ev := range o.Events {
+		b.sink.Emit(ev)
 	}
 	b.emitMu.Unlock()
 	if o.Control != nil {

@@ -144,6 +144,10 @@ type Request struct {
 	ToolResult string
 	// Tools are the names of the tools the request offered the model.
 	Tools []string
+	// History is the conversation the request carried, one "role: text"
+	// per text block of its messages (the CLI's injected <…> blocks
+	// skipped): what shows that a resumed session kept its earlier turns.
+	History []string
 }
 
 // Server is a running fake API.
@@ -272,6 +276,26 @@ func lastUser(req *apiRequest) (text, toolResult string, followUp bool) {
 		return "", toolResult, true
 	}
 	return "", "", false
+}
+
+// history lists the text blocks of every message as "role: text".
+func history(req *apiRequest) []string {
+	var out []string
+	for _, m := range req.Messages {
+		var str string
+		if json.Unmarshal(m.Content, &str) == nil {
+			out = append(out, m.Role+": "+str)
+			continue
+		}
+		var blocks []inBlock
+		_ = json.Unmarshal(m.Content, &blocks)
+		for _, b := range blocks {
+			if b.Type == "text" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<") {
+				out = append(out, m.Role+": "+b.Text)
+			}
+		}
+	}
+	return out
 }
 
 // contentText renders a tool_result content (string or blocks) as text.
@@ -434,7 +458,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	for _, t := range req.Tools {
 		tools = append(tools, t.Name)
 	}
-	n := s.Record(Request{Model: req.Model, LastUserText: text, Stream: req.Stream, ToolResult: toolResult, Tools: tools})
+	n := s.Record(Request{Model: req.Model, LastUserText: text, Stream: req.Stream, ToolResult: toolResult, Tools: tools, History: history(&req)})
 	s.Logf("POST %s #%d model=%q stream=%v text=%q toolResult=%q", r.URL.Path, n, req.Model, req.Stream, fakescript.Clip(text), fakescript.Clip(toolResult))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "fakeapi: bad request body: "+err.Error())
