@@ -645,7 +645,7 @@ func stopDaemon(c *cli.Context, cl *client.Client) error {
 	if st == nil {
 		fmt.Fprintln(c.App.Writer, "kaimon-agentd was not running")
 	} else {
-		fmt.Fprintf(c.App.Writer, "kaimon-agentd stopped (pid %d, %d live agents closed)\n", st.PID, st.Live)
+		fmt.Fprintf(c.App.Writer, "kaimon-agentd stopped (pid %d, live agents closed: %d)\n", st.PID, st.Live)
 	}
 	return nil
 }

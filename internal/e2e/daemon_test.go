@@ -241,7 +241,7 @@ func TestMCPMinimalEnvFindsShellDaemon(t *testing.T) {
 		// Stop returns once the daemon has released its lock: a command
 		// right after it starts the next daemon, even while the old one had
 		// an agent to close.
-		if out := u.ok("daemon", "stop"); !strings.HasPrefix(out, "kaimon-agentd stopped (pid ") || !strings.Contains(out, "1 live agents closed") {
+		if out := u.ok("daemon", "stop"); !strings.HasPrefix(out, "kaimon-agentd stopped (pid ") || !strings.Contains(out, "live agents closed: 1)") {
 			t.Fatalf("%s: daemon stop = %q", tc.name, out)
 		}
 		u.ok("list")
