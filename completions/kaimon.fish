@@ -2,7 +2,7 @@
 
 function __fish_kaimon_no_subcommand --description 'Test if there has been any subcommand yet'
     for i in (commandline -opc)
-        if contains -- $i open send run output status list interrupt set-model close forget permit mcp daemon start stop status completion tail
+        if contains -- $i open send run output status list interrupt set-model close forget permit mcp daemon start stop restart status completion tail
             return 1
         end
     end
@@ -83,11 +83,13 @@ complete -c kaimon -n '__fish_seen_subcommand_from mcp' -f -l help -s h -d 'show
 complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'mcp' -d 'Serve kaimon\'s verbs as MCP tools on stdio, for Claude Code and other MCP clients'
 complete -c kaimon -n '__fish_seen_subcommand_from mcp' -f -l progress -r -d 'interval of agent_run\'s progress notifications'
 complete -c kaimon -n '__fish_seen_subcommand_from daemon' -f -l help -s h -d 'show help'
-complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'daemon' -d 'Start, stop or show kaimon-agentd'
+complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'daemon' -d 'Start, stop, restart or show kaimon-agentd'
 complete -c kaimon -n '__fish_seen_subcommand_from start' -f -l help -s h -d 'show help'
 complete -r -c kaimon -n '__fish_seen_subcommand_from daemon' -a 'start' -d 'Start kaimon-agentd in the background (no-op if running)'
 complete -c kaimon -n '__fish_seen_subcommand_from stop' -f -l help -s h -d 'show help'
-complete -r -c kaimon -n '__fish_seen_subcommand_from daemon' -a 'stop' -d 'Stop kaimon-agentd, closing every live agent'
+complete -r -c kaimon -n '__fish_seen_subcommand_from daemon' -a 'stop' -d 'Stop kaimon-agentd, closing every live agent; returns once it has exited'
+complete -c kaimon -n '__fish_seen_subcommand_from restart' -f -l help -s h -d 'show help'
+complete -r -c kaimon -n '__fish_seen_subcommand_from daemon' -a 'restart' -d 'Stop kaimon-agentd (closing every live agent) and start it again with this shell\'s environment'
 complete -c kaimon -n '__fish_seen_subcommand_from status' -f -l help -s h -d 'show help'
 complete -r -c kaimon -n '__fish_seen_subcommand_from daemon' -a 'status' -d 'Show whether kaimon-agentd runs (exit 1 if not)'
 complete -c kaimon -n '__fish_seen_subcommand_from status' -f -l json -d 'print exactly the verb\'s JSON return'

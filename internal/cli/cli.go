@@ -620,7 +620,7 @@ func pick(b bool, yes, no string) string {
 func daemonCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "daemon",
-		Usage: "Start, stop or show kaimon-agentd",
+		Usage: "Start, stop, restart or show kaimon-agentd",
 		Subcommands: []*cli.Command{
 			{
 				Name: "start", Usage: "Start kaimon-agentd in the background (no-op if running)",
@@ -633,34 +633,32 @@ func daemonCmd() *cli.Command {
 						fmt.Fprintf(c.App.Writer, "kaimon-agentd already running (pid %d, %s)\n", st.PID, st.Socket)
 						return nil
 					}
-					if err := cl.StartDaemon(c.Context); err != nil {
-						return err
-					}
-					st, err := cl.Ping(c.Context)
-					if err != nil {
-						return err
-					}
-					fmt.Fprintf(c.App.Writer, "kaimon-agentd started (pid %d, %s)\n", st.PID, st.Socket)
-					return nil
+					return startDaemon(c, cl)
 				},
 			},
 			{
-				Name: "stop", Usage: "Stop kaimon-agentd, closing every live agent",
+				Name: "stop", Usage: "Stop kaimon-agentd, closing every live agent; returns once it has exited",
 				Action: func(c *cli.Context) error {
 					cl, err := newClient(c)
 					if err != nil {
 						return err
 					}
-					stopped, err := cl.StopDaemon(c.Context)
+					return stopDaemon(c, cl)
+				},
+			},
+			{
+				Name: "restart", Usage: "Stop kaimon-agentd (closing every live agent) and start it again with this shell's environment",
+				Description: "The daemon runs its agents with the environment it was started with (KAIMON_*_BIN, ANTHROPIC_*, PATH, …), " +
+					"whoever started it. When kaimon says that environment differs from this one, restart it from here.",
+				Action: func(c *cli.Context) error {
+					cl, err := newClient(c)
 					if err != nil {
 						return err
 					}
-					if stopped {
-						fmt.Fprintln(c.App.Writer, "kaimon-agentd stopped")
-					} else {
-						fmt.Fprintln(c.App.Writer, "kaimon-agentd was not running")
+					if err := stopDaemon(c, cl); err != nil {
+						return err
 					}
-					return nil
+					return startDaemon(c, cl)
 				},
 			},
 			{
@@ -692,6 +690,33 @@ func daemonCmd() *cli.Command {
 			},
 		},
 	}
+}
+
+// startDaemon starts kaimon-agentd and says where it runs.
+func startDaemon(c *cli.Context, cl *client.Client) error {
+	if err := cl.StartDaemon(c.Context); err != nil {
+		return err
+	}
+	st, err := cl.Ping(c.Context)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "kaimon-agentd started (pid %d, %s)\n", st.PID, st.Socket)
+	return nil
+}
+
+// stopDaemon stops kaimon-agentd and waits for it to exit.
+func stopDaemon(c *cli.Context, cl *client.Client) error {
+	st, err := cl.StopDaemon(c.Context)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		fmt.Fprintln(c.App.Writer, "kaimon-agentd was not running")
+	} else {
+		fmt.Fprintf(c.App.Writer, "kaimon-agentd stopped (pid %d, live agents closed: %d)\n", st.PID, st.Live)
+	}
+	return nil
 }
 
 func completionCmd() *cli.Command {

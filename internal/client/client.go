@@ -16,6 +16,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -37,6 +39,9 @@ type Client struct {
 
 	hcOnce sync.Once
 	hc     *http.Client
+
+	envOnce sync.Once
+	envHint string
 }
 
 // New returns a client for the paths the environment names.
@@ -243,32 +248,104 @@ func (c *Client) StartDaemon(ctx context.Context) error {
 	}
 }
 
-// StopDaemon asks the daemon to stop and waits for its socket to go away.
-func (c *Client) StopDaemon(ctx context.Context) (bool, error) {
-	if _, err := c.Ping(ctx); err != nil {
+// stopWait bounds how long StopDaemon waits for the daemon to exit: it
+// closes every live agent first, each gently and then hard.
+const stopWait = 30 * time.Second
+
+// StopDaemon asks the daemon to stop and returns once its process has
+// exited, so that the next command can start a new daemon at once (the old
+// one holds agentd.lock until then). It returns the stopped daemon's status,
+// or nil when none was running.
+func (c *Client) StopDaemon(ctx context.Context) (*server.DaemonStatus, error) {
+	st, err := c.Ping(ctx)
+	if err != nil {
 		var d *DaemonDownError
 		if errors.As(err, &d) {
-			return false, nil
+			return nil, nil
 		}
-		return false, err
+		return nil, err
 	}
-	if err := c.Do(ctx, "POST", "/v1/daemon/stop", struct{}{}, nil); err != nil {
-		return false, err
-	}
-	for i := 0; i < 300; i++ {
-		if _, err := os.Stat(c.Paths.Socket()); errors.Is(err, os.ErrNotExist) {
-			return true, nil
+	// Never autostart here: a daemon that went away meanwhile is stopped.
+	if err := c.do(ctx, "POST", "/v1/daemon/stop", struct{}{}, nil, false); err != nil {
+		var d *DaemonDownError
+		if !errors.As(err, &d) {
+			return nil, err
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	return true, fmt.Errorf("kaimon-agentd did not stop within 15s")
+	// The pid, not the socket: the socket goes away first, while the daemon
+	// still closes its agents and holds its lock. The lock is released
+	// when the process exits (its descriptor is close-on-exec, so no agent
+	// inherits it), exited zombies included.
+	deadline := time.NewTimer(stopWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for running(st.PID) {
+		select {
+		case <-deadline.C:
+			return st, fmt.Errorf("kaimon-agentd (pid %d) did not exit within %s of being asked to stop; see %s, or end it with `kill %d`",
+				st.PID, stopWait, c.Paths.DaemonLog(), st.PID)
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return st, nil
+}
+
+// running reports whether pid names a process that has not exited yet (a
+// zombie has: it holds no files, and so no lock).
+func running(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	// The state follows the command name, which is in parentheses and may
+	// hold anything.
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+// explain adds to an error the daemon answered a verb with a sentence
+// naming the relevant variables (config.Relevant) whose values differ
+// between this client and the daemon, which was perhaps started by another
+// shell or MCP client: the daemon runs its agents with its own
+// environment, not the caller's. Errors about the agent registry (unknown
+// agent, wrong state) cannot come from the environment and stay as they
+// are. It costs one GET /v1/daemon per client, and only on errors.
+func (c *Client) explain(ctx context.Context, err error) error {
+	var ve *verbs.Error
+	if !errors.As(err, &ve) || ve.Code == verbs.CodeNotFound || ve.Code == verbs.CodeWrongState {
+		return err
+	}
+	c.envOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		st, err := c.Ping(ctx)
+		if err != nil || st.Env == nil { // an older daemon does not say
+			return
+		}
+		if diff := config.EnvDiff(st.Env, config.EnvFingerprints(os.Environ())); len(diff) > 0 {
+			c.envHint = fmt.Sprintf("kaimon-agentd (pid %d) was started with a different %s than this environment has, which may be why; "+
+				"run `kaimon daemon restart` to restart it with this environment (this closes its live agents)", st.PID, strings.Join(diff, ", "))
+		}
+	})
+	if c.envHint == "" {
+		return err
+	}
+	e := *ve
+	e.Message += "\n" + c.envHint
+	return &e
 }
 
 func call[R any](c *Client, ctx context.Context, name string, args any) (*R, error) {
 	v := verbs.ByName(name)
 	var out R
 	if err := c.Do(ctx, "POST", v.Route(), args, &out); err != nil {
-		return nil, err
+		return nil, c.explain(ctx, err)
 	}
 	return &out, nil
 }

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -37,7 +39,14 @@ func (p Paths) DaemonLog() string { return filepath.Join(p.CacheDir, "agentd.log
 //	KAIMON_HOME        root for all of the below when set
 //	KAIMON_CACHE_DIR   default ~/.cache/kaimon/agents
 //	KAIMON_CONFIG      default ~/.config/kaimon/config.json
-//	KAIMON_SOCK_DIR    default $XDG_RUNTIME_DIR/kaimon, else ~/.cache/kaimon/sock
+//	KAIMON_SOCK_DIR    default /run/user/<uid>/kaimon when /run/user/<uid>
+//	                   is a directory we own, else ~/.cache/kaimon/sock
+//
+// The socket dir's default depends on the uid, never on XDG_RUNTIME_DIR or
+// other inherited variables: MCP clients start `kaimon mcp` with a minimal
+// environment, and it must reach the daemon the user's shell started rather
+// than start a second one elsewhere. Without HOME, the passwd entry names
+// the home directory.
 func Resolve() (Paths, error) {
 	var p Paths
 	if h := os.Getenv("KAIMON_HOME"); h != "" {
@@ -51,17 +60,17 @@ func Resolve() (Paths, error) {
 			SockDir:    filepath.Join(h, "sock"),
 		}
 	} else {
-		home, err := os.UserHomeDir()
+		home, err := homeDir()
 		if err != nil {
-			return p, fmt.Errorf("cannot find the home directory (set KAIMON_HOME): %w", err)
+			return p, err
 		}
 		p = Paths{
 			CacheDir:   filepath.Join(home, ".cache", "kaimon", "agents"),
 			ConfigFile: filepath.Join(home, ".config", "kaimon", "config.json"),
-			SockDir:    filepath.Join(home, ".cache", "kaimon", "sock"),
+			SockDir:    defaultSockDir(runUserDir, os.Getuid(), home),
 		}
-		if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" {
-			p.SockDir = filepath.Join(x, "kaimon")
+		if os.Getenv("KAIMON_SOCK_DIR") == "" && len(p.EventsSocket()) > maxSocketPath {
+			return p, fmt.Errorf("the socket path %s is longer than a unix socket allows (%d bytes): set KAIMON_SOCK_DIR to a shorter directory", p.EventsSocket(), maxSocketPath)
 		}
 	}
 	if v := os.Getenv("KAIMON_CACHE_DIR"); v != "" {
@@ -74,6 +83,44 @@ func Resolve() (Paths, error) {
 		p.SockDir = v
 	}
 	return p, nil
+}
+
+// runUserDir holds the per-uid runtime directories systemd-logind makes
+// (/run/user/<uid>). It is a variable only so that the end-to-end tests can
+// link binaries (-ldflags -X) whose runtime root is a temporary directory:
+// a test must neither depend on nor touch the machine's /run/user, and an
+// environment variable here would bring back the very dependence on
+// inherited environment that this default exists to avoid.
+var runUserDir = "/run/user"
+
+// maxSocketPath is the longest path a unix socket can bind (sun_path holds
+// 108 bytes with its terminating NUL).
+const maxSocketPath = 107
+
+// defaultSockDir is <runUser>/<uid>/kaimon when <runUser>/<uid> is a
+// directory owned by uid (so that no one else can have prepared it), else
+// <home>/.cache/kaimon/sock.
+func defaultSockDir(runUser string, uid int, home string) string {
+	dir := filepath.Join(runUser, strconv.Itoa(uid))
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid {
+			return filepath.Join(dir, "kaimon")
+		}
+	}
+	return filepath.Join(home, ".cache", "kaimon", "sock")
+}
+
+// homeDir is $HOME, else the passwd entry's home directory: a client
+// started with an empty environment still finds the user's paths.
+func homeDir() (string, error) {
+	if h := os.Getenv("HOME"); h != "" {
+		return h, nil
+	}
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" {
+		return "", fmt.Errorf("cannot find the home directory: HOME is unset and the passwd entry says nothing (%v); set HOME or KAIMON_HOME", err)
+	}
+	return u.HomeDir, nil
 }
 
 // Config is the config file's content. Unknown keys are ignored so that a

@@ -55,6 +55,9 @@ func Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Before the config's programs are set below: what the daemon was
+	// started with is what a client can compare with its own environment.
+	envPrint := config.EnvFingerprints(os.Environ())
 	for env, bin := range map[string]string{"KAIMON_CLAUDE_BIN": cfg.ClaudeBin, "KAIMON_OPENCODE_BIN": cfg.OpencodeBin,
 		"KAIMON_CLAUDE_ACP_BIN": cfg.ClaudeACPBin, "KAIMON_GEMINI_BIN": cfg.GeminiBin} {
 		if bin != "" && os.Getenv(env) == "" {
@@ -96,7 +99,7 @@ func Run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var stopDoor func()
-	srv := &server.Server{Svc: mgr, Counts: mgr, Socket: paths.Socket(), CacheDir: paths.CacheDir, Stop: stop}
+	srv := &server.Server{Svc: mgr, Counts: mgr, Socket: paths.Socket(), CacheDir: paths.CacheDir, Env: envPrint, Stop: stop}
 	srv.Bus, srv.Events = events, hub
 	// The MCP door, where owned agents call back into kaimon, before any
 	// agent can be opened.

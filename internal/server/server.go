@@ -39,6 +39,12 @@ type DaemonStatus struct {
 	// Bus is the event bus: endpoints, subscribers, envelopes published
 	// and dropped (per subscriber in connections).
 	Bus *bus.Stats `json:"bus,omitempty"`
+	// Env fingerprints the environment the daemon started with, as
+	// config.EnvFingerprints: names and short hashes, never values. A
+	// client compares it with its own to explain errors that come from a
+	// daemon started elsewhere. Always present (possibly {}), so that its
+	// absence means a daemon too old to report it.
+	Env map[string]string `json:"env"`
 }
 
 // Counter reports agent counts for daemon status.
@@ -56,6 +62,8 @@ type Server struct {
 	// streams of GET /v1/agents/{id}/events (events.go).
 	Bus    BusStats
 	Events *bus.Local
+	// Env is the daemon's environment fingerprints, for daemon status.
+	Env map[string]string
 	// Stop is called by POST /v1/daemon/stop.
 	Stop    func()
 	started time.Time
@@ -176,6 +184,10 @@ func (s *Server) serveDaemon(w http.ResponseWriter, r *http.Request) {
 		st.Live, st.Dead = s.Counts.Counts()
 	}
 	st.Door = s.Door
+	st.Env = s.Env
+	if st.Env == nil {
+		st.Env = map[string]string{}
+	}
 	if s.Bus != nil {
 		bs := s.Bus.Stats()
 		st.Bus = &bs

@@ -1,0 +1,55 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"strings"
+)
+
+// Relevant reports whether the environment variable name changes what the
+// daemon does for its agents, so that a client whose value differs from the
+// running daemon's may be surprised: the agent programs (KAIMON_*_BIN) and
+// the model API settings the claude CLI reads (ANTHROPIC_*).
+// KAIMON_AGENTD_BIN only tells a client which daemon to start.
+func Relevant(name string) bool {
+	if strings.HasPrefix(name, "ANTHROPIC_") {
+		return true
+	}
+	return strings.HasPrefix(name, "KAIMON_") && strings.HasSuffix(name, "_BIN") && name != "KAIMON_AGENTD_BIN"
+}
+
+// EnvFingerprints maps each relevant variable set (non-empty) in environ to
+// a short SHA-256 fingerprint of its value. It lets a client tell that its
+// environment differs from the daemon's without either revealing a value:
+// some of them (ANTHROPIC_API_KEY) are secrets.
+func EnvFingerprints(environ []string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range environ {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || val == "" || !Relevant(name) {
+			continue
+		}
+		sum := sha256.Sum256([]byte(val))
+		out[name] = hex.EncodeToString(sum[:6])
+	}
+	return out
+}
+
+// EnvDiff names, sorted, the variables whose fingerprints differ between a
+// and b, including those set in only one of them.
+func EnvDiff(a, b map[string]string) []string {
+	var out []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
