@@ -15,6 +15,7 @@ import (
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
 	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
+	"github.com/kaimon/kaimon/internal/testutil/fakeopenai"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -286,5 +287,64 @@ func TestForgetCLI(t *testing.T) {
 	e.ok("forget", live)
 	if got := listed(); len(got) != 0 {
 		t.Fatalf("after a restart and forgetting the last: %v", got)
+	}
+}
+
+// TestACPOpencodeResume: an opencode agent lost with its daemon resumes
+// through session/load: the same session, the model it was switched to, and
+// the conversation the model sees; the history opencode replays while
+// loading is not taken for new events.
+func TestACPOpencodeResume(t *testing.T) {
+	e := newACPEnv(t, "opencode")
+	id := e.ok("open", "--model", "acp:opencode:fake/fake-model", e.work)
+	if out := e.ok("run", id, "hello there"); !strings.HasPrefix(out, "Hello from fakeopenai") {
+		t.Fatalf("turn 1 = %q", out)
+	}
+	if got := e.ok("set-model", id, "fake/fake-model-2"); got != "switched" {
+		t.Fatalf("set-model = %q", got)
+	}
+	var before verbs.Status
+	e.okJSON(&before, "status", id)
+	e.ok("send", id, "please be slow")
+	waitFor(t, "turn 2 to reach the model", 30*time.Second, func() bool {
+		return slices.ContainsFunc(e.openai.Requests(), func(r fakeopenai.Request) bool { return r.LastUserText == "please be slow" })
+	})
+	e.killDaemon(t)
+
+	e.ok("daemon", "start")
+	var st verbs.Status
+	e.okJSON(&st, "status", id)
+	if st.Status != "dead" || st.Reason != "daemon crashed" || st.Model != "acp:opencode:fake/fake-model-2" || st.SessionID != before.SessionID {
+		t.Fatalf("after the crash: %+v", st)
+	}
+	logged := len(checkSeq(t, st.EventLog))
+	e.ok("open", "--id", id, "--resume")
+	st = verbs.Status{}
+	e.okJSON(&st, "status", id)
+	if st.Status != "idle" || st.SessionID != before.SessionID || st.Model != "acp:opencode:fake/fake-model-2" || st.Turn != 2 {
+		t.Fatalf("resumed: %+v", st)
+	}
+	if out := e.ok("run", id, "what came before"); !strings.HasPrefix(out, "Hello from fakeopenai") {
+		t.Fatalf("turn 3 = %q", out)
+	}
+	var req fakeopenai.Request
+	for _, r := range e.openai.Requests() {
+		if r.LastUserText == "what came before" {
+			req = r
+		}
+	}
+	if req.Model != "fake-model-2" || !hasLine(req.History, "user: hello there") || !hasLine(req.History, "assistant: Hello from fakeopenai") {
+		t.Fatalf("the resumed turn's request: model %q, conversation %q", req.Model, req.History)
+	}
+	// Since the resume, the log holds the reopening and turn 3, nothing of
+	// the replayed history.
+	recs := checkSeq(t, st.EventLog)
+	for _, r := range recs[logged:] {
+		if r.Kind != event.Status && r.Turn != 3 {
+			t.Errorf("after the resume the log has %s of turn %d: %s", r.Kind, r.Turn, r.Data)
+		}
+	}
+	if k := kinds(recs, 3); k != "user_text turn_started assistant_text usage result" {
+		t.Errorf("turn 3 kinds: %s", k)
 	}
 }

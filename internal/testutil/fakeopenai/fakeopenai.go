@@ -47,6 +47,10 @@ type Request struct {
 	ToolResult   string
 	Stream       bool
 	Tools        []string
+	// History is the conversation the request carried, one "role: text"
+	// per message with text (system messages left out): what shows that a
+	// resumed session kept its earlier turns.
+	History []string
 }
 
 // Server is a running fake.
@@ -170,7 +174,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	for _, t := range req.Tools {
 		tools = append(tools, t.Function.Name)
 	}
-	n := s.Record(Request{Model: req.Model, LastUserText: text, ToolResult: toolResult, Stream: req.Stream, Tools: tools})
+	var history []string
+	for _, m := range req.Messages {
+		if t := contentText(m.Content, true); t != "" && m.Role != "system" {
+			history = append(history, m.Role+": "+t)
+		}
+	}
+	n := s.Record(Request{Model: req.Model, LastUserText: text, ToolResult: toolResult, Stream: req.Stream, Tools: tools, History: history})
 	s.Logf("POST %s #%d model=%q stream=%v tools=%d text=%q toolResult=%q", r.URL.Path, n, req.Model, req.Stream, len(tools), fakescript.Clip(text), fakescript.Clip(toolResult))
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, errBody("fakeopenai: bad request body: "+err.Error()))
