@@ -348,3 +348,40 @@ func TestACPOpencodeResume(t *testing.T) {
 		t.Errorf("turn 3 kinds: %s", k)
 	}
 }
+
+// TestACPResumeClaudeAndGemini: claude-agent-acp and gemini-cli declare
+// loadSession too; closed and resumed, each carries its conversation on.
+func TestACPResumeClaudeAndGemini(t *testing.T) {
+	e := newACPEnv(t, "claude", "gemini")
+	history := map[string]func(text string) []string{
+		"claude": func(text string) []string { return requestFor(t, e.api, text).History },
+		"gemini": func(text string) []string {
+			reqs := e.gemini.Requests()
+			for i := len(reqs) - 1; i >= 0; i-- {
+				if reqs[i].LastUserText == text && !reqs[i].JSONMode {
+					return reqs[i].History
+				}
+			}
+			t.Fatalf("gemini got no request for %q", text)
+			return nil
+		},
+	}
+	for _, agent := range []string{"claude", "gemini"} {
+		id := e.ok("open", "--model", "acp:"+agent, e.work)
+		e.ok("run", id, "hello from "+agent)
+		var before verbs.Status
+		e.okJSON(&before, "status", id)
+		e.ok("close", id)
+		e.ok("open", "--id", id, "--resume")
+		var st verbs.Status
+		e.okJSON(&st, "status", id)
+		if st.SessionID != before.SessionID || st.Turn != 1 || st.Status != "idle" {
+			t.Fatalf("acp:%s resumed: %+v (before %+v)", agent, st, before)
+		}
+		e.ok("run", id, "what came before "+agent)
+		if h := history[agent]("what came before " + agent); !hasLine(h, "user: hello from "+agent) {
+			t.Errorf("acp:%s after resume sent the conversation %q", agent, h)
+		}
+		e.ok("close", id)
+	}
+}

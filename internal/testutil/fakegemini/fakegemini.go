@@ -47,6 +47,10 @@ type Request struct {
 	Stream       bool
 	JSONMode     bool
 	Tools        []string
+	// History is the conversation the request carried, one "role: text"
+	// per text part (thoughts and <…> blocks left out): what shows that a
+	// resumed session kept its earlier turns.
+	History []string
 }
 
 // Server is a running fake.
@@ -172,7 +176,15 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, model string, 
 		}
 	}
 	jsonMode := req.GenerationConfig.ResponseMimeType == "application/json"
-	n := s.Record(Request{Model: model, LastUserText: text, ToolResult: toolResult, Stream: stream, JSONMode: jsonMode, Tools: tools})
+	var history []string
+	for _, c := range req.Contents {
+		for _, p := range c.Parts {
+			if p.Text != "" && !p.Thought && !strings.HasPrefix(strings.TrimSpace(p.Text), "<") {
+				history = append(history, c.Role+": "+p.Text)
+			}
+		}
+	}
+	n := s.Record(Request{Model: model, LastUserText: text, ToolResult: toolResult, Stream: stream, JSONMode: jsonMode, Tools: tools, History: history})
 	s.Logf("POST %s #%d stream=%v json=%v tools=%d text=%q toolResult=%q", r.URL.Path, n, stream, jsonMode, len(tools), fakescript.Clip(text), fakescript.Clip(toolResult))
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, errBody(http.StatusBadRequest, "fakegemini: bad request body: "+err.Error()))
