@@ -602,8 +602,8 @@ func (b *Backend) prompt(t Turn) {
 
 // Interrupt sends session/cancel for the turn in flight, denies the
 // permission requests it waits on (ACP: answered "cancelled"), and waits
-// for the turn to end. False if no turn was in flight, or it did not end
-// within InterruptTimeout.
+// for the turn to end. False, and no error, if no turn was in flight; an
+// error if the turn did not end within InterruptTimeout (it may run on).
 func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
 	b.emitMu.Lock()
 	turn, ok := b.m.Active()
@@ -624,9 +624,9 @@ func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
 	case <-ended:
 		return true, nil
 	case <-t.C:
-		return false, nil
+		return false, fmt.Errorf("acp:%s did not end the turn within %v of session/cancel", b.agent.Name, InterruptTimeout)
 	case <-ctx.Done():
-		return false, nil
+		return false, fmt.Errorf("gave up waiting for acp:%s to end the cancelled turn: %w", b.agent.Name, ctx.Err())
 	}
 }
 

@@ -523,8 +523,9 @@ func (b *Backend) submit(t Turn, report bool) error {
 }
 
 // Interrupt asks the CLI to cancel the turn in flight. The turn then ends
-// with the CLI's result, stopReason cancelled. It reports false if no turn
-// was in flight or the CLI did not acknowledge within InterruptTimeout.
+// with the CLI's result, stopReason cancelled. It reports false, and no
+// error, if no turn was in flight; an error if the CLI refused, went away,
+// or did not acknowledge within InterruptTimeout (the turn may run on).
 func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
 	b.emitMu.Lock()
 	turn, ok := b.m.Active()
@@ -535,8 +536,15 @@ func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
 	b.m.MarkInterrupted(turn)
 	b.emitMu.Unlock()
 	r, err := b.control(ctx, "interrupt", map[string]any{"subtype": "interrupt"}, InterruptTimeout)
-	if err != nil || r == nil {
+	switch {
+	case errors.Is(err, proc.ErrExited):
+		return false, errors.New("claude exited before it acknowledged the interrupt")
+	case err != nil:
 		return false, err
+	case r == nil && ctx.Err() != nil:
+		return false, fmt.Errorf("gave up waiting for claude to acknowledge the interrupt: %w", ctx.Err())
+	case r == nil:
+		return false, fmt.Errorf("claude did not acknowledge the interrupt within %v", InterruptTimeout)
 	}
 	if !r.Success {
 		return false, fmt.Errorf("claude refused to interrupt: %s", r.Error)
