@@ -43,6 +43,10 @@ const (
 	writeTimeout = 10 * time.Second
 	// drainDelay is how long the reader may go on after the agent exited.
 	drainDelay = 2 * time.Second
+	// hangupGrace is how long the agent may live on after its stdout
+	// closed (an exiting process closes it a moment before it is
+	// reaped); then it is stopped, as it can never be heard again.
+	hangupGrace = 2 * time.Second
 	// announceWait bounds how long a permission request waits for the
 	// announce of its tool call (which names the tool) to be mapped.
 	announceWait    = 300 * time.Millisecond
@@ -70,6 +74,7 @@ type Backend struct {
 	ready     bool
 	exited    bool
 	closing   bool
+	hungUp    bool // the agent closed its stdout and lived on: kaimon stopped it
 	turnEnded chan struct{} // closed and replaced when a turn ends
 
 	writeMu sync.Mutex
@@ -459,13 +464,27 @@ func rpcMessage(err error) string {
 }
 
 // watch waits for the process and its stdout, then reports the exit.
+// Whichever ends first, the other is waited for only so long: a straggler
+// holding stdout after the exit is cut off, and an agent living on after
+// its stdout closed (or the JSON-RPC stream broke) is stopped.
 func (b *Backend) watch(child *proc.Child, conn *sdk.ClientSideConnection, out *os.File, done chan struct{}) {
-	<-child.Done()
 	select {
+	case <-child.Done():
+		select {
+		case <-conn.Done():
+		case <-time.After(drainDelay):
+			out.Close() // a straggler holds stdout: stop reading
+			<-conn.Done()
+		}
 	case <-conn.Done():
-	case <-time.After(drainDelay):
-		out.Close() // a straggler holds stdout: stop reading
-		<-conn.Done()
+		select {
+		case <-child.Done():
+		case <-time.After(hangupGrace):
+			b.emitMu.Lock()
+			b.hungUp = !b.closing
+			b.emitMu.Unlock()
+			child.Stop(StopGrace)
+		}
 	}
 	out.Close()
 	b.finish(child, done)
@@ -491,7 +510,10 @@ func (b *Backend) finish(child *proc.Child, done chan struct{}) {
 			}
 		} else {
 			msg := fmt.Sprintf("acp:%s exited with code %d", b.agent.Name, code)
-			if !strings.HasPrefix(desc, "exit code") {
+			switch {
+			case b.hungUp:
+				msg = "acp:" + b.agent.Name + " closed its stdout (or broke the JSON-RPC stream) but kept running, so kaimon stopped it (" + desc + ")"
+			case !strings.HasPrefix(desc, "exit code"):
 				msg = "acp:" + b.agent.Name + " was " + desc
 			}
 			tail := b.stderrTail()

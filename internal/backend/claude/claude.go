@@ -35,6 +35,11 @@ const (
 	// drainDelay is how long the reader may go on after the CLI exited,
 	// for a straggler that inherited its stdout.
 	drainDelay = 2 * time.Second
+	// hangupGrace is how long the CLI may live on after its stdout
+	// closed: an exiting process closes stdout a moment before it is
+	// reaped, but one that lingers can never be heard again and is
+	// stopped.
+	hangupGrace = 2 * time.Second
 	// stderrTailBytes is how much of the stderr log an exit report quotes.
 	stderrTailBytes = 2048
 )
@@ -63,6 +68,7 @@ type Backend struct {
 	ready   bool // Start succeeded
 	exited  bool // the process is gone and the reader done: no more Emit
 	closing bool // Close was called
+	hungUp  bool // the CLI closed its stdout and lived on: kaimon stopped it
 
 	writeMu sync.Mutex
 	stdin   *os.File
@@ -317,6 +323,11 @@ func (b *Backend) Start(ctx context.Context) error {
 func (b *Backend) exitedEarly() error {
 	<-b.child.Done()
 	msg := "claude exited before it was ready: " + b.child.ExitDescription()
+	b.emitMu.Lock()
+	if b.hungUp {
+		msg = "claude closed its stdout before it was ready, and was stopped"
+	}
+	b.emitMu.Unlock()
 	if tail := b.stderrTail(); tail != "" {
 		msg += "; its stderr ends:\n" + tail
 	} else if b.logPath != "" {
@@ -360,7 +371,16 @@ func (b *Backend) run(out *os.File) {
 	}
 	close(eof)
 	out.Close()
-	<-b.child.Done()
+	select {
+	case <-b.child.Done():
+	case <-time.After(hangupGrace):
+		// Its stdout is closed but it lives: nothing it does can reach
+		// us, so its turn would never end. Stop it; finish reports it.
+		b.emitMu.Lock()
+		b.hungUp = !b.closing
+		b.emitMu.Unlock()
+		b.child.Stop(StopGrace)
+	}
 	b.finish()
 }
 
@@ -439,7 +459,10 @@ func (b *Backend) finish() {
 			}
 		} else {
 			msg := "claude exited with code " + fmt.Sprint(code)
-			if !strings.HasPrefix(desc, "exit code") {
+			switch {
+			case b.hungUp:
+				msg = "claude closed its stdout but kept running, so kaimon stopped it (" + desc + ")"
+			case !strings.HasPrefix(desc, "exit code"):
 				msg = "claude was " + desc
 			}
 			tail := b.stderrTail()
