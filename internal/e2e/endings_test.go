@@ -77,7 +77,7 @@ func TestAgentClosesStdout(t *testing.T) {
 	if len(pids) != 1 {
 		t.Fatalf("pids.json: %v", pids)
 	}
-	e.fails(3, "closed its stdout but kept running", "run", id, "hello", "--timeout", "60")
+	e.fails(3, "closed its stdout but kept running", "run", id, "hello", "--timeout", "60s")
 	var st verbs.Status
 	if e.okJSON(&st, "status", id); st.Status != "dead" {
 		t.Fatalf("status %s, want dead", st.Status)
