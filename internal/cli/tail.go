@@ -180,11 +180,11 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 	// The question is asked after Sync, and the log read after the
 	// answer, so whatever happens to the agent after the answer reaches
 	// us: a record the daemon writes after it is in the replay, or on the
-	// bus, or both (bus.Join prints it once), and watch sees a status
-	// dead either way. And an answer "dead" comes only once the backend
-	// has reported its last result: the log holds every result that
-	// agent will ever have, so the replay finds the awaited one if it
-	// exists.
+	// bus, or both (bus.Join prints it once). A status dead in the replay
+	// outweighs an older answer (settle), one on the bus ends the wait
+	// (watch). And an answer "dead" comes only once the backend has
+	// reported its last result: the log then holds every result of that
+	// life, so the replay finds the awaited one if it exists.
 	var agent *verbs.Status
 	if id := o.agent(); id != "" && (o.Replay || o.UntilResult) {
 		p.only = id
