@@ -74,7 +74,7 @@ type Backend struct {
 	ready     bool
 	exited    bool
 	closing   bool
-	hungUp    bool // the agent closed its stdout and lived on: kaimon stopped it
+	hungUp    bool          // the agent closed its stdout and lived on: kaimon stopped it
 	turnEnded chan struct{} // closed and replaced when a turn ends
 
 	writeMu sync.Mutex
