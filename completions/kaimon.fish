@@ -102,5 +102,6 @@ complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l from-start -d 're
 complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l kinds -r -d 'print only these kinds, comma-separated (e.g. assistant_text,result)'
 complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l no-deltas -d 'print only authoritative events, as the log keeps them (no delta:true, no tool_input_delta)'
 complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l turn -r -d 'print only turn `N`'
-complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l until-result -d 'exit after the first result printed (of --turn N if given): 0 if the turn succeeded, 3 if it failed'
+complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l until-result -d 'exit after the first result printed (of --turn N if given): 0 if the turn succeeded, 3 if it failed or never will (the agent is dead, or N is beyond a dead agent\'s last turn)'
+complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l wait -d 'with --since, --from-start or --until-result: wait for an agent:ID that is not open yet instead of exiting 1'
 complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l pretty -d 'render for people: text flowing, one line per tool call, usage at the end of a turn'

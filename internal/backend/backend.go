@@ -75,8 +75,9 @@ type Backend interface {
 	// events, all carrying that number, user_text and turn_started first,
 	// result last.
 	Send(turn int, text string) error
-	// Interrupt cancels the turn in flight; false if none was or the agent
-	// did not acknowledge.
+	// Interrupt cancels the turn in flight; false, and no error, if none
+	// was; an error if the agent refused, did not acknowledge in time, or
+	// went away first.
 	Interrupt(ctx context.Context) (bool, error)
 	// SetModel repoints the live agent at another model, keeping its
 	// conversation; false if the agent refused or cannot.

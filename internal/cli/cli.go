@@ -270,13 +270,13 @@ func openArgs(c *cli.Context, dir string) (*verbs.OpenArgs, error) {
 
 func openCmd() *cli.Command {
 	return verbCmd("agent_open", &cli.Command{
-		ArgsUsage:   "[DIR]",
+		ArgsUsage: "[DIR]",
 		Description: "Prints the new agent's id alone, so that id=$(kaimon open .) works. DIR defaults to the current directory " +
 			"(with --resume, to the agent's own).\n\n" +
 			"--id of a dead agent reuses its slot: turn numbers and seq continue, and the conversation starts afresh. " +
 			"Add --resume to continue its conversation too (claude --resume, ACP session/load); the flags left out come from its record " +
 			"(its cwd, model as last switched, preset and tools).",
-		Flags:       openFlags(),
+		Flags: openFlags(),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
 				return usagef("open takes at most one DIR (got %d arguments)", c.NArg())
@@ -545,7 +545,11 @@ func lineCmd[R any](verb, argsUsage string, cmd *cli.Command,
 }
 
 func interruptCmd() *cli.Command {
-	return lineCmd("agent_interrupt", "ID", &cli.Command{},
+	return lineCmd("agent_interrupt", "ID", &cli.Command{
+		Description: "Prints \"interrupted\", or \"nothing to interrupt\" when no turn was running (both exit 0). An agent " +
+			"that refuses the interrupt or does not acknowledge it in time is an error (exit 1, and an error event in " +
+			"its log): its turn may still be running; wait for it, or stop the agent with `kaimon close ID`.",
+	},
 		func(c *cli.Context, cl *client.Client, a cli.Args) (*verbs.InterruptResult, error) {
 			return cl.Interrupt(c.Context, &verbs.InterruptArgs{AgentID: a.Get(0)})
 		},

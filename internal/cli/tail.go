@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -30,6 +29,7 @@ type tailOptions struct {
 	NoDeltas    bool
 	Turn        int
 	UntilResult bool
+	Wait        bool // an unknown agent:ID is waited for, not an error
 	Pretty      bool
 	Out, Err    io.Writer
 }
@@ -47,16 +47,21 @@ func tailCmd() *cli.Command {
 			"bus dropped envelopes for a slow reader), the missing authoritative events are read from the log, and " +
 			"lost streamed chunks are reported on stderr.\n\n" +
 			"--until-result exits after the first result printed (or the result of --turn N): 0 if the turn " +
-			"succeeded, 3 if it failed. It is what a script waits on:\n\n" +
+			"succeeded, 3 if it failed or never will end: the agent is dead and the result is not in its log " +
+			"(that includes a --turn N beyond the dead agent's last turn). It is what a script waits on:\n\n" +
 			"   turn=$(kaimon send $id 'fix the test')\n" +
-			"   kaimon tail agent:$id --from-start --turn $turn --until-result --no-deltas | jq -c .",
+			"   kaimon tail agent:$id --from-start --turn $turn --until-result --no-deltas | jq -c .\n\n" +
+			"With --since, --from-start or --until-result, agent:ID is that one agent, not a prefix, and tail asks " +
+			"the daemon about it: an unknown ID exits 1 at once, unless --wait is given, which waits for the " +
+			"agent to be opened.",
 		Flags: []cli.Flag{
 			&cli.Uint64Flag{Name: "since", Usage: "replay the agent's log after seq `SEQ` first, then go on live (one agent:ID channel)"},
 			&cli.BoolFlag{Name: "from-start", Usage: "replay the agent's whole log first (--since 0)"},
 			&cli.StringSliceFlag{Name: "kinds", Usage: "print only these kinds, comma-separated (e.g. assistant_text,result)"},
 			&cli.BoolFlag{Name: "no-deltas", Usage: "print only authoritative events, as the log keeps them (no delta:true, no tool_input_delta)"},
 			&cli.IntFlag{Name: "turn", Usage: "print only turn `N`"},
-			&cli.BoolFlag{Name: "until-result", Usage: "exit after the first result printed (of --turn N if given): 0 if the turn succeeded, 3 if it failed"},
+			&cli.BoolFlag{Name: "until-result", Usage: "exit after the first result printed (of --turn N if given): 0 if the turn succeeded, 3 if it failed or never will (the agent is dead, or N is beyond a dead agent's last turn)"},
+			&cli.BoolFlag{Name: "wait", Usage: "with --since, --from-start or --until-result: wait for an agent:ID that is not open yet instead of exiting 1"},
 			&cli.BoolFlag{Name: "pretty", Usage: "render for people: text flowing, one line per tool call, usage at the end of a turn"},
 		},
 		Action: func(c *cli.Context) error {
@@ -75,7 +80,7 @@ func tailCmd() *cli.Command {
 
 func tailOpts(c *cli.Context) (*tailOptions, error) {
 	o := &tailOptions{Channels: c.Args().Slice(), NoDeltas: c.Bool("no-deltas"), Turn: c.Int("turn"),
-		UntilResult: c.Bool("until-result"), Pretty: c.Bool("pretty"), Out: c.App.Writer, Err: c.App.ErrWriter}
+		UntilResult: c.Bool("until-result"), Wait: c.Bool("wait"), Pretty: c.Bool("pretty"), Out: c.App.Writer, Err: c.App.ErrWriter}
 	if len(o.Channels) == 0 {
 		o.Channels = []string{"agent:"}
 	}
@@ -92,6 +97,9 @@ func tailOpts(c *cli.Context) (*tailOptions, error) {
 			return nil, usagef("--since and --from-start replay one agent's log: give exactly one channel agent:ID (got %s)", strings.Join(o.Channels, " "))
 		}
 		o.Replay, o.Since = true, c.Uint64("since")
+	}
+	if o.Wait && o.agent() == "" {
+		return nil, usagef("--wait waits for one agent: give exactly one channel agent:ID (got %s)", strings.Join(o.Channels, " "))
 	}
 	if c.IsSet("turn") && o.Turn < 1 {
 		return nil, usagef("--turn must be a turn number from 1")
@@ -126,6 +134,15 @@ func kindNames() string {
 	return strings.Join(s, ", ")
 }
 
+// agent is the one agent ID of a single agent:ID channel, "" for agent:
+// or several channels.
+func (o *tailOptions) agent() string {
+	if len(o.Channels) != 1 {
+		return ""
+	}
+	return strings.TrimPrefix(o.Channels[0], "agent:")
+}
+
 // errTailDone ends a tail whose --until-result turn succeeded.
 var errTailDone = errors.New("tail done")
 
@@ -156,6 +173,33 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 	}
 	p := newTailPrinter(o)
 	p.ctx = ctx
+	// With a replay or --until-result, agent:ID is one agent, and the
+	// daemon is asked about it: an unknown one ends tail now (unless
+	// --wait), a dead one ends --until-result once its log is read.
+	//
+	// The question is asked after Sync, and the log read after the
+	// answer, so whatever happens to the agent after the answer reaches
+	// us: a record the daemon writes after it is in the replay, or on the
+	// bus, or both (bus.Join prints it once). A status dead in the replay
+	// outweighs an older answer (settle), one on the bus ends the wait
+	// (watch). And an answer "dead" comes only once the backend has
+	// reported its last result: the log then holds every result of that
+	// life, so the replay finds the awaited one if it exists.
+	var agent *verbs.Status
+	if id := o.agent(); id != "" && (o.Replay || o.UntilResult) {
+		p.only = id
+		agent, err = cl.Status(ctx, &verbs.StatusArgs{AgentID: id})
+		var ve *verbs.Error
+		switch {
+		case errors.As(err, &ve) && ve.Code == verbs.CodeNotFound && o.Wait:
+			fmt.Fprintf(o.Err, "kaimon: tail: no agent %s yet; waiting for it to be opened\n", id)
+		case errors.As(err, &ve) && ve.Code == verbs.CodeNotFound:
+			return &verbs.Error{Code: verbs.CodeNotFound,
+				Message: fmt.Sprintf("no agent %s: see `kaimon list`, or give --wait to wait for it to be opened", id)}
+		case err != nil:
+			return err
+		}
+	}
 	lost := func(agent string, from, to uint64, n int) {
 		fmt.Fprintf(o.Err, "kaimon: tail: lost %d streamed chunk(s) of agent %s (seq %d-%d): the bus dropped them for this slow reader; the complete blocks follow\n",
 			n, agent, from, to)
@@ -166,20 +210,20 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 			j.Close()
 		}
 	}()
-	only := "" // with --since: the one agent
 	if o.Replay {
-		only = strings.TrimPrefix(o.Channels[0], "agent:")
-		path := eventlog.Path(cl.Paths.CacheDir, only)
-		if _, err := os.Stat(path); err != nil {
-			fmt.Fprintf(o.Err, "kaimon: tail: agent %s has no event log yet (%s); waiting for its events\n", only, path)
-		}
-		j := bus.NewJoin(only, path, o.Since, p.emit)
+		j := bus.NewJoin(p.only, eventlog.Path(cl.Paths.CacheDir, p.only), o.Since, p.emit)
 		j.Lost = lost
-		joins[only] = j
+		joins[p.only] = j
 		if err := j.Replay(); err != nil {
 			return p.end(err)
 		}
 	}
+	if agent != nil {
+		if err := p.settle(agent); err != nil {
+			return p.end(err)
+		}
+	}
+	p.live = true
 	for {
 		m, err := sub.Next()
 		if err != nil {
@@ -192,7 +236,7 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 		if json.Unmarshal(m.Body, &e) != nil || e.AgentID == "" {
 			continue // not an envelope
 		}
-		if only != "" && e.AgentID != only {
+		if p.only != "" && e.AgentID != p.only {
 			continue // an id that merely starts with ours
 		}
 		j := joins[e.AgentID]
@@ -216,6 +260,12 @@ type tailPrinter struct {
 	line   []byte
 	// inTurn is the turn in flight per agent, as far as seen.
 	inTurn map[string]int
+	// only is the one agent tail is about ("" for a prefix); status is
+	// its last status seen, and live says the replay is over: from then
+	// on a status dead of only is its death now, not a past life's.
+	only   string
+	status string
+	live   bool
 }
 
 func newTailPrinter(o *tailOptions) *tailPrinter {
@@ -288,11 +338,63 @@ func (p *tailPrinter) watch(e *event.Envelope) error {
 	case event.Status:
 		var d event.StatusData
 		_ = json.Unmarshal(e.Data, &d)
-		if n, ok := p.inTurn[e.AgentID]; ok && d.Status == "dead" && (p.o.Turn == 0 || n == p.o.Turn) {
+		if e.AgentID == p.only {
+			p.status = d.Status
+		}
+		if d.Status != "dead" {
+			return nil
+		}
+		n, ok := p.inTurn[e.AgentID]
+		delete(p.inTurn, e.AgentID)
+		if ok && (p.o.Turn == 0 || n == p.o.Turn) {
 			return &verbs.Error{Code: verbs.CodeTurnFailed, Message: fmt.Sprintf("agent %s died during turn %d", e.AgentID, n)}
+		}
+		// A death in the replay may have been followed by a reopen;
+		// settle judges the replay as a whole.
+		if p.live && e.AgentID == p.only {
+			return p.dead(e.Turn)
 		}
 	}
 	return nil
+}
+
+// settle decides, once the replay (if any) is over, whether --until-result
+// can still end well: not if the agent is dead, as its last status in the
+// replay says, or else the daemon's answer st. Its result would have been
+// in the replay.
+func (p *tailPrinter) settle(st *verbs.Status) error {
+	if !p.o.UntilResult {
+		return nil
+	}
+	status := p.status
+	if status == "" {
+		status = st.Status // nothing replayed, or no status among it
+	}
+	if status != "dead" {
+		return nil
+	}
+	return p.dead(st.Turn)
+}
+
+// dead is the end of --until-result on an agent that is dead and whose
+// awaited result was not printed; last is its last turn.
+func (p *tailPrinter) dead(last int) error {
+	var msg string
+	switch {
+	case p.o.Turn == 0:
+		msg = fmt.Sprintf("agent %s is dead: no result will come", p.only)
+	case p.o.Turn > last:
+		msg = fmt.Sprintf("agent %s is dead: its last turn was %d, turn %d will never come", p.only, last, p.o.Turn)
+	default:
+		msg = fmt.Sprintf("agent %s is dead and turn %d has no result", p.only, p.o.Turn)
+	}
+	switch {
+	case !p.o.Replay:
+		msg += " (for a result it already had, add --from-start)"
+	case p.o.Since > 0:
+		msg += fmt.Sprintf(" after seq %d", p.o.Since)
+	}
+	return &verbs.Error{Code: verbs.CodeTurnFailed, Message: msg}
 }
 
 // end turns the error that stopped the join into tail's outcome.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -106,6 +107,75 @@ func TestTailFiltersAndUntilResult(t *testing.T) {
 	}
 }
 
+// --until-result on an agent that is dead ends once the replay is read:
+// 3 when the awaited result is not there, judged by the newest of the
+// replay's last status and the daemon's answer.
+func TestTailDeadAgentEnds(t *testing.T) {
+	status := func(s string, turn int) *event.Envelope {
+		return &event.Envelope{Kind: event.Status, Turn: turn, AgentID: "a1", Data: []byte(`{"status":"` + s + `"}`)}
+	}
+	replay := func(p *tailPrinter, envs ...*event.Envelope) {
+		t.Helper()
+		for _, e := range envs {
+			if err := p.emit(e); err != nil {
+				t.Fatalf("replay stopped at %s: %v", e.Kind, err)
+			}
+		}
+	}
+	newP := func(turn int, replay bool) *tailPrinter {
+		p := newTailPrinter(&tailOptions{Channels: []string{"agent:a1"}, Out: io.Discard, UntilResult: true, Turn: turn, Replay: replay})
+		p.only = "a1"
+		return p
+	}
+	turn1 := turnEnvelopes("a1", 1)
+	for _, c := range []struct {
+		name   string
+		turn   int
+		replay bool
+		log    []*event.Envelope
+		st     verbs.Status
+		want   string // "" to go on live
+	}{
+		{"a turn beyond a dead agent's last", 3, true, append(turn1, status("dead", 1)), verbs.Status{Status: "dead", Turn: 1}, "its last turn was 1, turn 3 will never come"},
+		{"no result at all", 0, true, []*event.Envelope{status("idle", 0), status("dead", 0)}, verbs.Status{Status: "dead"}, "is dead: no result will come"},
+		{"died after the daemon answered", 2, true, append(turn1, status("dead", 1)), verbs.Status{Status: "idle", Turn: 1}, "turn 2 will never come"},
+		{"reopened after the daemon answered", 2, true, append(turn1, status("dead", 1), status("starting", 1)), verbs.Status{Status: "dead", Turn: 1}, ""},
+		{"live and waiting for its turn", 2, true, turn1, verbs.Status{Status: "idle", Turn: 1}, ""},
+		{"dead with no replay", 1, false, nil, verbs.Status{Status: "dead", Turn: 1}, "add --from-start"},
+	} {
+		p := newP(c.turn, c.replay)
+		replay(p, c.log...)
+		err := p.settle(&c.st)
+		var ve *verbs.Error
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v; want to go on live", c.name, err)
+		case c.want != "" && (!errors.As(err, &ve) || exitFor(err) != ExitTurnFailed || !strings.Contains(ve.Message, c.want)):
+			t.Errorf("%s: %v; want exit 3 and %q", c.name, err, c.want)
+		}
+	}
+
+	// Once live, a death of the agent ends the wait for a later turn too;
+	// in the replay it does not (a reopen may follow).
+	p := newP(2, true)
+	replay(p, append(turn1, status("dead", 1), status("starting", 1), status("idle", 1))...)
+	if err := p.settle(&verbs.Status{Status: "idle", Turn: 1}); err != nil {
+		t.Fatal(err)
+	}
+	p.live = true
+	var ve *verbs.Error
+	if err := p.emit(status("dead", 1)); !errors.As(err, &ve) || !strings.Contains(ve.Message, "turn 2 will never come") {
+		t.Fatalf("a live death: %v", err)
+	}
+	// Without --until-result nothing ends.
+	p = newTailPrinter(&tailOptions{Channels: []string{"agent:a1"}, Out: io.Discard, Replay: true})
+	p.only = "a1"
+	replay(p, status("dead", 0))
+	if err := p.settle(&verbs.Status{Status: "dead"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestTailUsage(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -117,6 +187,7 @@ func TestTailUsage(t *testing.T) {
 		{[]string{"tail", "--kinds", "result,nope"}, `unknown kind "nope"`},
 		{[]string{"tail", "--turn", "0"}, "--turn must be"},
 		{[]string{"tail", "topic:x"}, "agent channels are"},
+		{[]string{"tail", "--wait", "--until-result"}, "--wait waits for one agent"},
 	} {
 		var so, se bytes.Buffer
 		code := Run(context.Background(), append([]string{"kaimon"}, c.args...), nil, &so, &se)

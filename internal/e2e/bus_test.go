@@ -208,11 +208,11 @@ func TestTailResumeSince(t *testing.T) {
 
 // --until-result: 0 after a turn that succeeded, 3 after one that failed,
 // whether the result is live or replayed from the log. tail starts the
-// daemon, and waits for an agent that is not open yet.
+// daemon, and with --wait waits for an agent that is not open yet.
 func TestTailUntilResult(t *testing.T) {
 	e := newEnv(t)
 	// The first command of this installation: tail autostarts the daemon.
-	p := e.tail("agent:early", "--from-start", "--until-result", "--no-deltas")
+	p := e.tail("agent:early", "--from-start", "--until-result", "--no-deltas", "--wait")
 	e.waitTopic("agent:early", 1)
 	if id := e.ok("open", "--id", "early", e.work); id != "early" {
 		t.Fatalf("open printed %q", id)
@@ -222,7 +222,7 @@ func TestTailUntilResult(t *testing.T) {
 		t.Fatalf("live --until-result exited %d: %s", code, p.stderr.String())
 	}
 	envs := p.envelopes()
-	if envs[0].Seq != 1 || envs[len(envs)-1].Kind != event.Result || !strings.Contains(p.stderr.String(), "no event log yet") {
+	if envs[0].Seq != 1 || envs[len(envs)-1].Kind != event.Result || !strings.Contains(p.stderr.String(), "no agent early yet; waiting for it to be opened") {
 		t.Fatalf("live --until-result printed %d envelopes, from seq %d to %s; stderr %q", len(envs), envs[0].Seq, envs[len(envs)-1].Kind, p.stderr.String())
 	}
 

@@ -1074,7 +1074,12 @@ func (m *Manager) Interrupt(ctx context.Context, a *verbs.InterruptArgs) (*verbs
 	defer cancel()
 	ok, err := be.Interrupt(ctx)
 	if err != nil {
-		ag.publish(event.NewError(0, "interrupt: "+err.Error(), nil))
+		// Not "nothing to interrupt": the turn may still be running, and
+		// the caller (and the log's reader) must know it.
+		ag.publish(event.NewError(0, "interrupt failed: "+err.Error(), nil))
+		return nil, &verbs.Error{Code: verbs.CodeUnavailable, Message: fmt.Sprintf(
+			"agent %s: interrupt failed: %v; its turn may still be running: wait for it, or stop the agent with `kaimon close %s`",
+			a.AgentID, err, a.AgentID)}
 	}
 	return &verbs.InterruptResult{Interrupted: ok}, nil
 }

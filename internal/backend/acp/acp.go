@@ -43,6 +43,10 @@ const (
 	writeTimeout = 10 * time.Second
 	// drainDelay is how long the reader may go on after the agent exited.
 	drainDelay = 2 * time.Second
+	// hangupGrace is how long the agent may live on after its stdout
+	// closed (an exiting process closes it a moment before it is
+	// reaped); then it is stopped, as it can never be heard again.
+	hangupGrace = 2 * time.Second
 	// announceWait bounds how long a permission request waits for the
 	// announce of its tool call (which names the tool) to be mapped.
 	announceWait    = 300 * time.Millisecond
@@ -70,7 +74,8 @@ type Backend struct {
 	ready     bool
 	exited    bool
 	closing   bool
-	loading   bool // session/load replays the old conversation: not events
+	loading   bool          // session/load replays the old conversation: not events
+	hungUp    bool          // the agent closed its stdout and lived on: kaimon stopped it
 	turnEnded chan struct{} // closed and replaced when a turn ends
 
 	writeMu sync.Mutex
@@ -510,13 +515,27 @@ func rpcMessage(err error) string {
 }
 
 // watch waits for the process and its stdout, then reports the exit.
+// Whichever ends first, the other is waited for only so long: a straggler
+// holding stdout after the exit is cut off, and an agent living on after
+// its stdout closed (or the JSON-RPC stream broke) is stopped.
 func (b *Backend) watch(child *proc.Child, conn *sdk.ClientSideConnection, out *os.File, done chan struct{}) {
-	<-child.Done()
 	select {
+	case <-child.Done():
+		select {
+		case <-conn.Done():
+		case <-time.After(drainDelay):
+			out.Close() // a straggler holds stdout: stop reading
+			<-conn.Done()
+		}
 	case <-conn.Done():
-	case <-time.After(drainDelay):
-		out.Close() // a straggler holds stdout: stop reading
-		<-conn.Done()
+		select {
+		case <-child.Done():
+		case <-time.After(hangupGrace):
+			b.emitMu.Lock()
+			b.hungUp = !b.closing
+			b.emitMu.Unlock()
+			child.Stop(StopGrace)
+		}
 	}
 	out.Close()
 	b.finish(child, done)
@@ -542,7 +561,10 @@ func (b *Backend) finish(child *proc.Child, done chan struct{}) {
 			}
 		} else {
 			msg := fmt.Sprintf("acp:%s exited with code %d", b.agent.Name, code)
-			if !strings.HasPrefix(desc, "exit code") {
+			switch {
+			case b.hungUp:
+				msg = "acp:" + b.agent.Name + " closed its stdout (or broke the JSON-RPC stream) but kept running, so kaimon stopped it (" + desc + ")"
+			case !strings.HasPrefix(desc, "exit code"):
 				msg = "acp:" + b.agent.Name + " was " + desc
 			}
 			tail := b.stderrTail()
@@ -653,8 +675,8 @@ func (b *Backend) prompt(t Turn) {
 
 // Interrupt sends session/cancel for the turn in flight, denies the
 // permission requests it waits on (ACP: answered "cancelled"), and waits
-// for the turn to end. False if no turn was in flight, or it did not end
-// within InterruptTimeout.
+// for the turn to end. False, and no error, if no turn was in flight; an
+// error if the turn did not end within InterruptTimeout (it may run on).
 func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
 	b.emitMu.Lock()
 	turn, ok := b.m.Active()
@@ -675,9 +697,9 @@ func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
 	case <-ended:
 		return true, nil
 	case <-t.C:
-		return false, nil
+		return false, fmt.Errorf("acp:%s did not end the turn within %v of session/cancel", b.agent.Name, InterruptTimeout)
 	case <-ctx.Done():
-		return false, nil
+		return false, fmt.Errorf("gave up waiting for acp:%s to end the cancelled turn: %w", b.agent.Name, ctx.Err())
 	}
 }
 

@@ -35,6 +35,11 @@ const (
 	// drainDelay is how long the reader may go on after the CLI exited,
 	// for a straggler that inherited its stdout.
 	drainDelay = 2 * time.Second
+	// hangupGrace is how long the CLI may live on after its stdout
+	// closed: an exiting process closes stdout a moment before it is
+	// reaped, but one that lingers can never be heard again and is
+	// stopped.
+	hangupGrace = 2 * time.Second
 	// stderrTailBytes is how much of the stderr log an exit report quotes.
 	stderrTailBytes = 2048
 )
@@ -63,6 +68,7 @@ type Backend struct {
 	ready   bool // Start succeeded
 	exited  bool // the process is gone and the reader done: no more Emit
 	closing bool // Close was called
+	hungUp  bool // the CLI closed its stdout and lived on: kaimon stopped it
 
 	writeMu sync.Mutex
 	stdin   *os.File
@@ -330,6 +336,11 @@ func (b *Backend) Start(ctx context.Context) error {
 func (b *Backend) exitedEarly() error {
 	<-b.child.Done()
 	msg := "claude exited before it was ready: " + b.child.ExitDescription()
+	b.emitMu.Lock()
+	if b.hungUp {
+		msg = "claude closed its stdout before it was ready, and was stopped"
+	}
+	b.emitMu.Unlock()
 	if tail := b.stderrTail(); tail != "" {
 		msg += "; its stderr ends:\n" + tail
 	} else if b.logPath != "" {
@@ -373,7 +384,16 @@ func (b *Backend) run(out *os.File) {
 	}
 	close(eof)
 	out.Close()
-	<-b.child.Done()
+	select {
+	case <-b.child.Done():
+	case <-time.After(hangupGrace):
+		// Its stdout is closed but it lives: nothing it does can reach
+		// us, so its turn would never end. Stop it; finish reports it.
+		b.emitMu.Lock()
+		b.hungUp = !b.closing
+		b.emitMu.Unlock()
+		b.child.Stop(StopGrace)
+	}
 	b.finish()
 }
 
@@ -453,7 +473,10 @@ func (b *Backend) finish() {
 			}
 		} else {
 			msg := "claude exited with code " + fmt.Sprint(code)
-			if !strings.HasPrefix(desc, "exit code") {
+			switch {
+			case b.hungUp:
+				msg = "claude closed its stdout but kept running, so kaimon stopped it (" + desc + ")"
+			case !strings.HasPrefix(desc, "exit code"):
 				msg = "claude was " + desc
 			}
 			tail := b.stderrTail()
@@ -537,8 +560,9 @@ func (b *Backend) submit(t Turn, report bool) error {
 }
 
 // Interrupt asks the CLI to cancel the turn in flight. The turn then ends
-// with the CLI's result, stopReason cancelled. It reports false if no turn
-// was in flight or the CLI did not acknowledge within InterruptTimeout.
+// with the CLI's result, stopReason cancelled. It reports false, and no
+// error, if no turn was in flight; an error if the CLI refused, went away,
+// or did not acknowledge within InterruptTimeout (the turn may run on).
 func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
 	b.emitMu.Lock()
 	turn, ok := b.m.Active()
@@ -549,8 +573,15 @@ func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
 	b.m.MarkInterrupted(turn)
 	b.emitMu.Unlock()
 	r, err := b.control(ctx, "interrupt", map[string]any{"subtype": "interrupt"}, InterruptTimeout)
-	if err != nil || r == nil {
+	switch {
+	case errors.Is(err, proc.ErrExited):
+		return false, errors.New("claude exited before it acknowledged the interrupt")
+	case err != nil:
 		return false, err
+	case r == nil && ctx.Err() != nil:
+		return false, fmt.Errorf("gave up waiting for claude to acknowledge the interrupt: %w", ctx.Err())
+	case r == nil:
+		return false, fmt.Errorf("claude did not acknowledge the interrupt within %v", InterruptTimeout)
 	}
 	if !r.Success {
 		return false, fmt.Errorf("claude refused to interrupt: %s", r.Error)

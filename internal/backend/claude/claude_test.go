@@ -686,3 +686,65 @@ func TestAgentEnv(t *testing.T) {
 		t.Errorf("agentEnv = %q", got)
 	}
 }
+
+// standinInit is a fake CLI's answer to the initialize request.
+const standinInit = `read -r line
+echo '{"type":"control_response","response":{"subtype":"success","request_id":"init-1","response":{}}}'
+`
+
+// A CLI that closes its stdout on the first turn and lives on, with a
+// child of its own: its whole group is stopped, the turn fails and the
+// exit report says why.
+func TestCLIClosesStdout(t *testing.T) {
+	bin := fakeCLI(t, standinInit+"read -r line\nexec >&-\nsleep 600 &\nexec sleep 600\n")
+	sink := newSink(t)
+	b, err := New(backend.Options{ID: "x3", Cwd: t.TempDir(), CacheDir: t.TempDir(), Env: []string{"KAIMON_CLAUDE_BIN=" + bin}}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Send(1, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sink.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no Exited after the CLI closed its stdout")
+	}
+	if sink.err == nil || !strings.HasPrefix(sink.err.Error(), "claude closed its stdout but kept running, so kaimon stopped it") {
+		t.Fatalf("Exited(%v)", sink.err)
+	}
+	if r := sink.waitResult(t, 1, time.Second); r.StopReason != event.StopError {
+		t.Errorf("turn 1 ended %q", r.StopReason)
+	}
+	// The grandchild, killed too, is reaped by init in its own time.
+	id := b.Process()
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(-id.PID, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process group %d left behind", id.PID)
+		}
+	}
+}
+
+// A CLI that never acknowledges an interrupt makes Interrupt an error.
+func TestInterruptNotAcknowledged(t *testing.T) {
+	bin := fakeCLI(t, standinInit+"while read -r line; do :; done\n")
+	b, err := New(backend.Options{ID: "x4", Cwd: t.TempDir(), CacheDir: t.TempDir(), Env: []string{"KAIMON_CLAUDE_BIN=" + bin}}, newSink(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Send(1, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := b.Interrupt(context.Background())
+	if ok || err == nil || !strings.Contains(err.Error(), "did not acknowledge the interrupt") {
+		t.Fatalf("Interrupt = %v, %v", ok, err)
+	}
+}

@@ -1,0 +1,111 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/event"
+)
+
+// sink records what a backend reports.
+type sink struct {
+	mu     sync.Mutex
+	evs    []event.Event
+	err    error
+	exited chan struct{}
+}
+
+func (s *sink) Emit(ev event.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.evs = append(s.evs, ev)
+}
+
+func (s *sink) Exited(err error) {
+	s.err = err
+	close(s.exited)
+}
+
+func (s *sink) events() []event.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]event.Event(nil), s.evs...)
+}
+
+// standin starts testdata/standin-acp.py as acp:gemini, misbehaving as
+// mode says on the first prompt.
+func standin(t *testing.T, mode string) (*Backend, *sink) {
+	t.Helper()
+	bin, err := filepath.Abs(filepath.Join("testdata", "standin-acp.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sink{exited: make(chan struct{})}
+	b, err := New(backend.Options{ID: "s1", Cwd: t.TempDir(), CacheDir: t.TempDir(), Model: "acp:gemini",
+		Env: []string{"KAIMON_GEMINI_BIN=" + bin, "KAIMON_STANDIN=" + mode, "PATH=" + os.Getenv("PATH")}}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, s
+}
+
+// An agent that closes its stdout and lives on is stopped: its turn fails
+// with an error saying so, and Exited reports it.
+func TestAgentClosesStdout(t *testing.T) {
+	b, s := standin(t, "hangup")
+	pid := b.Process()
+	if err := b.Send(1, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no Exited after the agent closed its stdout")
+	}
+	if s.err == nil || !strings.Contains(s.err.Error(), "closed its stdout (or broke the JSON-RPC stream) but kept running") {
+		t.Fatalf("Exited(%v)", s.err)
+	}
+	if pid.Alive() {
+		t.Fatalf("the stand-in (pid %d) still runs", pid.PID)
+	}
+	var failed bool
+	for _, ev := range s.events() {
+		if ev.Kind == event.Result && ev.Turn == 1 {
+			var r event.ResultData
+			_ = json.Unmarshal(ev.Data, &r)
+			failed = r.StopReason == event.StopError
+		}
+	}
+	if !failed {
+		t.Fatalf("turn 1 did not fail: %v", s.events())
+	}
+}
+
+// A turn that does not end after session/cancel is an interrupt error, not
+// "nothing to interrupt"; with no turn in flight it is false and no error.
+func TestInterruptNotEnded(t *testing.T) {
+	b, _ := standin(t, "mute")
+	if ok, err := b.Interrupt(context.Background()); ok || err != nil {
+		t.Fatalf("interrupt with no turn: %v, %v", ok, err)
+	}
+	if err := b.Send(1, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := b.Interrupt(context.Background())
+	if ok || err == nil || !strings.Contains(err.Error(), "did not end the turn") {
+		t.Fatalf("interrupt of a mute agent: %v, %v", ok, err)
+	}
+}

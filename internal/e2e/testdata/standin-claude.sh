@@ -1,0 +1,32 @@
+#!/bin/sh
+# A stand-in for the claude CLI that misbehaves on purpose, for the faults
+# the real one will not show. It speaks just enough stream-json: it answers
+# the initialize control request kaimon sends at spawn, then on the first
+# user message does what KAIMON_STANDIN says:
+#   hangup  close its stdout and live on (until stopped)
+#   mute    start the turn, then read on and answer nothing: no result, no
+#           acknowledgement of an interrupt; it exits when stdin closes
+read -r line || exit 1
+case $line in
+*'"subtype":"initialize"'*) ;;
+*) echo "standin: expected initialize, got: $line" >&2; exit 1 ;;
+esac
+echo '{"type":"control_response","response":{"subtype":"success","request_id":"init-1","response":{}}}'
+read -r line || exit 0
+echo '{"type":"system","subtype":"init","cwd":"/","session_id":"standin-1","model":"standin","tools":[]}'
+case $KAIMON_STANDIN in
+hangup)
+	exec >&-
+	echo "standin: stdout closed, sleeping" >&2
+	exec sleep 600
+	;;
+mute)
+	while read -r line; do
+		echo "standin: ignoring $line" >&2
+	done
+	;;
+*)
+	echo "standin: KAIMON_STANDIN=$KAIMON_STANDIN: want hangup or mute" >&2
+	exit 2
+	;;
+esac
