@@ -25,23 +25,56 @@ type Identity struct {
 
 // StartTime reads pid's start time from /proc.
 func StartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	f, err := statFields(strconv.Itoa(pid))
 	if err != nil {
 		return 0, err
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// statFields returns the fields of /proc/<pid>/stat after the command
+// name: f[0] is field 3 (state), f[2] field 5 (process group), f[19]
+// field 22 (start time).
+func statFields(pid string) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return nil, err
 	}
 	// The command name (field 2) is in parentheses and may hold spaces:
 	// count fields after its closing parenthesis.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+		return nil, fmt.Errorf("malformed /proc/%s/stat", pid)
 	}
 	f := strings.Fields(s[i+1:])
-	// f[0] is field 3 (state); field 22 is f[19].
 	if len(f) < 20 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+		return nil, fmt.Errorf("short /proc/%s/stat", pid)
 	}
-	return strconv.ParseUint(f[19], 10, 64)
+	return f, nil
+}
+
+// groupLive says whether a process of group pgid still runs. Zombies do
+// not count: an orphan of the group waits to be reaped by init, which
+// here may never come.
+func groupLive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	want := strconv.Itoa(pgid)
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		if f, err := statFields(e.Name()); err == nil && f[2] == want && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
 }
 
 // Alive reports whether id still names the same running process.
@@ -124,6 +157,32 @@ func (c *Child) Stop(grace time.Duration) {
 
 // KillGroup stops a leftover process group whose leader is id, only if id
 // still names the same process instance. It reports whether it signalled.
+// StopLeaderFirst is Stop for a leader that runs its own children through
+// pipes (claude-agent-acp runs the claude CLI): SIGTERM goes to the leader
+// alone, so that its children see their input end and exit in their own
+// time, writing what they keep (the claude CLI's transcript); after grace,
+// or once the whole group is gone, what is left is killed.
+func (c *Child) StopLeaderFirst(grace time.Duration) {
+	c.once.Do(func() {
+		pgid := c.ID.PID
+		_ = syscall.Kill(pgid, syscall.SIGTERM)
+		deadline := time.Now().Add(grace)
+		for time.Now().Before(deadline) {
+			select {
+			case <-c.done:
+				// The leader is reaped; is anyone left in its group?
+				if !groupLive(pgid) {
+					return
+				}
+			default:
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-c.done
+	})
+}
+
 func KillGroup(id Identity, grace time.Duration) bool {
 	if id.PID <= 1 || !id.Alive() {
 		return false

@@ -65,3 +65,46 @@ func TestIdentityRefusesAReusedPid(t *testing.T) {
 		t.Error("KillGroup signalled a process whose start time differs")
 	}
 }
+
+// StopLeaderFirst signals the leader alone, so that a child of its group
+// can finish what it writes once the leader is gone (claude-agent-acp's
+// claude CLI and its transcript); Stop signals the whole group at once.
+func TestStopLeaderFirstLetsTheGroupFinish(t *testing.T) {
+	run := func(stop func(*Child)) bool {
+		done := t.TempDir() + "/done"
+		// The child waits out the leader, then writes; the leader waits
+		// forever.
+		c, err := Start(exec.Command("sh", "-c", `(trap "" TERM; sleep 0.3; touch `+done+`) & exec sleep 300`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // the child is in place
+		stop(c)
+		if groupLive(c.ID.PID) {
+			t.Errorf("the group of %d outlived the stop", c.ID.PID)
+			syscall.Kill(-c.ID.PID, syscall.SIGKILL)
+		}
+		_, err = os.Stat(done)
+		return err == nil
+	}
+	if !run(func(c *Child) { c.StopLeaderFirst(5 * time.Second) }) {
+		t.Error("StopLeaderFirst: the group's child did not get to finish")
+	}
+	if run(func(c *Child) { c.Stop(5 * time.Second) }) {
+		t.Error("Stop: the group's child finished; it should have been stopped with its leader")
+	}
+	// A child that does not finish is killed after the grace.
+	c, err := Start(exec.Command("sh", "-c", `(trap "" TERM; sleep 300) & exec sleep 300`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	c.StopLeaderFirst(200 * time.Millisecond)
+	deadline := time.Now().Add(2 * time.Second)
+	for groupLive(c.ID.PID) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if groupLive(c.ID.PID) {
+		t.Error("StopLeaderFirst left a child that ignores SIGTERM running past the grace")
+	}
+}

@@ -153,6 +153,9 @@ type Agent struct {
 	// saveMu orders writes of the record, each of the state at its time.
 	saveMu    sync.Mutex
 	forgotten bool // the record is removed: write no more
+	// resuming: a resume not yet started keeps the dead agent's record
+	// as it is, so that a resume that fails changes nothing.
+	resuming bool
 
 	mu        sync.Mutex
 	status    string
@@ -234,7 +237,14 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 		ag.usage = event.UsageFigures{}
 	}
 	ag.activity = time.Now()
+	ag.resuming = a.Resume
 	if err := ag.start(ctx, be); err != nil {
+		if a.Resume {
+			// The agent is as it was: dead, with its record and the
+			// session a later resume may still find. Its log says what
+			// this attempt met.
+			m.unreserve(ag, old)
+		}
 		return nil, err
 	}
 	return &verbs.OpenResult{AgentID: id}, nil
@@ -417,6 +427,9 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	ag.mu.Lock()
 	ag.info = be.Info()
 	ag.mu.Unlock()
+	ag.saveMu.Lock()
+	ag.resuming = false
+	ag.saveMu.Unlock()
 	ag.transition(Idle, 0)
 	return nil
 }
@@ -529,7 +542,7 @@ func (ag *Agent) recordLocked() *Record {
 func (ag *Agent) save() {
 	ag.saveMu.Lock()
 	defer ag.saveMu.Unlock()
-	if ag.forgotten {
+	if ag.forgotten || ag.resuming {
 		return
 	}
 	ag.mu.Lock()

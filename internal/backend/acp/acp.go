@@ -735,8 +735,9 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 	return true, nil
 }
 
-// Close stops the agent: stdin closed, SIGTERM to its group, SIGKILL after
-// StopGrace (claude-agent-acp does not exit on stdin close).
+// Close stops the agent: stdin closed, SIGTERM to the agent (its group
+// then winds down by itself), SIGKILL to what is left after StopGrace
+// (claude-agent-acp does not exit on stdin close).
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
 		b.emitMu.Lock()
@@ -747,7 +748,11 @@ func (b *Backend) Close() error {
 			return
 		}
 		b.inputClose()
-		child.Stop(StopGrace)
+		// The leader first: claude-agent-acp's claude CLI writes the
+		// session's transcript (which a resume loads) a moment after a
+		// turn, and a SIGTERM of its own loses what is unwritten; told by
+		// its input ending, it writes it and exits.
+		child.StopLeaderFirst(StopGrace)
 		<-done
 	})
 	return nil
