@@ -166,6 +166,8 @@ type Agent struct {
 	activity  time.Time
 	turn      int // last turn assigned
 	seq       uint64
+	seqCeil   uint64 // the record's SeqCeiling
+	reserve   bool   // seq passed seqCeil: save before fan-out
 	usage     event.UsageFigures
 	pending   int // turns sent whose result has not come
 	be        backend.Backend
@@ -230,6 +232,7 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 		// and seq (from the log, in start).
 		old.mu.Lock()
 		ag.created, ag.usage = old.created, old.usage
+		ag.seq = old.seqCeil
 		old.mu.Unlock()
 	}
 	if ag.created.IsZero() || !a.Resume {
@@ -396,9 +399,11 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	ag.log = w
 	ag.pubMu.Unlock()
 	ag.mu.Lock()
-	// Continue numbering from the log: seq is never reused, turns stay
-	// unique per id, across reopen and daemon restarts.
-	ag.seq = tail.LastSeq
+	// Continue numbering from the log (and from the ceiling of the slot's
+	// earlier life, set by Open): seq is never reused, turns stay unique
+	// per id, across reopen and daemon restarts.
+	ag.seq = max(ag.seq, tail.LastSeq)
+	ag.seqCeil = ag.seq
 	ag.turn = tail.LastTurn
 	ag.book = newBook()
 	ag.be = be
@@ -482,6 +487,9 @@ func (ag *Agent) die(reason string, err error) {
 		return
 	}
 	ag.transition(Dead, 0)
+	ag.mu.Lock()
+	ag.seqCeil = ag.seq // the last one: a reopen numbers on from here
+	ag.mu.Unlock()
 	ag.pubMu.Lock()
 	if ag.log != nil {
 		_ = ag.log.Close()
@@ -509,6 +517,7 @@ func (ag *Agent) fromRecord(r *Record) {
 	ag.model = r.Model
 	ag.created, ag.activity = r.CreatedAt, r.LastActivity
 	ag.turn, ag.usage = r.Turn, r.Usage
+	ag.seqCeil = r.SeqCeiling
 	ag.info = backend.Info{SessionID: r.SessionID, Transcript: r.Transcript, Model: r.Model, QueuesPrompts: r.QueuesPrompts}
 	ag.saved = r.SessionID
 	ag.status, ag.reason = r.Status, r.Reason
@@ -528,6 +537,10 @@ func (ag *Agent) recordLocked() *Record {
 		SessionID: ag.info.SessionID, Transcript: ag.info.Transcript, QueuesPrompts: ag.info.QueuesPrompts,
 		CreatedAt: ag.created.UTC(), LastActivity: ag.activity.UTC(),
 		Turn: ag.turn, Usage: ag.usage, Status: ag.status, Reason: ag.reason,
+		SeqCeiling: ag.seqCeil,
+	}
+	if ag.status == Dead {
+		r.SeqCeiling = ag.seq // no more envelopes: the exact last one
 	}
 	if o.DisallowedTools != nil {
 		d := append([]string{}, o.DisallowedTools...)
@@ -568,9 +581,10 @@ func (ag *Agent) closeLost(was string) {
 	ag.mu.Lock()
 	if err == nil {
 		ag.log = w
-		ag.seq = tail.LastSeq
 		ag.turn = max(ag.turn, tail.LastTurn)
 	}
+	// Past every seq the lost daemon may have published (see Record).
+	ag.seq = max(ag.seqCeil, tail.LastSeq)
 	if !allowed(ag.status, Dead) {
 		ag.status = Working
 	}
@@ -656,8 +670,14 @@ func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 		}
 	}
 	ag.broadcastLocked()
+	reserve := ag.reserve
+	ag.reserve = false
 	ag.mu.Unlock()
 
+	if reserve {
+		// The new ceiling is on disk before any seq under it goes out.
+		ag.save()
+	}
 	ag.fanOut(&env)
 	if idle != nil {
 		ag.fanOut(idle)
@@ -665,8 +685,15 @@ func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 	return persist
 }
 
+// seqBlock is how many seq numbers a record reserves at a time.
+const seqBlock = 4096
+
 func (ag *Agent) stampLocked(ev event.Event) event.Envelope {
 	ag.seq++
+	if ag.seq > ag.seqCeil {
+		ag.seqCeil = ag.seq + seqBlock
+		ag.reserve = true
+	}
 	now := time.Now().UTC()
 	ag.activity = now
 	return event.Envelope{Kind: ev.Kind, Turn: ev.Turn, Data: ev.Data, AgentID: ag.id, Seq: ag.seq, TS: now}
