@@ -483,7 +483,7 @@ var All = []*Verb{
 	verb(Verb{
 		Name: "agent_interrupt", CLI: "interrupt", Destructive: true,
 		Summary: "Cancel the turn in flight",
-		Doc:     "Best-effort cancel of the in-flight turn; the agent stays alive for the next one. interrupted is false when no turn was running.",
+		Doc:     "Cancels the in-flight turn; the agent stays alive for the next one. interrupted is false when no turn was running. An agent that refuses or does not acknowledge the interrupt in time is an error (its turn may run on).",
 		Returns: `{"interrupted": bool}`,
 		Args:    []Arg{agentID},
 	}, func(s Service) func(context.Context, *InterruptArgs) (*InterruptResult, error) { return s.Interrupt }),
@@ -556,7 +556,7 @@ const (
 	CodeNotFound    = "not_found"    // 404
 	CodeWrongState  = "wrong_state"  // 409
 	CodeTurnFailed  = "turn_failed"  // 502: the agent ended the turn with an error
-	CodeUnavailable = "unavailable"  // 503: the agent program cannot be started
+	CodeUnavailable = "unavailable"  // 503: the agent program cannot be started, or does not answer
 	CodeTimeout     = "timeout"      // 504
 	CodeInternal    = "internal"     // 500
 )
