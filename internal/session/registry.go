@@ -48,18 +48,18 @@ type Record struct {
 	Transcript    string `json:"transcript,omitempty"`
 	QueuesPrompts bool   `json:"queues_prompts,omitempty"`
 
-	CreatedAt    time.Time          `json:"created_at"`
-	LastActivity time.Time          `json:"last_activity"`
-	Turn         int                `json:"turn"`
+	CreatedAt    time.Time `json:"created_at"`
+	LastActivity time.Time `json:"last_activity"`
+	Turn         int       `json:"turn"`
 	// SeqCeiling is a bound on the seq of every envelope published: the
 	// last one for a dead agent, and for a live one a block ahead, reserved
 	// before any envelope above the last bound goes out. A daemon that
 	// died mid-stream published deltas the log does not keep; the next one
 	// numbers on from here, so no seq a subscriber saw is used again.
-	SeqCeiling uint64 `json:"seq_ceiling,omitempty"`
-	Usage        event.UsageFigures `json:"usage"`
-	Status       string             `json:"status"`
-	Reason       string             `json:"reason,omitempty"`
+	SeqCeiling uint64             `json:"seq_ceiling,omitempty"`
+	Usage      event.UsageFigures `json:"usage"`
+	Status     string             `json:"status"`
+	Reason     string             `json:"reason,omitempty"`
 }
 
 // Reasons a dead agent ended, as agent_status reports them.
