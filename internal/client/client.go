@@ -16,13 +16,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/proc"
 	"github.com/kaimon/kaimon/internal/server"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -280,7 +280,7 @@ func (c *Client) StopDaemon(ctx context.Context) (*server.DaemonStatus, error) {
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for running(st.PID) {
+	for proc.Running(st.PID) {
 		select {
 		case <-deadline.C:
 			return st, fmt.Errorf("kaimon-agentd (pid %d) did not exit within %s of being asked to stop; see %s, or end it with `kill %d`",
@@ -293,32 +293,16 @@ func (c *Client) StopDaemon(ctx context.Context) (*server.DaemonStatus, error) {
 	return st, nil
 }
 
-// running reports whether pid names a process that has not exited yet (a
-// zombie has: it holds no files, and so no lock).
-func running(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
-	}
-	// The state follows the command name, which is in parentheses and may
-	// hold anything.
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
-}
-
 // explain adds to an error the daemon answered a verb with a sentence
 // naming the relevant variables (config.Relevant) whose values differ
 // between this client and the daemon, which was perhaps started by another
 // shell or MCP client: the daemon runs its agents with its own
 // environment, not the caller's. Errors about the agent registry (unknown
-// agent, wrong state) cannot come from the environment and stay as they
-// are. It costs one GET /v1/daemon per client, and only on errors.
+// agent, wrong state) and timeouts cannot come from the environment and
+// stay as they are. It costs one GET /v1/daemon per client, and only on errors.
 func (c *Client) explain(ctx context.Context, err error) error {
 	var ve *verbs.Error
-	if !errors.As(err, &ve) || ve.Code == verbs.CodeNotFound || ve.Code == verbs.CodeWrongState {
+	if !errors.As(err, &ve) || ve.Code == verbs.CodeNotFound || ve.Code == verbs.CodeWrongState || ve.Code == verbs.CodeTimeout {
 		return err
 	}
 	c.envOnce.Do(func() {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/proc"
 	"github.com/kaimon/kaimon/internal/server"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -138,8 +139,8 @@ func TestStopDaemonWaitsForTheProcess(t *testing.T) {
 	if d := time.Since(start); d < exitAfter {
 		t.Fatalf("StopDaemon returned after %s, before the process exited", d)
 	}
-	if running(child.Process.Pid) {
-		t.Fatal("running() says a zombie runs")
+	if proc.Running(child.Process.Pid) {
+		t.Fatal("proc.Running says a zombie runs")
 	}
 
 	// No daemon: nothing to stop, and none is started.

@@ -39,10 +39,18 @@ type Tail struct {
 
 // Open opens (creating) the log at path for appending, and reports the last
 // seq and turn already in it.
-func Open(path string) (*Writer, Tail, error) {
+func Open(path string) (*Writer, Tail, error) { return OpenEach(path, nil) }
+
+// OpenEach is Open that also hands each record already in the log to each
+// (when not nil), from the one read Open makes anyway: a reopened agent
+// rebuilds what agent_output reads of its earlier turns.
+func OpenEach(path string, each func(*event.Record)) (*Writer, Tail, error) {
 	var t Tail
 	open := map[int]bool{}
 	err := Scan(path, 0, func(r *event.Record) bool {
+		if each != nil {
+			each(r)
+		}
 		t.LastSeq = r.Seq
 		if r.Turn > t.LastTurn {
 			t.LastTurn = r.Turn

@@ -54,6 +54,18 @@ func statFields(pid string) ([]string, error) {
 	return f, nil
 }
 
+// Running says whether process pid exists and is not a zombie.
+func Running(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	f, err := statFields(strconv.Itoa(pid))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	return f[0] != "Z" && f[0] != "X"
+}
+
 // groupLive says whether a process of group pgid still runs. Zombies do
 // not count: an orphan of the group waits to be reaped by init, which
 // here may never come.
@@ -155,8 +167,6 @@ func (c *Child) Stop(grace time.Duration) {
 	})
 }
 
-// KillGroup stops a leftover process group whose leader is id, only if id
-// still names the same process instance. It reports whether it signalled.
 // StopLeaderFirst is Stop for a leader that runs its own children through
 // pipes (claude-agent-acp runs the claude CLI): SIGTERM goes to the leader
 // alone, so that its children see their input end and exit in their own
@@ -183,6 +193,8 @@ func (c *Child) StopLeaderFirst(grace time.Duration) {
 	})
 }
 
+// KillGroup stops a leftover process group whose leader is id, only if id
+// still names the same process instance. It reports whether it signalled.
 func KillGroup(id Identity, grace time.Duration) bool {
 	if id.PID <= 1 || !id.Alive() {
 		return false

@@ -159,15 +159,16 @@ type Agent struct {
 
 	mu        sync.Mutex
 	status    string
-	reason    string // why a dead agent ended
-	opts      backend.Options
-	model     string // as opened, or as last switched
+	reason    string          // why a dead agent ended
+	args      verbs.OpenArgs  // the open options as applied: the record's
+	opts      backend.Options // the backend's, with the door and asker
+	model     string          // as opened, or as last switched
 	created   time.Time
 	activity  time.Time
 	turn      int // last turn assigned
 	seq       uint64
 	seqCeil   uint64 // the record's SeqCeiling
-	reserve   bool   // seq passed seqCeil: save before fan-out
+	newCeil   bool   // seq passed the last ceiling: save before fan-out
 	usage     event.UsageFigures
 	pending   int // turns sent whose result has not come
 	be        backend.Backend
@@ -211,12 +212,17 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 	if err != nil {
 		return nil, err
 	}
-	opts, err := m.openOptions(id, a, old)
+	args, opts, err := m.openOptions(id, *a, old)
 	var be backend.Backend
 	if err == nil {
-		ag.opts, ag.model = opts, opts.Model
+		ag.mu.Lock()
+		ag.args, ag.opts, ag.model = args, opts, args.Model
+		ag.mu.Unlock()
 		m.attach(ag)
-		be, err = m.factory(ag.opts, ag)
+		ag.mu.Lock()
+		opts = ag.opts
+		ag.mu.Unlock()
+		be, err = m.factory(opts, ag)
 		if err != nil {
 			m.detach(ag)
 			err = openError(err)
@@ -226,21 +232,25 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 		m.unreserve(ag, old)
 		return nil, err
 	}
+	// A reopened slot numbers on from its earlier life (seq from its
+	// ceiling, turns from the log, in start); a resumed one also keeps
+	// its created_at and usage.
+	now := time.Now()
+	created, usage, seq := now, event.UsageFigures{}, uint64(0)
 	if old != nil {
-		// A reopened slot carries on from its record: created_at and the
-		// usage of its earlier life are the agent's, as are turn numbers
-		// and seq (from the log, in start).
 		old.mu.Lock()
-		ag.created, ag.usage = old.created, old.usage
-		ag.seq = old.seqCeil
+		seq = old.seqCeil
+		if a.Resume {
+			created, usage = old.created, old.usage
+		}
 		old.mu.Unlock()
 	}
-	if ag.created.IsZero() || !a.Resume {
-		ag.created = time.Now()
-		ag.usage = event.UsageFigures{}
-	}
-	ag.activity = time.Now()
+	ag.mu.Lock()
+	ag.created, ag.usage, ag.seq, ag.activity = created, usage, seq, now
+	ag.mu.Unlock()
+	ag.saveMu.Lock()
 	ag.resuming = a.Resume
+	ag.saveMu.Unlock()
 	if err := ag.start(ctx, be); err != nil {
 		if a.Resume {
 			// The agent is as it was: dead, with its record and the
@@ -288,88 +298,78 @@ func (m *Manager) unreserve(ag, old *Agent) {
 	}
 }
 
-// openOptions validates agent_open's arguments into the backend's options.
-// To resume, the dead agent old's record supplies what a left out, and its
-// vendor session is what the backend continues.
-func (m *Manager) openOptions(id string, a *verbs.OpenArgs, old *Agent) (backend.Options, error) {
+// openOptions validates agent_open's arguments a into the options as
+// applied (kept in the record) and the backend's. To resume, the dead
+// agent old's record supplies what a left out, and its vendor session is
+// what the backend continues.
+func (m *Manager) openOptions(id string, a verbs.OpenArgs, old *Agent) (verbs.OpenArgs, backend.Options, error) {
+	a.ID = id
+	session := ""
 	if a.Resume {
-		if err := inherit(id, a, old); err != nil {
-			return backend.Options{}, err
+		var err error
+		if session, err = inherit(&a, old); err != nil {
+			return a, backend.Options{}, err
 		}
-		verbs.ByName("agent_open").ApplyDefaults(a)
+		a.Resume = false // a record says what is, not how it came to be
 	}
+	verbs.ByName("agent_open").ApplyDefaults(&a) // for callers in this process, and after inherit
 	if a.Cwd == "" {
-		return backend.Options{}, verbs.BadArg("agent_open: cwd is required")
+		return a, backend.Options{}, verbs.BadArg("agent_open: cwd is required")
 	}
 	cwd, err := filepath.Abs(a.Cwd)
 	if err != nil {
-		return backend.Options{}, verbs.BadArg("agent_open: cwd %q: %v", a.Cwd, err)
+		return a, backend.Options{}, verbs.BadArg("agent_open: cwd %q: %v", a.Cwd, err)
 	}
 	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
-		return backend.Options{}, verbs.BadArg("agent_open: cwd %s does not exist or is not a directory", cwd)
+		return a, backend.Options{}, verbs.BadArg("agent_open: cwd %s does not exist or is not a directory", cwd)
 	}
-	opts := backend.Options{
-		ID: id, Cwd: cwd, Model: a.Model, Effort: a.Effort,
+	a.Cwd = cwd
+	opts := m.backendOptions(&a)
+	opts.Resume = session
+	if _, err := backend.Resolve(&opts); err != nil {
+		return a, backend.Options{}, verbs.BadArg("agent_open: %v", err)
+	}
+	return a, opts, nil
+}
+
+// backendOptions are the options a backend is made with for an agent
+// opened with a.
+func (m *Manager) backendOptions(a *verbs.OpenArgs) backend.Options {
+	o := backend.Options{
+		ID: a.ID, Cwd: a.Cwd, Model: a.Model, Effort: a.Effort,
 		Permission: a.Permission, PermissionMode: a.PermissionMode,
 		AllowedTools: a.AllowedTools, Only: a.Only,
 		MCPConfig: a.MCPConfig, SystemPrompt: a.SystemPrompt,
 		CacheDir: m.paths.CacheDir,
-		Env:      append(append([]string{}, m.env...), "KAIMON_AGENT_SESSION="+id),
+		Env:      append(append([]string{}, m.env...), "KAIMON_AGENT_SESSION="+a.ID),
 	}
 	if a.DisallowedTools != nil {
-		opts.DisallowedTools = append([]string{}, (*a.DisallowedTools)...)
+		o.DisallowedTools = append([]string{}, (*a.DisallowedTools)...)
 	}
-	if a.Resume {
-		old.mu.Lock()
-		opts.Resume = old.info.SessionID
-		old.mu.Unlock()
-	}
-	if _, err := backend.Resolve(&opts); err != nil {
-		return backend.Options{}, verbs.BadArg("agent_open: %v", err)
-	}
-	return opts, nil
+	return o
 }
 
-// inherit fills the options a resuming open left out from the dead agent's
-// record, and refuses what cannot be resumed.
-func inherit(id string, a *verbs.OpenArgs, old *Agent) error {
+// inherit fills the options a resuming open left out from the dead
+// agent's record, refuses what cannot be resumed, and returns the vendor's
+// session to continue.
+func inherit(a *verbs.OpenArgs, old *Agent) (session string, err error) {
 	if old == nil {
-		return verbs.NotFound("agent_open: no agent %q to resume: see `kaimon list` for the agents kaimon knows", id)
+		return "", verbs.NotFound("agent_open: no agent %q to resume: see `kaimon list` for the agents kaimon knows", a.ID)
 	}
 	old.mu.Lock()
 	defer old.mu.Unlock()
-	o := old.opts
 	if old.info.SessionID == "" {
-		return verbs.WrongState("agent_open: agent %s has no conversation to resume (it never began one); open it without --resume for a fresh one", id)
+		return "", verbs.WrongState("agent_open: agent %s has no conversation to resume (it never began one); open it without --resume for a fresh one", a.ID)
 	}
+	rec := old.args
+	rec.Model = old.model
 	if a.Cwd != "" {
-		if cwd, err := filepath.Abs(a.Cwd); err != nil || cwd != o.Cwd {
-			return verbs.BadArg("agent_open: agent %s worked in %s, and its conversation belongs there: resume it without a cwd (or with that one)", id, o.Cwd)
+		if cwd, err := filepath.Abs(a.Cwd); err != nil || cwd != rec.Cwd {
+			return "", verbs.BadArg("agent_open: agent %s worked in %s, and its conversation belongs there: resume it without a cwd (or with that one)", a.ID, rec.Cwd)
 		}
 	}
-	str := func(dst *string, v string) {
-		if *dst == "" {
-			*dst = v
-		}
-	}
-	str(&a.Cwd, o.Cwd)
-	str(&a.Model, old.model)
-	str(&a.Effort, o.Effort)
-	str(&a.Permission, o.Permission)
-	str(&a.PermissionMode, o.PermissionMode)
-	str(&a.MCPConfig, o.MCPConfig)
-	str(&a.SystemPrompt, o.SystemPrompt)
-	if a.AllowedTools == nil {
-		a.AllowedTools = append([]string(nil), o.AllowedTools...)
-	}
-	if !a.Only {
-		a.Only = o.Only
-	}
-	if a.DisallowedTools == nil && o.DisallowedTools != nil {
-		d := append([]string{}, o.DisallowedTools...)
-		a.DisallowedTools = &d
-	}
-	return nil
+	verbs.ByName("agent_open").Inherit(a, &rec, "id", "resume")
+	return old.info.SessionID, nil
 }
 
 // openError is a backend's refusal to be made, as the verb reports it: an
@@ -386,8 +386,12 @@ func openError(err error) error {
 // start opens the reserved slot's log and record and starts its backend.
 func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	m := ag.m
-	w, tail, err := eventlog.Open(eventlog.Path(m.paths.CacheDir, ag.id))
+	// The book begins with the slot's earlier turns, which agent_output
+	// still reads.
+	b := newBook()
+	w, tail, err := eventlog.OpenEach(eventlog.Path(m.paths.CacheDir, ag.id), func(r *event.Record) { b.add(r.Kind, r.Turn, r.Data) })
 	if err != nil {
+		_ = be.Close() // never started: this frees what New took
 		ag.mu.Lock()
 		ag.status, ag.reason = Dead, ReasonStartFailed+": event log: "+err.Error()
 		ag.mu.Unlock()
@@ -405,7 +409,7 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	ag.seq = max(ag.seq, tail.LastSeq)
 	ag.seqCeil = ag.seq
 	ag.turn = tail.LastTurn
-	ag.book = newBook()
+	ag.book = b
 	ag.be = be
 	ag.mu.Unlock()
 	ag.transition(Starting, 0)
@@ -505,16 +509,7 @@ func (ag *Agent) die(reason string, err error) {
 func (ag *Agent) fromRecord(r *Record) {
 	ag.mu.Lock()
 	defer ag.mu.Unlock()
-	ag.opts = backend.Options{
-		ID: r.ID, Cwd: r.Cwd, Model: r.Model, Effort: r.Effort,
-		Permission: r.Permission, PermissionMode: r.PermissionMode,
-		AllowedTools: r.AllowedTools, Only: r.Only,
-		MCPConfig: r.MCPConfig, SystemPrompt: r.SystemPrompt,
-	}
-	if r.DisallowedTools != nil {
-		ag.opts.DisallowedTools = append([]string{}, (*r.DisallowedTools)...)
-	}
-	ag.model = r.Model
+	ag.args, ag.model = r.OpenArgs, r.Model
 	ag.created, ag.activity = r.CreatedAt, r.LastActivity
 	ag.turn, ag.usage = r.Turn, r.Usage
 	ag.seqCeil = r.SeqCeiling
@@ -528,23 +523,16 @@ func (ag *Agent) recordLocked() *Record {
 	if ag.be != nil && ag.status != Dead {
 		ag.info = ag.be.Info()
 	}
-	o := ag.opts
 	r := &Record{
-		ID: ag.id, Cwd: o.Cwd, Model: ag.model, Effort: o.Effort,
-		Permission: o.Permission, PermissionMode: o.PermissionMode,
-		AllowedTools: o.AllowedTools, Only: o.Only,
-		MCPConfig: o.MCPConfig, SystemPrompt: o.SystemPrompt,
+		OpenArgs:  ag.args,
 		SessionID: ag.info.SessionID, Transcript: ag.info.Transcript, QueuesPrompts: ag.info.QueuesPrompts,
 		CreatedAt: ag.created.UTC(), LastActivity: ag.activity.UTC(),
 		Turn: ag.turn, Usage: ag.usage, Status: ag.status, Reason: ag.reason,
 		SeqCeiling: ag.seqCeil,
 	}
+	r.Model = ag.model
 	if ag.status == Dead {
 		r.SeqCeiling = ag.seq // no more envelopes: the exact last one
-	}
-	if o.DisallowedTools != nil {
-		d := append([]string{}, o.DisallowedTools...)
-		r.DisallowedTools = &d
 	}
 	return r
 }
@@ -590,6 +578,10 @@ func (ag *Agent) closeLost(was string) {
 	}
 	turn := ag.turn
 	ag.mu.Unlock()
+	if n := len(tail.Unfinished); n > 0 {
+		// The record is not saved at each turn's start: the log knows.
+		was = fmt.Sprintf("working on turn %d", tail.Unfinished[n-1])
+	}
 	msg := fmt.Sprintf("kaimon-agentd was lost while this agent was %s (the daemon crashed or was killed), so the agent was stopped; "+
 		"resume its conversation with `kaimon open --id %s --resume`", was, ag.id)
 	ag.publish(event.NewError(turn, msg, map[string]any{"reason": ReasonDaemonCrashed}))
@@ -659,7 +651,10 @@ func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 			}
 		}
 	case event.Status:
-		persist = true
+		// Not for working: the turn's result saves what it changes, and
+		// a record that says idle mid-turn is read on load as live, the
+		// same as working.
+		persist = ag.status != Working
 	default:
 		// The claude CLI names its session only once the first turn
 		// began: keep it as soon as it is known, so that a crash in that
@@ -670,11 +665,11 @@ func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 		}
 	}
 	ag.broadcastLocked()
-	reserve := ag.reserve
-	ag.reserve = false
+	newCeil := ag.newCeil
+	ag.newCeil = false
 	ag.mu.Unlock()
 
-	if reserve {
+	if newCeil {
 		// The new ceiling is on disk before any seq under it goes out.
 		ag.save()
 	}
@@ -692,7 +687,7 @@ func (ag *Agent) stampLocked(ev event.Event) event.Envelope {
 	ag.seq++
 	if ag.seq > ag.seqCeil {
 		ag.seqCeil = ag.seq + seqBlock
-		ag.reserve = true
+		ag.newCeil = true
 	}
 	now := time.Now().UTC()
 	ag.activity = now
@@ -752,25 +747,35 @@ func (ag *Agent) lastActivity() time.Time {
 	return ag.activity
 }
 
-// forget removes a dead agent's slot and record, and with logs its logs.
-func (m *Manager) forget(ag *Agent, logs bool) {
+// forget removes a dead agent's slot and record, and with logs its logs,
+// and says whether it did. It does nothing unless ag still holds its slot,
+// dead and not the stand-in of a resume under way: the slot may have been
+// reopened since ag was picked, and the files are then the new agent's.
+// m.mu is held throughout, so no open can take the slot meanwhile.
+func (m *Manager) forget(ag *Agent, logs bool) bool {
 	m.mu.Lock()
-	if m.agents[ag.id] == ag {
-		delete(m.agents, ag.id)
+	defer m.mu.Unlock()
+	if m.agents[ag.id] != ag || ag.state() != Dead {
+		return false
 	}
-	m.mu.Unlock()
 	ag.saveMu.Lock()
 	defer ag.saveMu.Unlock()
+	if ag.resuming {
+		return false
+	}
+	delete(m.agents, ag.id)
 	ag.forgotten = true
-	paths := []string{RecordPath(m.paths.CacheDir, ag.id)}
+	dir := m.paths.CacheDir
+	paths := []string{RecordPath(dir, ag.id)}
 	if logs {
-		paths = append(paths, eventlog.Path(m.paths.CacheDir, ag.id), filepath.Join(m.paths.CacheDir, ag.id+".log"))
+		paths = append(paths, eventlog.Path(dir, ag.id), filepath.Join(dir, ag.id+".log"), filepath.Join(dir, ag.id+"-mcp.json"))
 	}
 	for _, p := range paths {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			log.Printf("forgetting agent %s: %v", ag.id, err)
 		}
 	}
+	return true
 }
 
 // Forget implements agent_forget. The whole selection is checked first: a
@@ -798,7 +803,11 @@ func (m *Manager) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.Forge
 			return nil, verbs.NotFound("agent_forget: no agent %q: see `kaimon list`; nothing was forgotten", id)
 		case ag.state() != Dead:
 			m.mu.Unlock()
-			return nil, verbs.WrongState("agent_forget: agent %s is %s: close it first (kaimon close %s); nothing was forgotten", id, ag.state(), id)
+			st := ag.state()
+			if st == "" {
+				st = "being opened"
+			}
+			return nil, verbs.WrongState("agent_forget: agent %s is %s: close it first (kaimon close %s); nothing was forgotten", id, st, id)
 		}
 		if !seen[id] {
 			seen[id] = true
@@ -820,8 +829,9 @@ func (m *Manager) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.Forge
 		if age > 0 && !ag.lastActivity().Before(cutoff) {
 			continue
 		}
-		m.forget(ag, a.Logs)
-		res.Forgotten = append(res.Forgotten, ag.id)
+		if m.forget(ag, a.Logs) {
+			res.Forgotten = append(res.Forgotten, ag.id)
+		}
 	}
 	sort.Strings(res.Forgotten)
 	return res, nil
@@ -889,7 +899,6 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 	if err != nil {
 		return nil, err
 	}
-	verbs.ByName("agent_run").ApplyDefaults(a) // for callers in this process
 	timeout := a.Timeout
 	if timeout <= 0 {
 		return nil, verbs.BadArg("agent_run: timeout must be a positive number of seconds")
@@ -935,7 +944,6 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 
 // Output implements agent_output.
 func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.OutputResult, error) {
-	verbs.ByName("agent_output").ApplyDefaults(a) // for callers in this process
 	which, maxChars := a.Which, a.MaxChars
 	if a.Turn < 0 || a.MaxChars < 0 {
 		return nil, verbs.BadArg("agent_output: turn and max_chars must not be negative")
@@ -1012,7 +1020,7 @@ func (ag *Agent) statusObj() verbs.Status {
 		model = info.Model
 	}
 	return verbs.Status{
-		Status: ag.status, Model: model, Cwd: ag.opts.Cwd, Turn: ag.turn,
+		Status: ag.status, Model: model, Cwd: ag.args.Cwd, Turn: ag.turn,
 		CreatedAt:    ag.created.UTC().Format(time.RFC3339Nano),
 		LastActivity: ag.activity.UTC().Format(time.RFC3339Nano),
 		SessionID:    info.SessionID, Transcript: info.Transcript,
@@ -1046,8 +1054,8 @@ func (m *Manager) SetModel(ctx context.Context, a *verbs.SetModelArgs) (*verbs.S
 		// (acp:<agent>:<model> for an ACP agent, whatever the caller
 		// wrote), which is what a resume passes back to it.
 		model := a.Model
-		if m := be.Info().Model; m != "" {
-			model = m
+		if full := be.Info().Model; full != "" {
+			model = full
 		}
 		ag.mu.Lock()
 		ag.model = model

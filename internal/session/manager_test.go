@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -25,9 +26,11 @@ type scripted struct {
 	hold   bool // do not answer turns until released
 	held   []int
 	closed bool
+	// startErr is what Start returns.
+	startErr error
 }
 
-func (s *scripted) Start(ctx context.Context) error { return nil }
+func (s *scripted) Start(ctx context.Context) error { return s.startErr }
 
 func (s *scripted) Send(turn int, text string) error {
 	s.sink.Emit(event.NewText(event.UserText, turn, false, text))
@@ -95,6 +98,9 @@ func newRig(t *testing.T, deadKept int) *rig {
 		if o.Model == "missing" {
 			return nil, verbs.Errorf(verbs.CodeUnavailable, "no such program")
 		}
+		if o.Model == "nobin" {
+			return nil, fmt.Errorf("%w: nobin is not on PATH", backend.ErrNotFound)
+		}
 		s := &scripted{sink: sink}
 		r.mu.Lock()
 		r.last = s
@@ -111,6 +117,17 @@ func newRig(t *testing.T, deadKept int) *rig {
 
 var bg = context.Background()
 
+// decoded gives args the table's defaults, as verbs.Decode does for every
+// caller of the daemon.
+func decoded[A any](a *A) *A {
+	for _, v := range verbs.All {
+		if _, ok := v.NewArgs().(*A); ok {
+			v.ApplyDefaults(a)
+		}
+	}
+	return a
+}
+
 func (r *rig) open(t *testing.T, id string) string {
 	t.Helper()
 	res, err := r.m.Open(bg, &verbs.OpenArgs{Cwd: t.TempDir(), ID: id})
@@ -123,11 +140,11 @@ func (r *rig) open(t *testing.T, id string) string {
 func TestFSMAndUsage(t *testing.T) {
 	r := newRig(t, 10)
 	id := r.open(t, "")
-	res, err := r.m.Run(bg, &verbs.RunArgs{AgentID: id, Text: "one"})
+	res, err := r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "one"}))
 	if err != nil || res.Text != "re: one" {
 		t.Fatalf("run = %+v %v", res, err)
 	}
-	r.m.Run(bg, &verbs.RunArgs{AgentID: id, Text: "two"})
+	r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "two"}))
 	st, _ := r.m.Status(bg, &verbs.StatusArgs{AgentID: id})
 	if st.Status != Idle || st.Turn != 2 || st.Usage.InputTokens != 200 || st.Usage.CacheReadTokens != 20 || st.SessionID != "sess" {
 		t.Fatalf("status = %+v", st)
@@ -151,7 +168,7 @@ func TestFSMAndUsage(t *testing.T) {
 		t.Errorf("status walk:\n got %s\nwant %s", got, want)
 	}
 	// A failed turn: turn_failed, and the agent is idle again.
-	_, err = r.m.Run(bg, &verbs.RunArgs{AgentID: id, Text: "fail now"})
+	_, err = r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "fail now"}))
 	var ve *verbs.Error
 	if !errors.As(err, &ve) || ve.Code != verbs.CodeTurnFailed || !strings.Contains(ve.Message, "scripted failure") {
 		t.Fatalf("failed run err = %v", err)
@@ -182,12 +199,12 @@ func TestRunTimeoutReturnsPartialAndAgentLivesOn(t *testing.T) {
 	r := newRig(t, 10)
 	id := r.open(t, "")
 	r.last.hold = true
-	_, err := r.m.Run(bg, &verbs.RunArgs{AgentID: id, Text: "slow", Timeout: 0.05})
+	_, err := r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "slow", Timeout: 0.05}))
 	var ve *verbs.Error
 	if !errors.As(err, &ve) || ve.Code != verbs.CodeTimeout || ve.Text != "part" {
 		t.Fatalf("timeout err = %#v", err)
 	}
-	out, _ := r.m.Output(bg, &verbs.OutputArgs{AgentID: id})
+	out, _ := r.m.Output(bg, decoded(&verbs.OutputArgs{AgentID: id}))
 	if out.Done || out.Text != "part" || out.Status != Working {
 		t.Fatalf("output while working = %+v", out)
 	}
@@ -209,7 +226,7 @@ func TestDeadRetentionAndReopen(t *testing.T) {
 	var ids []string
 	for i := 0; i < 3; i++ {
 		id := r.open(t, "")
-		r.m.Run(bg, &verbs.RunArgs{AgentID: id, Text: "hi"})
+		r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "hi"}))
 		if c, _ := r.m.Close(bg, &verbs.CloseArgs{AgentID: id}); !c.Closed {
 			t.Fatal("close returned false")
 		}
@@ -220,7 +237,7 @@ func TestDeadRetentionAndReopen(t *testing.T) {
 		t.Fatalf("list keeps %+v, want the newest 2 dead", l.Agents)
 	}
 	// The dropped one still reads from its log.
-	out, err := r.m.Output(bg, &verbs.OutputArgs{AgentID: ids[0]})
+	out, err := r.m.Output(bg, decoded(&verbs.OutputArgs{AgentID: ids[0]}))
 	if err != nil || out.Text != "re: hi" || out.Status != Dead || !out.Done {
 		t.Fatalf("output of a dropped agent = %+v %v", out, err)
 	}
@@ -256,6 +273,9 @@ func TestOpenErrors(t *testing.T) {
 		{verbs.OpenArgs{Cwd: t.TempDir(), Permission: "yolo"}, verbs.CodeBadArgument, "unknown permission preset"},
 		{verbs.OpenArgs{Cwd: t.TempDir(), ID: "a/b"}, verbs.CodeBadArgument, "must be 1-64"},
 		{verbs.OpenArgs{Cwd: t.TempDir(), Model: "missing"}, verbs.CodeUnavailable, "no such program"},
+		// A backend's own refusal (its program missing, say) is a bad
+		// argument, refused before anything is written.
+		{verbs.OpenArgs{Cwd: t.TempDir(), Model: "nobin", ID: "named"}, verbs.CodeBadArgument, "nobin is not on PATH"},
 	}
 	for _, c := range cases {
 		_, err := r.m.Open(bg, &c.a)
@@ -282,7 +302,7 @@ func TestRunWakesOnResult(t *testing.T) {
 	r.last.hold = true
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.m.Run(bg, &verbs.RunArgs{AgentID: id, Text: "x", Timeout: 30})
+		_, err := r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "x", Timeout: 30}))
 		done <- err
 	}()
 	time.Sleep(20 * time.Millisecond)

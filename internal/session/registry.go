@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // The registry is one small JSON file per agent, <cache>/<id>.agent.json,
@@ -32,17 +33,9 @@ func RecordPath(cacheDir, id string) string { return filepath.Join(cacheDir, id+
 // option (with the model as last switched), the vendor's session, its
 // counters, and its state.
 type Record struct {
-	ID              string    `json:"id"`
-	Cwd             string    `json:"cwd"`
-	Model           string    `json:"model"`
-	Effort          string    `json:"effort,omitempty"`
-	Permission      string    `json:"permission"`
-	PermissionMode  string    `json:"permission_mode,omitempty"`
-	AllowedTools    []string  `json:"allowed_tools,omitempty"`
-	Only            bool      `json:"only,omitempty"`
-	DisallowedTools *[]string `json:"disallowed_tools,omitempty"`
-	MCPConfig       string    `json:"mcp_config,omitempty"`
-	SystemPrompt    string    `json:"system_prompt,omitempty"`
+	// OpenArgs are the agent's id and agent_open options as applied (cwd
+	// absolute, defaults filled in), the model as last switched.
+	verbs.OpenArgs
 
 	SessionID     string `json:"session_id,omitempty"`
 	Transcript    string `json:"transcript,omitempty"`
@@ -120,10 +113,14 @@ func readRecords(dir string) (recs []*Record, bad []error) {
 	}
 	for _, e := range ents {
 		name := e.Name()
+		path := filepath.Join(dir, name)
+		if strings.HasPrefix(name, ".record-") {
+			os.Remove(path) // a temp file a crash left between write and rename
+			continue
+		}
 		if e.IsDir() || !strings.HasSuffix(name, recordSuffix) || strings.HasPrefix(name, ".") {
 			continue
 		}
-		path := filepath.Join(dir, name)
 		b, err := os.ReadFile(path)
 		if err != nil {
 			bad = append(bad, err)

@@ -79,8 +79,8 @@ func TestRecordFollowsTheAgent(t *testing.T) {
 		strings.Join(rec.AllowedTools, ",") != "Bash" || rec.DisallowedTools == nil || len(*rec.DisallowedTools) != 0 || rec.SessionID != "sess" {
 		t.Fatalf("record after open = %+v", rec)
 	}
-	r.m.Run(bg, &verbs.RunArgs{AgentID: "rec", Text: "one"})
-	r.m.Run(bg, &verbs.RunArgs{AgentID: "rec", Text: "two"})
+	r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: "rec", Text: "one"}))
+	r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: "rec", Text: "two"}))
 	rec = readRecord(t, r.paths.CacheDir, "rec")
 	if rec.Turn != 2 || rec.Usage.InputTokens != 200 || rec.Status != Idle {
 		t.Fatalf("record after two turns = %+v", rec)
@@ -102,7 +102,7 @@ func TestCrashedAgentClosedOnLoad(t *testing.T) {
 	if _, err := r.m.Send(bg, &verbs.SendArgs{AgentID: id, Text: "never answered"}); err != nil {
 		t.Fatal(err)
 	}
-	if rec := readRecord(t, r.paths.CacheDir, id); rec.Status != Working {
+	if rec := readRecord(t, r.paths.CacheDir, id); rec.Status == Dead {
 		t.Fatalf("record mid-turn = %+v", rec)
 	}
 	before, _ := eventlog.ReadAll(eventlog.Path(r.paths.CacheDir, id), 0)
@@ -143,7 +143,7 @@ func TestCrashedAgentClosedOnLoad(t *testing.T) {
 	if after[1].Turn != 1 || !event.Failed(res.StopReason) || !strings.Contains(res.Error, "kaimon-agentd was lost") {
 		t.Errorf("closing result = %+v %s", after[1], after[1].Data)
 	}
-	if !strings.Contains(string(after[0].Data), "--resume") || !strings.Contains(string(after[2].Data), `"dead"`) {
+	if !strings.Contains(string(after[0].Data), "while this agent was working on turn 1") || !strings.Contains(string(after[0].Data), "--resume") || !strings.Contains(string(after[2].Data), `"dead"`) {
 		t.Errorf("closing error %s, status %s", after[0].Data, after[2].Data)
 	}
 	// Written once: a third daemon adds nothing.
@@ -155,7 +155,7 @@ func TestCrashedAgentClosedOnLoad(t *testing.T) {
 		t.Errorf("log grew again on the third start: %d records, want %d", len(again), len(before)+3)
 	}
 	// Its output still reads from the log.
-	out, err := m3.Output(bg, &verbs.OutputArgs{AgentID: id})
+	out, err := m3.Output(bg, decoded(&verbs.OutputArgs{AgentID: id}))
 	if err != nil || !out.Done || out.Status != Dead {
 		t.Errorf("output after the crash = %+v, %v", out, err)
 	}
@@ -189,7 +189,7 @@ func TestResume(t *testing.T) {
 		AllowedTools: []string{"mcp__kaimon__agent_list"}, SystemPrompt: "sp"}); err != nil {
 		t.Fatal(err)
 	}
-	r.m.Run(bg, &verbs.RunArgs{AgentID: "res", Text: "one"})
+	r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: "res", Text: "one"}))
 	fresh := r.open(t, "fresh")
 
 	m2, made := r.restart(t)
@@ -242,11 +242,53 @@ func TestResume(t *testing.T) {
 	}
 }
 
+// A resume whose agent fails to start (the vendor lost the session, say)
+// leaves the dead agent as it was, in its slot, with its record, for a
+// later try; and a reopened agent's output still reads its earlier turns.
+func TestResumeThatFailsChangesNothing(t *testing.T) {
+	r := newRig(t, 0)
+	id := r.open(t, "x")
+	r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "one"}))
+	r.m.Close(bg, &verbs.CloseArgs{AgentID: id})
+	before := readRecord(t, r.paths.CacheDir, id)
+
+	var startErr error = errors.New("session not found")
+	m2, err := New(r.paths, config.Defaults(), nil, func(o backend.Options, sink backend.Sink) (backend.Backend, error) {
+		return &scripted{sink: sink, startErr: startErr}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m2.Shutdown)
+	old := m2.agents[id]
+	_, err = m2.Open(bg, &verbs.OpenArgs{ID: id, Resume: true})
+	var ve *verbs.Error
+	if !errors.As(err, &ve) || ve.Code != verbs.CodeUnavailable || !strings.Contains(ve.Message, "session not found") {
+		t.Fatalf("failed resume: %v", err)
+	}
+	if m2.agents[id] != old {
+		t.Fatal("a failed resume did not give the slot back to the dead agent")
+	}
+	after := readRecord(t, r.paths.CacheDir, id)
+	if after.Status != Dead || after.Reason != ReasonClosed || after.SessionID != before.SessionID || !after.LastActivity.Equal(before.LastActivity) {
+		t.Fatalf("a failed resume changed the record: %+v, was %+v", after, before)
+	}
+	// The next try works, and the turn before it still reads.
+	startErr = nil
+	if _, err := m2.Open(bg, &verbs.OpenArgs{ID: id, Resume: true}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := m2.Output(bg, decoded(&verbs.OutputArgs{AgentID: id, Turn: 1}))
+	if err != nil || out.Text != "re: one" || !out.Done || out.Status != Idle {
+		t.Fatalf("turn 1 after the resume: %+v %v", out, err)
+	}
+}
+
 func TestForget(t *testing.T) {
 	r := newRig(t, 0)
 	for _, id := range []string{"a", "b", "c", "d"} {
 		r.open(t, id)
-		r.m.Run(bg, &verbs.RunArgs{AgentID: id, Text: "hi"})
+		r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "hi"}))
 	}
 	live := r.open(t, "live")
 	for _, id := range []string{"a", "b", "c", "d"} {
@@ -285,7 +327,7 @@ func TestForget(t *testing.T) {
 	if _, err := os.Stat(RecordPath(r.paths.CacheDir, "a")); !os.IsNotExist(err) {
 		t.Errorf("a's record is still there: %v", err)
 	}
-	if out, err := r.m.Output(bg, &verbs.OutputArgs{AgentID: "a"}); err != nil || out.Text != "re: hi" {
+	if out, err := r.m.Output(bg, decoded(&verbs.OutputArgs{AgentID: "a"})); err != nil || out.Text != "re: hi" {
 		t.Errorf("a's output after forget = %+v %v", out, err)
 	}
 	// With logs, the log goes too.
@@ -302,7 +344,10 @@ func TestForget(t *testing.T) {
 	if len(res.Forgotten) != 0 || ids() != "c d live" {
 		t.Errorf("older_than 1h forgot %v", res.Forgotten)
 	}
-	r.m.agents["c"].activity = time.Now().Add(-8 * 24 * time.Hour)
+	c := r.m.agents["c"]
+	c.mu.Lock()
+	c.activity = time.Now().Add(-8 * 24 * time.Hour)
+	c.mu.Unlock()
 	res, _ = r.m.Forget(bg, &verbs.ForgetArgs{OlderThan: "7d"})
 	if strings.Join(res.Forgotten, " ") != "c" || ids() != "d live" {
 		t.Errorf("older_than 7d forgot %v; list %s", res.Forgotten, ids())

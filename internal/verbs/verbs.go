@@ -123,6 +123,21 @@ func (v *Verb) Decode(raw []byte) (any, error) {
 // takes them from the agent's record, and applies the defaults after.
 type inheritor interface{ Inherits() bool }
 
+// Inherit sets every argument of dst (a pointer to v's argument struct)
+// still at its zero value to its value in src (another of the same type),
+// except those named in keep: agent_open with resume takes what the caller
+// left out from the agent's record this way.
+func (v *Verb) Inherit(dst, src any, keep ...string) {
+	f, from := v.fields(dst), v.fields(src)
+	for _, arg := range v.Args {
+		fv, ok := f[arg.Name]
+		if !ok || !fv.IsZero() || slices.Contains(keep, arg.Name) {
+			continue
+		}
+		fv.Set(from[arg.Name])
+	}
+}
+
 // fields maps each argument of v to its field in the struct args points to.
 func (v *Verb) fields(args any) map[string]reflect.Value {
 	rv := reflect.ValueOf(args).Elem()

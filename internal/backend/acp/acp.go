@@ -377,6 +377,14 @@ func (b *Backend) setup(ctx context.Context) error {
 	return nil
 }
 
+// setSession records the session id, under infoMu: Info reads it, from
+// the session manager, while setup's notifications are still coming.
+func (b *Backend) setSession(id sdk.SessionId) {
+	b.infoMu.Lock()
+	b.sessionID = id
+	b.infoMu.Unlock()
+}
+
 // refused describes a failed setup request: the agent exited, ran out of
 // time, or answered with an error.
 func (b *Backend) refused(ctx context.Context, what string, err error) error {
@@ -416,7 +424,7 @@ func (b *Backend) session(ctx context.Context, caps sdk.AgentCapabilities, serve
 		if err != nil {
 			return sessionState{}, fail("session/new", err)
 		}
-		b.sessionID = sess.SessionId
+		b.setSession(sess.SessionId)
 		return sessionState{sess.ConfigOptions, sess.Models, sess.Modes}, nil
 	case caps.LoadSession:
 		b.emitMu.Lock()
@@ -429,14 +437,14 @@ func (b *Backend) session(ctx context.Context, caps sdk.AgentCapabilities, serve
 		if err != nil {
 			return sessionState{}, fail("session/load of session "+string(id), err)
 		}
-		b.sessionID = id
+		b.setSession(id)
 		return sessionState{sess.ConfigOptions, sess.Models, sess.Modes}, nil
 	case caps.SessionCapabilities.Resume != nil:
 		sess, err := b.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: id, Cwd: b.opts.Cwd, McpServers: servers, Meta: meta})
 		if err != nil {
 			return sessionState{}, fail("session/resume of session "+string(id), err)
 		}
-		b.sessionID = id
+		b.setSession(id)
 		return sessionState{sess.ConfigOptions, sess.Models, sess.Modes}, nil
 	}
 	return sessionState{}, fmt.Errorf("acp:%s cannot resume a session: it declares neither loadSession nor session/resume; open the agent without --resume for a fresh conversation", b.agent.Name)

@@ -121,10 +121,12 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	var transcript string
 	if o.Resume != "" {
 		// Without its transcript the CLI would start, then fail the first
 		// turn with "No conversation found": refuse now instead.
 		path := TranscriptPath(env, o.Cwd, o.Resume)
+		transcript = path
 		if _, err := os.Stat(path); path == "" || err != nil {
 			if path == "" {
 				path = "its transcript"
@@ -144,7 +146,7 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 		model:   model,
 		done:    make(chan struct{}),
 		// A resumed session is known before its first turn.
-		sessionID: o.Resume,
+		sessionID: o.Resume, transcript: transcript,
 	}
 	b.askCtx, b.askStop = context.WithCancel(context.Background())
 	if o.CacheDir != "" {
@@ -404,10 +406,16 @@ func (b *Backend) handle(line []byte) {
 	turn := b.m.Current()
 	if o.Init {
 		// Before the events: the sink may ask Info while it takes them.
+		// The transcript's path is found here, at each turn's init, not
+		// in Info, which the session manager calls for every event.
 		b.infoMu.Lock()
-		if b.sessionID != b.m.SessionID {
-			b.sessionID, b.transcript = b.m.SessionID, ""
+		sid, transcript := b.sessionID, b.transcript
+		b.infoMu.Unlock()
+		if sid != b.m.SessionID || transcript == "" {
+			sid, transcript = b.m.SessionID, TranscriptPath(b.env, b.opts.Cwd, b.m.SessionID)
 		}
+		b.infoMu.Lock()
+		b.sessionID, b.transcript = sid, transcript
 		if b.m.Model != "" {
 			b.model = b.m.Model
 		}
@@ -724,9 +732,6 @@ func (b *Backend) Close() error {
 func (b *Backend) Info() backend.Info {
 	b.infoMu.Lock()
 	defer b.infoMu.Unlock()
-	if b.sessionID != "" && b.transcript == "" {
-		b.transcript = TranscriptPath(b.env, b.opts.Cwd, b.sessionID)
-	}
 	return backend.Info{SessionID: b.sessionID, Transcript: b.transcript, Model: b.model, QueuesPrompts: true}
 }
 
