@@ -376,3 +376,22 @@ func TestParseAge(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWriteRecord is the cost of saving an agent's record (temp file,
+// fsync, rename, fsync of the dir), paid once per turn (at its result) and
+// at status changes, never per event.
+func BenchmarkWriteRecord(b *testing.B) {
+	dir := b.TempDir()
+	none := []string{}
+	r := &Record{OpenArgs: verbs.OpenArgs{ID: "bench", Cwd: dir, Model: "sonnet", Permission: "default",
+		AllowedTools: []string{"Bash", "Read"}, DisallowedTools: &none},
+		SessionID: "3800c11e-6b75-4e64-94a4-d762ff8c8313", CreatedAt: time.Now(), LastActivity: time.Now(), Status: Idle}
+	path := RecordPath(dir, "bench")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r.Turn = i
+		if err := writeRecord(path, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
