@@ -80,6 +80,11 @@ func TestStopLeaderFirstLetsTheGroupFinish(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // the child is in place
 		stop(c)
+		// A SIGKILLed member may take a moment to be gone.
+		deadline := time.Now().Add(2 * time.Second)
+		for groupLive(c.ID.PID) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
 		if groupLive(c.ID.PID) {
 			t.Errorf("the group of %d outlived the stop", c.ID.PID)
 			syscall.Kill(-c.ID.PID, syscall.SIGKILL)
