@@ -85,20 +85,7 @@ func (u *userEnv) path() string { return u.bin + string(os.PathListSeparator) + 
 
 func (u *userEnv) kaimon(args ...string) result {
 	u.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(u.bin, "kaimon"), args...)
-	cmd.Dir, cmd.Env = u.e.work, u.env
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		u.t.Fatalf("kaimon %v: %v", args, err)
-	}
-	return result{stdout: so.String(), stderr: se.String(), code: code}
+	return runKaimon(u.t, filepath.Join(u.bin, "kaimon"), u.e.work, u.env, nil, 3*time.Minute, args...)
 }
 
 func (u *userEnv) ok(args ...string) string {

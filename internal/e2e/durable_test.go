@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,29 +16,6 @@ import (
 	"github.com/kaimon/kaimon/internal/testutil/fakeopenai"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
-
-// kaimonWithin runs kaimon and fails the test if it has not exited within d:
-// for commands that must end by themselves rather than wait.
-func (e *kenv) kaimonWithin(d time.Duration, args ...string) result {
-	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kaimon"), args...)
-	cmd.Dir, cmd.Env = e.work, e.env
-	var so, se strings.Builder
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		e.t.Fatalf("kaimon %s did not exit within %s", strings.Join(args, " "), d)
-	}
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		e.t.Fatal(err)
-	}
-	return result{stdout: so.String(), stderr: se.String(), code: code}
-}
 
 // killDaemon SIGKILLs the running daemon and waits until the agents it ran
 // are gone too (they are told their daemon died).

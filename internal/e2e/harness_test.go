@@ -197,24 +197,38 @@ func (e *kenv) kaimon(args ...string) result {
 
 func (e *kenv) kaimonIn(dir string, stdin []byte, args ...string) result {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	return runKaimon(e.t, filepath.Join(binDir, "kaimon"), dir, e.env, stdin, 3*time.Minute, args...)
+}
+
+// kaimonWithin runs kaimon and fails the test if it has not exited within d:
+// for commands that must end by themselves rather than wait.
+func (e *kenv) kaimonWithin(d time.Duration, args ...string) result {
+	e.t.Helper()
+	return runKaimon(e.t, filepath.Join(binDir, "kaimon"), e.work, e.env, nil, d, args...)
+}
+
+// runKaimon runs the kaimon binary bin in dir with env, and fails the test
+// if it is still running after d.
+func runKaimon(t testing.TB, bin, dir string, env []string, stdin []byte, d time.Duration, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kaimon"), args...)
-	cmd.Dir = dir
-	cmd.Env = e.env
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir, cmd.Env = dir, env
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("kaimon %s did not exit within %s", strings.Join(args, " "), d)
+	}
 	code := 0
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else {
-			e.t.Fatalf("kaimon %v: %v", args, err)
-		}
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("kaimon %v: %v", args, err)
 	}
 	return result{stdout: so.String(), stderr: se.String(), code: code}
 }

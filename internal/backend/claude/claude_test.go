@@ -692,23 +692,32 @@ const standinInit = `read -r line
 echo '{"type":"control_response","response":{"subtype":"success","request_id":"init-1","response":{}}}'
 `
 
-// A CLI that closes its stdout on the first turn and lives on, with a
-// child of its own: its whole group is stopped, the turn fails and the
-// exit report says why.
-func TestCLIClosesStdout(t *testing.T) {
-	bin := fakeCLI(t, standinInit+"read -r line\nexec >&-\nsleep 600 &\nexec sleep 600\n")
+// startStandin starts a backend on a fake CLI that answers initialize and
+// then runs script, and sends it turn 1; the backend is closed at the end
+// of the test.
+func startStandin(t *testing.T, id, script string) (*Backend, *recSink) {
+	t.Helper()
+	bin := fakeCLI(t, standinInit+script)
 	sink := newSink(t)
-	b, err := New(backend.Options{ID: "x3", Cwd: t.TempDir(), CacheDir: t.TempDir(), Env: []string{"KAIMON_CLAUDE_BIN=" + bin}}, sink)
+	b, err := New(backend.Options{ID: id, Cwd: t.TempDir(), CacheDir: t.TempDir(), Env: []string{"KAIMON_CLAUDE_BIN=" + bin}}, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	t.Cleanup(func() { b.Close() })
 	if err := b.Send(1, "hello"); err != nil {
 		t.Fatal(err)
 	}
+	return b, sink
+}
+
+// A CLI that closes its stdout on the first turn and lives on, with a
+// child of its own: its whole group is stopped, the turn fails and the
+// exit report says why.
+func TestCLIClosesStdout(t *testing.T) {
+	b, sink := startStandin(t, "x3", "read -r line\nexec >&-\nsleep 600 &\nexec sleep 600\n")
 	select {
 	case <-sink.exited:
 	case <-time.After(30 * time.Second):
@@ -731,18 +740,7 @@ func TestCLIClosesStdout(t *testing.T) {
 
 // A CLI that never acknowledges an interrupt makes Interrupt an error.
 func TestInterruptNotAcknowledged(t *testing.T) {
-	bin := fakeCLI(t, standinInit+"while read -r line; do :; done\n")
-	b, err := New(backend.Options{ID: "x4", Cwd: t.TempDir(), CacheDir: t.TempDir(), Env: []string{"KAIMON_CLAUDE_BIN=" + bin}}, newSink(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.Send(1, "hello"); err != nil {
-		t.Fatal(err)
-	}
+	b, _ := startStandin(t, "x4", "while read -r line; do :; done\n")
 	ok, err := b.Interrupt(context.Background())
 	if ok || err == nil || !strings.Contains(err.Error(), "did not acknowledge the interrupt") {
 		t.Fatalf("Interrupt = %v, %v", ok, err)
