@@ -122,8 +122,13 @@ func Resolve(o *Options) (Policy, error) {
 	}
 	pol.Deny = dedupe(append(append([]string{}, p.Deny...), guard...))
 	for _, t := range append(append([]string{}, pol.Allow...), pol.Deny...) {
-		if strings.TrimSpace(t) == "" {
+		switch t := strings.TrimSpace(t); {
+		case t == "":
 			return Policy{}, fmt.Errorf("empty tool name in allowed_tools or disallowed_tools")
+		case strings.HasPrefix(t, "-"):
+			// The tool lists are the agent program's variadic flags: a
+			// name like a flag would be read as one.
+			return Policy{}, fmt.Errorf("tool name %q in allowed_tools or disallowed_tools looks like a flag: a tool's name begins with a letter", t)
 		}
 	}
 	return pol, nil

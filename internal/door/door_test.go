@@ -151,6 +151,8 @@ func TestForgedTokenGetsNothing(t *testing.T) {
 		"no token":              {backend.HeaderAgent: "a1"},
 		"forged token":          {backend.HeaderAgent: "a1", "Authorization": "Bearer " + strings.Repeat("0", 64)},
 		"another agent's token": {backend.HeaderAgent: "a1", "Authorization": "Bearer " + other},
+		"a prefix of the token": {backend.HeaderAgent: "a1", "Authorization": "Bearer " + tok[:32]},
+		"the token and more":    {backend.HeaderAgent: "a1", "Authorization": "Bearer " + tok + "0"},
 		"token without id":      {"Authorization": "Bearer " + tok},
 		"unknown agent":         {backend.HeaderAgent: "zz", "Authorization": "Bearer " + tok},
 		"basic auth":            {backend.HeaderAgent: "a1", "Authorization": "Basic " + tok},

@@ -144,6 +144,9 @@ type Request struct {
 	ToolResult string
 	// Tools are the names of the tools the request offered the model.
 	Tools []string
+	// System is the request's system prompt, its text blocks joined by
+	// newlines.
+	System string
 	// History is the conversation the request carried, one "role: text"
 	// per text block of its messages (the CLI's injected <…> blocks
 	// skipped): what shows that a resumed session kept its earlier turns.
@@ -218,8 +221,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 // apiRequest is the part of a Messages API request the fake looks at.
 type apiRequest struct {
-	Model  string `json:"model"`
-	Stream bool   `json:"stream"`
+	Model  string          `json:"model"`
+	Stream bool            `json:"stream"`
+	System json.RawMessage `json:"system"`
 	Tools  []struct {
 		Name string `json:"name"`
 	} `json:"tools"`
@@ -458,7 +462,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	for _, t := range req.Tools {
 		tools = append(tools, t.Name)
 	}
-	n := s.Record(Request{Model: req.Model, LastUserText: text, Stream: req.Stream, ToolResult: toolResult, Tools: tools, History: history(&req)})
+	n := s.Record(Request{Model: req.Model, LastUserText: text, Stream: req.Stream, ToolResult: toolResult, Tools: tools, History: history(&req), System: contentText(req.System)})
 	s.Logf("POST %s #%d model=%q stream=%v text=%q toolResult=%q", r.URL.Path, n, req.Model, req.Stream, fakescript.Clip(text), fakescript.Clip(toolResult))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "fakeapi: bad request body: "+err.Error())
