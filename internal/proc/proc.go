@@ -153,16 +153,21 @@ func (c *Child) ExitCode() int {
 // Stop signals the whole group with SIGTERM, waits up to grace for the
 // leader to exit, then SIGKILLs the group. Other members of the group that
 // outlive the leader are killed too: a tool the agent spawned must not be
-// leaked.
+// leaked. So are the leader's descendants in groups of their own (the
+// claude CLI runs each Bash tool in a new process group), found before the
+// first signal while the leader still holds them.
 func (c *Child) Stop(grace time.Duration) {
 	c.once.Do(func() {
 		pgid := c.ID.PID
+		below := descendants(pgid)
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		signalAll(below, syscall.SIGTERM)
 		select {
 		case <-c.done:
 		case <-time.After(grace):
 		}
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		signalAll(below, syscall.SIGKILL)
 		<-c.done
 	})
 }
@@ -171,26 +176,80 @@ func (c *Child) Stop(grace time.Duration) {
 // pipes (claude-agent-acp runs the claude CLI): SIGTERM goes to the leader
 // alone, so that its children see their input end and exit in their own
 // time, writing what they keep (the claude CLI's transcript); after grace,
-// or once the whole group is gone, what is left is killed.
+// or once the whole group is gone, what is left is killed, descendants in
+// groups of their own included.
 func (c *Child) StopLeaderFirst(grace time.Duration) {
 	c.once.Do(func() {
 		pgid := c.ID.PID
+		below := descendants(pgid)
 		_ = syscall.Kill(pgid, syscall.SIGTERM)
 		deadline := time.Now().Add(grace)
+	wait:
 		for time.Now().Before(deadline) {
 			select {
 			case <-c.done:
 				// The leader is reaped; is anyone left in its group?
 				if !groupLive(pgid) {
-					return
+					break wait
 				}
 			default:
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		signalAll(below, syscall.SIGKILL)
 		<-c.done
 	})
+}
+
+// descendants lists the processes below pid (its children, theirs, …),
+// from /proc, each with its identity so that a later signal never reaches
+// a stranger that reused a pid.
+func descendants(pid int) []Identity {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]Identity{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f, err := statFields(e.Name())
+		if err != nil {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		start, _ := strconv.ParseUint(f[19], 10, 64)
+		children[ppid] = append(children[ppid], Identity{PID: p, StartTime: start})
+	}
+	var out []Identity
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, ch := range children[p] {
+			out = append(out, ch)
+			queue = append(queue, ch.PID)
+		}
+	}
+	return out
+}
+
+// signalAll sends sig to each process of ids that is still the same
+// process, and to its group when it leads one.
+func signalAll(ids []Identity, sig syscall.Signal) {
+	for _, id := range ids {
+		if !id.Alive() {
+			continue
+		}
+		if pgid, err := syscall.Getpgid(id.PID); err == nil && pgid == id.PID {
+			_ = syscall.Kill(-id.PID, sig)
+		} else {
+			_ = syscall.Kill(id.PID, sig)
+		}
+	}
 }
 
 // KillGroup stops a leftover process group whose leader is id, only if id

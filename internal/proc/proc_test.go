@@ -113,3 +113,48 @@ func TestStopLeaderFirstLetsTheGroupFinish(t *testing.T) {
 		t.Error("StopLeaderFirst left a child that ignores SIGTERM running past the grace")
 	}
 }
+
+// A descendant in a process group of its own (the claude CLI runs each
+// Bash tool so) is stopped with its leader, by Stop and StopLeaderFirst.
+func TestStopReachesDescendantsInTheirOwnGroup(t *testing.T) {
+	for name, stop := range map[string]func(*Child){
+		"Stop":            func(c *Child) { c.Stop(200 * time.Millisecond) },
+		"StopLeaderFirst": func(c *Child) { c.StopLeaderFirst(200 * time.Millisecond) },
+	} {
+		cmd := exec.Command("sh", "-c", `setsid sleep 300 & echo $!; wait`)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Start(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 32)
+		n, _ := out.Read(buf)
+		var pid int
+		for _, b := range buf[:n] {
+			if b >= '0' && b <= '9' {
+				pid = pid*10 + int(b-'0')
+			}
+		}
+		for i := 0; i < 100; i++ { // until setsid has run
+			if pgid, _ := syscall.Getpgid(pid); pgid == pid {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if pgid, _ := syscall.Getpgid(pid); pid == 0 || pgid == c.ID.PID {
+			t.Fatalf("%s: the descendant %d is not in a group of its own (%d)", name, pid, pgid)
+		}
+		stop(c)
+		deadline := time.Now().Add(2 * time.Second)
+		for Running(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if Running(pid) {
+			t.Errorf("%s left the descendant %d running", name, pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}

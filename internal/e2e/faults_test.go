@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// checkLogWhole fails unless every line of the agent's log is a whole,
+// valid record, seq rising, and returns the records.
+func checkLogWhole(t *testing.T, path string) []event.Record {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []event.Record
+	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		var r event.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Kind == "" || r.Seq == 0 {
+			t.Fatalf("log line %d is not a whole record (%v): %q", i+1, err, line)
+		}
+		if len(recs) > 0 && r.Seq <= recs[len(recs)-1].Seq {
+			t.Fatalf("log line %d: seq %d after %d", i+1, r.Seq, recs[len(recs)-1].Seq)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// kindsFrom lists the kinds of recs from index i on.
+func kindsFrom(recs []event.Record, i int) string {
+	var k []string
+	for _, r := range recs[i:] {
+		k = append(k, string(r.Kind))
+	}
+	return strings.Join(k, " ")
+}
+
+// TestFaultAgentKilledMidTurn: the agent program SIGKILLed in the middle of
+// a turn. The turn fails (run exits 3), the agent is dead and says how, the
+// log ends error, result, status dead, and every line of it is whole.
+func TestFaultAgentKilledMidTurn(t *testing.T) {
+	e := newEnv(t)
+	id := e.ok("open", e.work)
+	e.ok("run", id, "hello there")
+	done := make(chan result, 1)
+	go func() { done <- e.kaimon("run", id, "please be slow") }()
+	waitFor(t, "the slow turn to reach the model", 30*time.Second, func() bool {
+		reqs := e.api.Requests()
+		return len(reqs) > 0 && reqs[len(reqs)-1].LastUserText == "please be slow"
+	})
+	pids := e.agentPIDs(t)
+	if len(pids) != 1 {
+		t.Fatalf("agent processes %v", pids)
+	}
+	if err := syscall.Kill(pids[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.code != 3 || !strings.Contains(r.stderr, "claude was killed") {
+		t.Fatalf("run during which the agent was killed: %s", r)
+	}
+	var st verbs.Status
+	e.okJSON(&st, "status", id)
+	if st.Status != "dead" || !strings.HasPrefix(st.Reason, "exited: claude was killed") {
+		t.Fatalf("status after the kill: %+v", st)
+	}
+	recs := checkLogWhole(t, st.EventLog)
+	// The failed result ends the turn (idle), then the agent is dead.
+	if k := kindsFrom(recs, len(recs)-4); k != "error result status status" || !strings.Contains(string(recs[len(recs)-1].Data), `"dead"`) {
+		t.Fatalf("the log ends %s", k)
+	}
+	// Turn 1 is not lost: it still reads.
+	var o verbs.OutputResult
+	e.okJSON(&o, "output", id, "--turn", "1")
+	if !strings.HasPrefix(o.Text, "Hello from fakeapi") || !o.Done {
+		t.Fatalf("turn 1 after the kill: %+v", o)
+	}
+}
+
+// TestFaultDaemonTermMidTool: SIGTERM to the daemon while an agent's tool
+// runs a process of its own (sleep 300 in Bash). The daemon closes the
+// agent's whole process group, nothing is left running (the harness checks
+// every process of this installation), the turn is logged as cancelled, and
+// the next daemon lists the agent dead, "daemon exited".
+func TestFaultDaemonTermMidTool(t *testing.T) {
+	e := newEnv(t)
+	e.ok("daemon", "start")
+	var ds struct {
+		PID int `json:"pid"`
+	}
+	e.okJSON(&ds, "daemon", "status")
+	id := e.ok("open", e.work, "--allow", "Bash")
+	e.ok("send", id, "run command: sleep 300")
+	waitFor(t, "the tool's sleep to run", 30*time.Second, func() bool {
+		for _, pid := range e.processes() {
+			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.HasPrefix(string(b), "sleep\x00300") {
+				return true
+			}
+		}
+		return false
+	})
+	if err := syscall.Kill(ds.PID, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the daemon, the agent and its tool to exit", 30*time.Second, func() bool { return len(e.processes()) == 0 })
+	var st verbs.Status
+	e.okJSON(&st, "status", id) // the next daemon
+	if st.Status != "dead" || st.Reason != "daemon exited" {
+		t.Fatalf("after SIGTERM: %+v", st)
+	}
+	recs := checkLogWhole(t, st.EventLog)
+	var res event.ResultData
+	for _, r := range recs {
+		if r.Kind == event.Result && r.Turn == 1 {
+			json.Unmarshal(r.Data, &res)
+		}
+	}
+	if res.StopReason != event.StopCancelled {
+		t.Fatalf("turn 1 ended %+v, want cancelled; the log ends %s", res, kindsFrom(recs, max(0, len(recs)-4)))
+	}
+}
+
