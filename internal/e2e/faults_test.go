@@ -128,4 +128,3 @@ func TestFaultDaemonTermMidTool(t *testing.T) {
 		t.Fatalf("turn 1 ended %+v, want cancelled; the log ends %s", res, kindsFrom(recs, max(0, len(recs)-4)))
 	}
 }
-
