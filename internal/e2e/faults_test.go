@@ -128,3 +128,59 @@ func TestFaultDaemonTermMidTool(t *testing.T) {
 		t.Fatalf("turn 1 ended %+v, want cancelled; the log ends %s", res, kindsFrom(recs, max(0, len(recs)-4)))
 	}
 }
+
+// TestFaultGarbageFromAgent: an agent program that prints lines that are
+// not stream-json (text, a NUL, invalid UTF-8, an array, an unknown type)
+// before its answer. Each malformed line is an error event, quoted; the
+// turn's answer still arrives whole; every line of the log is a record.
+func TestFaultGarbageFromAgent(t *testing.T) {
+	e := standin(t, "garbage")
+	id := e.ok("open", e.work)
+	if out := e.ok("run", id, "hello"); out != "after the garbage" {
+		t.Fatalf("run = %q", out)
+	}
+	var st verbs.Status
+	e.okJSON(&st, "status", id)
+	if st.Status != "idle" || st.Usage.OutputTokens != 4 {
+		t.Fatalf("status after the garbage: %+v", st)
+	}
+	var malformed []string
+	for _, r := range checkLogWhole(t, st.EventLog) {
+		if r.Kind == event.Error {
+			var d event.ErrorData
+			json.Unmarshal(r.Data, &d)
+			malformed = append(malformed, d.Message)
+		}
+	}
+	if len(malformed) != 4 {
+		t.Fatalf("error events for the malformed lines: %q", malformed)
+	}
+	for _, m := range malformed {
+		if !strings.HasPrefix(m, "malformed line from claude: ") {
+			t.Errorf("error event %q", m)
+		}
+	}
+}
+
+// TestFaultHungAgent: an agent that never ends its turn. run gives up at
+// its timeout (exit 4, the agent still working), close stops it, and
+// nothing is left running (the harness checks).
+func TestFaultHungAgent(t *testing.T) {
+	e := standin(t, "mute")
+	id := e.ok("open", e.work)
+	e.fails(4, "did not end within 1s", "run", id, "hello", "--timeout", "1s")
+	var st verbs.Status
+	e.okJSON(&st, "status", id)
+	if st.Status != "working" {
+		t.Fatalf("after the timeout: %+v", st)
+	}
+	if got := e.ok("close", id); got != "closed" {
+		t.Fatalf("close = %q", got)
+	}
+	recs := checkLogWhole(t, st.EventLog)
+	var res event.ResultData
+	json.Unmarshal(recs[len(recs)-3].Data, &res)
+	if k := kindsFrom(recs, len(recs)-3); k != "result status status" || res.StopReason != event.StopCancelled {
+		t.Fatalf("the log ends %s (%s)", k, recs[len(recs)-3].Data)
+	}
+}

@@ -6,6 +6,9 @@
 #   hangup  close its stdout and live on (until stopped)
 #   mute    start the turn, then read on and answer nothing: no result, no
 #           acknowledgement of an interrupt; it exits when stdin closes
+#   garbage print lines that are not stream-json (text, a NUL, invalid
+#           UTF-8, a JSON array, an unknown type), then answer the turn
+#           properly, and read on until stdin closes
 read -r line || exit 1
 case $line in
 *'"subtype":"initialize"'*) ;;
@@ -20,13 +23,23 @@ hangup)
 	echo "standin: stdout closed, sleeping" >&2
 	exec sleep 600
 	;;
+garbage)
+	echo 'not json at all'
+	printf 'nul\000byte\n'
+	printf '\377\376 invalid utf-8\n'
+	echo '[1,2,3]'
+	echo '{"type":"mystery","session_id":"standin-1"}'
+	echo '{"type":"assistant","message":{"id":"m1","type":"message","role":"assistant","model":"standin","content":[{"type":"text","text":"after the garbage"}]},"session_id":"standin-1"}'
+	echo '{"type":"result","subtype":"success","is_error":false,"result":"after the garbage","session_id":"standin-1","usage":{"input_tokens":3,"output_tokens":4}}'
+	while read -r line; do :; done
+	;;
 mute)
 	while read -r line; do
 		echo "standin: ignoring $line" >&2
 	done
 	;;
 *)
-	echo "standin: KAIMON_STANDIN=$KAIMON_STANDIN: want hangup or mute" >&2
+	echo "standin: KAIMON_STANDIN=$KAIMON_STANDIN: want hangup, mute or garbage" >&2
 	exit 2
 	;;
 esac
