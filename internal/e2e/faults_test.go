@@ -184,3 +184,46 @@ func TestFaultHungAgent(t *testing.T) {
 		t.Fatalf("the log ends %s (%s)", k, recs[len(recs)-3].Data)
 	}
 }
+
+// TestFaultAPIBreaksMidStream: the model API drops the connection halfway
+// through a reply. The claude CLI asks again without streaming and the turn
+// ends whole. When that fails too, the turn fails (run exits 3), the agent
+// lives on, its next turn works, and the log is whole.
+func TestFaultAPIBreaksMidStream(t *testing.T) {
+	e := newEnv(t)
+	id := e.ok("open", e.work)
+	if out := e.ok("run", id, "please break off"); out != "part0 part1 part2 part3 part4 part5 part6 part7 part8 part9 " {
+		t.Fatalf("the turn whose stream broke = %q", out)
+	}
+	var streamed, whole int
+	for _, r := range e.api.Requests() {
+		if r.LastUserText == "please break off" {
+			if r.Stream {
+				streamed++
+			} else {
+				whole++
+			}
+		}
+	}
+	if streamed == 0 || whole == 0 {
+		t.Errorf("requests for the broken turn: %d streamed, %d whole; want the CLI's fallback", streamed, whole)
+	}
+	e.fails(3, "failed", "run", id, "please break off every time")
+	if out := e.ok("run", id, "hello there"); !strings.HasPrefix(out, "Hello from fakeapi") {
+		t.Fatalf("the turn after = %q", out)
+	}
+	var st verbs.Status
+	e.okJSON(&st, "status", id)
+	if st.Status != "idle" || st.Turn != 3 {
+		t.Fatalf("status: %+v", st)
+	}
+	var res event.ResultData
+	for _, r := range checkLogWhole(t, st.EventLog) {
+		if r.Kind == event.Result && r.Turn == 2 {
+			json.Unmarshal(r.Data, &res)
+		}
+	}
+	if !event.Failed(res.StopReason) {
+		t.Fatalf("turn 2 ended %+v", res)
+	}
+}

@@ -35,6 +35,10 @@
 //   - "please write a file PATH": text "Writing the file." then tool_use
 //     Write {"file_path":PATH,"content":"written by fakeapi\n"}, tool_use.
 //   - "please read PATH": tool_use Read {"file_path":PATH}, tool_use.
+//   - "please break off": a text block "part0 " … "part9 " whose stream is
+//     dropped after three chunks; asked again without streaming (the CLI's
+//     fallback), the whole reply. "please break off every time" drops that
+//     request too.
 //   - "please be slow": one text block of [SlowChunks] chunks "chunk0 ",
 //     "chunk1 ", … with [SlowChunkDelay] between chunks; the stream stops as
 //     soon as the client goes away.
@@ -113,6 +117,7 @@ const (
 	TriggerRead       = "please read"
 	TriggerSlow       = "please be slow"
 	TriggerFail       = "please fail"
+	TriggerBreak      = "please break off"
 	TriggerSayExactly = "say exactly:"
 	TriggerCallTool   = "call tool:"
 	// "stream N chunks" is matched by a regular expression; see the package doc.
@@ -349,6 +354,11 @@ type reply struct {
 	fail       bool
 	blocks     []block
 	stopReason string
+	// breakAt > 0 drops the connection after that many deltas of the
+	// first block, mid-stream: the API failing halfway through a reply.
+	// With breakAll, a request without streaming is dropped too.
+	breakAt  int
+	breakAll bool
 }
 
 func fixedBlock(kind string, chunks ...string) block {
@@ -402,7 +412,7 @@ func script(text, toolResult string, followUp bool, n int) reply {
 		return reply{blocks: []block{textBlock("Tool said: " + toolResult + ". Done.")}, stopReason: "end_turn"}
 	}
 	best, pos := "", -1
-	for _, t := range []string{TriggerThink, TriggerTool, TriggerRunCommand, TriggerWriteFile,
+	for _, t := range []string{TriggerBreak, TriggerThink, TriggerTool, TriggerRunCommand, TriggerWriteFile,
 		TriggerRead, TriggerSlow, TriggerFail, TriggerSayExactly, TriggerCallTool} {
 		if i := strings.Index(text, t); i >= 0 && (pos < 0 || i < pos) {
 			best, pos = t, i
@@ -442,6 +452,9 @@ func script(text, toolResult string, followUp bool, n int) reply {
 		return reply{blocks: []block{b}, stopReason: "end_turn"}
 	case TriggerFail:
 		return reply{fail: true}
+	case TriggerBreak:
+		b := block{kind: "text", n: 10, chunk: func(i int) string { return "part" + strconv.Itoa(i) + " " }}
+		return reply{blocks: []block{b}, stopReason: "end_turn", breakAt: 3, breakAll: strings.Contains(rest, "every time")}
 	case TriggerSayExactly:
 		return reply{blocks: []block{textBlock(strings.TrimPrefix(rest, " "))}, stopReason: "end_turn"}
 	case TriggerCallTool:
@@ -477,6 +490,12 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	msgID := newID("msg_")
 	if !req.Stream {
+		if rep.breakAll {
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
 		writeJSON(w, http.StatusOK, wholeMessage(msgID, req.Model, rep))
 		return
 	}
@@ -636,6 +655,13 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, msgID, model
 					if err := pause(b.delay); err != nil {
 						return err
 					}
+				}
+				if rep.breakAt > 0 && idx == 0 && i == rep.breakAt {
+					// Drop the connection: no more events, no end.
+					if conn, _, err := rc.Hijack(); err == nil {
+						conn.Close()
+					}
+					return errGone
 				}
 				d := json.RawMessage(orderedJSON("type", deltaType, field, b.chunk(i)))
 				if err := send("content_block_delta", blockDeltaEvent{"content_block_delta", idx, d}); err != nil {
