@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -226,4 +230,60 @@ func TestFaultAPIBreaksMidStream(t *testing.T) {
 	if !event.Failed(res.StopReason) {
 		t.Fatalf("turn 2 ended %+v", res)
 	}
+}
+
+// TestFaultClientGoesAway: clients killed mid-run, mid-tail and mid-event
+// stream leave nothing in the daemon: its goroutine count comes back to
+// where it was, the agent finishes its turn, and the log is whole.
+func TestFaultClientGoesAway(t *testing.T) {
+	e := newEnv(t)
+	id := e.ok("open", e.work)
+	e.ok("run", id, "hello there")
+	goroutines := func() int {
+		var ds struct {
+			Goroutines int `json:"goroutines"`
+		}
+		e.okJSON(&ds, "daemon", "status")
+		return ds.Goroutines
+	}
+	before := goroutines()
+
+	start := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(filepath.Join(binDir, "kaimon"), args...)
+		cmd.Dir, cmd.Env = e.work, e.env
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	tail := start("tail", "agent:"+id)
+	run := start("run", id, "please be slow")
+	// The HTTP event stream, read a little and then hung up on.
+	conn, err := net.Dial("unix", filepath.Join(e.home, "sock", "agentd.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "GET /v1/agents/%s/events?since=0&follow=1 HTTP/1.1\r\nHost: k\r\n\r\n", id)
+	if n, err := conn.Read(make([]byte, 512)); n == 0 || err != nil {
+		t.Fatalf("the event stream answered nothing: %v", err)
+	}
+	waitFor(t, "the slow turn to stream", 30*time.Second, func() bool {
+		reqs := e.api.Requests()
+		return len(reqs) > 0 && reqs[len(reqs)-1].LastUserText == "please be slow"
+	})
+	time.Sleep(500 * time.Millisecond) // a few chunks go out to the tails
+	conn.Close()
+	for _, c := range []*exec.Cmd{run, tail} {
+		c.Process.Kill()
+		c.Wait()
+	}
+	// The agent goes on without its caller; the turn ends by itself.
+	e.kaimonWithin(2*time.Minute, "tail", "agent:"+id, "--from-start", "--turn", "2", "--until-result")
+	waitFor(t, fmt.Sprintf("the daemon's goroutines to come back to %d", before), 15*time.Second, func() bool { return goroutines() <= before })
+	var st verbs.Status
+	e.okJSON(&st, "status", id)
+	if st.Status != "idle" || st.Turn != 2 {
+		t.Fatalf("status: %+v", st)
+	}
+	checkLogWhole(t, st.EventLog)
 }

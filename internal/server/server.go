@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/kaimon/kaimon/internal/bus"
@@ -33,6 +34,9 @@ type DaemonStatus struct {
 	StartedAt string `json:"started_at"`
 	Live      int    `json:"live"`
 	Dead      int    `json:"dead"`
+	// Goroutines is the daemon's goroutine count: what a client that
+	// went away mid-request or mid-stream leaves behind shows here.
+	Goroutines int `json:"goroutines"`
 	// Door is the endpoint of the MCP door owned agents call back into;
 	// absent when the daemon runs without it.
 	Door string `json:"door,omitempty"`
@@ -183,6 +187,7 @@ func (s *Server) serveDaemon(w http.ResponseWriter, r *http.Request) {
 	if s.Counts != nil {
 		st.Live, st.Dead = s.Counts.Counts()
 	}
+	st.Goroutines = runtime.NumGoroutine()
 	st.Door = s.Door
 	st.Env = s.Env
 	if st.Env == nil {
