@@ -899,10 +899,7 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 	if err != nil {
 		return nil, err
 	}
-	timeout := a.Timeout
-	if timeout <= 0 {
-		return nil, verbs.BadArg("agent_run: timeout must be a positive number of seconds")
-	}
+	timeout := a.Timeout // in verbs.TimeoutRange: Decode checked it
 	n, err := ag.send(a.Text)
 	if err != nil {
 		return nil, err
@@ -944,10 +941,7 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 
 // Output implements agent_output.
 func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.OutputResult, error) {
-	which, maxChars := a.Which, a.MaxChars
-	if a.Turn < 0 || a.MaxChars < 0 {
-		return nil, verbs.BadArg("agent_output: turn and max_chars must not be negative")
-	}
+	which, maxChars := a.Which, a.MaxChars // in their ranges: Decode checked them
 	var (
 		text   string
 		t      *turnRec
