@@ -203,8 +203,8 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 			return nil, verbs.BadArg("agent_open: resume needs the id of the dead agent to resume (kaimon open --id ID --resume)")
 		}
 		id = newID()
-	} else if !idRE.MatchString(id) {
-		return nil, verbs.BadArg("agent_open: id %q must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
+	} else if err := m.checkID(id); err != nil {
+		return nil, err
 	}
 
 	ag := m.newAgent(id)
