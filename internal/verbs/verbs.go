@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -642,7 +644,36 @@ const (
 	CodeUnavailable = "unavailable"  // 503: the agent program cannot be started, or does not answer
 	CodeTimeout     = "timeout"      // 504
 	CodeInternal    = "internal"     // 500
+	// CodeMethod: a verb called with a method it does not take (GET of a
+	// verb that changes something).
+	CodeMethod   = "method_not_allowed" // 405
+	CodeTooLarge = "too_large"          // 413: a request body over MaxBody
 )
+
+// MaxBody bounds a request body, on the control socket and the MCP door:
+// far above any verb's arguments (a prompt of 16 MiB is some four million
+// tokens), and well below what would cost the daemon its memory.
+const MaxBody = 16 << 20
+
+// ReadBody reads a request body of at most MaxBody bytes, for the control
+// socket and the door alike. A longer one is a too_large error (413), found
+// before reading when Content-Length says so, and otherwise as soon as the
+// limit is passed: never by reading it whole.
+func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	tooLarge := Errorf(CodeTooLarge, "request body over the limit of %d bytes (%d MiB)", MaxBody, MaxBody>>20)
+	if r.ContentLength > MaxBody {
+		return nil, tooLarge
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, tooLarge
+	}
+	if err != nil {
+		return nil, BadArg("reading request body: %v", err)
+	}
+	return b, nil
+}
 
 // Error is a verb's failure: a code a program can switch on, a message a
 // person (or model) can act on, and, for run, the text the turn produced.
@@ -669,6 +700,10 @@ func (e *Error) HTTPStatus() int {
 		return 503
 	case CodeTimeout:
 		return 504
+	case CodeMethod:
+		return 405
+	case CodeTooLarge:
+		return 413
 	}
 	return 500
 }
