@@ -89,7 +89,8 @@ type Manager struct {
 }
 
 // New makes a manager. It first reaps agent processes a previous daemon
-// left behind (those the pid file names with a matching start time), then
+// left behind (those the pid file names with a matching start time) and
+// removes the configs generated for them (stale.go), then
 // loads every agent's record (registry.go), closing those a lost daemon
 // left live.
 func New(paths config.Paths, cfg config.Config, env []string, factory Factory) (*Manager, error) {
@@ -97,6 +98,7 @@ func New(paths config.Paths, cfg config.Config, env []string, factory Factory) (
 		return nil, fmt.Errorf("creating cache dir: %w", err)
 	}
 	reap(paths.PidFile())
+	removeStale(paths.CacheDir)
 	m := &Manager{
 		paths: paths, cfg: cfg, env: env, factory: factory,
 		pids:          &pidFile{path: paths.PidFile(), live: map[string]proc.Identity{}},
