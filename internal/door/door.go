@@ -8,6 +8,7 @@
 package door
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -15,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -154,6 +156,18 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"code":  "unauthorized",
 		})
 		return
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		// Bounded before anything reads it: mcp-go reads a body whole.
+		b, err := verbs.ReadBody(w, r)
+		if err != nil {
+			e := verbs.AsError(err)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(e.HTTPStatus())
+			json.NewEncoder(w).Encode(e)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
 	}
 	if r.URL.Path == backend.ToolCheckPath {
 		d.serveToolCheck(w, r, c) // an ACP agent's bridge (toolcheck.go)

@@ -3,6 +3,7 @@ package door
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -309,5 +310,47 @@ func TestWriteInfo(t *testing.T) {
 	}
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 		t.Errorf("door.json mode %v", st.Mode())
+	}
+}
+
+// zeros is an endless body, so that a test sends megabytes without
+// holding them.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}
+
+// An admitted agent's body over verbs.MaxBody is 413, found from its
+// Content-Length before reading, or while reading when it has none: never
+// read whole.
+func TestOversizedBody(t *testing.T) {
+	d, _ := startDoor(t)
+	tok := d.Admit(backend.Options{ID: "a1", Permission: "lab", DisallowedTools: []string{}})
+	for name, length := range map[string]int64{"content-length": 50 << 20, "chunked": -1} {
+		req, _ := http.NewRequest("POST", d.URL(), io.LimitReader(zeros{}, 50<<20))
+		req.ContentLength = length
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(backend.HeaderAgent, "a1")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var e map[string]string
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || e["code"] != "too_large" || !strings.Contains(e["error"], "16 MiB") {
+			t.Errorf("%s: status %d body %v", name, resp.StatusCode, e)
+		}
+	}
+	// A body within the limit still reaches MCP.
+	c := mustConnect(t, d, "a1", tok)
+	if out, isErr := callTool(t, c, "agent_list", nil); isErr {
+		t.Fatalf("agent_list after oversized bodies: %s", out)
 	}
 }

@@ -86,6 +86,14 @@ func Tool(v *verbs.Verb) mcp.Tool {
 		if len(a.Enum) > 0 {
 			p["enum"] = a.Enum
 		}
+		if r := a.Range; r != nil {
+			if r.MinExclusive {
+				p["exclusiveMinimum"] = r.Min
+			} else {
+				p["minimum"] = r.Min
+			}
+			p["maximum"] = r.Max
+		}
 		props[a.Name] = p
 		order = append(order, a.Name)
 		if a.Required {

@@ -176,6 +176,13 @@ func TestToolsFromTheTable(t *testing.T) {
 	if d := byName["agent_run"].Description; !strings.Contains(d, "progress") || !strings.Contains(d, "agent_output") {
 		t.Errorf("agent_run description %q", d)
 	}
+	run, output := schemaOf(t, byName["agent_run"]), schemaOf(t, byName["agent_output"])
+	if run["timeout"]["exclusiveMinimum"] != 0.0 || run["timeout"]["maximum"] != 604800.0 || run["timeout"]["minimum"] != nil {
+		t.Errorf("agent_run timeout %v", run["timeout"])
+	}
+	if output["max_chars"]["minimum"] != 1.0 || output["max_chars"]["maximum"] != 1e8 || output["turn"]["minimum"] != 0.0 {
+		t.Errorf("agent_output max_chars %v, turn %v", output["max_chars"], output["turn"])
+	}
 	permit := schemaOf(t, byName["agent_permit"])
 	if !reflect.DeepEqual(permit["decision"]["enum"], []any{"allow", "deny"}) {
 		t.Errorf("agent_permit decision %v", permit["decision"])

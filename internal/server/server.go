@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -111,20 +110,26 @@ func verbNames() string {
 }
 
 // serveVerb decodes the arguments (a JSON body for POST; query parameters
-// for GET, so that `curl --unix-socket S http://x/v1/agent_list` works),
-// calls the verb and writes its result.
+// for GET of a read-only verb, so that `curl --unix-socket S
+// http://x/v1/agent_list` works), calls the verb and writes its result. A
+// verb that changes something takes only POST: a GET must not close an
+// agent.
 func (s *Server) serveVerb(v *verbs.Verb) http.HandlerFunc {
+	allow, how := "POST", "use POST with a JSON body"
+	if v.ReadOnly {
+		allow, how = "GET, POST", "use POST with a JSON body, or GET with query parameters"
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var raw []byte
-		switch r.Method {
-		case http.MethodPost:
-			b, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+		switch {
+		case r.Method == http.MethodPost:
+			b, err := verbs.ReadBody(w, r)
 			if err != nil {
-				writeErr(w, verbs.BadArg("reading request body: %v", err))
+				writeErr(w, err)
 				return
 			}
 			raw = b
-		case http.MethodGet:
+		case r.Method == http.MethodGet && v.ReadOnly:
 			b, err := queryArgs(v, r)
 			if err != nil {
 				writeErr(w, err)
@@ -132,8 +137,8 @@ func (s *Server) serveVerb(v *verbs.Verb) http.HandlerFunc {
 			}
 			raw = b
 		default:
-			w.Header().Set("Allow", "GET, POST")
-			writeErr(w, &verbs.Error{Code: verbs.CodeBadArgument, Message: "use POST with a JSON body (or GET with query parameters)"})
+			w.Header().Set("Allow", allow)
+			writeErr(w, verbs.Errorf(verbs.CodeMethod, "%s does not take %s: %s", v.Name, r.Method, how))
 			return
 		}
 		args, err := v.Decode(raw)

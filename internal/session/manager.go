@@ -89,7 +89,8 @@ type Manager struct {
 }
 
 // New makes a manager. It first reaps agent processes a previous daemon
-// left behind (those the pid file names with a matching start time), then
+// left behind (those the pid file names with a matching start time) and
+// removes the configs generated for them (stale.go), then
 // loads every agent's record (registry.go), closing those a lost daemon
 // left live.
 func New(paths config.Paths, cfg config.Config, env []string, factory Factory) (*Manager, error) {
@@ -97,6 +98,7 @@ func New(paths config.Paths, cfg config.Config, env []string, factory Factory) (
 		return nil, fmt.Errorf("creating cache dir: %w", err)
 	}
 	reap(paths.PidFile())
+	removeStale(paths.CacheDir)
 	m := &Manager{
 		paths: paths, cfg: cfg, env: env, factory: factory,
 		pids:          &pidFile{path: paths.PidFile(), live: map[string]proc.Identity{}},
@@ -203,8 +205,8 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 			return nil, verbs.BadArg("agent_open: resume needs the id of the dead agent to resume (kaimon open --id ID --resume)")
 		}
 		id = newID()
-	} else if !idRE.MatchString(id) {
-		return nil, verbs.BadArg("agent_open: id %q must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
+	} else if err := m.checkID(id); err != nil {
+		return nil, err
 	}
 
 	ag := m.newAgent(id)
@@ -899,10 +901,7 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 	if err != nil {
 		return nil, err
 	}
-	timeout := a.Timeout
-	if timeout <= 0 {
-		return nil, verbs.BadArg("agent_run: timeout must be a positive number of seconds")
-	}
+	timeout := a.Timeout // in verbs.TimeoutRange: Decode checked it
 	n, err := ag.send(a.Text)
 	if err != nil {
 		return nil, err
@@ -944,10 +943,7 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 
 // Output implements agent_output.
 func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.OutputResult, error) {
-	which, maxChars := a.Which, a.MaxChars
-	if a.Turn < 0 || a.MaxChars < 0 {
-		return nil, verbs.BadArg("agent_output: turn and max_chars must not be negative")
-	}
+	which, maxChars := a.Which, a.MaxChars // in their ranges: Decode checked them
 	var (
 		text   string
 		t      *turnRec

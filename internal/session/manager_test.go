@@ -272,6 +272,8 @@ func TestOpenErrors(t *testing.T) {
 		{verbs.OpenArgs{Cwd: "/nonexistent/dir"}, verbs.CodeBadArgument, "does not exist"},
 		{verbs.OpenArgs{Cwd: t.TempDir(), Permission: "yolo"}, verbs.CodeBadArgument, "unknown permission preset"},
 		{verbs.OpenArgs{Cwd: t.TempDir(), ID: "a/b"}, verbs.CodeBadArgument, "must be 1-64"},
+		// Its stderr log would be the daemon's own agentd.log.
+		{verbs.OpenArgs{Cwd: t.TempDir(), ID: "agentd"}, verbs.CodeBadArgument, `id "agentd" is reserved`},
 		{verbs.OpenArgs{Cwd: t.TempDir(), Model: "missing"}, verbs.CodeUnavailable, "no such program"},
 		// A backend's own refusal (its program missing, say) is a bad
 		// argument, refused before anything is written.
@@ -291,6 +293,13 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if files := cacheFiles(t, r.paths.CacheDir); len(files) != 0 {
 		t.Fatalf("after refused opens the cache dir holds %v", files)
+	}
+}
+
+// The reserved ids are exactly those whose files would be the daemon's.
+func TestReservedIDs(t *testing.T) {
+	if got := reservedIDs(config.Paths{CacheDir: "/c"}); strings.Join(got, " ") != "agentd" {
+		t.Errorf("reserved ids %v, want [agentd]", got)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -47,14 +48,24 @@ func Listen(path, what string) (net.Listener, error) {
 		return nil, err
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(true)
-	return &peerListener{Listener: ln, uid: os.Getuid(), what: what}, nil
+	return newPeerListener(ln, os.Getuid(), what), nil
+}
+
+// RefusedLogEvery bounds the log of refused connections to one line in
+// this long, which counts those left out: a stranger connecting in a loop
+// must not fill the daemon's log.
+var RefusedLogEvery = 10 * time.Second
+
+func newPeerListener(ln net.Listener, uid int, what string) *peerListener {
+	return &peerListener{Listener: ln, uid: uid, what: what, refused: &limitedLog{every: RefusedLogEvery, logf: log.Printf}}
 }
 
 // peerListener accepts only connections whose peer runs as uid.
 type peerListener struct {
 	net.Listener
-	uid  int
-	what string
+	uid     int
+	what    string
+	refused *limitedLog
 }
 
 func (l *peerListener) Accept() (net.Conn, error) {
@@ -71,7 +82,7 @@ func (l *peerListener) Accept() (net.Conn, error) {
 		if cred != nil {
 			uid = int(cred.Uid)
 		}
-		log.Printf("%s: refused a connection from uid %d (err %v)", l.what, uid, err)
+		l.refused.printf("%s: refused a connection from uid %d (err %v)", l.what, uid, err)
 		c.Close()
 	}
 }
@@ -94,4 +105,34 @@ func PeerCred(c net.Conn) (*syscall.Ucred, error) {
 		return nil, err
 	}
 	return cred, serr
+}
+
+// limitedLog logs at most one line per every; the next line it logs says
+// how many it left out.
+type limitedLog struct {
+	mu         sync.Mutex
+	every      time.Duration
+	last       time.Time
+	suppressed int
+	logf       func(format string, a ...any)
+	now        func() time.Time // nil: time.Now
+}
+
+func (l *limitedLog) printf(format string, a ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now
+	if l.now != nil {
+		now = l.now
+	}
+	t := now()
+	if !l.last.IsZero() && t.Sub(l.last) < l.every {
+		l.suppressed++
+		return
+	}
+	if l.suppressed > 0 {
+		format += fmt.Sprintf(" (and %d more like it in the %s since the last line, not logged)", l.suppressed, t.Sub(l.last).Round(time.Second))
+	}
+	l.last, l.suppressed = t, 0
+	l.logf(format, a...)
 }

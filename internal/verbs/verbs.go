@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -37,7 +39,33 @@ type Arg struct {
 	RequiredUnless string
 	Default        any // nil: none
 	Enum           []string
-	Doc            string
+	// Range bounds a number or integer argument; Decode refuses a value
+	// given outside it, so that no caller re-checks by hand.
+	Range *Range
+	Doc   string
+}
+
+// Range is the interval a number argument must lie in: Min ≤ x ≤ Max, or
+// Min < x ≤ Max with MinExclusive.
+type Range struct {
+	Min, Max     float64
+	MinExclusive bool
+}
+
+// Contains says whether x lies in r.
+func (r *Range) Contains(x float64) bool {
+	if r.MinExclusive && x <= r.Min || x < r.Min {
+		return false
+	}
+	return x <= r.Max
+}
+
+func (r *Range) String() string {
+	op := ">="
+	if r.MinExclusive {
+		op = ">"
+	}
+	return fmt.Sprintf("%s %g and <= %g", op, r.Min, r.Max)
 }
 
 // Verb is one entry of the table.
@@ -63,7 +91,7 @@ func (v *Verb) Route() string { return "/v1/" + v.Name }
 func (v *Verb) NewArgs() any { return v.newArgs() }
 
 // Decode parses a JSON object of arguments, strictly: an unknown argument,
-// a wrong type, a value outside the argument's Enum, or a missing required
+// a wrong type, a value outside the argument's Enum or Range, or a missing required
 // argument is a bad_argument error naming it. Arguments left out get their
 // Default from the table (ApplyDefaults), so that no caller re-defaults by
 // hand.
@@ -110,6 +138,9 @@ func (v *Verb) Decode(raw []byte) (any, error) {
 		}
 	}
 	if err := v.CheckEnums(a); err != nil {
+		return nil, err
+	}
+	if err := v.checkRanges(a, given); err != nil {
 		return nil, err
 	}
 	if in, ok := a.(inheritor); !ok || !in.Inherits() {
@@ -160,6 +191,31 @@ func (v *Verb) CheckEnums(args any) error {
 		}
 		if !slices.Contains(arg.Enum, fv.String()) {
 			return BadArg("%s: %s %q is not one of %s", v.Name, arg.Name, fv.String(), strings.Join(arg.Enum, ", "))
+		}
+	}
+	return nil
+}
+
+// checkRanges checks every number argument given that has a Range (one
+// left out gets its Default, which lies in it).
+func (v *Verb) checkRanges(args any, given func(string) bool) error {
+	f := v.fields(args)
+	for _, arg := range v.Args {
+		fv, ok := f[arg.Name]
+		if arg.Range == nil || !ok || !given(arg.Name) {
+			continue
+		}
+		var x float64
+		switch fv.Kind() {
+		case reflect.Int, reflect.Int64:
+			x = float64(fv.Int())
+		case reflect.Float64:
+			x = fv.Float()
+		default:
+			continue
+		}
+		if !arg.Range.Contains(x) {
+			return BadArg("%s: %s %g is out of range: it must be %s", v.Name, arg.Name, x, arg.Range)
 		}
 	}
 	return nil
@@ -395,6 +451,20 @@ const (
 	DefaultMaxChars   = 20000
 )
 
+// Ranges of the number arguments.
+var (
+	// TimeoutRange: agent_run blocks its caller, and a week is longer than
+	// any turn worth waiting on in one call, while far below where the
+	// seconds overflow a time.Duration (about 292 years).
+	TimeoutRange = &Range{Min: 0, MinExclusive: true, Max: 7 * 24 * 3600}
+	// TurnRange: 0 is the latest turn; the top is int32's, which every
+	// client's integers hold.
+	TurnRange = &Range{Min: 0, Max: 1<<31 - 1}
+	// MaxCharsRange: at least one character; at most 100 million, more
+	// than any turn's text and a bound on one reply's size.
+	MaxCharsRange = &Range{Min: 1, Max: 100_000_000}
+)
+
 // Enumerations of agent_open's options: the one list each, which the
 // backends, the CLI's help and the MCP schema all read.
 var (
@@ -461,7 +531,7 @@ var All = []*Verb{
 		Doc:     "Sends a turn and blocks until it ends, returning the assistant's text. On timeout or agent death it is an error, and the agent lives on after a timeout.",
 		Returns: `{"text": "…"}`,
 		Args: []Arg{agentID, {Name: "text", Type: TString, Required: true, Doc: "The user's message."},
-			{Name: "timeout", Type: TNumber, Default: DefaultTimeout, Doc: "Seconds to wait for the turn to end."}},
+			{Name: "timeout", Type: TNumber, Default: DefaultTimeout, Range: TimeoutRange, Doc: "Seconds to wait for the turn to end."}},
 	}, func(s Service) func(context.Context, *RunArgs) (*RunResult, error) { return s.Run }),
 	verb(Verb{
 		Name: "agent_output", CLI: "output", ReadOnly: true,
@@ -469,10 +539,10 @@ var All = []*Verb{
 		Doc:     "Returns a turn's output so far: partial while the agent is still working, final when done, and from the log once the agent is dead.",
 		Returns: `{"agent_id", "turn", "which", "status", "done", "text", "truncated", "dropped_chars", "usage"}`,
 		Args: []Arg{agentID,
-			{Name: "turn", Type: TInteger, Doc: "Turn number; default the latest."},
+			{Name: "turn", Type: TInteger, Range: TurnRange, Doc: "Turn number; default (or 0) the latest."},
 			{Name: "which", Type: TString, Default: DefaultWhich, Enum: Whiches, Doc: "last_message: the turn's final assistant text block; full_turn: every assistant text block of the turn; all: every turn."},
 			{Name: "include_tools", Type: TBoolean, Default: false, Doc: "For full_turn and all: interleave one-line summaries of tool calls and results."},
-			{Name: "max_chars", Type: TInteger, Default: DefaultMaxChars, Doc: "Cut the text to this many characters; dropped_chars says how many were cut."}},
+			{Name: "max_chars", Type: TInteger, Default: DefaultMaxChars, Range: MaxCharsRange, Doc: "Cut the text to this many characters; dropped_chars says how many were cut."}},
 	}, func(s Service) func(context.Context, *OutputArgs) (*OutputResult, error) { return s.Output }),
 	verb(Verb{
 		Name: "agent_status", CLI: "status",
@@ -574,7 +644,36 @@ const (
 	CodeUnavailable = "unavailable"  // 503: the agent program cannot be started, or does not answer
 	CodeTimeout     = "timeout"      // 504
 	CodeInternal    = "internal"     // 500
+	// CodeMethod: a verb called with a method it does not take (GET of a
+	// verb that changes something).
+	CodeMethod   = "method_not_allowed" // 405
+	CodeTooLarge = "too_large"          // 413: a request body over MaxBody
 )
+
+// MaxBody bounds a request body, on the control socket and the MCP door:
+// far above any verb's arguments (a prompt of 16 MiB is some four million
+// tokens), and well below what would cost the daemon its memory.
+const MaxBody = 16 << 20
+
+// ReadBody reads a request body of at most MaxBody bytes, for the control
+// socket and the door alike. A longer one is a too_large error (413), found
+// before reading when Content-Length says so, and otherwise as soon as the
+// limit is passed: never by reading it whole.
+func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	tooLarge := Errorf(CodeTooLarge, "request body over the limit of %d bytes (%d MiB)", MaxBody, MaxBody>>20)
+	if r.ContentLength > MaxBody {
+		return nil, tooLarge
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, tooLarge
+	}
+	if err != nil {
+		return nil, BadArg("reading request body: %v", err)
+	}
+	return b, nil
+}
 
 // Error is a verb's failure: a code a program can switch on, a message a
 // person (or model) can act on, and, for run, the text the turn produced.
@@ -601,6 +700,10 @@ func (e *Error) HTTPStatus() int {
 		return 503
 	case CodeTimeout:
 		return 504
+	case CodeMethod:
+		return 405
+	case CodeTooLarge:
+		return 413
 	}
 	return 500
 }

@@ -172,6 +172,48 @@ func TestDecodeEnumsAndDefaults(t *testing.T) {
 	}
 }
 
+// Every number argument has a Range, and Decode refuses a value given
+// outside it with a bad_argument naming the range: a timeout of 1e10
+// seconds overflowed time.Duration and timed out at once.
+func TestDecodeRanges(t *testing.T) {
+	for _, v := range All {
+		for _, a := range v.Args {
+			if (a.Type == TNumber || a.Type == TInteger) && a.Range == nil {
+				t.Errorf("%s: number argument %s has no Range", v.Name, a.Name)
+			}
+			if d, ok := a.Default.(float64); ok && a.Range != nil && !a.Range.Contains(d) {
+				t.Errorf("%s: %s's default %g is outside its range %s", v.Name, a.Name, d, a.Range)
+			}
+		}
+	}
+	for _, c := range []struct{ verb, raw, want string }{
+		{"agent_run", `{"agent_id":"a","text":"t","timeout":1e10}`, "timeout 1e+10 is out of range: it must be > 0 and <= 604800"},
+		{"agent_run", `{"agent_id":"a","text":"t","timeout":0}`, "timeout 0 is out of range: it must be > 0"},
+		{"agent_run", `{"agent_id":"a","text":"t","timeout":-1}`, "timeout -1 is out of range"},
+		{"agent_output", `{"agent_id":"a","max_chars":-5}`, "max_chars -5 is out of range: it must be >= 1 and <= 1e+08"},
+		{"agent_output", `{"agent_id":"a","max_chars":0}`, "max_chars 0 is out of range"},
+		{"agent_output", `{"agent_id":"a","turn":-1}`, "turn -1 is out of range: it must be >= 0 and <= 2.147483647e+09"},
+		{"agent_output", `{"agent_id":"a","turn":4294967296}`, "turn 4.294967296e+09 is out of range"},
+		{"agent_output", `{"agent_id":"a","max_chars":1e30}`, "argument max_chars must be an integer"},
+	} {
+		_, err := ByName(c.verb).Decode([]byte(c.raw))
+		var ve *Error
+		if !errors.As(err, &ve) || ve.Code != CodeBadArgument || !strings.Contains(ve.Message, c.want) {
+			t.Errorf("%s: err = %v, want bad_argument containing %q", c.raw, err, c.want)
+		}
+	}
+	for _, c := range []struct{ verb, raw string }{
+		{"agent_run", `{"agent_id":"a","text":"t","timeout":0.5}`},
+		{"agent_run", `{"agent_id":"a","text":"t","timeout":604800}`},
+		{"agent_output", `{"agent_id":"a","turn":0,"max_chars":1}`},
+		{"agent_output", `{"agent_id":"a","turn":3,"max_chars":100000000}`},
+	} {
+		if _, err := ByName(c.verb).Decode([]byte(c.raw)); err != nil {
+			t.Errorf("%s: %v", c.raw, err)
+		}
+	}
+}
+
 func TestErrorStatus(t *testing.T) {
 	for code, status := range map[string]int{CodeBadArgument: 400, CodeNotFound: 404, CodeWrongState: 409,
 		CodeTurnFailed: 502, CodeUnavailable: 503, CodeTimeout: 504, CodeInternal: 500} {

@@ -13,6 +13,7 @@
 package acp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -76,6 +78,7 @@ type Backend struct {
 	closing   bool
 	loading   bool          // session/load replays the old conversation: not events
 	hungUp    bool          // the agent closed its stdout and lived on: kaimon stopped it
+	lines     *lineWatch    // the agent's stdout as the SDK reads it
 	turnEnded chan struct{} // closed and replaced when a turn ends
 
 	writeMu sync.Mutex
@@ -294,7 +297,8 @@ func (b *Backend) startWith(ctx context.Context, args []string) error {
 	b.pid = child.ID
 	b.infoMu.Unlock()
 
-	conn := sdk.NewClientSideConnection(&client{b: b}, deadlineWriter{b}, outR)
+	b.lines = &lineWatch{r: outR, max: SDKMaxLine}
+	conn := sdk.NewClientSideConnection(&client{b: b}, deadlineWriter{b}, b.lines)
 	conn.SetLogger(slog.New(slog.NewTextHandler(logWriter{prefix: "agent " + b.opts.ID + ": acp: "}, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	b.conn = conn
 	go b.watch(child, conn, outR, done)
@@ -570,6 +574,8 @@ func (b *Backend) finish(child *proc.Child, done chan struct{}) {
 		} else {
 			msg := fmt.Sprintf("acp:%s exited with code %d", b.agent.Name, code)
 			switch {
+			case b.lines.overlong():
+				msg = fmt.Sprintf("acp:%s printed a stdout line of %d bytes or more, over the ACP SDK's limit, which ends the JSON-RPC stream; kaimon stopped it (%s)", b.agent.Name, SDKMaxLine, desc)
 			case b.hungUp:
 				msg = "acp:" + b.agent.Name + " closed its stdout (or broke the JSON-RPC stream) but kept running, so kaimon stopped it (" + desc + ")"
 			case !strings.HasPrefix(desc, "exit code"):
@@ -810,3 +816,42 @@ func (w logWriter) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = logWriter{}
+
+// SDKMaxLine is the acp-go-sdk's bound on one JSON-RPC line (its
+// bufio.Scanner's buffer): a longer line ends the connection, with a cause
+// the SDK does not expose. kaimon watches the stream for it so that the
+// agent's end can say why.
+const SDKMaxLine = 10 << 20
+
+// lineWatch passes an agent's stdout through and notes a line the SDK
+// cannot take: max bytes or more before its newline (the newline must fit
+// in the Scanner's buffer too). It holds none of it.
+type lineWatch struct {
+	r    io.Reader
+	max  int64
+	cur  int64 // bytes of the current line so far
+	over atomic.Bool
+}
+
+func (w *lineWatch) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	for rest := p[:n]; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			w.cur += int64(len(rest))
+			break
+		}
+		w.cur += int64(i)
+		if w.cur >= w.max {
+			w.over.Store(true)
+		}
+		w.cur, rest = 0, rest[i+1:]
+	}
+	if w.cur >= w.max {
+		w.over.Store(true)
+	}
+	return n, err
+}
+
+// overlong says whether a line over max went by.
+func (w *lineWatch) overlong() bool { return w != nil && w.over.Load() }

@@ -3,11 +3,13 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/kaimon/kaimon/internal/backend"
@@ -91,6 +93,40 @@ func TestAgentClosesStdout(t *testing.T) {
 	}
 	if !failed {
 		t.Fatalf("turn 1 did not fail: %v", s.events())
+	}
+}
+
+// A stdout line over the SDK's limit ends the JSON-RPC stream (the SDK
+// reads with a bounded Scanner and cannot skip it): the agent is stopped
+// and the error says that the line was why.
+func TestAgentPrintsOverlongLine(t *testing.T) {
+	b, s := standin(t, "longline")
+	if err := b.Send(1, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no Exited after the agent broke the stream")
+	}
+	if s.err == nil || !strings.Contains(s.err.Error(), "printed a stdout line of 10485760 bytes or more, over the ACP SDK's limit") {
+		t.Fatalf("Exited(%v)", s.err)
+	}
+}
+
+// lineWatch notes a line over its bound, across reads, and only that.
+func TestLineWatch(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		over bool
+	}{{"abc\ndefgh\n", false}, {"abcdefghijk\n", true}, {"abcd\nefghijklmnop", true}, {"abcdefghi\nabcdefghi\n", false}, {"abcdefghij\n", true}} {
+		w := &lineWatch{r: iotest.OneByteReader(strings.NewReader(c.in)), max: 10}
+		if _, err := io.Copy(io.Discard, w); err != nil {
+			t.Fatal(err)
+		}
+		if w.overlong() != c.over {
+			t.Errorf("%q: overlong %v", c.in, w.overlong())
+		}
 	}
 }
 

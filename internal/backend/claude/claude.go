@@ -356,9 +356,35 @@ func (b *Backend) stderrTail() string {
 	return proc.LogTail(b.logPath, b.logStart, stderrTailBytes)
 }
 
+// MaxLine bounds one line of the CLI's stdout. Lines can be many megabytes
+// (images), so the bound is generous; a longer line is not buffered whole
+// but read past and reported, so that a runaway agent cannot take the
+// daemon's memory. A variable so that tests can lower it.
+var MaxLine = 64 << 20
+
+// readLine reads one line of at most max bytes (its newline included). A
+// longer one is read to its end and discarded: line is nil and skipped is
+// its size. err is the reader's, as with ReadBytes.
+func readLine(br *bufio.Reader, max int) (line []byte, skipped int64, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		if skipped == 0 && len(line)+len(frag) <= max {
+			line = append(line, frag...)
+		} else {
+			if skipped == 0 {
+				skipped, line = int64(len(line)), nil
+			}
+			skipped += int64(len(frag))
+		}
+		if err != bufio.ErrBufferFull {
+			return line, skipped, err
+		}
+	}
+}
+
 // run reads the CLI's stdout line by line until it closes, maps each line,
-// and then reports the exit. Lines can be many megabytes (images), so they
-// are read whole, with no size cap.
+// and then reports the exit. A line over MaxLine is skipped with an error
+// event; the turn goes on.
 func (b *Backend) run(out *os.File) {
 	eof := make(chan struct{})
 	go func() {
@@ -376,7 +402,10 @@ func (b *Backend) run(out *os.File) {
 	}()
 	br := bufio.NewReaderSize(out, 64<<10)
 	for {
-		line, err := br.ReadBytes('\n')
+		line, skipped, err := readLine(br, MaxLine)
+		if skipped > 0 {
+			b.skipped(skipped)
+		}
 		if len(line) > 0 {
 			b.handle(line)
 		}
@@ -397,6 +426,14 @@ func (b *Backend) run(out *os.File) {
 		b.child.Stop(StopGrace)
 	}
 	b.finish()
+}
+
+// skipped reports a stdout line over MaxLine that was read past.
+func (b *Backend) skipped(size int64) {
+	msg := fmt.Sprintf("claude printed a stdout line of %d bytes, over kaimon's limit of %d bytes; kaimon skipped it", size, MaxLine)
+	b.emitMu.Lock()
+	b.sink.Emit(event.NewError(b.m.Current(), msg, map[string]int64{"bytes": size, "limit": int64(MaxLine)}))
+	b.emitMu.Unlock()
 }
 
 // handle maps one line and acts on its side outputs.

@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -744,5 +745,54 @@ func TestInterruptNotAcknowledged(t *testing.T) {
 	ok, err := b.Interrupt(context.Background())
 	if ok || err == nil || !strings.Contains(err.Error(), "did not acknowledge the interrupt") {
 		t.Fatalf("Interrupt = %v, %v", ok, err)
+	}
+}
+
+// A stdout line over MaxLine is read past, not buffered: an error event
+// names its size and the turn goes on to its result.
+func TestOverlongLineSkipped(t *testing.T) {
+	old := MaxLine
+	MaxLine = 1 << 20
+	t.Cleanup(func() { MaxLine = old })
+	const size = 3<<20 + 1 // with its newline
+	_, sink := startStandin(t, "x5", `read -r line
+head -c 3145728 /dev/zero | tr '\0' a
+echo
+echo '{"type":"result","subtype":"success","is_error":false,"stop_reason":"end_turn"}'
+while read -r line; do :; done
+`)
+	if r := sink.waitResult(t, 1, 30*time.Second); r.StopReason != event.StopEndTurn {
+		t.Fatalf("turn 1 ended %q:\n%s", r.StopReason, dump(sink.turn(1)))
+	}
+	var found bool
+	for _, ev := range sink.turn(1) {
+		var e event.ErrorData
+		if ev.Kind == event.Error && json.Unmarshal(ev.Data, &e) == nil && strings.Contains(e.Message, fmt.Sprintf("line of %d bytes", size)) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no error event naming the skipped line's size:\n%s", dump(sink.turn(1)))
+	}
+}
+
+// readLine never holds more than max bytes of a line.
+func TestReadLineBounded(t *testing.T) {
+	in := strings.Repeat("x", 100) + "\nshort\n" + strings.Repeat("y", 50)
+	br := bufio.NewReaderSize(strings.NewReader(in), 16)
+	var got []string
+	for {
+		line, skipped, err := readLine(br, 10)
+		if line != nil && len(line) > 10 {
+			t.Fatalf("line of %d bytes held", len(line))
+		}
+		got = append(got, fmt.Sprintf("%q/%d", line, skipped))
+		if err != nil {
+			break
+		}
+	}
+	want := `""/101 "short\n"/0 ""/50`
+	if strings.Join(got, " ") != want {
+		t.Errorf("got %s, want %s", strings.Join(got, " "), want)
 	}
 }

@@ -4,6 +4,7 @@ agents do not show. It answers initialize and session/new, then on
 session/prompt does what KAIMON_STANDIN says:
   hangup  close its stdout and live on (until stopped)
   mute    never answer the prompt, and ignore session/cancel
+  longline  print a line over the ACP SDK's 10 MiB limit, then answer
 """
 import json
 import os
@@ -30,6 +31,9 @@ for line in sys.stdin:
             os.close(1)
             print("standin: stdout closed, sleeping", file=sys.stderr, flush=True)
             time.sleep(600)
+        if mode == "longline":
+            sys.stdout.write("x" * (11 << 20) + "\n")
+            reply(id_, {"stopReason": "end_turn"})
         # mute: no answer, ever
     elif id_ is not None:
         sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": id_, "error": {"code": -32601, "message": "standin: no " + str(method)}}) + "\n")
