@@ -688,6 +688,14 @@ func daemonCmd() *cli.Command {
 							fmt.Fprintf(tw, "event bus\t%s\nsubscribers\t%d (envelopes published %d, dropped for slow subscribers %d)\n",
 								strings.Join(b.Endpoints, " "), b.Subscribers, b.Published, b.Dropped)
 						}
+						if f := st.LogFaults; f != nil {
+							if f.Count == 0 {
+								fmt.Fprintf(tw, "event log faults\tnone\n")
+							} else {
+								fmt.Fprintf(tw, "event log faults\t%d (each stopped its agent); last: agent %s at %s: %s\n",
+									f.Count, f.LastAgent, f.LastAt, f.LastError)
+							}
+						}
 						tw.Flush()
 					})
 				},
