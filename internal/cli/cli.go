@@ -430,6 +430,9 @@ func outputCmd() *cli.Command {
 				if res.Truncated {
 					fmt.Fprintf(c.App.ErrWriter, "(truncated: %d characters dropped; raise --max-chars)\n", res.DroppedChars)
 				}
+				for _, e := range res.LogErrors {
+					fmt.Fprintf(c.App.ErrWriter, "kaimon: output: %s; skipped, so this output may lack it\n", e)
+				}
 			})
 		},
 	})

@@ -83,6 +83,24 @@ func (c *Cursor) Read(after, before uint64, fn func(*event.Record) error) error 
 	}
 }
 
+// Trailing reports what follows the last whole line read: a last line
+// without its newline, torn unless someone is still writing it.
+func (c *Cursor) Trailing() (Bad, bool) {
+	if c.f == nil {
+		return Bad{}, false
+	}
+	st, err := c.f.Stat()
+	if err != nil || st.Size() <= c.off {
+		return Bad{}, false
+	}
+	b := make([]byte, min(st.Size()-c.off, 4096))
+	n, _ := c.f.ReadAt(b, c.off)
+	if bytes.IndexByte(b[:n], '\n') >= 0 || len(bytes.TrimSpace(b[:n])) == 0 {
+		return Bad{}, false // more whole lines: a later read has them
+	}
+	return Bad{Line: c.line + 1, Offset: c.off, Torn: true, Err: errors.New("no newline")}, true
+}
+
 // Close closes the file.
 func (c *Cursor) Close() error {
 	if c.f == nil {

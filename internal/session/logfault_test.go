@@ -138,3 +138,34 @@ func TestLogFaultStopsAgent(t *testing.T) {
 		t.Fatalf("after reopen: %+v", recs)
 	}
 }
+
+// TestOutputNamesBadLines: agent_output read from a log with a damaged
+// line says so (log_errors), whether the log is read by the book of a
+// reopened slot or by the fallback for an agent the daemon does not hold.
+func TestOutputNamesBadLines(t *testing.T) {
+	r := newRig(t, 10)
+	id := r.open(t, "a1")
+	if _, err := r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "one"})); err != nil {
+		t.Fatal(err)
+	}
+	r.m.Close(bg, &verbs.CloseArgs{AgentID: id})
+	path := eventlog.Path(r.paths.CacheDir, id)
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"seq":99,"ki`)
+	f.Close()
+
+	// Forgotten with its log kept: the fallback reads the log.
+	if _, err := r.m.Forget(bg, &verbs.ForgetArgs{AgentIDs: []string{id}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.m.Output(bg, decoded(&verbs.OutputArgs{AgentID: id}))
+	if err != nil || res.Text != "re: one" || len(res.LogErrors) != 1 || !strings.Contains(res.LogErrors[0], "torn last record") {
+		t.Fatalf("output from the log = %+v, %v", res, err)
+	}
+	// Reopened: the book is filled from the log, and keeps the note.
+	r.open(t, id)
+	res, err = r.m.Output(bg, decoded(&verbs.OutputArgs{AgentID: id, Turn: 1}))
+	if err != nil || res.Text != "re: one" || len(res.LogErrors) != 1 || !strings.Contains(res.LogErrors[0], "torn last record") {
+		t.Fatalf("output from the book = %+v, %v", res, err)
+	}
+}

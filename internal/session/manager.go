@@ -411,6 +411,10 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	ag.pubMu.Lock()
 	ag.log = w
 	ag.pubMu.Unlock()
+	for _, bad := range tail.Bad {
+		log.Printf("agent %s: event log %s %v", ag.id, w.Path(), bad)
+		b.bad = append(b.bad, fmt.Sprintf("event log %s %v", w.Path(), bad))
+	}
 	ag.mu.Lock()
 	// Continue numbering from the log (and from the ceiling of the slot's
 	// earlier life, set by Open): seq is never reused, turns stay unique
@@ -1045,7 +1049,10 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 			return nil, err
 		}
 		b = newBook()
-		if serr := eventlog.Scan(eventlog.Path(m.paths.CacheDir, a.AgentID), 0, func(r *event.Record) bool { b.add(r.Kind, r.Turn, r.Data); return true }); serr != nil {
+		path := eventlog.Path(m.paths.CacheDir, a.AgentID)
+		serr := eventlog.ScanBad(path, 0, func(r *event.Record) bool { b.add(r.Kind, r.Turn, r.Data); return true },
+			func(bad eventlog.Bad) { b.bad = append(b.bad, fmt.Sprintf("event log %s %v", path, bad)) })
+		if serr != nil {
 			if err == nil {
 				err = verbs.NotFound("agent %s has no event log: %v", a.AgentID, serr)
 			}
@@ -1060,6 +1067,9 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 	if t != nil {
 		res.Done = t.done
 		res.Usage = t.usage
+	}
+	if len(b.bad) > 0 {
+		res.LogErrors = append([]string(nil), b.bad...)
 	}
 	if r := []rune(text); len(r) > maxChars {
 		res.Truncated = true
