@@ -26,6 +26,9 @@ type Join struct {
 	// Lost, if set, hears of deltas lost in a gap: n envelopes of seq
 	// from..to that the log does not hold.
 	Lost func(agent string, from, to uint64, n int)
+	// Bad, if set, hears of each line of the log that is not a record
+	// (torn or damaged), which the join skips.
+	Bad func(agent string, b eventlog.Bad)
 
 	cur  *eventlog.Cursor
 	last uint64
@@ -37,7 +40,13 @@ type Join struct {
 // NewJoin joins agent's log at logPath (from seq since+1) with live
 // envelopes.
 func NewJoin(agent, logPath string, since uint64, emit func(*event.Envelope) error) *Join {
-	return &Join{Agent: agent, Emit: emit, cur: eventlog.NewCursor(logPath), last: since}
+	j := &Join{Agent: agent, Emit: emit, cur: eventlog.NewCursor(logPath), last: since}
+	j.cur.Bad = func(b eventlog.Bad) {
+		if j.Bad != nil {
+			j.Bad(j.Agent, b)
+		}
+	}
+	return j
 }
 
 // NewLiveJoin is a join that starts at the first live envelope, for a
@@ -60,6 +69,15 @@ func (j *Join) emitRecord(r *event.Record) error {
 	e := r.Envelope(j.Agent)
 	j.last = r.Seq
 	return j.Emit(&e)
+}
+
+// Torn reports a last line of the log without its newline to Bad: for a
+// reader who is done with a log no one writes any more (a dead agent's),
+// where it can only be torn.
+func (j *Join) Torn() {
+	if b, ok := j.cur.Trailing(); ok && j.Bad != nil {
+		j.Bad(j.Agent, b)
+	}
 }
 
 // Live takes one live envelope of this agent.

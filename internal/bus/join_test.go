@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kaimon/kaimon/internal/event"
@@ -142,5 +143,44 @@ func TestCursorTornLine(t *testing.T) {
 	read()
 	if !slices.Equal(got, []uint64{1, 2, 3}) {
 		t.Fatalf("got %v", got)
+	}
+}
+
+// TestJoinReportsBadLines: a damaged line is reported with its line and
+// byte offset, not skipped unseen, and the records around it still join;
+// Torn names a last line cut short.
+func TestJoinReportsBadLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.events.jsonl")
+	w, _, err := eventlog.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logRecords(t, w, 1)
+	w.Close()
+	st, _ := os.Stat(path)
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("{\"seq\":2,\"kind\n")
+	f.Close()
+	w, _, _ = eventlog.Open(path)
+	logRecords(t, w, 3)
+	w.Close()
+	f, _ = os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"seq":4,"ki`)
+	f.Close()
+
+	r := newJoinRig(t, path, 0, false)
+	var bad []string
+	r.j.Bad = func(agent string, b eventlog.Bad) {
+		bad = append(bad, fmt.Sprintf("%s %d %d %v", agent, b.Line, b.Offset, b.Torn))
+	}
+	if err := r.j.Replay(); err != nil {
+		t.Fatal(err)
+	}
+	r.j.Torn()
+	if want := []uint64{1, 3}; !slices.Equal(r.got, want) {
+		t.Fatalf("got %v, want %v", r.got, want)
+	}
+	if want := []string{fmt.Sprintf("a 2 %d false", st.Size()), "a 4"}; len(bad) != 2 || bad[0] != want[0] || !strings.HasPrefix(bad[1], "a 4 ") || !strings.HasSuffix(bad[1], " true") {
+		t.Fatalf("bad = %q, want %q…", bad, want)
 	}
 }

@@ -430,6 +430,9 @@ func outputCmd() *cli.Command {
 				if res.Truncated {
 					fmt.Fprintf(c.App.ErrWriter, "(truncated: %d characters dropped; raise --max-chars)\n", res.DroppedChars)
 				}
+				for _, e := range res.LogErrors {
+					fmt.Fprintf(c.App.ErrWriter, "kaimon: output: %s; skipped, so this output may lack it\n", e)
+				}
 			})
 		},
 	})
@@ -687,6 +690,14 @@ func daemonCmd() *cli.Command {
 						if b := st.Bus; b != nil {
 							fmt.Fprintf(tw, "event bus\t%s\nsubscribers\t%d (envelopes published %d, dropped for slow subscribers %d)\n",
 								strings.Join(b.Endpoints, " "), b.Subscribers, b.Published, b.Dropped)
+						}
+						if f := st.LogFaults; f != nil {
+							if f.Count == 0 {
+								fmt.Fprintf(tw, "event log faults\tnone\n")
+							} else {
+								fmt.Fprintf(tw, "event log faults\t%d (each stopped its agent); last: agent %s at %s: %s\n",
+									f.Count, f.LastAgent, f.LastAt, f.LastError)
+							}
 						}
 						tw.Flush()
 					})

@@ -204,6 +204,10 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 		fmt.Fprintf(o.Err, "kaimon: tail: lost %d streamed chunk(s) of agent %s (seq %d-%d): the bus dropped them for this slow reader; the complete blocks follow\n",
 			n, agent, from, to)
 	}
+	bad := func(agent string, b eventlog.Bad) {
+		fmt.Fprintf(o.Err, "kaimon: tail: agent %s: event log %s %v; skipped\n",
+			agent, eventlog.Path(cl.Paths.CacheDir, agent), b)
+	}
 	joins := map[string]*bus.Join{}
 	defer func() {
 		for _, j := range joins {
@@ -212,10 +216,13 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 	}()
 	if o.Replay {
 		j := bus.NewJoin(p.only, eventlog.Path(cl.Paths.CacheDir, p.only), o.Since, p.emit)
-		j.Lost = lost
+		j.Lost, j.Bad = lost, bad
 		joins[p.only] = j
 		if err := j.Replay(); err != nil {
 			return p.end(err)
+		}
+		if agent != nil && agent.Status == "dead" {
+			j.Torn() // no one writes its log: a last line cut short is torn
 		}
 	}
 	if agent != nil {
@@ -242,7 +249,7 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 		j := joins[e.AgentID]
 		if j == nil {
 			j = bus.NewLiveJoin(e.AgentID, eventlog.Path(cl.Paths.CacheDir, e.AgentID), p.emit)
-			j.Lost = lost
+			j.Lost, j.Bad = lost, bad
 			joins[e.AgentID] = j
 		}
 		if err := j.Live(&e); err != nil {

@@ -3,7 +3,6 @@ package eventlog
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -19,7 +18,11 @@ type Cursor struct {
 	path string
 	f    *os.File
 	off  int64
+	line int // lines read before off
 	br   *bufio.Reader
+	// Bad, if set, hears of each whole line (newline-ended) that is not a
+	// record; the cursor goes on past it.
+	Bad func(Bad)
 }
 
 // NewCursor returns a cursor at the start of the log at path. The file
@@ -30,7 +33,7 @@ func NewCursor(path string) *Cursor { return &Cursor{path: path} }
 // upper bound), in file order. It stops before the first record with seq
 // >= before, so the next read starts there, and at the end of the file; a
 // last line still without its newline is left for the next read. Lines that
-// do not parse are skipped, as Scan does. A log that does not exist yet
+// do not parse are handed to Bad and skipped. A log that does not exist yet
 // reads as empty.
 func (c *Cursor) Read(after, before uint64, fn func(*event.Record) error) error {
 	if c.f == nil {
@@ -56,20 +59,46 @@ func (c *Cursor) Read(after, before uint64, fn func(*event.Record) error) error 
 		if err != nil {
 			return err
 		}
-		var r event.Record
-		if len(bytes.TrimSpace(line)) > 0 && json.Unmarshal(line, &r) == nil {
-			if before != 0 && r.Seq >= before {
-				return nil
-			}
-			if r.Seq > after {
-				if err := fn(&r); err != nil {
-					c.off += int64(len(line))
-					return err
+		if len(bytes.TrimSpace(line)) > 0 {
+			r, perr := parse(line)
+			if perr != nil {
+				if c.Bad != nil {
+					c.Bad(Bad{Line: c.line + 1, Offset: c.off, Err: perr})
+				}
+			} else {
+				if before != 0 && r.Seq >= before {
+					return nil
+				}
+				if r.Seq > after {
+					if err := fn(r); err != nil {
+						c.off += int64(len(line))
+						c.line++
+						return err
+					}
 				}
 			}
 		}
 		c.off += int64(len(line))
+		c.line++
 	}
+}
+
+// Trailing reports what follows the last whole line read: a last line
+// without its newline, torn unless someone is still writing it.
+func (c *Cursor) Trailing() (Bad, bool) {
+	if c.f == nil {
+		return Bad{}, false
+	}
+	st, err := c.f.Stat()
+	if err != nil || st.Size() <= c.off {
+		return Bad{}, false
+	}
+	b := make([]byte, min(st.Size()-c.off, 4096))
+	n, _ := c.f.ReadAt(b, c.off)
+	if bytes.IndexByte(b[:n], '\n') >= 0 || len(bytes.TrimSpace(b[:n])) == 0 {
+		return Bad{}, false // more whole lines: a later read has them
+	}
+	return Bad{Line: c.line + 1, Offset: c.off, Torn: true, Err: errors.New("no newline")}, true
 }
 
 // Close closes the file.

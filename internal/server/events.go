@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/event"
@@ -82,8 +83,28 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return err
 	})
 	defer j.Close()
+	// A line of the log that is not a record is not skipped unseen: the
+	// stream says so in an error envelope of seq 0, which no event of the
+	// agent has (it is the stream's note, not the agent's event, and a
+	// consumer resuming from the last seq it saw must not count it).
+	j.Bad = func(agent string, b eventlog.Bad) {
+		e := event.NewError(0, "event log "+path+" "+b.Error()+"; skipped",
+			map[string]any{"log_line": b.Line, "log_offset": b.Offset, "torn": b.Torn})
+		env := event.Envelope{Kind: e.Kind, Turn: e.Turn, Data: e.Data, AgentID: id, TS: time.Now().UTC()}
+		if b, err := event.Marshal(&env); err == nil {
+			_, _ = w.Write(append(b, '\n'))
+		}
+	}
 	if err := j.Replay(); err != nil {
 		return
+	}
+	if !follow {
+		// The stream ends here. When no one writes the log any more, a
+		// last line without its newline is torn: say so too.
+		st, err := s.Svc.Status(r.Context(), &verbs.StatusArgs{AgentID: id})
+		if err != nil || st.Status == "dead" {
+			j.Torn()
+		}
 	}
 	if err := rc.Flush(); err != nil || !follow {
 		return

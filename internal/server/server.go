@@ -48,10 +48,27 @@ type DaemonStatus struct {
 	// daemon started elsewhere. Always present (possibly {}), so that its
 	// absence means a daemon too old to report it.
 	Env map[string]string `json:"env"`
+	// LogFaults are the event log writes that failed since the daemon
+	// started; each stopped its agent (status dead, reason "event log:
+	// ..."). Absent from a daemon too old to report them.
+	LogFaults *LogFaults `json:"log_faults,omitempty"`
+}
+
+// LogFaults counts failed event log writes, and names the last one.
+type LogFaults struct {
+	Count     int    `json:"count"`
+	LastAgent string `json:"last_agent,omitempty"`
+	LastError string `json:"last_error,omitempty"`
+	LastAt    string `json:"last_at,omitempty"`
 }
 
 // Counter reports agent counts for daemon status.
 type Counter interface{ Counts() (live, dead int) }
+
+// LogFaulter is a Counter that also reports failed event log writes.
+type LogFaulter interface {
+	LogFaults() (count int, lastAgent, lastError, at string)
+}
 
 // Server serves the verbs of svc.
 type Server struct {
@@ -191,6 +208,11 @@ func (s *Server) serveDaemon(w http.ResponseWriter, r *http.Request) {
 		StartedAt: s.started.UTC().Format(time.RFC3339Nano)}
 	if s.Counts != nil {
 		st.Live, st.Dead = s.Counts.Counts()
+		if lf, ok := s.Counts.(LogFaulter); ok {
+			f := &LogFaults{}
+			f.Count, f.LastAgent, f.LastError, f.LastAt = lf.LogFaults()
+			st.LogFaults = f
+		}
 	}
 	st.Goroutines = runtime.NumGoroutine()
 	st.Door = s.Door

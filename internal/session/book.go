@@ -16,6 +16,9 @@ import (
 type book struct {
 	turns map[int]*turnRec
 	last  int
+	// bad names the lines of the log read into the book that are not
+	// records: what agent_output reads from it may lack them.
+	bad []string
 }
 
 type blockKind int

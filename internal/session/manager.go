@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -76,6 +77,10 @@ type Manager struct {
 	agents  map[string]*Agent
 	pubs    []Publisher
 	closing bool
+
+	// faults counts the event log writes that failed (LogFaults).
+	faultMu sync.Mutex
+	faults  logFaults
 
 	// StartTimeout bounds how long agent_open waits for readiness.
 	StartTimeout time.Duration
@@ -151,6 +156,10 @@ type Agent struct {
 	// order.
 	pubMu sync.Mutex
 	log   *eventlog.Writer
+	// logErr is the write that failed, when the log could not take an
+	// event: from then on nothing is logged, every result is failed, and
+	// the agent is being stopped (logFault). Under pubMu and mu.
+	logErr error
 
 	// saveMu orders writes of the record, each of the state at its time.
 	saveMu    sync.Mutex
@@ -404,6 +413,10 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	ag.pubMu.Lock()
 	ag.log = w
 	ag.pubMu.Unlock()
+	for _, bad := range tail.Bad {
+		log.Printf("agent %s: event log %s %v", ag.id, w.Path(), bad)
+		b.bad = append(b.bad, fmt.Sprintf("event log %s %v", w.Path(), bad))
+	}
 	ag.mu.Lock()
 	// Continue numbering from the log (and from the ceiling of the slot's
 	// earlier life, set by Open): seq is never reused, turns stay unique
@@ -633,7 +646,17 @@ func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 	ag.pubMu.Lock()
 	defer ag.pubMu.Unlock()
 	ag.mu.Lock()
+	if ag.logErr != nil && ev.Kind == event.Result {
+		ev = failedResult(ev, ag.logErr)
+	}
 	env := ag.stampLocked(ev)
+	// The log takes the event before anyone sees it, agent_run reading the
+	// book included: a turn whose result could not be logged did not
+	// succeed.
+	if err := ag.logLocked(&env); err != nil && ev.Kind == event.Result {
+		ev = failedResult(ev, err)
+		env.Data = ev.Data
+	}
 	if ag.book != nil {
 		ag.book.add(ev.Kind, ev.Turn, ev.Data)
 	}
@@ -649,6 +672,7 @@ func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 			if ag.pending == 0 && ag.status == Working && allowed(Working, Idle) {
 				ag.status = Idle
 				e := ag.stampLocked(event.New(event.Status, ev.Turn, event.StatusData{Status: Idle}))
+				_ = ag.logLocked(&e)
 				idle = &e
 			}
 		}
@@ -702,15 +726,68 @@ func (ag *Agent) broadcastLocked() {
 	ag.changed = make(chan struct{})
 }
 
-// fanOut logs env when authoritative, then hands it to every publisher.
-// Called with pubMu held, so seq order is log order is fan-out order.
-func (ag *Agent) fanOut(env *event.Envelope) {
-	if ag.log != nil && event.Authoritative(env.Kind, env.Data) {
-		rec := env.Record()
-		if err := ag.log.Append(&rec); err != nil {
-			log.Printf("agent %s: event log: %v", ag.id, err)
+// logLocked logs env when authoritative, and flushes the log to disk after
+// a result (once per turn: see the eventlog package). pubMu and mu held,
+// so seq order is log order is fan-out order. The first write that fails
+// is a log fault (logFault), returned; after it nothing is logged.
+func (ag *Agent) logLocked(env *event.Envelope) error {
+	if ag.log == nil || ag.logErr != nil || !event.Authoritative(env.Kind, env.Data) {
+		return nil
+	}
+	rec := env.Record()
+	err := ag.log.Append(&rec)
+	if err == nil && env.Kind == event.Result {
+		err = ag.log.Sync()
+	}
+	if err == nil {
+		return nil
+	}
+	ag.logErr = err
+	_ = ag.log.Close()
+	ag.log = nil
+	log.Printf("agent %s: event log: %v; stopping the agent", ag.id, err)
+	ag.m.countLogFault(ag.id, err)
+	// The stop cannot happen here: closing the backend waits for its
+	// reader, which may be waiting for pubMu, held by our caller.
+	go ag.logFault(err)
+	return err
+}
+
+// logFault stops an agent whose log failed, rather than let it run
+// unlogged: an error event on the bus (the log cannot have it), a failed
+// result for each turn in flight, and the backend closed, which leaves
+// the agent dead with the reason.
+func (ag *Agent) logFault(err error) {
+	ag.mu.Lock()
+	turn, pending := ag.turn, ag.pending
+	var open []int
+	for n := turn - pending + 1; n <= turn; n++ {
+		if t := ag.book.get(n); n > 0 && (t == nil || !t.done) {
+			open = append(open, n)
 		}
 	}
+	ag.mu.Unlock()
+	ag.publish(event.NewError(turn, "the event log cannot be written, so this event is not in it, and the agent is stopped: "+err.Error(),
+		map[string]any{"reason": ReasonEventLog}))
+	for _, n := range open {
+		ag.publish(failedResult(event.New(event.Result, n, event.ResultData{}), err))
+	}
+	ag.close(ReasonEventLog + ": " + err.Error())
+}
+
+// failedResult is result ev, failed because the log lost the turn's
+// events (err), with its usage kept.
+func failedResult(ev event.Event, err error) event.Event {
+	var d event.ResultData
+	_ = json.Unmarshal(ev.Data, &d)
+	d.StopReason = event.StopError
+	d.Error = "event log: " + err.Error() + " (the turn's events are not all logged)"
+	return event.New(event.Result, ev.Turn, d)
+}
+
+// fanOut hands env to every publisher. Called with pubMu held, after
+// logLocked, so seq order is log order is fan-out order.
+func (ag *Agent) fanOut(env *event.Envelope) {
 	ag.m.mu.Lock()
 	pubs := ag.m.pubs
 	ag.m.mu.Unlock()
@@ -968,7 +1045,10 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 			return nil, err
 		}
 		b = newBook()
-		if serr := eventlog.Scan(eventlog.Path(m.paths.CacheDir, a.AgentID), 0, func(r *event.Record) bool { b.add(r.Kind, r.Turn, r.Data); return true }); serr != nil {
+		path := eventlog.Path(m.paths.CacheDir, a.AgentID)
+		serr := eventlog.ScanBad(path, 0, func(r *event.Record) bool { b.add(r.Kind, r.Turn, r.Data); return true },
+			func(bad eventlog.Bad) { b.bad = append(b.bad, fmt.Sprintf("event log %s %v", path, bad)) })
+		if serr != nil {
 			if err == nil {
 				err = verbs.NotFound("agent %s has no event log: %v", a.AgentID, serr)
 			}
@@ -983,6 +1063,9 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 	if t != nil {
 		res.Done = t.done
 		res.Usage = t.usage
+	}
+	if len(b.bad) > 0 {
+		res.LogErrors = append([]string(nil), b.bad...)
 	}
 	if r := []rune(text); len(r) > maxChars {
 		res.Truncated = true
@@ -1185,6 +1268,30 @@ func (m *Manager) Counts() (live, dead int) {
 		ag.mu.Unlock()
 	}
 	return live, dead
+}
+
+// logFaults counts the event log writes that failed: each stopped its
+// agent.
+type logFaults struct {
+	count                  int
+	lastAgent, lastErr, at string
+}
+
+func (m *Manager) countLogFault(id string, err error) {
+	m.faultMu.Lock()
+	defer m.faultMu.Unlock()
+	m.faults.count++
+	m.faults.lastAgent, m.faults.lastErr = id, err.Error()
+	m.faults.at = time.Now().UTC().Format(time.RFC3339Nano)
+}
+
+// LogFaults reports the event log writes that failed since the daemon
+// started (each stopped its agent), and the last one, for daemon status.
+func (m *Manager) LogFaults() (count int, lastAgent, lastError, at string) {
+	m.faultMu.Lock()
+	defer m.faultMu.Unlock()
+	f := m.faults
+	return f.count, f.lastAgent, f.lastErr, f.at
 }
 
 var _ verbs.Service = (*Manager)(nil)

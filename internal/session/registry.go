@@ -62,6 +62,9 @@ const (
 	ReasonDaemonCrashed = "daemon crashed"
 	ReasonStartFailed   = "failed to start"
 	ReasonExited        = "exited"
+	// ReasonEventLog: the agent's event log could not be written, so it
+	// was stopped rather than run unlogged.
+	ReasonEventLog = "event log"
 )
 
 // writeRecord replaces the record file atomically and durably.

@@ -390,6 +390,9 @@ type OutputResult struct {
 	Truncated    bool               `json:"truncated"`
 	DroppedChars int                `json:"dropped_chars"`
 	Usage        event.UsageFigures `json:"usage"`
+	// LogErrors name the lines of the agent's event log that are not
+	// records (torn by a crash, or damaged), which the text may lack.
+	LogErrors []string `json:"log_errors,omitempty"`
 }
 
 type Status struct {

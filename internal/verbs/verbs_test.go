@@ -53,7 +53,7 @@ func TestResultFieldsAreTheSpecs(t *testing.T) {
 		v    any
 		want string
 	}{
-		{OutputResult{}, "agent_id turn which status done text truncated dropped_chars usage"},
+		{OutputResult{}, "agent_id turn which status done text truncated dropped_chars usage log_errors"},
 		{Status{}, "status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason"},
 		{ListEntry{}, "agent_id status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason"},
 		{ForgetResult{}, "forgotten"},
