@@ -287,3 +287,29 @@ func TestFaultClientGoesAway(t *testing.T) {
 	}
 	checkLogWhole(t, st.EventLog)
 }
+
+// TestFaultOverlongLine: an agent program that prints a 65 MiB line, over
+// kaimon's 64 MiB bound. The line is skipped, not buffered, with an error
+// event giving its size; the turn's answer after it arrives; the daemon
+// lives on; the log is whole.
+func TestFaultOverlongLine(t *testing.T) {
+	e := standin(t, "longline")
+	id := e.ok("open", e.work)
+	if out := e.ok("run", id, "hello"); out != "after the long line" {
+		t.Fatalf("run = %q", out)
+	}
+	var st verbs.Status
+	e.okJSON(&st, "status", id)
+	var skipped []string
+	for _, r := range checkLogWhole(t, st.EventLog) {
+		if r.Kind == event.Error {
+			skipped = append(skipped, string(r.Data))
+		}
+	}
+	if len(skipped) != 1 || !strings.Contains(skipped[0], "68157441") {
+		t.Fatalf("error events: %q", skipped)
+	}
+	if st.Status != "idle" {
+		t.Fatalf("status: %+v", st)
+	}
+}
