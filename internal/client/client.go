@@ -232,13 +232,14 @@ func (c *Client) StartDaemon(ctx context.Context) error {
 		}
 		select {
 		case err := <-exited:
-			// Another client may have started it first: then its socket
-			// answers shortly.
-			if conn, derr := net.DialTimeout("unix", c.Paths.Socket(), 2*time.Second); derr == nil {
-				conn.Close()
-				return nil
+			// Another client may have started one first: ours found the
+			// lock held and left, and the other's socket comes shortly
+			// (it may still be loading its agents). Wait for it while the
+			// lock stays held; a free lock means no daemon is coming.
+			exited = nil
+			if !c.lockHeld() {
+				return fmt.Errorf("kaimon-agentd exited at start (%v); see %s", err, c.Paths.DaemonLog())
 			}
-			return fmt.Errorf("kaimon-agentd exited at start (%v); see %s", err, c.Paths.DaemonLog())
 		case <-deadline.C:
 			return fmt.Errorf("kaimon-agentd did not open %s within 15s; see %s", c.Paths.Socket(), c.Paths.DaemonLog())
 		case <-ctx.Done():
@@ -251,6 +252,20 @@ func (c *Client) StartDaemon(ctx context.Context) error {
 // stopWait bounds how long StopDaemon waits for the daemon to exit: it
 // closes every live agent first, each gently and then hard.
 const stopWait = 30 * time.Second
+
+// lockHeld says whether a daemon holds the socket dir's agentd.lock.
+func (c *Client) lockHeld() bool {
+	f, err := os.OpenFile(c.Paths.LockFile(), os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
 
 // StopDaemon asks the daemon to stop and returns once its process has
 // exited, so that the next command can start a new daemon at once (the old

@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,5 +149,40 @@ func TestStopDaemonWaitsForTheProcess(t *testing.T) {
 	c = &Client{Paths: config.Paths{SockDir: t.TempDir()}}
 	if st, err := c.StopDaemon(context.Background()); st != nil || err != nil {
 		t.Fatalf("StopDaemon without a daemon = %+v, %v", st, err)
+	}
+}
+
+// Two clients autostart at once: the second's daemon finds the lock held
+// and exits. StartDaemon then waits for the first one's socket rather than
+// failing, however long that daemon takes to load; with the lock free, a
+// daemon that exits at start is an error at once.
+func TestStartDaemonWaitsForTheOneHoldingTheLock(t *testing.T) {
+	dir := t.TempDir()
+	loser := filepath.Join(dir, "loser")
+	if err := os.WriteFile(loser, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &Client{Paths: config.Paths{SockDir: dir, CacheDir: dir}, DaemonBin: loser}
+	if err := c.StartDaemon(context.Background()); err == nil || !strings.Contains(err.Error(), "exited at start") {
+		t.Fatalf("a daemon that exits with the lock free: %v", err)
+	}
+	lock, err := os.OpenFile(c.Paths.LockFile(), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(2500 * time.Millisecond) // longer than the old 2 s grace
+		ln, err := net.Listen("unix", c.Paths.Socket())
+		if err != nil {
+			return
+		}
+		t.Cleanup(func() { ln.Close() })
+	}()
+	if err := c.StartDaemon(context.Background()); err != nil {
+		t.Fatalf("while another daemon holds the lock and comes up: %v", err)
 	}
 }

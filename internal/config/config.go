@@ -28,6 +28,9 @@ func (p Paths) Socket() string { return filepath.Join(p.SockDir, "agentd.sock") 
 // EventsSocket is the bus socket's path.
 func (p Paths) EventsSocket() string { return filepath.Join(p.SockDir, "kaimon-events.sock") }
 
+// LockFile is the file one daemon per socket dir holds locked (flock).
+func (p Paths) LockFile() string { return filepath.Join(p.SockDir, "agentd.lock") }
+
 // PidFile is the file recording live agent children.
 func (p Paths) PidFile() string { return filepath.Join(p.CacheDir, "pids.json") }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -69,7 +68,7 @@ func Run(ctx context.Context) error {
 	}
 	// One daemon per socket dir: the lock closes the window between "no
 	// one answers on the socket" and "we listen on it".
-	lock, err := os.OpenFile(filepath.Join(paths.SockDir, "agentd.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.OpenFile(paths.LockFile(), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return err
 	}
