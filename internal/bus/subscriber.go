@@ -66,7 +66,7 @@ func Dial(ctx context.Context, endpoint string) (*Subscriber, error) {
 
 // handshake opens a ZMTP SUB session on c.
 func handshake(c net.Conn) (*Subscriber, error) {
-	rc := &readBufConn{Conn: c, r: bufio.NewReaderSize(c, 64<<10)}
+	rc := &readBufConn{Conn: c, r: bufio.NewReaderSize(c, 64<<10), bound: newFrameBound(maxFrame)}
 	zc, err := zmq4.Open(rc, null.Security(), zmq4.Sub, zmq4.SocketIdentity(""), false, nil)
 	if err != nil {
 		return nil, err
@@ -154,10 +154,18 @@ func (s *Subscriber) Close() error {
 }
 
 // readBufConn reads through a buffer: zmq4 reads each frame's header and
-// body with separate small reads.
+// body with separate small reads. It refuses an oversized frame
+// (frameBound).
 type readBufConn struct {
 	net.Conn
-	r *bufio.Reader
+	r     *bufio.Reader
+	bound *frameBound
 }
 
-func (c *readBufConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+func (c *readBufConn) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if berr := c.bound.scan(p[:n]); berr != nil {
+		return 0, berr
+	}
+	return n, err
+}

@@ -3,8 +3,10 @@ package bus
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -59,8 +61,9 @@ func FuzzSubscriber(f *testing.F) {
 	f.Add(append(zframe(true, "agent:a1"), zframe(false, body)...))
 	f.Add(append(zframe(true, "agent:a1"), zframe(false, string(bytes.Repeat([]byte("x"), 300)))...))
 	f.Add(bytes.Join([][]byte{zframe(false, "one"), zframe(true, "a"), zframe(true, "b"), zframe(false, "c")}, nil))
-	f.Add([]byte{0x04, 0x05, 0x04, 'P', 'I', 'N', 'G', 0x00}) // a PING command
-	f.Add([]byte{0x02, 0, 0, 0, 0, 0, 0, 0x10, 0})            // a long frame, truncated
+	f.Add([]byte{0x04, 0x05, 0x04, 'P', 'I', 'N', 'G', 0x00})                // a PING command
+	f.Add([]byte{0x02, 0, 0, 0, 0, 0, 0, 0x10, 0})                           // a long frame, truncated
+	f.Add([]byte{0x03, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 'x'}) // a frame of MaxInt64 bytes
 	f.Fuzz(func(t *testing.T, in []byte) {
 		pc, sc := connPair(t)
 		defer pc.Close()
@@ -97,4 +100,28 @@ func FuzzSubscriber(f *testing.F) {
 			t.Fatalf("publisher: %v", err)
 		}
 	})
+}
+
+// A peer that greets and then declares a huge handshake command must not
+// take the daemon down (zmq4 allocates the size it is told): the bus
+// refuses it and serves the next subscriber.
+func TestHugeHandshakeFrame(t *testing.T) {
+	_, ep := newBus(t, Options{})
+	c, err := net.Dial("unix", strings.TrimPrefix(ep, "ipc://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	greeting := make([]byte, 64)
+	greeting[0], greeting[9], greeting[10] = 0xff, 0x7f, 3
+	copy(greeting[12:], "NULL")
+	huge := []byte{0x06, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 5, 'R'}
+	if _, err := c.Write(append(greeting, huge...)); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, c); err != nil && !hungUp(err) {
+		t.Fatalf("the bus did not hang up: %v", err)
+	}
+	dial(t, ep, "agent:")
 }
