@@ -199,7 +199,7 @@ func (b *Bus) serve(c net.Conn) {
 	// The handshake must not stall the accept loop nor hang forever on a
 	// peer that says nothing.
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	bc := &bufConn{Conn: c}
+	bc := &bufConn{Conn: c, bound: newFrameBound(maxInbound)}
 	zc, err := zmq4.Open(bc, null.Security(), zmq4.Pub, zmq4.SocketIdentity(""), true, nil)
 	if err != nil {
 		if !hungUp(err) { // a liveness probe dials and hangs up
@@ -511,10 +511,21 @@ func parseCommand(b []byte) (string, []byte) {
 }
 
 // bufConn lets zmq4 write through a buffer once the handshake is done (w
-// set), so that a burst of messages goes out in few system calls.
+// set), so that a burst of messages goes out in few system calls. What
+// zmq4 reads in the handshake is held to maxInbound (frameBound): a peer
+// must not make the daemon allocate what it declares.
 type bufConn struct {
 	net.Conn
-	w *bufio.Writer
+	w     *bufio.Writer
+	bound *frameBound
+}
+
+func (c *bufConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if berr := c.bound.scan(p[:n]); berr != nil {
+		return 0, berr
+	}
+	return n, err
 }
 
 func (c *bufConn) Write(p []byte) (int, error) {

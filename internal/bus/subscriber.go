@@ -49,14 +49,12 @@ func Dial(ctx context.Context, endpoint string) (*Subscriber, error) {
 		return nil, fmt.Errorf("connecting to the event bus at %s: %w", endpoint, err)
 	}
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	rc := &readBufConn{Conn: c, r: bufio.NewReaderSize(c, 64<<10)}
-	zc, err := zmq4.Open(rc, null.Security(), zmq4.Sub, zmq4.SocketIdentity(""), false, nil)
+	s, err := handshake(c)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("event bus handshake at %s: %w", endpoint, err)
 	}
 	_ = c.SetDeadline(time.Time{})
-	s := &Subscriber{c: c, zc: zc}
 	// ctx may be done already, and then Close runs at once, concurrently:
 	// stop is guarded.
 	stop := context.AfterFunc(ctx, func() { s.Close() })
@@ -64,6 +62,16 @@ func Dial(ctx context.Context, endpoint string) (*Subscriber, error) {
 	s.stop = stop
 	s.mu.Unlock()
 	return s, nil
+}
+
+// handshake opens a ZMTP SUB session on c.
+func handshake(c net.Conn) (*Subscriber, error) {
+	rc := &readBufConn{Conn: c, r: bufio.NewReaderSize(c, 64<<10), bound: newFrameBound(maxFrame)}
+	zc, err := zmq4.Open(rc, null.Security(), zmq4.Sub, zmq4.SocketIdentity(""), false, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Subscriber{c: c, zc: zc}, nil
 }
 
 // Subscribe adds a prefix subscription ("agent:" for every agent).
@@ -146,10 +154,18 @@ func (s *Subscriber) Close() error {
 }
 
 // readBufConn reads through a buffer: zmq4 reads each frame's header and
-// body with separate small reads.
+// body with separate small reads. It refuses an oversized frame
+// (frameBound).
 type readBufConn struct {
 	net.Conn
-	r *bufio.Reader
+	r     *bufio.Reader
+	bound *frameBound
 }
 
-func (c *readBufConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+func (c *readBufConn) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if berr := c.bound.scan(p[:n]); berr != nil {
+		return 0, berr
+	}
+	return n, err
+}

@@ -105,6 +105,15 @@ func (v *Verb) Decode(raw []byte) (any, error) {
 	if err := json.Unmarshal(raw, &present); err != nil {
 		return nil, BadArg("%s: arguments must be a JSON object: %v", v.Name, err)
 	}
+	// encoding/json matches field names case-insensitively, so "AGENT_ID"
+	// would fill agent_id unseen by the checks below, which look names up
+	// exactly: {"agent_id":"a","AGENT_ID":""} passed as given and decoded
+	// to an empty agent_id. Only the exact names are arguments.
+	for name := range present {
+		if !slices.ContainsFunc(v.Args, func(a Arg) bool { return a.Name == name }) {
+			return nil, BadArg("%s: unknown argument %q; it takes %s", v.Name, name, v.argNames())
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(a); err != nil {

@@ -99,7 +99,9 @@ func (j *Jail) Read(path string, line, limit *int) (string, error) {
 		from = len(lines)
 	}
 	to := len(lines)
-	if limit != nil && *limit >= 0 && from+*limit < to {
+	// Compared as a count, not as from+limit: an agent's limit near
+	// MaxInt would overflow the sum and slice out of range.
+	if limit != nil && *limit >= 0 && *limit < to-from {
 		to = from + *limit
 	}
 	return strings.Join(lines[from:to], ""), nil

@@ -17,7 +17,7 @@ import (
 
 // fixtureDir finds the recorded claude traffic: ../shared/fixtures/claude
 // beside the repository root (where CI puts shared/).
-func fixtureDir(t *testing.T) string {
+func fixtureDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -40,7 +40,7 @@ func fixtureDir(t *testing.T) string {
 	return fx
 }
 
-func readLines(t *testing.T, path string) [][]byte {
+func readLines(t testing.TB, path string) [][]byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
