@@ -35,16 +35,30 @@ func FuzzLog(f *testing.F) {
 		if err := os.WriteFile(path, in, 0o600); err != nil {
 			t.Fatal(err)
 		}
+		// A record is a line that is a JSON object with a seq and a kind;
+		// every other non-blank line is reported bad, never skipped.
 		var want, wantDone []event.Record
+		nbad := 0
 		lines := bytes.SplitAfter(in, []byte("\n"))
 		for _, l := range lines {
+			if len(bytes.TrimSpace(l)) == 0 {
+				continue
+			}
 			var r event.Record
-			if len(bytes.TrimSpace(l)) > 0 && json.Unmarshal(l, &r) == nil && r.Seq > since {
+			if json.Unmarshal(l, &r) != nil || r.Seq == 0 || r.Kind == "" {
+				nbad++
+				continue
+			}
+			if r.Seq > since {
 				want = append(want, r)
 				if bytes.HasSuffix(l, []byte("\n")) {
 					wantDone = append(wantDone, r)
 				}
 			}
+		}
+		reported := 0
+		if err := ScanBad(path, since, func(*event.Record) bool { return true }, func(Bad) { reported++ }); err != nil || reported != nbad {
+			t.Fatalf("ScanBad reported %d bad lines (%v), want %d", reported, err, nbad)
 		}
 		got, err := ReadAll(path, since)
 		if err != nil {
