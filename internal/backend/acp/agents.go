@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/kaimon/kaimon/internal/backend"
 )
@@ -64,7 +65,7 @@ func ParseModel(s string) (*Agent, string, error) {
 		return nil, "", fmt.Errorf("unknown ACP agent %q in model %q: use one of %s", name, s, strings.Join(AgentNames, ", "))
 	}
 	model = strings.TrimSpace(model)
-	if strings.HasPrefix(model, "-") || strings.ContainsAny(model, " \t\n") {
+	if strings.HasPrefix(model, "-") || strings.IndexFunc(model, unicode.IsSpace) >= 0 {
 		return nil, "", fmt.Errorf("bad model %q in %q", model, s)
 	}
 	return a, model, nil
