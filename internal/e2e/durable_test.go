@@ -326,9 +326,10 @@ func TestACPOpencodeResume(t *testing.T) {
 
 // TestACPResumeClaudeAndGemini: claude-agent-acp and gemini-cli declare
 // loadSession too. claude-agent-acp, closed and resumed, carries its
-// conversation on. gemini-cli 0.61 refuses to load a session it wrote
-// ("No previous sessions found for this project"): kaimon says so, and the
-// agent stays as it was, dead, with its session, for a later try.
+// conversation on. gemini-cli 0.61 does too, or refuses to load the
+// session ("No previous sessions found for this project"): then kaimon
+// says so, and the agent stays as it was, dead, with its session, for a
+// later try.
 func TestACPResumeClaudeAndGemini(t *testing.T) {
 	e := newACPEnv(t, "claude", "gemini")
 	open := func(agent string) (string, verbs.Status) {
@@ -353,10 +354,34 @@ func TestACPResumeClaudeAndGemini(t *testing.T) {
 	}
 	e.ok("close", id)
 
+	// gemini-cli 0.61 loads the session, or refuses it ("No previous
+	// sessions found for this project") when its chat file is not yet
+	// what it wants: seen both ways here, depending on timing. Either way
+	// kaimon must tell the truth.
 	id, before = open("gemini")
-	e.fails(1, "acp:gemini refused session/load of session "+before.SessionID, "open", "--id", id, "--resume")
+	r := e.kaimon("open", "--id", id, "--resume")
 	st = verbs.Status{}
 	e.okJSON(&st, "status", id)
+	if r.code == 0 {
+		if st.Status != "idle" || st.SessionID != before.SessionID || st.Turn != 1 {
+			t.Fatalf("acp:gemini resumed: %+v", st)
+		}
+		e.ok("run", id, "what came before gemini")
+		reqs := e.gemini.Requests()
+		var h []string
+		for _, q := range reqs {
+			if q.LastUserText == "what came before gemini" && !q.JSONMode {
+				h = q.History
+			}
+		}
+		if !hasLine(h, "user: hello from gemini") {
+			t.Errorf("acp:gemini after resume sent the conversation %q", h)
+		}
+		return
+	}
+	if r.code != 1 || !strings.Contains(r.stderr, "acp:gemini refused session/load of session "+before.SessionID) {
+		t.Fatalf("a refused gemini resume: %s", r)
+	}
 	if st.Status != "dead" || st.Reason != "closed" || st.SessionID != before.SessionID || st.Turn != 1 {
 		t.Fatalf("a failed resume changed the agent: %+v", st)
 	}
