@@ -99,27 +99,7 @@ func (u *userEnv) ok(args ...string) string {
 
 // processes lists live processes whose HOME is this user's: every kaimon,
 // daemon and agent of the test.
-func (u *userEnv) processes() []int {
-	needle := []byte("HOME=" + u.home + "\x00")
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, ent := range ents {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + ent.Name() + "/environ")
-		if err != nil || !bytes.HasPrefix(b, needle) && !bytes.Contains(b, append([]byte{0}, needle...)) {
-			continue
-		}
-		st, _ := os.ReadFile("/proc/" + ent.Name() + "/stat")
-		if i := bytes.LastIndexByte(st, ')'); i > 0 && len(st) > i+2 && st[i+2] == 'Z' {
-			continue
-		}
-		out = append(out, pid)
-	}
-	return out
-}
+func (u *userEnv) processes() []int { return processesWithEnv("HOME=" + u.home) }
 
 // daemons are the user's kaimon-agentd processes.
 func (u *userEnv) daemons() []int {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/proc"
 	"github.com/kaimon/kaimon/internal/testutil/agents"
 	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
 )
@@ -150,8 +151,12 @@ func (e *kenv) cleanup() {
 
 // processes lists live processes whose environment names this KAIMON_HOME:
 // the daemon and every agent it spawned inherit it.
-func (e *kenv) processes() []int {
-	needle := []byte("KAIMON_HOME=" + e.home + "\x00")
+func (e *kenv) processes() []int { return processesWithEnv("KAIMON_HOME=" + e.home) }
+
+// processesWithEnv lists live processes, zombies aside and this test
+// process aside, whose environment holds kv (NAME=value) exactly.
+func processesWithEnv(kv string) []int {
+	needle := []byte(kv + "\x00")
 	ents, _ := os.ReadDir("/proc")
 	var out []int
 	for _, ent := range ents {
@@ -160,14 +165,12 @@ func (e *kenv) processes() []int {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + ent.Name() + "/environ")
-		if err != nil || !bytes.Contains(b, needle) {
+		if err != nil || !bytes.HasPrefix(b, needle) && !bytes.Contains(b, append([]byte{0}, needle...)) {
 			continue
 		}
-		st, _ := os.ReadFile("/proc/" + ent.Name() + "/stat")
-		if i := bytes.LastIndexByte(st, ')'); i > 0 && len(st) > i+2 && st[i+2] == 'Z' {
-			continue // a zombie is already dead
+		if proc.Running(pid) {
+			out = append(out, pid)
 		}
-		out = append(out, pid)
 	}
 	return out
 }
