@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-func TestStopKillsTheWholeGroup(t *testing.T) {
-	// The leader ignores SIGTERM and has a grandchild: Stop must still end
-	// both, within the grace period plus the hard kill.
-	cmd := exec.Command("sh", "-c", `trap "" TERM; sleep 300 & echo $!; wait`)
+// startPrinting starts sh -c script, which prints a pid first, and returns
+// the child and that pid.
+func startPrinting(t *testing.T, script string) (*Child, int) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -22,12 +23,19 @@ func TestStopKillsTheWholeGroup(t *testing.T) {
 	}
 	buf := make([]byte, 32)
 	n, _ := out.Read(buf)
-	var grandchild int
+	pid := 0
 	for _, b := range buf[:n] {
 		if b >= '0' && b <= '9' {
-			grandchild = grandchild*10 + int(b-'0')
+			pid = pid*10 + int(b-'0')
 		}
 	}
+	return c, pid
+}
+
+func TestStopKillsTheWholeGroup(t *testing.T) {
+	// The leader ignores SIGTERM and has a grandchild: Stop must still end
+	// both, within the grace period plus the hard kill.
+	c, grandchild := startPrinting(t, `trap "" TERM; sleep 300 & echo $!; wait`)
 	if grandchild == 0 {
 		t.Fatal("no grandchild pid")
 	}
@@ -121,23 +129,7 @@ func TestStopReachesDescendantsInTheirOwnGroup(t *testing.T) {
 		"Stop":            func(c *Child) { c.Stop(200 * time.Millisecond) },
 		"StopLeaderFirst": func(c *Child) { c.StopLeaderFirst(200 * time.Millisecond) },
 	} {
-		cmd := exec.Command("sh", "-c", `setsid sleep 300 & echo $!; wait`)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := Start(cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf := make([]byte, 32)
-		n, _ := out.Read(buf)
-		var pid int
-		for _, b := range buf[:n] {
-			if b >= '0' && b <= '9' {
-				pid = pid*10 + int(b-'0')
-			}
-		}
+		c, pid := startPrinting(t, `setsid sleep 300 & echo $!; wait`)
 		for i := 0; i < 100; i++ { // until setsid has run
 			if pgid, _ := syscall.Getpgid(pid); pgid == pid {
 				break
