@@ -452,6 +452,16 @@ func statusColor(s string) string {
 	return s
 }
 
+// statusLine is an agent's state for people: its status, and a working
+// agent stopped on a permission request says so, since it will not move
+// until someone answers.
+func statusLine(st *verbs.Status) string {
+	if len(st.PendingPermissions) > 0 && st.Status != "dead" {
+		return color.MagentaString(st.Status + " (asks permission)")
+	}
+	return statusColor(st.Status)
+}
+
 func statusCmd() *cli.Command {
 	return verbCmd("agent_status", &cli.Command{
 		ArgsUsage: "ID",
@@ -470,7 +480,11 @@ func statusCmd() *cli.Command {
 			return emit(c, st, func(w io.Writer) {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 				row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
-				row("status", statusColor(st.Status))
+				row("status", statusLine(st))
+				for _, p := range st.PendingPermissions {
+					row("permission", fmt.Sprintf("%s asks for %s (denied at %s)", p.RequestID, p.Title, p.ExpiresAt))
+					row("", fmt.Sprintf("answer: kaimon permit %s %s allow   (or deny)", c.Args().First(), p.RequestID))
+				}
 				row("model", st.Model)
 				row("cwd", st.Cwd)
 				row("turn", fmt.Sprint(st.Turn))
@@ -512,7 +526,7 @@ func listCmd() *cli.Command {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tSTATUS\tMODEL\tTURN\tTOKENS IN/OUT\tCWD")
 				for _, a := range res.Agents {
-					status := statusColor(a.Status.Status)
+					status := statusLine(&a.Status)
 					if a.Reason != "" {
 						status += " (" + a.Reason + ")"
 					}

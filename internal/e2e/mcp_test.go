@@ -395,8 +395,18 @@ func TestPermit(t *testing.T) {
 	}
 	var st verbs.Status
 	e.okJSON(&st, "status", id)
-	if st.Status != "working" {
-		t.Fatalf("status while waiting for permission: %q", st.Status)
+	if st.Status != "working" || len(st.PendingPermissions) != 1 {
+		t.Fatalf("status while waiting for permission: %q, pending %+v", st.Status, st.PendingPermissions)
+	}
+	if pp := st.PendingPermissions[0]; pp.RequestID != p.RequestID || pp.Tool != "Bash" || pp.ExpiresAt != p.ExpiresAt {
+		t.Fatalf("pending permission in status %+v, event %+v", pp, p)
+	}
+	// People see it as its own state, with the command that answers it.
+	if out := e.ok("list"); !strings.Contains(out, "working (asks permission)") {
+		t.Fatalf("list while waiting for permission:\n%s", out)
+	}
+	if out := e.ok("status", id); !strings.Contains(out, "kaimon permit "+id+" "+p.RequestID+" allow") {
+		t.Fatalf("status while waiting for permission:\n%s", out)
 	}
 	if out := e.ok("permit", id, p.RequestID, "allow"); out != "allowed" {
 		t.Fatalf("permit = %q", out)
@@ -406,6 +416,10 @@ func TestPermit(t *testing.T) {
 	}
 	if _, err := os.Stat(outside + "-1"); err != nil {
 		t.Fatalf("the allowed command did not run: %v", err)
+	}
+	var after verbs.Status
+	if e.okJSON(&after, "status", id); len(after.PendingPermissions) != 0 {
+		t.Fatalf("pending after the answer: %+v", after.PendingPermissions)
 	}
 	ps := e.permissions(t, id)
 	if last := ps[len(ps)-1]; last.RequestID != p.RequestID || last.Decision != "allow" || last.By != "user" {

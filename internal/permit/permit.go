@@ -10,7 +10,10 @@ package permit
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -33,8 +36,10 @@ type Registry struct {
 type key struct{ agent, id string }
 
 type waiter struct {
-	tool string
-	ch   chan backend.PermissionDecision // buffered: one decision
+	tool    string
+	title   string
+	expires time.Time
+	ch      chan backend.PermissionDecision // buffered: one decision
 }
 
 // New returns an empty registry.
@@ -62,10 +67,11 @@ func (r *Registry) Rule(agent, tool string) (allow, ok bool) {
 	return allow, ok
 }
 
-// Open registers a pending request of agent for tool and returns its id
-// and the channel its one decision arrives on.
-func (r *Registry) Open(agent, tool string) (id string, decision <-chan backend.PermissionDecision) {
-	w := &waiter{tool: tool, ch: make(chan backend.PermissionDecision, 1)}
+// Open registers a pending request of agent for tool (titled title for
+// people, answered by expires at the latest) and returns its id and the
+// channel its one decision arrives on.
+func (r *Registry) Open(agent, tool, title string, expires time.Time) (id string, decision <-chan backend.PermissionDecision) {
+	w := &waiter{tool: tool, title: title, expires: expires, ch: make(chan backend.PermissionDecision, 1)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for {
@@ -129,15 +135,30 @@ func (r *Registry) Answer(agent, id string, d backend.PermissionDecision) error 
 	return verbs.NotFound("agent %s has no pending permission request %q: take the requestId of a permission event without a decision (in the agent's event log, or on its bus channel)", agent, id)
 }
 
-// Pending lists agent's pending request ids.
-func (r *Registry) Pending(agent string) []string {
+// Pending lists agent's pending requests, the first to expire first.
+func (r *Registry) Pending(agent string) []verbs.PendingPermission {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for k := range r.pending {
+	type req struct {
+		id string
+		w  *waiter
+	}
+	var reqs []req
+	for k, w := range r.pending {
 		if k.agent == agent {
-			out = append(out, k.id)
+			reqs = append(reqs, req{k.id, w})
 		}
+	}
+	r.mu.Unlock()
+	slices.SortFunc(reqs, func(a, b req) int {
+		if c := a.w.expires.Compare(b.w.expires); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	var out []verbs.PendingPermission
+	for _, q := range reqs {
+		out = append(out, verbs.PendingPermission{RequestID: q.id, Tool: q.w.tool, Title: q.w.title,
+			ExpiresAt: q.w.expires.UTC().Format(time.RFC3339Nano)})
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -18,9 +19,32 @@ func code(err error) string {
 	return ""
 }
 
+var soon = time.Now().Add(time.Minute)
+
+// Pending lists what agent_status reports: each waiting request with its
+// tool, title and expiry, the first to expire first, and only the agent's.
+func TestPendingOrder(t *testing.T) {
+	r := New()
+	now := time.Now()
+	late, _ := r.Open("a", "Write", "Write x.go", now.Add(2*time.Minute))
+	early, _ := r.Open("a", "Bash", "Run make", now.Add(time.Minute))
+	r.Open("b", "Bash", "", now)
+	got := r.Pending("a")
+	if len(got) != 2 || got[0].RequestID != early || got[1].RequestID != late {
+		t.Fatalf("pending %+v, want %s then %s", got, early, late)
+	}
+	if got[0].Tool != "Bash" || got[0].Title != "Run make" || got[0].ExpiresAt != now.Add(time.Minute).UTC().Format(time.RFC3339Nano) {
+		t.Fatalf("first %+v", got[0])
+	}
+	r.Settle("a", early, backend.PermissionDecision{})
+	if got := r.Pending("a"); len(got) != 1 || got[0].RequestID != late {
+		t.Fatalf("after settling %s: %+v", early, got)
+	}
+}
+
 func TestAnswer(t *testing.T) {
 	r := New()
-	id, ch := r.Open("a1", "Bash")
+	id, ch := r.Open("a1", "Bash", "", soon)
 	if !strings.HasPrefix(id, "p") || len(r.Pending("a1")) != 1 || len(r.Pending("a2")) != 0 {
 		t.Fatalf("id %q pending %v", id, r.Pending("a1"))
 	}
@@ -51,7 +75,7 @@ func TestAnswer(t *testing.T) {
 func TestSettleOnce(t *testing.T) {
 	r := New()
 	for i := 0; i < 200; i++ {
-		id, ch := r.Open("a", "Bash")
+		id, ch := r.Open("a", "Bash", "", soon)
 		var wg sync.WaitGroup
 		wins := make(chan bool, 2)
 		wg.Add(2)
@@ -76,7 +100,7 @@ func TestSettleOnce(t *testing.T) {
 // denies what is pending and drops the rules.
 func TestRulesAndForget(t *testing.T) {
 	r := New()
-	id, ch := r.Open("a", "Bash")
+	id, ch := r.Open("a", "Bash", "", soon)
 	r.Answer("a", id, backend.PermissionDecision{Allow: false, Always: true})
 	<-ch
 	if allow, ok := r.Rule("a", "Bash"); !ok || allow {
@@ -88,8 +112,8 @@ func TestRulesAndForget(t *testing.T) {
 	if _, ok := r.Rule("b", "Bash"); ok {
 		t.Fatal("rule for another agent")
 	}
-	_, ch1 := r.Open("a", "Write")
-	_, ch2 := r.Open("b", "Write")
+	_, ch1 := r.Open("a", "Write", "", soon)
+	_, ch2 := r.Open("b", "Write", "", soon)
 	r.Forget("a", backend.PermissionDecision{By: "cancelled"})
 	if d := <-ch1; d.Allow || d.By != "cancelled" {
 		t.Fatalf("forgotten request decided %+v", d)

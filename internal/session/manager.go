@@ -1086,7 +1086,18 @@ func (m *Manager) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.Statu
 	return &s, nil
 }
 
+// statusObj is the agent's agent_status object, with its pending
+// permission requests.
 func (ag *Agent) statusObj() verbs.Status {
+	s := ag.lifeStatus()
+	if s.Status != Dead {
+		s.PendingPermissions = ag.m.permits.Pending(ag.id)
+	}
+	return s
+}
+
+// lifeStatus is agent_status as the agent itself knows it.
+func (ag *Agent) lifeStatus() verbs.Status {
 	ag.mu.Lock()
 	defer ag.mu.Unlock()
 	info := ag.info

@@ -99,10 +99,11 @@ func (ag *Agent) ask(ctx context.Context, req backend.PermissionRequest) backend
 		return d
 	}
 
-	id, ch := m.permits.Open(ag.id, req.Tool)
 	wait := m.PermitTimeout
+	expires := time.Now().Add(wait)
+	id, ch := m.permits.Open(ag.id, req.Tool, data.ToolCall.Title, expires)
 	data.RequestID = id
-	data.ExpiresAt = time.Now().Add(wait).UTC().Format(time.RFC3339Nano)
+	data.ExpiresAt = expires.UTC().Format(time.RFC3339Nano)
 	ag.publish(event.New(event.Permission, req.Turn, data))
 	timer := time.NewTimer(wait)
 	defer timer.Stop()

@@ -419,6 +419,18 @@ type Status struct {
 	// Reason says why a dead agent ended (closed, exited, daemon exited,
 	// daemon crashed, failed to start); absent while it lives.
 	Reason string `json:"reason,omitempty"`
+	// PendingPermissions are the permission requests the agent waits on,
+	// the first to expire first; absent when there are none. A working
+	// agent with one is stopped until someone answers (agent_permit).
+	PendingPermissions []PendingPermission `json:"pending_permissions,omitempty"`
+}
+
+// PendingPermission is a permission request waiting for agent_permit.
+type PendingPermission struct {
+	RequestID string `json:"request_id"`
+	Tool      string `json:"tool"`            // the tool's name, as allowed_tools names it
+	Title     string `json:"title,omitempty"` // the call, for people
+	ExpiresAt string `json:"expires_at"`      // denied by timeout then
 }
 
 type SetModelResult struct {
@@ -560,7 +572,7 @@ var All = []*Verb{
 		Name: "agent_status", CLI: "status",
 		Summary:  "Show an agent's status and token usage",
 		Doc:      "Reports the agent's lifecycle state, model, turn, session, log paths and summed token usage.",
-		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts", "reason"}`,
+		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts", "reason", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}]}`,
 		Args:     []Arg{agentID},
 		ReadOnly: true,
 	}, func(s Service) func(context.Context, *StatusArgs) (*Status, error) { return s.Status }),
