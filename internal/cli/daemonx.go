@@ -165,7 +165,9 @@ func daemonInstallUnitCmd() *cli.Command {
 			"this shell's PATH and every KAIMON_* and ANTHROPIC_* variable set now: values stay out of the unit file, which " +
 			"`systemctl --user show` prints to anyone who asks. Run install-unit again after changing them (then " +
 			"`systemctl --user restart kaimon-agentd`), or add others with `systemctl --user edit kaimon-agentd`:\n\n" +
-			"   [Service]\n   Environment=OPENAI_API_KEY=…",
+			"   [Service]\n   Environment=OPENAI_API_KEY=…\n\n" +
+			"Once the service runs, restart or stop it with systemctl --user: `kaimon daemon restart` would start a daemon " +
+			"outside the service.",
 		Action: func(c *cli.Context) error {
 			if err := needArgs(c, 0, "no arguments"); err != nil {
 				return err
@@ -207,6 +209,8 @@ func daemonInstallUnitCmd() *cli.Command {
 			fmt.Fprintf(w, "The service logs to %s (kaimon daemon logs).\n", paths.DaemonLog())
 			fmt.Fprintf(w, "Enable it (first stop a daemon kaimon started by itself, with `kaimon daemon stop`):\n")
 			fmt.Fprintf(w, "  systemctl --user daemon-reload && systemctl --user enable --now %s\n", strings.TrimSuffix(unitName, ".service"))
+			fmt.Fprintf(w, "Then restart it with `systemctl --user restart %s` (kaimon daemon restart would start one outside the service).\n",
+				strings.TrimSuffix(unitName, ".service"))
 			return nil
 		},
 	}
