@@ -181,6 +181,26 @@ func TestInstallScript(t *testing.T) {
 		t.Fatalf("kaimon version against a daemon of its own build: %s", same)
 	}
 
+	// The installed pair agree, commit included, which the daemon reports
+	// in its status.
+	e.ok("daemon", "stop")
+	installed := append(withoutVar(e.env, "KAIMON_AGENTD_BIN"), "KAIMON_AGENTD_BIN="+filepath.Join(prefix, "bin", "kaimon-agentd"))
+	if r := runKaimon(t, kaimon, e.work, installed, nil, time.Minute, "daemon", "start"); r.code != 0 {
+		t.Fatalf("installed kaimon daemon start: %s", r)
+	}
+	v = runKaimon(t, kaimon, e.work, installed, nil, time.Minute, "version", "--json")
+	info.Daemon = nil
+	if err := json.Unmarshal([]byte(v.stdout), &info); err != nil || info.Daemon == nil || v.stderr != "" {
+		t.Fatalf("installed kaimon version --json against the installed daemon: %v: %s", err, v)
+	}
+	if info.Mismatch || info.Daemon.Version != stamp || info.CLI.Commit == "" {
+		t.Fatalf("installed kaimon version against the installed daemon: %s", v.stdout)
+	}
+	if !strings.Contains(v.stdout, `"commit":"`+info.CLI.Commit+`"`) || strings.Count(v.stdout, info.CLI.Commit) != 2 {
+		t.Fatalf("the installed daemon does not report the commit %s: %s", info.CLI.Commit, v.stdout)
+	}
+	e.ok("daemon", "stop")
+
 	// Again: the same files, nothing else.
 	r = runScript(t, env, 5*time.Minute, "install.sh", prefix)
 	if r.code != 0 {
