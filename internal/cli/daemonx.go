@@ -48,7 +48,8 @@ func daemonLogsCmd() *cli.Command {
 			path := paths.DaemonLog()
 			f, err := os.Open(path)
 			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("no daemon log yet at %s: kaimon-agentd writes it once kaimon starts it (`kaimon daemon start`, or any verb)", path)
+				return fmt.Errorf("no daemon log yet at %s: kaimon-agentd writes it once kaimon starts it (`kaimon daemon start`, or any verb); "+
+					"a kaimon-agentd run by a systemd unit other than install-unit's logs to the journal: journalctl --user -u kaimon-agentd", path)
 			}
 			if err != nil {
 				return err
