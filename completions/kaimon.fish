@@ -2,7 +2,7 @@
 
 function __fish_kaimon_no_subcommand --description 'Test if there has been any subcommand yet'
     for i in (commandline -opc)
-        if contains -- $i open send run output status list interrupt set-model close forget permit mcp daemon start stop restart status completion tail
+        if contains -- $i open send run output status list interrupt set-model close forget permit mcp daemon start stop restart status logs install-unit completion tail version doctor
             return 1
         end
     end
@@ -93,6 +93,12 @@ complete -r -c kaimon -n '__fish_seen_subcommand_from daemon' -a 'restart' -d 'S
 complete -c kaimon -n '__fish_seen_subcommand_from status' -f -l help -s h -d 'show help'
 complete -r -c kaimon -n '__fish_seen_subcommand_from daemon' -a 'status' -d 'Show whether kaimon-agentd runs (exit 1 if not)'
 complete -c kaimon -n '__fish_seen_subcommand_from status' -f -l json -d 'print exactly the verb\'s JSON return'
+complete -c kaimon -n '__fish_seen_subcommand_from logs' -f -l help -s h -d 'show help'
+complete -r -c kaimon -n '__fish_seen_subcommand_from daemon' -a 'logs' -d 'Print kaimon-agentd\'s own log (the last lines; -f follows it)'
+complete -c kaimon -n '__fish_seen_subcommand_from logs' -f -l follow -s f -d 'keep printing lines as the daemon writes them, until Ctrl-C'
+complete -c kaimon -n '__fish_seen_subcommand_from logs' -f -l lines -s n -r -d 'how many of the last lines to print (0: none, with -f only what comes)'
+complete -c kaimon -n '__fish_seen_subcommand_from install-unit' -f -l help -s h -d 'show help'
+complete -r -c kaimon -n '__fish_seen_subcommand_from daemon' -a 'install-unit' -d 'Write a systemd user unit that runs kaimon-agentd (prints the systemctl command to enable it)'
 complete -c kaimon -n '__fish_seen_subcommand_from completion' -f -l help -s h -d 'show help'
 complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'completion' -d 'Print a shell completion script (bash, zsh or fish)'
 complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l help -s h -d 'show help'
@@ -105,3 +111,9 @@ complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l turn -r -d 'print
 complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l until-result -d 'exit after the first result printed (of --turn N if given): 0 if the turn succeeded, 3 if it failed or never will (the agent is dead, or N is beyond a dead agent\'s last turn)'
 complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l wait -d 'with --since, --from-start or --until-result: wait for an agent:ID that is not open yet instead of exiting 1'
 complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l pretty -d 'render for people: text flowing, one line per tool call, usage at the end of a turn'
+complete -c kaimon -n '__fish_seen_subcommand_from version' -f -l help -s h -d 'show help'
+complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'version' -d 'Show the versions of kaimon and of the running kaimon-agentd'
+complete -c kaimon -n '__fish_seen_subcommand_from version' -f -l json -d 'print exactly the verb\'s JSON return'
+complete -c kaimon -n '__fish_seen_subcommand_from doctor' -f -l help -s h -d 'show help'
+complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'doctor' -d 'Check what kaimon needs and say how to fix what is wrong (exit 1 on a FAIL)'
+complete -c kaimon -n '__fish_seen_subcommand_from doctor' -f -l json -d 'print exactly the verb\'s JSON return'

@@ -128,6 +128,7 @@ func NewApp() *cli.App {
 			openCmd(), sendCmd(), runCmd(), outputCmd(), statusCmd(), listCmd(),
 			interruptCmd(), setModelCmd(), closeCmd(), forgetCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(),
 			tailCmd(),
+			versionCmd(), doctorCmd(),
 		},
 	}
 	for _, c := range app.Commands {
@@ -717,6 +718,7 @@ func daemonCmd() *cli.Command {
 					})
 				},
 			},
+			daemonLogsCmd(), daemonInstallUnitCmd(),
 		},
 	}
 }

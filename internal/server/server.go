@@ -26,8 +26,10 @@ import (
 
 // DaemonStatus is GET /v1/daemon.
 type DaemonStatus struct {
-	PID       int    `json:"pid"`
-	Version   string `json:"version"`
+	PID     int    `json:"pid"`
+	Version string `json:"version"`
+	// Commit is the commit the daemon was built from, when known.
+	Commit    string `json:"commit,omitempty"`
 	Socket    string `json:"socket"`
 	CacheDir  string `json:"cache_dir"`
 	StartedAt string `json:"started_at"`
@@ -204,7 +206,7 @@ func queryArgs(v *verbs.Verb, r *http.Request) ([]byte, error) {
 }
 
 func (s *Server) serveDaemon(w http.ResponseWriter, r *http.Request) {
-	st := DaemonStatus{PID: os.Getpid(), Version: version.String(), Socket: s.Socket, CacheDir: s.CacheDir,
+	st := DaemonStatus{PID: os.Getpid(), Version: version.String(), Commit: version.CommitString(), Socket: s.Socket, CacheDir: s.CacheDir,
 		StartedAt: s.started.UTC().Format(time.RFC3339Nano)}
 	if s.Counts != nil {
 		st.Live, st.Dead = s.Counts.Counts()

@@ -1,12 +1,16 @@
-// Package version holds kaimon's build stamp: set with
-// -ldflags "-X github.com/kaimon/kaimon/internal/version.Version=v1.2.3",
-// else taken from the module build info.
+// Package version holds kaimon's build stamp: scripts/install.sh sets it with
+// -ldflags "-X github.com/kaimon/kaimon/internal/version.Version=v1.2.3
+// -X github.com/kaimon/kaimon/internal/version.Commit=abc123", else it is
+// taken from the module build info, as gh's internal/build does.
 package version
 
 import "runtime/debug"
 
-// Version is stamped at build time.
-var Version = ""
+// Version and Commit are stamped at build time.
+var (
+	Version = ""
+	Commit  = ""
+)
 
 // String is the version to show.
 func String() string {
@@ -17,11 +21,45 @@ func String() string {
 		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			return bi.Main.Version
 		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				return "dev-" + s.Value[:12]
-			}
+		if rev := setting(bi, "vcs.revision"); len(rev) >= 12 {
+			return "dev-" + rev[:12]
 		}
 	}
 	return "dev"
+}
+
+// CommitString is the commit the binary was built from: the stamp, else
+// the VCS revision the go tool recorded (with "-dirty" for a modified
+// tree), else "".
+func CommitString() string {
+	if Commit != "" {
+		return Commit
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if rev := setting(bi, "vcs.revision"); rev != "" {
+			if setting(bi, "vcs.modified") == "true" {
+				rev += "-dirty"
+			}
+			return rev
+		}
+	}
+	return ""
+}
+
+// Full is the version followed by the commit when one is known, as
+// `kaimon --version` and `kaimon version` print it.
+func Full() string {
+	if c := CommitString(); c != "" {
+		return String() + " (commit " + c + ")"
+	}
+	return String()
+}
+
+func setting(bi *debug.BuildInfo, key string) string {
+	for _, s := range bi.Settings {
+		if s.Key == key {
+			return s.Value
+		}
+	}
+	return ""
 }

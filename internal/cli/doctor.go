@@ -1,0 +1,353 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kaimon/kaimon/internal/backend/acp"
+	"github.com/kaimon/kaimon/internal/client"
+	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/proc"
+	"github.com/kaimon/kaimon/internal/server"
+)
+
+// Check statuses of `kaimon doctor`.
+const (
+	checkOK   = "ok"
+	checkWarn = "warn"
+	checkFail = "FAIL"
+)
+
+// Check is one line of `kaimon doctor`.
+type Check struct {
+	Check  string `json:"check"`
+	Status string `json:"status"` // ok, warn or FAIL
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// doctorReport is `kaimon doctor --json`.
+type doctorReport struct {
+	OK     bool    `json:"ok"` // no FAIL
+	Checks []Check `json:"checks"`
+}
+
+// versionWait bounds an agent program's `--version`: a program that hangs
+// instead of answering is itself a finding.
+const versionWait = 10 * time.Second
+
+// agentProgram is a program some backend runs, found as that backend finds it.
+type agentProgram struct {
+	name    string // on PATH
+	env     string // the variable that names it instead
+	cfg     string // the config file's value (the daemon exports it as env)
+	install string
+	model   string // a model string that uses it
+}
+
+// agentPrograms lists the programs of every backend: the claude CLI, then
+// the ACP agents of acp.Agents. The claude backend keeps its program's
+// name and variable private (claude.findBinary); they are restated here,
+// with the config keys that daemon.Run maps onto the variables.
+func agentPrograms(cfg config.Config) []agentProgram {
+	out := []agentProgram{{name: "claude", env: "KAIMON_CLAUDE_BIN", cfg: cfg.ClaudeBin,
+		install: "npm install -g @anthropic-ai/claude-code", model: "sonnet"}}
+	byName := map[string]string{"opencode": cfg.OpencodeBin, "claude": cfg.ClaudeACPBin, "gemini": cfg.GeminiBin}
+	for _, n := range acp.AgentNames {
+		a := acp.Agents[n]
+		out = append(out, agentProgram{name: a.Bin, env: a.BinEnv, cfg: byName[n], install: a.Install, model: acp.Prefix + n})
+	}
+	return out
+}
+
+func doctorCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "doctor",
+		Usage: "Check what kaimon needs and say how to fix what is wrong (exit 1 on a FAIL)",
+		Description: "One line per check, ok, warn or FAIL, with a hint to fix it: the agent programs (claude, opencode, " +
+			"claude-agent-acp, gemini; KAIMON_*_BIN honoured) and their versions, the socket dir's owner and mode, the config " +
+			"file, kaimon-agentd reachable and its version, its event bus socket, its MCP door, and whether it runs with another " +
+			"environment than this shell's. A missing agent program is a warning (one is enough). It never starts the daemon.",
+		Flags: []cli.Flag{jsonFlag},
+		Action: func(c *cli.Context) error {
+			if err := needArgs(c, 0, "no arguments"); err != nil {
+				return err
+			}
+			rep := doctorReport{OK: true, Checks: doctor(c.Context)}
+			for _, ch := range rep.Checks {
+				if ch.Status == checkFail {
+					rep.OK = false
+				}
+			}
+			if err := emit(c, rep, func(w io.Writer) {
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				for _, ch := range rep.Checks {
+					line := ch.Detail
+					if ch.Fix != "" {
+						line += " — " + ch.Fix
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Status, ch.Check, line)
+				}
+				tw.Flush()
+			}); err != nil {
+				return err
+			}
+			if !rep.OK {
+				// Said above, line by line: only the exit code is left.
+				return &jsonReported{err: errors.New("kaimon doctor found a problem")}
+			}
+			return nil
+		},
+	}
+}
+
+// doctor runs every check, in the order a new user meets them.
+func doctor(ctx context.Context) []Check {
+	var out []Check
+	add := func(name, status, detail, fix string) {
+		out = append(out, Check{Check: name, Status: status, Detail: detail, Fix: fix})
+	}
+	paths, err := config.Resolve()
+	if err != nil {
+		add("paths", checkFail, err.Error(), "set KAIMON_HOME or HOME")
+		return out
+	}
+
+	cfg, err := config.Load(paths.ConfigFile)
+	switch {
+	case err != nil:
+		add("config", checkFail, err.Error(), "fix the JSON, or move the file away to use the defaults")
+	case fileExists(paths.ConfigFile):
+		add("config", checkOK, paths.ConfigFile, "")
+	default:
+		add("config", checkOK, paths.ConfigFile+" absent: the defaults apply", "")
+	}
+
+	found := 0
+	for _, p := range agentPrograms(cfg) {
+		ch := checkAgent(ctx, p)
+		if ch.Status == checkOK {
+			found++
+		}
+		out = append(out, ch)
+	}
+	if found == 0 {
+		add("agents", checkFail, "no agent program found: kaimon needs at least one", "install one of the programs above (the claude CLI: "+agentPrograms(cfg)[0].install+")")
+	}
+
+	out = append(out, checkSockDir(paths.SockDir))
+
+	cl := &client.Client{Paths: paths, NoAutostart: true}
+	st, err := pingOnly(ctx, cl)
+	switch {
+	case err != nil:
+		add("daemon", checkFail, fmt.Sprintf("kaimon-agentd at %s does not answer: %v", paths.Socket(), err),
+			"see `kaimon daemon logs`; `kaimon daemon restart` starts it afresh")
+		return out
+	case st == nil:
+		add("daemon", checkFail, "kaimon-agentd is not running (socket "+paths.Socket()+")",
+			"start it with `kaimon daemon start` (any verb starts it too); if it fails, see `kaimon daemon logs`")
+		return out
+	}
+	me, d := cliBuild(), Build{Version: st.Version, Commit: st.Commit}
+	if me.differs(d) {
+		add("daemon", checkWarn, fmt.Sprintf("kaimon-agentd pid %d runs %s, this kaimon is %s", st.PID, d, me),
+			"run `kaimon daemon restart` to run this version (it closes the live agents)")
+	} else {
+		add("daemon", checkOK, fmt.Sprintf("kaimon-agentd pid %d, version %s, socket %s", st.PID, d, st.Socket), "")
+	}
+
+	if fi, err := os.Stat(paths.EventsSocket()); err != nil || fi.Mode().Type() != os.ModeSocket {
+		add("event bus", checkFail, paths.EventsSocket()+" is not a socket", "`kaimon daemon restart`; see `kaimon daemon logs` for why the bus did not bind")
+	} else {
+		add("event bus", checkOK, paths.EventsSocket(), "")
+	}
+
+	out = append(out, checkDoor(ctx, st))
+
+	if st.Env == nil {
+		add("environment", checkWarn, "kaimon-agentd is too old to report its environment", "`kaimon daemon restart`")
+	} else if diff := config.EnvDiff(st.Env, config.EnvFingerprints(os.Environ())); len(diff) > 0 {
+		add("environment", checkWarn, "kaimon-agentd was started with a different "+strings.Join(diff, ", ")+" than this shell has; its agents use the daemon's",
+			"run `kaimon daemon restart` from this shell to give it this environment (it closes the live agents)")
+	} else {
+		add("environment", checkOK, "kaimon-agentd runs with this shell's agent programs and model API settings", "")
+	}
+	return out
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// checkAgent finds the program as its backend does ($env, else the config
+// file's value, else PATH) and asks its version.
+func checkAgent(ctx context.Context, p agentProgram) Check {
+	ch := Check{Check: p.name}
+	named, via := os.Getenv(p.env), p.env
+	if named == "" && p.cfg != "" {
+		named, via = p.cfg, "the config file's value"
+	}
+	var path string
+	if named != "" {
+		var err error
+		if path, err = exec.LookPath(named); err != nil && !errors.Is(err, exec.ErrDot) {
+			ch.Status, ch.Detail = checkFail, fmt.Sprintf("%s=%s (%s) is not an executable", p.env, named, via)
+			ch.Fix = "point " + p.env + " at the program, or unset it to use " + p.name + " on PATH"
+			return ch
+		}
+	} else {
+		var err error
+		if path, err = exec.LookPath(p.name); err != nil && !errors.Is(err, exec.ErrDot) {
+			ch.Status, ch.Detail = checkWarn, "not found on PATH (needed only for --model "+p.model+")"
+			ch.Fix = "install it with `" + p.install + "`, or set " + p.env
+			return ch
+		}
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	v, err := programVersion(ctx, path)
+	if err != nil {
+		ch.Status, ch.Detail = checkWarn, fmt.Sprintf("%s: `--version` failed: %v", path, err)
+		ch.Fix = "run `" + path + " --version` to see why; reinstall with `" + p.install + "`"
+		return ch
+	}
+	ch.Status, ch.Detail = checkOK, v+" ("+path+")"
+	return ch
+}
+
+// programVersion runs `path --version` in a process group of its own,
+// killed with its group when it overstays versionWait, and returns the first
+// line it printed; for a program that prints none (claude-agent-acp serves
+// ACP and knows no --version), the version of the npm package it belongs to.
+func programVersion(ctx context.Context, path string) (string, error) {
+	var buf bytes.Buffer
+	cmd := exec.Command(path, "--version")
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	// Bounded even if something the program left holds our pipe.
+	cmd.WaitDelay = time.Second
+	child, err := proc.Start(cmd)
+	if err != nil {
+		return "", err
+	}
+	timer := time.NewTimer(versionWait)
+	defer timer.Stop()
+	select {
+	case <-child.Done():
+	case <-timer.C:
+		child.Stop(time.Second)
+		return "", fmt.Errorf("no answer within %s (stopped)", versionWait)
+	case <-ctx.Done():
+		child.Stop(time.Second)
+		return "", ctx.Err()
+	}
+	if err := child.Err(); err != nil && !errors.Is(err, exec.ErrWaitDelay) {
+		return "", fmt.Errorf("%s: %s", child.ExitDescription(), firstLine(buf.String()))
+	}
+	if v := firstLine(buf.String()); v != "" {
+		return v, nil
+	}
+	if v := npmPackageVersion(path); v != "" {
+		return v, nil
+	}
+	return "version unknown (it printed none)", nil
+}
+
+func firstLine(s string) string {
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// npmPackageVersion is "name@version" of the package.json nearest above
+// the program's real file (npm links bin entries into the package).
+func npmPackageVersion(path string) string {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return ""
+	}
+	for dir, i := filepath.Dir(real), 0; i < 4; dir, i = filepath.Dir(dir), i+1 {
+		b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+		if err != nil {
+			continue
+		}
+		var pkg struct{ Name, Version string }
+		if json.Unmarshal(b, &pkg) == nil && pkg.Version != "" {
+			return pkg.Name + "@" + pkg.Version
+		}
+	}
+	return ""
+}
+
+// checkSockDir wants the socket dir owned by this user with mode 0700: the
+// daemon creates it so; anything else lets others reach the sockets or
+// keeps the daemon from binding.
+func checkSockDir(dir string) Check {
+	ch := Check{Check: "socket dir"}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		ch.Status, ch.Detail = checkOK, dir+" not made yet (kaimon-agentd makes it, mode 0700)"
+		return ch
+	case err != nil:
+		ch.Status, ch.Detail, ch.Fix = checkFail, err.Error(), "check the permissions of its parent"
+		return ch
+	case !fi.IsDir():
+		ch.Status, ch.Detail, ch.Fix = checkFail, dir+" is not a directory", "remove it, or set KAIMON_SOCK_DIR elsewhere"
+		return ch
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		ch.Status, ch.Detail = checkFail, fmt.Sprintf("%s belongs to uid %d, not to you (uid %d)", dir, st.Uid, os.Getuid())
+		ch.Fix = "remove it (kaimon-agentd makes its own), or set KAIMON_SOCK_DIR to a directory of yours"
+		return ch
+	}
+	if perm := fi.Mode().Perm(); perm != 0o700 {
+		ch.Status, ch.Detail, ch.Fix = checkFail, fmt.Sprintf("%s has mode %04o, not 0700", dir, perm), "chmod 700 "+dir
+		return ch
+	}
+	ch.Status, ch.Detail = checkOK, dir+" (yours, 0700)"
+	return ch
+}
+
+// checkDoor connects to the MCP door the daemon reports.
+func checkDoor(ctx context.Context, st *server.DaemonStatus) Check {
+	ch := Check{Check: "mcp door"}
+	if st.Door == "" {
+		ch.Status, ch.Detail = checkWarn, "kaimon-agentd runs without its MCP door: its agents cannot call back into kaimon"
+		ch.Fix = "see `kaimon daemon logs` for why it did not open; `kaimon daemon restart`"
+		return ch
+	}
+	u, err := url.Parse(st.Door)
+	if err != nil || u.Host == "" {
+		ch.Status, ch.Detail, ch.Fix = checkFail, fmt.Sprintf("kaimon-agentd reports a door %q that is not a URL", st.Door), "`kaimon daemon restart`"
+		return ch
+	}
+	d := net.Dialer{Timeout: 2 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		ch.Status, ch.Detail, ch.Fix = checkFail, fmt.Sprintf("%s does not accept connections: %v", st.Door, err), "`kaimon daemon restart`; see `kaimon daemon logs`"
+		return ch
+	}
+	conn.Close()
+	ch.Status, ch.Detail = checkOK, st.Door
+	return ch
+}
