@@ -21,10 +21,12 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaimon/kaimon/internal/backend/acp"
+	"github.com/kaimon/kaimon/internal/backend/claude"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/proc"
 	"github.com/kaimon/kaimon/internal/server"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // Check statuses of `kaimon doctor`.
@@ -62,12 +64,11 @@ type agentProgram struct {
 }
 
 // agentPrograms lists the programs of every backend: the claude CLI, then
-// the ACP agents of acp.Agents. The claude backend keeps its program's
-// name and variable private (claude.findBinary); they are restated here,
-// with the config keys that daemon.Run maps onto the variables.
+// the ACP agents of acp.Agents, with the config keys that daemon.Run maps
+// onto their variables.
 func agentPrograms(cfg config.Config) []agentProgram {
-	out := []agentProgram{{name: "claude", env: "KAIMON_CLAUDE_BIN", cfg: cfg.ClaudeBin,
-		install: "npm install -g @anthropic-ai/claude-code", model: "sonnet"}}
+	out := []agentProgram{{name: claude.Bin, env: claude.BinEnv, cfg: cfg.ClaudeBin,
+		install: claude.Install, model: verbs.DefaultModel}}
 	byName := map[string]string{"opencode": cfg.OpencodeBin, "claude": cfg.ClaudeACPBin, "gemini": cfg.GeminiBin}
 	for _, n := range acp.AgentNames {
 		a := acp.Agents[n]

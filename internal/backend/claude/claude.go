@@ -155,18 +155,26 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	return b, nil
 }
 
+// The claude CLI's program: its name on PATH, the variable that names it
+// instead, and how to install it. kaimon doctor checks it by these.
+const (
+	Bin     = "claude"
+	BinEnv  = "KAIMON_CLAUDE_BIN"
+	Install = "npm install -g @anthropic-ai/claude-code"
+)
+
 // findBinary returns the absolute path of the claude CLI.
 func findBinary(env []string) (string, error) {
-	if p := lookupEnv(env, "KAIMON_CLAUDE_BIN"); p != "" {
+	if p := lookupEnv(env, BinEnv); p != "" {
 		path, err := exec.LookPath(p)
 		if err != nil && !errors.Is(err, exec.ErrDot) {
-			return "", fmt.Errorf("%w: KAIMON_CLAUDE_BIN=%s is not an executable claude CLI (%v): point it at one, or unset it to use claude on PATH", backend.ErrNotFound, p, err)
+			return "", fmt.Errorf("%w: %s=%s is not an executable claude CLI (%v): point it at one, or unset it to use %s on PATH", backend.ErrNotFound, BinEnv, p, err, Bin)
 		}
 		return filepath.Abs(path)
 	}
-	path, err := exec.LookPath("claude")
+	path, err := exec.LookPath(Bin)
 	if err != nil && !errors.Is(err, exec.ErrDot) {
-		return "", fmt.Errorf("%w: the claude CLI is not on PATH: install it with `npm install -g @anthropic-ai/claude-code`, or set KAIMON_CLAUDE_BIN to its path", backend.ErrNotFound)
+		return "", fmt.Errorf("%w: the claude CLI is not on PATH: install it with `%s`, or set %s to its path", backend.ErrNotFound, Install, BinEnv)
 	}
 	return filepath.Abs(path)
 }
