@@ -49,7 +49,7 @@ complete -c kaimon -n '__fish_seen_subcommand_from run' -f -l resume -d 'with --
 complete -c kaimon -n '__fish_seen_subcommand_from run' -f -l json -d 'print exactly the verb\'s JSON return'
 complete -c kaimon -n '__fish_seen_subcommand_from output' -f -l help -s h -d 'show help'
 complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'output' -d 'Read an agent\'s output (non-blocking)'
-complete -c kaimon -n '__fish_seen_subcommand_from output' -f -l turn -r -d 'turn number (default: the latest)'
+complete -c kaimon -n '__fish_seen_subcommand_from output' -f -l turn -r -d 'turn number'
 complete -c kaimon -n '__fish_seen_subcommand_from output' -f -l which -r -d 'last_message | full_turn | all'
 complete -c kaimon -n '__fish_seen_subcommand_from output' -f -l include-tools -d 'interleave one-line tool call summaries (full_turn, all)'
 complete -c kaimon -n '__fish_seen_subcommand_from output' -f -l max-chars -r -d 'cut the text to N characters'

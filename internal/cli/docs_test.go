@@ -10,21 +10,28 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/manpage"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
-var update = flag.Bool("update", false, "rewrite the generated man page and completions")
+var update = flag.Bool("update", false, "rewrite the generated man pages and completions")
 
-// generated returns the files made from the command tree: the man page and
+// manPages are the man pages, made from the command tree, the verb table,
+// the event kinds and the environment table.
+func manPages() map[string]string {
+	return map[string]string{
+		"man/kaimon.1":        manpage.Kaimon(Manual(NewApp())),
+		"man/kaimon-agentd.8": manpage.Agentd(),
+		"man/kaimon-events.7": manpage.Events(),
+	}
+}
+
+// generated returns the files made from the command tree: the man pages and
 // the shell completions. They are committed so that packagers and people
 // without the binary have them; this test fails when they are stale.
 func generated(t *testing.T) map[string]string {
 	app := NewApp()
-	man, err := app.ToManWithSection(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{"man/kaimon.1": man}
+	out := manPages()
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		s, err := Completion(app, sh)
 		if err != nil {
