@@ -79,7 +79,12 @@ func finishTree(app *cli.App) {
 				return &usageError{msg: err.Error(), help: path}
 			}
 			if act := c.Action; act != nil {
+				noArgs := c.ArgsUsage == "" && len(c.Subcommands) == 0 && !c.Hidden && !c.SkipFlagParsing
 				c.Action = func(ctx *cli.Context) error {
+					if noArgs && ctx.NArg() > 0 {
+						// Rather than ignore them: `daemon start now` must not start anything.
+						return &usageError{msg: fmt.Sprintf("%s takes no arguments (got %q)", path, ctx.Args().First()), help: path}
+					}
 					err := act(ctx)
 					var ue *usageError
 					if errors.As(err, &ue) && ue.help == "" {

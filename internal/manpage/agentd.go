@@ -3,6 +3,7 @@ package manpage
 import (
 	"fmt"
 	"strings"
+	"text/tabwriter"
 )
 
 // What kaimon-agentd(8) and `kaimon-agentd --help` both say.
@@ -47,11 +48,17 @@ func AgentdUsage() string {
 		fmt.Fprintf(&b, "   %-15s %s\n", f.Names, f.Usage)
 	}
 	b.WriteString("\nENVIRONMENT:\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, e := range Env {
 		if strings.Contains(e.ReadBy, ByDaemon) {
-			fmt.Fprintf(&b, "   %s\n", e.Name)
+			if e.Default == "" {
+				fmt.Fprintf(tw, "   %s\n", e.Name)
+				continue
+			}
+			fmt.Fprintf(tw, "   %s\tdefault: %s\n", e.Name, e.Default)
 		}
 	}
+	tw.Flush()
 	b.WriteString("\nSee kaimon-agentd(8): man kaimon-agentd (man -l man/kaimon-agentd.8 in a checkout).\n")
 	return b.String()
 }
