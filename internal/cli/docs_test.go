@@ -146,6 +146,9 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	t.Setenv("KAIMON_HOME", t.TempDir())
 	t.Setenv("KAIMON_NO_AUTOSTART", "1")
+	// `daemon start` starts a daemon whatever autostart says: one that went
+	// wrong must fail, not leave a daemon behind.
+	t.Setenv("KAIMON_AGENTD_BIN", filepath.Join(t.TempDir(), "no-kaimon-agentd"))
 	var out, errb bytes.Buffer
 	code = Run(context.Background(), append([]string{"kaimon"}, args...), strings.NewReader(""), &out, &errb)
 	return code, out.String(), errb.String()

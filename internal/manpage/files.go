@@ -16,8 +16,10 @@ const (
 	DefaultSockDir  = "/run/user/<uid>/kaimon" // else ~/.cache/kaimon/sock
 )
 
-// Files that have no function of their own to compute their path: a test
-// holds each to the code that writes it.
+// Names of files whose paths this package cannot compute by calling the
+// code that does: session.RecordPath is held to RecordSuffix by a test
+// (importing session here would pull the daemon into the CLI); the
+// backends join the other two inline, in claude.go, acp.go and door.go.
 const (
 	RecordSuffix    = ".agent.json" // session.RecordPath
 	StderrLogSuffix = ".log"        // the backends' stderr log
