@@ -28,6 +28,7 @@ func Events() string {
 
 	r.sh("THE ENVELOPE")
 	r.line("Each event is one JSON object:")
+	r.raw(".sp")
 	r.literal(`{"kind": "assistant_text", "turn": 3, "data": {...}, "agent_id": "9f3a1c20", "seq": 42, "ts": "2026-01-02T15:04:05.123456789Z"}`)
 	r.item("kind", "One of the kinds below. The set is closed; a consumer may ignore kinds it does not handle.")
 	r.item("turn", "The number of the turn the event belongs to, counted from 1 when the turn is sent; user_text carries the number of the turn it starts. 0 before the first turn.")
@@ -51,6 +52,7 @@ func Events() string {
 	r.prose("A turn emits, in order: user_text, turn_started, streamed assistant_text and thought chunks, the " +
 		"complete assistant_text block, any tool_use, tool_input_delta and tool_result events, usage, and last " +
 		"result. status events mark the agent going working and back to idle. As the log keeps a tool turn:")
+	r.raw(".sp")
 	r.literal("user_text turn_started assistant_text tool_use tool_use tool_result assistant_text usage result")
 
 	r.sh("DELTAS")
@@ -72,6 +74,7 @@ func Events() string {
 		"agent, agent:<id> for one (a prefix, so also ids that start with it; compare agent_id when that matters).\n\n" +
 		"Each message has two frames: the topic agent:<id>, then the envelope as JSON (UTF-8). A libzmq subscriber " +
 		"needs nothing but a JSON parser, e.g. in Python:")
+	r.raw(".sp")
 	r.literal(fmt.Sprintf("import json, zmq\ns = zmq.Context().socket(zmq.SUB)\ns.connect(%q)\ns.setsockopt(zmq.SUBSCRIBE, b\"agent:\")\nwhile True:\n    topic, body = s.recv_multipart()\n    env = json.loads(body)", bus))
 	r.raw(".PP")
 	r.prose("A slow subscriber never slows an agent: the publisher drops envelopes for it and counts them " +
@@ -79,6 +82,7 @@ func Events() string {
 
 	r.sh("THE LOG")
 	r.prose("Each agent's events are appended to " + logPath + ", one JSON object a line:")
+	r.raw(".sp")
 	r.literal(`{"ts": "…", "seq": 42, "kind": "result", "turn": 3, "data": {...}}`)
 	r.prose("The log keeps the authoritative events only: no delta:true, no tool_input_delta. An event is written, " +
 		"whole and in one write, before it is published, so the log never lacks what a subscriber saw as " +
@@ -92,6 +96,7 @@ func Events() string {
 		"from the log (the chunks are lost, and the complete blocks that follow make up for them). A consumer that " +
 		"restarts resumes after the last seq it handled.\n\n" +
 		"kaimon tail agent:<id> --since SEQ does exactly this and prints the envelopes, one a line:")
+	r.raw(".sp")
 	r.literal("kaimon tail agent:$id --since 41 --no-deltas | jq -c .")
 
 	r.sh("SEE ALSO")

@@ -90,8 +90,12 @@ func (r *roff) paras(text, macro string) {
 			r.raw("%s", macro)
 		}
 		var lit []string
+		text := false // text came before, in this paragraph
 		flush := func() {
 			if len(lit) > 0 {
+				if text {
+					r.raw(".sp")
+				}
 				r.literal(strings.Join(lit, "\n"))
 				lit = nil
 			}
@@ -104,6 +108,7 @@ func (r *roff) paras(text, macro string) {
 			flush()
 			if strings.TrimSpace(l) != "" {
 				r.line(l)
+				text = true
 			}
 		}
 		flush()
