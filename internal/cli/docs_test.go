@@ -218,6 +218,7 @@ func testHelpAndUsageErrors(t *testing.T, app *cli.App) {
 	oneUsageError(t, []string{"--no-such-flag"}, "kaimon")
 }
 
+// An unknown command, subcommand or flag suggests the nearest one, when one is near.
 func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
 	for _, tc := range []struct {
 		args       []string
@@ -227,6 +228,8 @@ func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
 		{[]string{"stauts"}, "kaimon", `kaimon: unknown command "stauts"; did you mean "status"?`},
 		{[]string{"daemon", "strat"}, "kaimon daemon", `kaimon: unknown command "strat" for 'kaimon daemon'; did you mean "start"?`},
 		{[]string{"xyzzy"}, "kaimon", `kaimon: unknown command "xyzzy"`}, // nothing near: no guess
+		{[]string{"output", "x", "--whcih", "all"}, "kaimon output", `kaimon: flag provided but not defined: -whcih; did you mean "--which"?`},
+		{[]string{"status", "--bogus", "x"}, "kaimon status", `kaimon: flag provided but not defined: -bogus`},
 	} {
 		if got := oneUsageError(t, tc.args, tc.help); got != tc.want {
 			t.Errorf("kaimon %s: got %q, want %q", strings.Join(tc.args, " "), got, tc.want)

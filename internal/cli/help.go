@@ -75,8 +75,15 @@ func finishTree(app *cli.App) {
 		for _, c := range cmds {
 			path := parent + " " + c.Name
 			c.HelpName = path
+			flags := c.Flags
 			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-				return &usageError{msg: err.Error(), help: path}
+				msg := err.Error()
+				if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+					if s := suggestFlag(flags, name); s != "" {
+						msg += fmt.Sprintf("; did you mean %q?", s)
+					}
+				}
+				return &usageError{msg: msg, help: path}
 			}
 			if act := c.Action; act != nil {
 				noArgs := c.ArgsUsage == "" && len(c.Subcommands) == 0 && !c.Hidden && !c.SkipFlagParsing
@@ -140,6 +147,29 @@ func suggest(cmds []*cli.Command, name string) string {
 		}
 	}
 	return best
+}
+
+// suggestFlag returns the visible flag nearest to name (given without its
+// dashes), dashed, or "" when none is near.
+func suggestFlag(flags []cli.Flag, name string) string {
+	best, score := "", 0.8 // flags are short: demand more than of commands
+	for _, f := range flags {
+		if vf, ok := f.(cli.VisibleFlag); ok && !vf.IsVisible() {
+			continue
+		}
+		for _, n := range f.Names() {
+			if s := smetrics.JaroWinkler(strings.TrimLeft(name, "-"), n, 0.7, 4); s > score {
+				best, score = n, s
+			}
+		}
+	}
+	switch {
+	case best == "":
+		return ""
+	case len(best) == 1:
+		return "-" + best
+	}
+	return "--" + best
 }
 
 // commandDoc describes c (at path) for its --help and the man page.
