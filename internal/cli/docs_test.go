@@ -146,6 +146,10 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	t.Setenv("KAIMON_HOME", t.TempDir())
 	t.Setenv("KAIMON_NO_AUTOSTART", "1")
+	// A command that wrongly acts on stray arguments writes here, not in
+	// the user's home.
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	// `daemon start` starts a daemon whatever autostart says: one that went
 	// wrong must fail, not leave a daemon behind.
 	t.Setenv("KAIMON_AGENTD_BIN", filepath.Join(t.TempDir(), "no-kaimon-agentd"))
@@ -191,7 +195,8 @@ func testHelpAndUsageErrors(t *testing.T, app *cli.App) {
 				usage = name + " COMMAND [options]"
 			}
 			if code != 0 || errs != "" || !strings.Contains(out, "USAGE:\n   "+usage+"\n") || !strings.Contains(out, "\nEXAMPLE:\n   ") {
-				t.Errorf("%s --help: want exit 0, the usage line %q and an EXAMPLE; got exit %d, stderr %q, stdout:\n%s", name, usage, code, errs, out)
+				t.Errorf("%s --help: want exit 0, the usage line %q and an EXAMPLE (a verb's Example in internal/verbs, "+
+					"else an entry in examples, internal/cli/help.go); got exit %d, stderr %q, stdout:\n%s", name, usage, code, errs, out)
 			}
 			for _, s := range c.Subcommands {
 				if !s.Hidden && !strings.Contains(out, "\n   "+s.Name+"  ") {
