@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -298,4 +299,27 @@ func TestManPagesRender(t *testing.T) {
 // the tag alone on its line, or a short one followed by its text.
 func tagged(page, tag string) bool {
 	return strings.Contains(page, "\n       "+tag+"\n") || strings.Contains(page, "\n       "+tag+" ")
+}
+
+// With no daemon, `daemon status` says so and how to start one, exit 1;
+// it does not claim autostart is off when nobody turned it off.
+func TestDaemonStatusWhenDown(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no-autostart=%v", off), func(t *testing.T) {
+			t.Setenv("KAIMON_HOME", t.TempDir())
+			t.Setenv("KAIMON_NO_AUTOSTART", "")
+			t.Setenv("KAIMON_AGENTD_BIN", filepath.Join(t.TempDir(), "no-kaimon-agentd"))
+			args := []string{"kaimon", "daemon", "status"}
+			if off {
+				args = []string{"kaimon", "--no-autostart", "daemon", "status"}
+			}
+			var out, errb bytes.Buffer
+			code := Run(context.Background(), args, strings.NewReader(""), &out, &errb)
+			msg := errb.String()
+			if code != ExitError || out.Len() != 0 || !strings.Contains(msg, "kaimon-agentd is not running") ||
+				!strings.Contains(msg, "start it with `kaimon daemon start`") || strings.Contains(msg, "autostart is off") != off {
+				t.Errorf("%s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, out.String(), msg)
+			}
+		})
+	}
 }
