@@ -17,7 +17,20 @@ import (
 const (
 	appAbout = "kaimon opens AI agent sessions (the claude CLI, ACP agents) owned by the kaimon-agentd daemon, " +
 		"sends them turns, and reads their normalized {kind, turn, data} events. It starts the daemon when it is not running."
-	appExample = "id=$(kaimon open .)\nkaimon run $id 'summarize the failing tests'\nkaimon status $id\nkaimon close $id"
+	appExample = "id=$(kaimon open .)\nkaimon run $id 'summarize the failing tests'\n" +
+		"turn=$(kaimon send $id 'now fix the first one')\n" +
+		"kaimon tail agent:$id --from-start --turn $turn --until-result --no-deltas\n" +
+		"kaimon output $id --turn $turn\nkaimon status $id\nkaimon close $id"
+	// manAbout follows appAbout in the man page's DESCRIPTION.
+	manAbout = "Output is for people by default: short, aligned, coloured on a terminal. With --json a verb's command " +
+		"prints exactly the verb's JSON return, the same object the MCP tool of kaimon mcp returns, and an error as " +
+		"the API's JSON error object {\"error\", \"code\"} on stderr.\n\n" +
+		"Agents are opened with a model string, which also picks the backend: %s\n\n" +
+		"A permission preset (--permission) sets what an agent may do without asking: %s. " +
+		"A request the preset leaves open waits for kaimon permit.\n\n" +
+		"Agents outlive the command that opened them: they live in the daemon until closed or until the daemon " +
+		"stops, then stay listed as dead, with their logs, until kaimon forget; kaimon open --id ID --resume " +
+		"reopens one with its conversation. Their events are described in kaimon-events(7)."
 )
 
 // exitCodes says what each exit code means; --help and the man page show it.
@@ -298,7 +311,14 @@ func helpTemplate(d manpage.Command) string {
 
 // Manual describes the app for its man page.
 func Manual(app *cli.App) manpage.App {
-	m := manpage.App{Name: app.Name, Summary: app.Usage, Description: appAbout, Example: appExample, ExitCodes: exitCodes}
+	var modelDoc string
+	for _, a := range verbs.ByName("agent_open").Args {
+		if a.Name == "model" {
+			modelDoc = a.Doc
+		}
+	}
+	desc := appAbout + "\n\n" + fmt.Sprintf(manAbout, modelDoc, strings.Join(verbs.PresetNames, ", "))
+	m := manpage.App{Name: app.Name, Summary: app.Usage, Description: desc, Example: appExample, ExitCodes: exitCodes}
 	for _, f := range app.Flags {
 		if fd, ok := flagDoc(f); ok {
 			m.Flags = append(m.Flags, fd)
