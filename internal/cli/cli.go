@@ -199,15 +199,15 @@ func needArgs(c *cli.Context, n int, names string) error {
 func openFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "model alias or id, optionally with /low|/medium|/high effort", Value: verbs.DefaultModel},
-		&cli.StringFlag{Name: "effort", Usage: "thinking effort: " + strings.Join(backend.Efforts, "|")},
-		&cli.StringFlag{Name: "permission", Aliases: []string{"p"}, Usage: "permission preset: " + strings.Join(backend.PresetNames, "|"), Value: verbs.DefaultPermission},
-		&cli.StringFlag{Name: "permission-mode", Usage: "override the preset's claude permission mode: " + strings.Join(backend.PermissionModes, "|")},
-		&cli.StringSliceFlag{Name: "allow", Usage: "allow a tool (repeatable); composes with the preset"},
+		&cli.StringFlag{Name: "effort", Usage: "thinking effort `LEVEL`: " + strings.Join(backend.Efforts, "|")},
+		&cli.StringFlag{Name: "permission", Aliases: []string{"p"}, Usage: "permission `PRESET`: " + strings.Join(backend.PresetNames, "|"), Value: verbs.DefaultPermission},
+		&cli.StringFlag{Name: "permission-mode", Usage: "override the preset's claude permission `MODE`: " + strings.Join(backend.PermissionModes, "|")},
+		&cli.StringSliceFlag{Name: "allow", Usage: "allow `TOOL` (repeatable); composes with the preset"},
 		&cli.BoolFlag{Name: "only", Usage: "make the --allow tools the agent's whole tool set"},
-		&cli.StringSliceFlag{Name: "disallow", Usage: "forbid a tool (repeatable); replaces the default recursion guard"},
+		&cli.StringSliceFlag{Name: "disallow", Usage: "forbid `TOOL` (repeatable); replaces the default recursion guard"},
 		&cli.BoolFlag{Name: "no-recursion-guard", Usage: "allow the agent to open and drive agents itself (disallowed_tools = [])"},
-		&cli.StringFlag{Name: "mcp-config", Usage: "--mcp-config JSON file for the agent"},
-		&cli.StringFlag{Name: "system-prompt", Usage: "text appended to the agent's system prompt"},
+		&cli.StringFlag{Name: "mcp-config", Usage: "--mcp-config JSON `FILE` for the agent"},
+		&cli.StringFlag{Name: "system-prompt", Usage: "`TEXT` appended to the agent's system prompt"},
 		&cli.StringFlag{Name: "id", Usage: "agent id to use (reopening a dead id reuses its slot, with a fresh conversation unless --resume)"},
 		&cli.BoolFlag{Name: "resume", Usage: "with --id of a dead agent: reopen it with its conversation; the flags not given come from its record"},
 	}
