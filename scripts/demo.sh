@@ -5,7 +5,8 @@
 #   - serves a fake model API on 127.0.0.1 (no account or network needed),
 #   - drives a real claude agent through kaimon: open, run, a tool turn,
 #     output, status, list, close — in a throwaway KAIMON_HOME.
-# With a logged-in claude of your own, skip the fake: see README "Use".
+# With a logged-in claude of your own, skip the fake: install the programs
+# and take README "A tour" (man kaimon has every command).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -40,6 +41,8 @@ k output "$id" --which full_turn --include-tools
 k status "$id"
 k list
 k close "$id"
-echo "== event log"
-head -c 600 "$KAIMON_HOME/cache/agents/$id.events.jsonl"; echo
+echo "== event log (the first lines, whole: one JSON event a line; see man/kaimon-events.7)"
+log="$KAIMON_HOME/cache/agents/$id.events.jsonl"
+head -n 4 "$log"
+echo "... $(wc -l <"$log") events in all"
 echo "demo ok"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install what the tests need, when it is missing: Go modules, the pinned
 # agent programs and MCP Inspector (package.json, npm ci), and a libzmq
-# subscriber for the bus tests (Debian's python3-zmq). Quick when all is
-# there already.
+# subscriber for the bus tests (Debian's python3-zmq), and man (man-db,
+# groff-base) for the man page tests. Quick when all is there already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== go modules"
@@ -25,3 +25,10 @@ if ! /usr/bin/python3 -c 'import zmq' 2>/dev/null; then
 	$sudo apt-get install -y --no-install-recommends python3-zmq
 fi
 /usr/bin/python3 -c 'import zmq; print("libzmq", zmq.zmq_version())'
+echo "== man, to render the man pages (man-db, groff-base)"
+if ! command -v man >/dev/null || ! command -v groff >/dev/null; then
+	sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
+	$sudo apt-get update
+	$sudo apt-get install -y --no-install-recommends man-db groff-base
+fi
+man --version

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/kaimon/kaimon/internal/daemon"
+	"github.com/kaimon/kaimon/internal/manpage"
 	"github.com/kaimon/kaimon/internal/version"
 )
 
@@ -20,8 +21,11 @@ func main() {
 		case "--version", "-v", "version":
 			fmt.Println("kaimon-agentd", version.String())
 			return
+		case "--help", "-h", "help":
+			fmt.Print(manpage.AgentdUsage())
+			return
 		default:
-			fmt.Fprintf(os.Stderr, "usage: kaimon-agentd [--version]\n\nkaimon-agentd takes no arguments; configure it with KAIMON_HOME, KAIMON_SOCK_DIR, KAIMON_CACHE_DIR, KAIMON_CONFIG (see man kaimon).\nUsually `kaimon` starts it for you, or `kaimon daemon start`.\n")
+			fmt.Fprintf(os.Stderr, "kaimon-agentd: unknown argument %q: it takes none but --help and --version\nRun 'kaimon-agentd --help' for usage.\n", os.Args[1])
 			os.Exit(2)
 		}
 	}

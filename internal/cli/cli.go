@@ -37,19 +37,13 @@ const (
 	ExitTimeout    = 4 // the turn did not end within --timeout
 )
 
-const exitCodesHelp = `EXIT CODES:
-   0  ok
-   1  error (bad argument, unknown agent, daemon unreachable, …)
-   2  usage (wrong command line)
-   3  the agent's turn failed (API error, crash, interrupted)
-   4  the turn did not end within --timeout (the agent keeps working)`
-
-// usageError marks an error in the command line itself.
-type usageError struct{ msg string }
+// usageError marks an error in the command line itself; help is the
+// command whose --help to point at ("kaimon run"), "" for kaimon's.
+type usageError struct{ msg, help string }
 
 func (e *usageError) Error() string { return e.msg }
 
-func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
 
 // Main runs the CLI with os.Args and returns the exit code.
 func Main() int {
@@ -73,7 +67,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func report(err error, stderr io.Writer) int {
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "kaimon: %s\nRun 'kaimon --help' for usage.\n", ue.msg)
+		help := ue.help
+		if help == "" {
+			help = "kaimon"
+		}
+		fmt.Fprintf(stderr, "kaimon: %s\nRun '%s --help' for usage.\n", ue.msg, help)
 		return ExitUsage
 	}
 	var je *jsonReported
@@ -109,19 +107,14 @@ func NewApp() *cli.App {
 		Name:    "kaimon",
 		Usage:   "drive headless coding agents from shells, CI jobs and other agents",
 		Version: version.String(),
-		Description: "kaimon opens AI agent sessions (the claude CLI) owned by the kaimon-agentd daemon, sends them turns, " +
-			"and reads their normalized {kind, turn, data} events. It starts the daemon when it is not running.\n\n" +
-			"   id=$(kaimon open .)\n   kaimon run $id 'summarize the failing tests'\n   kaimon status $id\n   kaimon close $id\n\n" + exitCodesHelp,
+		Description: appAbout + "\n\n" + indent(appExample, "   ") +
+			"\n\n" + exitCodesText(),
 		EnableBashCompletion: true,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "no-autostart", Usage: "fail instead of starting kaimon-agentd when it is not running", EnvVars: []string{"KAIMON_NO_AUTOSTART"}},
 		},
 		OnUsageError: func(c *cli.Context, err error, isSub bool) error {
 			return usagef("%v", err)
-		},
-		CommandNotFound: func(c *cli.Context, name string) {
-			fmt.Fprintf(c.App.ErrWriter, "kaimon: unknown command %q\nRun 'kaimon --help' for usage.\n", name)
-			cli.OsExiter(ExitUsage)
 		},
 		ExitErrHandler: func(c *cli.Context, err error) {}, // report() maps errors to codes
 		Commands: []*cli.Command{
@@ -131,9 +124,7 @@ func NewApp() *cli.App {
 			versionCmd(), doctorCmd(),
 		},
 	}
-	for _, c := range app.Commands {
-		c.OnUsageError = app.OnUsageError
-	}
+	finishTree(app)
 	return app
 }
 
@@ -209,15 +200,15 @@ func needArgs(c *cli.Context, n int, names string) error {
 func openFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "model alias or id, optionally with /low|/medium|/high effort", Value: verbs.DefaultModel},
-		&cli.StringFlag{Name: "effort", Usage: "thinking effort: " + strings.Join(backend.Efforts, "|")},
-		&cli.StringFlag{Name: "permission", Aliases: []string{"p"}, Usage: "permission preset: " + strings.Join(backend.PresetNames, "|"), Value: verbs.DefaultPermission},
-		&cli.StringFlag{Name: "permission-mode", Usage: "override the preset's claude permission mode: " + strings.Join(backend.PermissionModes, "|")},
-		&cli.StringSliceFlag{Name: "allow", Usage: "allow a tool (repeatable); composes with the preset"},
+		&cli.StringFlag{Name: "effort", Usage: "thinking effort `LEVEL`: " + strings.Join(backend.Efforts, "|")},
+		&cli.StringFlag{Name: "permission", Aliases: []string{"p"}, Usage: "permission `PRESET`: " + strings.Join(backend.PresetNames, "|"), Value: verbs.DefaultPermission},
+		&cli.StringFlag{Name: "permission-mode", Usage: "override the preset's claude permission `MODE`: " + strings.Join(backend.PermissionModes, "|")},
+		&cli.StringSliceFlag{Name: "allow", Usage: "allow `TOOL` (repeatable); composes with the preset"},
 		&cli.BoolFlag{Name: "only", Usage: "make the --allow tools the agent's whole tool set"},
-		&cli.StringSliceFlag{Name: "disallow", Usage: "forbid a tool (repeatable); replaces the default recursion guard"},
+		&cli.StringSliceFlag{Name: "disallow", Usage: "forbid `TOOL` (repeatable); replaces the default recursion guard"},
 		&cli.BoolFlag{Name: "no-recursion-guard", Usage: "allow the agent to open and drive agents itself (disallowed_tools = [])"},
-		&cli.StringFlag{Name: "mcp-config", Usage: "--mcp-config JSON file for the agent"},
-		&cli.StringFlag{Name: "system-prompt", Usage: "text appended to the agent's system prompt"},
+		&cli.StringFlag{Name: "mcp-config", Usage: "--mcp-config JSON `FILE` for the agent"},
+		&cli.StringFlag{Name: "system-prompt", Usage: "`TEXT` appended to the agent's system prompt"},
 		&cli.StringFlag{Name: "id", Usage: "agent id to use (reopening a dead id reuses its slot, with a fresh conversation unless --resume)"},
 		&cli.BoolFlag{Name: "resume", Usage: "with --id of a dead agent: reopen it with its conversation; the flags not given come from its record"},
 	}
@@ -405,7 +396,7 @@ func outputCmd() *cli.Command {
 	return verbCmd("agent_output", &cli.Command{
 		ArgsUsage: "ID",
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "turn", Usage: "turn number (default: the latest)"},
+			&cli.IntFlag{Name: "turn", Usage: "turn number", DefaultText: "the latest"},
 			&cli.StringFlag{Name: "which", Usage: "last_message | full_turn | all", Value: verbs.DefaultWhich},
 			&cli.BoolFlag{Name: "include-tools", Usage: "interleave one-line tool call summaries (full_turn, all)"},
 			&cli.IntFlag{Name: "max-chars", Usage: "cut the text to N characters", Value: verbs.DefaultMaxChars},
@@ -643,6 +634,8 @@ func daemonCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "daemon",
 		Usage: "Start, stop, restart or show kaimon-agentd",
+		Description: "kaimon-agentd owns every agent session and the event bus, one per user. kaimon starts it when " +
+			"it is not running (unless --no-autostart), so these are seldom needed; see kaimon-agentd(8).",
 		Subcommands: []*cli.Command{
 			{
 				Name: "start", Usage: "Start kaimon-agentd in the background (no-op if running)",

@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,21 +14,29 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/manpage"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
-var update = flag.Bool("update", false, "rewrite the generated man page and completions")
+var update = flag.Bool("update", false, "rewrite the generated man pages and completions")
 
-// generated returns the files made from the command tree: the man page and
+// manPages are the man pages, made from the command tree, the verb table,
+// the event kinds and the environment table.
+func manPages() map[string]string {
+	return map[string]string{
+		"man/kaimon.1":        manpage.Kaimon(Manual(NewApp())),
+		"man/kaimon-agentd.8": manpage.Agentd(),
+		"man/kaimon-events.7": manpage.Events(),
+	}
+}
+
+// generated returns the files made from the command tree: the man pages and
 // the shell completions. They are committed so that packagers and people
 // without the binary have them; this test fails when they are stale.
 func generated(t *testing.T) map[string]string {
 	app := NewApp()
-	man, err := app.ToManWithSection(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{"man/kaimon.1": man}
+	out := manPages()
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		s, err := Completion(app, sh)
 		if err != nil {
@@ -77,6 +89,7 @@ func TestCommandTreeHelp(t *testing.T) {
 		}
 	}
 	walk("", app.Commands)
+	testHelpAndUsageErrors(t, app)
 
 	// Where a verb argument is not a flag of the same (dashed) name.
 	positional := map[string]string{"agent_id": "ID", "text": "TEXT", "cwd": "[DIR]", "model": "MODEL",
@@ -125,4 +138,188 @@ func hasFlag(c *cli.Command, name string) bool {
 		}
 	}
 	return false
+}
+
+// run runs kaimon in process with args (after "kaimon"); with no daemon
+// and autostart off, so that a command that wrongly reaches for the daemon
+// fails instead of starting one.
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	t.Setenv("KAIMON_HOME", t.TempDir())
+	t.Setenv("KAIMON_NO_AUTOSTART", "1")
+	// A command that wrongly acts on stray arguments writes here, not in
+	// the user's home.
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	// `daemon start` starts a daemon whatever autostart says: one that went
+	// wrong must fail, not leave a daemon behind.
+	t.Setenv("KAIMON_AGENTD_BIN", filepath.Join(t.TempDir(), "no-kaimon-agentd"))
+	var out, errb bytes.Buffer
+	code = Run(context.Background(), append([]string{"kaimon"}, args...), strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// oneUsageError checks a usage error: nothing on stdout, exit 2, and on
+// stderr one line then the pointer to the command's own help.
+func oneUsageError(t *testing.T, args []string, help string) string {
+	t.Helper()
+	code, out, errs := run(t, args...)
+	lines := strings.Split(strings.TrimSuffix(errs, "\n"), "\n")
+	pointer := "Run '" + help + " --help' for usage."
+	if code != ExitUsage || out != "" || len(lines) != 2 || !strings.HasPrefix(lines[0], "kaimon: ") || lines[1] != pointer {
+		t.Errorf("kaimon %s: want exit 2, no output and one line + %q on stderr; got exit %d, stdout %q, stderr %q",
+			strings.Join(args, " "), pointer, code, out, errs)
+	}
+	return lines[0]
+}
+
+// testHelpAndUsageErrors walks every visible command: --help shows its
+// usage line with its arguments and an example; a bad flag, stray
+// arguments and (for a command with subcommands) an unknown subcommand are
+// usage errors naming its own help.
+func testHelpAndUsageErrors(t *testing.T, app *cli.App) {
+	var walk func(path []string, cmds []*cli.Command)
+	walk = func(path []string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			if c.Hidden || c.Name == "help" {
+				continue
+			}
+			args := append(append([]string{}, path...), c.Name)
+			name := "kaimon " + strings.Join(args, " ")
+
+			code, out, errs := run(t, append(args, "--help")...)
+			usage := name + " [options]"
+			if c.ArgsUsage != "" {
+				usage += " " + c.ArgsUsage
+			}
+			if len(c.Subcommands) > 0 {
+				usage = name + " COMMAND [options]"
+			}
+			if code != 0 || errs != "" || !strings.Contains(out, "USAGE:\n   "+usage+"\n") || !strings.Contains(out, "\nEXAMPLE:\n   ") {
+				t.Errorf("%s --help: want exit 0, the usage line %q and an EXAMPLE (a verb's Example in internal/verbs, "+
+					"else an entry in examples, internal/cli/help.go); got exit %d, stderr %q, stdout:\n%s", name, usage, code, errs, out)
+			}
+			for _, s := range c.Subcommands {
+				if !s.Hidden && !strings.Contains(out, "\n   "+s.Name+"  ") {
+					t.Errorf("%s --help does not list its subcommand %s:\n%s", name, s.Name, out)
+				}
+			}
+
+			oneUsageError(t, append(args, "--no-such-flag"), name)
+			if !strings.Contains(c.ArgsUsage, "…") && !strings.Contains(c.ArgsUsage, "...") {
+				// No command takes nine arguments.
+				oneUsageError(t, append(args, "a", "b", "c", "d", "e", "f", "g", "h", "i"), name)
+			}
+			if len(c.Subcommands) > 0 {
+				oneUsageError(t, append(args, "no-such-command"), name)
+				// `kaimon help daemon` lists the subcommands as `kaimon daemon --help` does.
+				if _, helped, _ := run(t, append([]string{"help"}, args...)...); helped != out {
+					t.Errorf("kaimon help %s differs from %s --help:\n%s", strings.Join(args, " "), name, helped)
+				}
+			}
+			walk(args, c.Subcommands)
+		}
+	}
+	walk(nil, app.Commands)
+	oneUsageError(t, []string{"--no-such-flag"}, "kaimon")
+}
+
+// An unknown command, subcommand or flag suggests the nearest one, when one is near.
+func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		help, want string
+	}{
+		{[]string{"sned", "x", "hi"}, "kaimon", `kaimon: unknown command "sned"; did you mean "send"?`},
+		{[]string{"stauts"}, "kaimon", `kaimon: unknown command "stauts"; did you mean "status"?`},
+		{[]string{"daemon", "strat"}, "kaimon daemon", `kaimon: unknown command "strat" for 'kaimon daemon'; did you mean "start"?`},
+		{[]string{"xyzzy"}, "kaimon", `kaimon: unknown command "xyzzy"`}, // nothing near: no guess
+		{[]string{"output", "x", "--whcih", "all"}, "kaimon output", `kaimon: flag provided but not defined: -whcih; did you mean "--which"?`},
+		{[]string{"status", "--bogus", "x"}, "kaimon status", `kaimon: flag provided but not defined: -bogus`},
+	} {
+		if got := oneUsageError(t, tc.args, tc.help); got != tc.want {
+			t.Errorf("kaimon %s: got %q, want %q", strings.Join(tc.args, " "), got, tc.want)
+		}
+	}
+}
+
+// The man pages render without a warning, and say what they must.
+func TestManPagesRender(t *testing.T) {
+	if _, err := exec.LookPath("man"); err != nil {
+		msg := "man is missing: scripts/setup-test.sh installs man-db and groff-base"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	root := filepath.Join("..", "..")
+	rendered := map[string]string{}
+	for path := range manPages() {
+		cmd := exec.Command("man", "--warnings", "-l", filepath.Join(root, path))
+		cmd.Env = append(os.Environ(), "MANWIDTH=80", "MANPAGER=cat", "PAGER=cat")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil || errb.Len() > 0 {
+			t.Errorf("man --warnings -l %s: %v\n%s", path, err, errb.String())
+		}
+		if out.Len() == 0 {
+			t.Errorf("man -l %s rendered nothing", path)
+		}
+		rendered[path] = out.String()
+	}
+
+	page := rendered["man/kaimon.1"]
+	for _, section := range []string{"NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "ENVIRONMENT", "FILES", "EXIT STATUS", "EXAMPLES", "SEE ALSO"} {
+		if !strings.Contains(page, "\n"+section+"\n") {
+			t.Errorf("kaimon.1 has no %s section", section)
+		}
+	}
+	for _, e := range manpage.Env {
+		if !tagged(page, e.Name) {
+			t.Errorf("kaimon.1 does not document %s", e.Name)
+		}
+	}
+	for _, c := range Manual(NewApp()).Commands {
+		// The page writes … as ... so that it renders in any locale.
+		if !strings.Contains(page, "\n   "+c.Path+"\n       "+strings.ReplaceAll(c.Synopsis, "…", "...")+"\n") {
+			t.Errorf("kaimon.1 has no subsection for %s with its usage line %q", c.Path, c.Synopsis)
+		}
+	}
+	if strings.Contains(page, "(default: the latest) (default: 0)") || strings.Contains(page, "__complete") {
+		t.Errorf("kaimon.1 states a default twice or shows a hidden command")
+	}
+	for _, k := range event.Kinds {
+		if !tagged(rendered["man/kaimon-events.7"], string(k)) {
+			t.Errorf("kaimon-events.7 does not document the kind %s", k)
+		}
+	}
+}
+
+// tagged says whether a rendered page has a tagged paragraph (.TP) for tag:
+// the tag alone on its line, or a short one followed by its text.
+func tagged(page, tag string) bool {
+	return strings.Contains(page, "\n       "+tag+"\n") || strings.Contains(page, "\n       "+tag+" ")
+}
+
+// With no daemon, `daemon status` says so and how to start one, exit 1;
+// it does not claim autostart is off when nobody turned it off.
+func TestDaemonStatusWhenDown(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no-autostart=%v", off), func(t *testing.T) {
+			t.Setenv("KAIMON_HOME", t.TempDir())
+			t.Setenv("KAIMON_NO_AUTOSTART", "")
+			t.Setenv("KAIMON_AGENTD_BIN", filepath.Join(t.TempDir(), "no-kaimon-agentd"))
+			args := []string{"kaimon", "daemon", "status"}
+			if off {
+				args = []string{"kaimon", "--no-autostart", "daemon", "status"}
+			}
+			var out, errb bytes.Buffer
+			code := Run(context.Background(), args, strings.NewReader(""), &out, &errb)
+			msg := errb.String()
+			if code != ExitError || out.Len() != 0 || !strings.Contains(msg, "kaimon-agentd is not running") ||
+				!strings.Contains(msg, "start it with `kaimon daemon start`") || strings.Contains(msg, "autostart is off") != off {
+				t.Errorf("%s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, out.String(), msg)
+			}
+		})
+	}
 }

@@ -171,8 +171,13 @@ func (c *Client) Ping(ctx context.Context) (*server.DaemonStatus, error) {
 // ensureDaemon starts the daemon when allowed and waits for its socket.
 func (c *Client) ensureDaemon(ctx context.Context, cause error, autostart bool) error {
 	if !autostart {
-		return &DaemonDownError{Socket: c.Paths.Socket(), Err: cause,
-			Hint: "start it with `kaimon daemon start` (autostart is off: --no-autostart or KAIMON_NO_AUTOSTART=1)"}
+		hint := "start it with `kaimon daemon start`"
+		// Only a client told not to autostart may say so; Ping and
+		// StopDaemon never start a daemon, whatever the settings.
+		if c.NoAutostart {
+			hint += " (autostart is off: --no-autostart or KAIMON_NO_AUTOSTART=1)"
+		}
+		return &DaemonDownError{Socket: c.Paths.Socket(), Err: cause, Hint: hint}
 	}
 	return c.StartDaemon(ctx)
 }

@@ -75,6 +75,9 @@ type Verb struct {
 	Summary string // one line
 	Doc     string // what it does, for tool descriptions and man pages
 	Returns string // the JSON it returns
+	// Example is a shell session using the verb's command, one command a
+	// line; the command's --help and the man page both show it.
+	Example string
 	Args    []Arg
 	// ReadOnly verbs change nothing; Destructive ones stop or remove
 	// something. MCP clients get both as tool annotations.
@@ -526,6 +529,7 @@ var All = []*Verb{
 		Summary: "Open an agent session in a directory",
 		Doc:     "Spawns and owns an agent process working in cwd. Events then stream on the bus channel agent:<id> and in the agent's event log.",
 		Returns: `{"agent_id": "<id>"}`,
+		Example: "id=$(kaimon open --model opus --permission lab ~/src/project)",
 		Args: []Arg{
 			{Name: "cwd", Type: TString, RequiredUnless: "resume", Doc: "Working directory for the agent. Must exist. Required, except to resume (then it is the agent's own)."},
 			{Name: "model", Type: TString, Default: DefaultModel, Doc: "Model alias or id, e.g. sonnet, opus, claude-sonnet-5; may carry an effort suffix (sonnet/high). acp:<agent>[:<model>] drives an ACP agent instead: acp:opencode, acp:claude (claude-agent-acp) or acp:gemini, e.g. acp:opencode:ollama/qwen2.5:14b."},
@@ -547,6 +551,7 @@ var All = []*Verb{
 		Summary: "Send a user turn (asynchronous)",
 		Doc:     "Writes a user turn and returns its number at once; the turn's events stream on agent:<id>. Pair with agent_output to dispatch, then poll.",
 		Returns: `{"turn": <n>}`,
+		Example: "turn=$(kaimon send $id 'add a test for the parser')",
 		Args:    []Arg{agentID, {Name: "text", Type: TString, Required: true, Doc: "The user's message."}},
 	}, func(s Service) func(context.Context, *SendArgs) (*SendResult, error) { return s.Send }),
 	verb(Verb{
@@ -554,6 +559,7 @@ var All = []*Verb{
 		Summary: "Send a turn and wait for it to end",
 		Doc:     "Sends a turn and blocks until it ends, returning the assistant's text. On timeout or agent death it is an error, and the agent lives on after a timeout.",
 		Returns: `{"text": "…"}`,
+		Example: "kaimon run $id 'summarize the failing tests'\nkaimon run -C . --timeout 5m 'what does main.go do?'",
 		Args: []Arg{agentID, {Name: "text", Type: TString, Required: true, Doc: "The user's message."},
 			{Name: "timeout", Type: TNumber, Default: DefaultTimeout, Range: TimeoutRange, Doc: "Seconds to wait for the turn to end."}},
 	}, func(s Service) func(context.Context, *RunArgs) (*RunResult, error) { return s.Run }),
@@ -562,6 +568,7 @@ var All = []*Verb{
 		Summary: "Read an agent's output (non-blocking)",
 		Doc:     "Returns a turn's output so far: partial while the agent is still working, final when done, and from the log once the agent is dead.",
 		Returns: `{"agent_id", "turn", "which", "status", "done", "text", "truncated", "dropped_chars", "usage"}`,
+		Example: "kaimon output $id --which full_turn --include-tools",
 		Args: []Arg{agentID,
 			{Name: "turn", Type: TInteger, Range: TurnRange, Doc: "Turn number; default (or 0) the latest."},
 			{Name: "which", Type: TString, Default: DefaultWhich, Enum: Whiches, Doc: "last_message: the turn's final assistant text block; full_turn: every assistant text block of the turn; all: every turn."},
@@ -573,6 +580,7 @@ var All = []*Verb{
 		Summary:  "Show an agent's status and token usage",
 		Doc:      "Reports the agent's lifecycle state, model, turn, session, log paths and summed token usage.",
 		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts", "reason", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}]}`,
+		Example:  "kaimon status $id --json | jq .usage",
 		Args:     []Arg{agentID},
 		ReadOnly: true,
 	}, func(s Service) func(context.Context, *StatusArgs) (*Status, error) { return s.Status }),
@@ -581,6 +589,7 @@ var All = []*Verb{
 		Summary: "Repoint a live agent at another model",
 		Doc:     "Switches the model of a live agent, keeping its conversation. switched is true only when the agent acknowledged it; otherwise close and reopen.",
 		Returns: `{"switched": bool}`,
+		Example: "kaimon set-model $id acp:opencode:ollama/qwen2.5:14b",
 		Args:    []Arg{agentID, {Name: "model", Type: TString, Required: true, Doc: "The model alias or id to switch to."}},
 	}, func(s Service) func(context.Context, *SetModelArgs) (*SetModelResult, error) { return s.SetModel }),
 	verb(Verb{
@@ -588,12 +597,14 @@ var All = []*Verb{
 		Summary: "List agents, live and dead",
 		Doc:     "Lists every agent the daemon knows, live and dead (also those of earlier daemons), each as its agent_status plus agent_id.",
 		Returns: `{"agents": [ …status… ]}`,
+		Example: "kaimon list --json | jq -r '.agents[].agent_id'",
 	}, func(s Service) func(context.Context, *ListArgs) (*ListResult, error) { return s.List }),
 	verb(Verb{
 		Name: "agent_interrupt", CLI: "interrupt", Destructive: true,
 		Summary: "Cancel the turn in flight",
 		Doc:     "Cancels the in-flight turn; the agent stays alive for the next one. interrupted is false when no turn was running. An agent that refuses or does not acknowledge the interrupt in time is an error (its turn may run on).",
 		Returns: `{"interrupted": bool}`,
+		Example: "kaimon interrupt $id",
 		Args:    []Arg{agentID},
 	}, func(s Service) func(context.Context, *InterruptArgs) (*InterruptResult, error) { return s.Interrupt }),
 	verb(Verb{
@@ -601,6 +612,7 @@ var All = []*Verb{
 		Summary: "Close an agent",
 		Doc:     "Stops the agent's process group; the slot is kept as dead for review, with its record and log on disk, until agent_forget. It can be reopened, or resumed with its conversation.",
 		Returns: `{"closed": bool}`,
+		Example: "kaimon close $id",
 		Args:    []Arg{agentID},
 	}, func(s Service) func(context.Context, *CloseArgs) (*CloseResult, error) { return s.Close }),
 	verb(Verb{
@@ -610,6 +622,7 @@ var All = []*Verb{
 			"A request nobody answers is denied after the daemon's permission timeout (permission_timeout in the config file, default 300 seconds). " +
 			"With always, the answer also holds for every later request of the same tool by this agent. Another permission event, carrying the decision, follows.",
 		Returns: `{"permitted": bool}`,
+		Example: "kaimon permit $id \"$request_id\" allow --always",
 		Args: []Arg{agentID,
 			{Name: "request_id", Type: TString, Required: true, Doc: "The requestId of the agent's pending permission event."},
 			{Name: "decision", Type: TString, Required: true, Enum: Decisions, Doc: "allow lets the tool call run; deny refuses it."},
@@ -622,6 +635,7 @@ var All = []*Verb{
 			"A live agent is refused (close it first), and an unknown id is an error; then nothing is forgotten. " +
 			"Dead agents are kept until forgotten, unless dead_kept in the config file sets how many to keep.",
 		Returns: `{"forgotten": ["<id>", …]}`,
+		Example: "kaimon forget --all-dead --older-than 7d --logs",
 		Args: []Arg{
 			{Name: "agent_ids", Type: TArray, Doc: "The dead agents to forget."},
 			{Name: "all_dead", Type: TBoolean, Default: false, Doc: "Forget every dead agent."},

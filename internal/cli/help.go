@@ -1,0 +1,352 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+	"github.com/xrash/smetrics"
+
+	"github.com/kaimon/kaimon/internal/manpage"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// What kaimon's own help and its man page say of the whole: one place each.
+const (
+	appAbout = "kaimon opens AI agent sessions (the claude CLI, ACP agents) owned by the kaimon-agentd daemon, " +
+		"sends them turns, and reads their normalized {kind, turn, data} events. It starts the daemon when it is not running."
+	appExample = "id=$(kaimon open .)\nkaimon run $id 'summarize the failing tests'\n" +
+		"turn=$(kaimon send $id 'now fix the first one')\n" +
+		"kaimon tail agent:$id --from-start --turn $turn --until-result --no-deltas\n" +
+		"kaimon output $id --turn $turn\nkaimon status $id\nkaimon close $id"
+	// manAbout follows appAbout in the man page's DESCRIPTION.
+	manAbout = "Output is for people by default: short, aligned, coloured on a terminal. With --json a verb's command " +
+		"prints exactly the verb's JSON return, the same object the MCP tool of kaimon mcp returns, and an error as " +
+		"the API's JSON error object {\"error\", \"code\"} on stderr.\n\n" +
+		"Agents are opened with a model string, which also picks the backend: %s\n\n" +
+		"A permission preset (--permission) sets what an agent may do without asking: %s. " +
+		"A request the preset leaves open waits for kaimon permit.\n\n" +
+		"Agents outlive the command that opened them: they live in the daemon until closed or until the daemon " +
+		"stops, then stay listed as dead, with their logs, until kaimon forget; kaimon open --id ID --resume " +
+		"reopens one with its conversation. Their events are described in kaimon-events(7)."
+)
+
+// exitCodes says what each exit code means; --help and the man page show it.
+var exitCodes = []manpage.ExitCode{
+	{Code: ExitOK, Meaning: "ok"},
+	{Code: ExitError, Meaning: "error (bad argument, unknown agent, daemon unreachable, ...)"},
+	{Code: ExitUsage, Meaning: "usage (wrong command line)"},
+	{Code: ExitTurnFailed, Meaning: "the agent's turn failed (API error, crash, interrupted)"},
+	{Code: ExitTimeout, Meaning: "the turn did not end within --timeout (the agent keeps working)"},
+}
+
+// examples of the commands that are not verbs, by path below kaimon; a
+// verb's example is its Example in the verb table. Every visible command
+// needs one (TestCommandTreeHelp).
+var examples = map[string]string{
+	"daemon":              "kaimon daemon status",
+	"daemon start":        "kaimon daemon start",
+	"daemon stop":         "kaimon daemon stop",
+	"daemon restart":      "export KAIMON_CLAUDE_BIN=~/bin/claude\nkaimon daemon restart",
+	"daemon status":       "kaimon daemon status --json | jq .bus",
+	"daemon logs":         "kaimon daemon logs -n 200 | grep refused",
+	"daemon install-unit": "kaimon daemon install-unit\nsystemctl --user daemon-reload && systemctl --user enable --now kaimon-agentd",
+	"version":             "kaimon version",
+	"doctor":              "kaimon doctor || echo 'fix the FAIL lines first'",
+	"mcp":                 "claude mcp add kaimon -- kaimon mcp",
+	"completion":          "kaimon completion bash > ~/.local/share/bash-completion/completions/kaimon",
+	"tail":                "kaimon tail agent:$id --from-start --no-deltas | jq -c 'select(.kind==\"result\")'",
+}
+
+func exitCodesText() string {
+	var b strings.Builder
+	b.WriteString("EXIT CODES:")
+	for _, e := range exitCodes {
+		fmt.Fprintf(&b, "\n   %d  %s", e.Code, e.Meaning)
+	}
+	return b.String()
+}
+
+func indent(s, by string) string {
+	return by + strings.ReplaceAll(s, "\n", "\n"+by)
+}
+
+// finishTree gives every command of app its help text, its usage errors
+// (one line naming its own --help, exit 2) and, for a command with
+// subcommands, a refusal of unknown ones with a suggestion.
+func finishTree(app *cli.App) {
+	app.Action = func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return unknownCommand(app.Commands, app.Name, c.Args().First())
+		}
+		return cli.ShowAppHelp(c)
+	}
+	app.CommandNotFound = func(c *cli.Context, name string) { // only `kaimon help NAME` comes here
+		report(unknownCommand(app.Commands, app.Name, name), c.App.ErrWriter)
+		cli.OsExiter(ExitUsage)
+	}
+	var walk func(parent string, cmds []*cli.Command)
+	walk = func(parent string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			path := parent + " " + c.Name
+			c.HelpName = path
+			flags := c.Flags
+			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+				msg := err.Error()
+				if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+					if s := suggestFlag(flags, name); s != "" {
+						msg += fmt.Sprintf("; did you mean %q?", s)
+					}
+				}
+				return &usageError{msg: msg, help: path}
+			}
+			if act := c.Action; act != nil {
+				noArgs := c.ArgsUsage == "" && len(c.Subcommands) == 0 && !c.Hidden && !c.SkipFlagParsing
+				c.Action = func(ctx *cli.Context) error {
+					if noArgs && ctx.NArg() > 0 {
+						// Rather than ignore them: `daemon start now` must not start anything.
+						return &usageError{msg: fmt.Sprintf("%s takes no arguments (got %q)", path, ctx.Args().First()), help: path}
+					}
+					err := act(ctx)
+					var ue *usageError
+					if errors.As(err, &ue) && ue.help == "" {
+						ue.help = path
+					}
+					return err
+				}
+			} else if len(c.Subcommands) > 0 {
+				subs := c.Subcommands
+				c.Action = func(ctx *cli.Context) error {
+					if ctx.NArg() > 0 {
+						return unknownCommand(subs, path, ctx.Args().First())
+					}
+					return cli.ShowSubcommandHelp(ctx)
+				}
+			}
+			walk(path, c.Subcommands)
+			if c.CustomHelpTemplate == "" {
+				c.CustomHelpTemplate = helpTemplate(commandDoc(app, path, c))
+			}
+		}
+	}
+	walk(app.Name, app.Commands)
+}
+
+// unknownCommand is the usage error for name among cmds, with the nearest
+// name when one is near enough.
+func unknownCommand(cmds []*cli.Command, parent, name string) error {
+	msg := fmt.Sprintf("unknown command %q", name)
+	if parent != "kaimon" {
+		msg = fmt.Sprintf("unknown command %q for '%s'", name, parent)
+	}
+	if s := suggest(cmds, name); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	return &usageError{msg: msg, help: parent}
+}
+
+// suggest returns the visible command name nearest to name by
+// Jaro-Winkler similarity (xrash/smetrics, as urfave/cli's own suggestions,
+// whose message cannot be worded as ours), or "" when none is near.
+func suggest(cmds []*cli.Command, name string) string {
+	const near = 0.7 // below this, the "nearest" is a guess, not a typo
+	best, score := "", near
+	for _, c := range cmds {
+		if c.Hidden {
+			continue
+		}
+		for _, n := range c.Names() {
+			if s := smetrics.JaroWinkler(name, n, 0.7, 4); s > score {
+				best, score = n, s
+			}
+		}
+	}
+	return best
+}
+
+// suggestFlag returns the visible flag nearest to name (given without its
+// dashes), dashed, or "" when none is near.
+func suggestFlag(flags []cli.Flag, name string) string {
+	best, score := "", 0.8 // flags are short: demand more than of commands
+	for _, f := range flags {
+		if vf, ok := f.(cli.VisibleFlag); ok && !vf.IsVisible() {
+			continue
+		}
+		for _, n := range f.Names() {
+			if s := smetrics.JaroWinkler(strings.TrimLeft(name, "-"), n, 0.7, 4); s > score {
+				best, score = n, s
+			}
+		}
+	}
+	switch {
+	case best == "":
+		return ""
+	case len(best) == 1:
+		return "-" + best
+	}
+	return "--" + best
+}
+
+// commandDoc describes c (at path) for its --help and the man page.
+func commandDoc(app *cli.App, path string, c *cli.Command) manpage.Command {
+	d := manpage.Command{Path: path, Summary: c.Usage, Description: c.Description}
+	switch {
+	case len(c.VisibleCommands()) > 0:
+		d.Synopsis = path + " COMMAND [options]"
+	case c.ArgsUsage != "":
+		d.Synopsis = path + " [options] " + c.ArgsUsage
+	default:
+		d.Synopsis = path + " [options]"
+	}
+	for _, f := range c.Flags {
+		if fd, ok := flagDoc(f); ok {
+			d.Flags = append(d.Flags, fd)
+		}
+	}
+	if !c.HideHelp {
+		d.Flags = append(d.Flags, manpage.Flag{Names: "-h, --help", Usage: "show this help"})
+	}
+	for _, s := range c.Subcommands {
+		if !s.Hidden {
+			d.Subcommands = append(d.Subcommands, commandDoc(app, path+" "+s.Name, s))
+		}
+	}
+	rel := strings.TrimPrefix(path, app.Name+" ")
+	if v := verbs.ByName(rel); v != nil && v.CLI == rel {
+		d.Example = v.Example
+	} else {
+		d.Example = examples[rel]
+	}
+	return d
+}
+
+// flagDoc describes f, with its default stated once: a flag's own
+// DefaultText, else its value when that is not the zero value.
+func flagDoc(f cli.Flag) (manpage.Flag, bool) {
+	df, ok := f.(cli.DocGenerationFlag)
+	if !ok {
+		return manpage.Flag{}, false
+	}
+	if vf, ok := f.(cli.VisibleFlag); ok && !vf.IsVisible() {
+		return manpage.Flag{}, false
+	}
+	placeholder, usage := unquoteUsage(df.GetUsage())
+	var short, long []string
+	for _, n := range f.Names() {
+		if len(n) == 1 {
+			short = append(short, "-"+n)
+		} else {
+			long = append(long, "--"+n)
+		}
+	}
+	names := strings.Join(append(short, long...), ", ")
+	if df.TakesValue() {
+		if placeholder == "" {
+			placeholder = valueName(f)
+		}
+		names += " " + placeholder
+	}
+	def := strings.Trim(df.GetDefaultText(), `"`)
+	if _, isBool := f.(*cli.BoolFlag); isBool && def == "false" || def == "0" || def == "[]" {
+		def = ""
+	}
+	return manpage.Flag{Names: names, Usage: usage, Default: def, Env: df.GetEnvVars()}, true
+}
+
+// valueName names a flag's value in usage lines: N for numbers, DURATION
+// for durations, else the flag's name in capitals.
+func valueName(f cli.Flag) string {
+	switch f.(type) {
+	case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:
+		return "N"
+	case *cli.DurationFlag:
+		return "DURATION"
+	}
+	return strings.ToUpper(strings.ReplaceAll(f.Names()[0], "-", "_"))
+}
+
+// helpText renders d as --help prints it.
+func helpText(d manpage.Command) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "NAME:\n   %s - %s\n\nUSAGE:\n   %s\n", d.Path, d.Summary, d.Synopsis)
+	if d.Description != "" {
+		fmt.Fprintf(&b, "\nDESCRIPTION:\n%s\n", indent(d.Description, "   "))
+	}
+	table := func(title string, rows [][2]string) {
+		fmt.Fprintf(&b, "\n%s:\n", title)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		for _, r := range rows {
+			fmt.Fprintf(tw, "   %s\t%s\n", r[0], r[1])
+		}
+		tw.Flush()
+	}
+	if len(d.Subcommands) > 0 {
+		var rows [][2]string
+		for _, s := range d.Subcommands {
+			rows = append(rows, [2]string{strings.TrimPrefix(s.Path, d.Path+" "), s.Summary})
+		}
+		table("COMMANDS", rows)
+	}
+	var rows [][2]string
+	for _, f := range d.Flags {
+		u := f.Usage
+		if f.Default != "" {
+			u += " (default: " + f.Default + ")"
+		}
+		if len(f.Env) > 0 {
+			u += " [$" + strings.Join(f.Env, ", $") + "]"
+		}
+		rows = append(rows, [2]string{f.Names, u})
+	}
+	table("OPTIONS", rows)
+	if d.Example != "" {
+		fmt.Fprintf(&b, "\nEXAMPLE:\n%s\n", indent(d.Example, "   "))
+	}
+	return strings.ReplaceAll(b.String(), "\n   \n", "\n\n")
+}
+
+// helpTemplate is d's help as a text/template urfave/cli prints: the text
+// itself, with any "{{" quoted.
+func helpTemplate(d manpage.Command) string {
+	return strings.ReplaceAll(helpText(d), "{{", `{{"{{"}}`)
+}
+
+// Manual describes the app for its man page.
+func Manual(app *cli.App) manpage.App {
+	var modelDoc string
+	for _, a := range verbs.ByName("agent_open").Args {
+		if a.Name == "model" {
+			modelDoc = a.Doc
+		}
+	}
+	desc := appAbout + "\n\n" + fmt.Sprintf(manAbout, modelDoc, strings.Join(verbs.PresetNames, ", "))
+	m := manpage.App{Name: app.Name, Summary: app.Usage, Description: desc, Example: appExample, ExitCodes: exitCodes}
+	for _, f := range app.Flags {
+		if fd, ok := flagDoc(f); ok {
+			m.Flags = append(m.Flags, fd)
+		}
+	}
+	for _, c := range app.Commands {
+		if !c.Hidden {
+			m.Commands = append(m.Commands, commandDoc(app, app.Name+" "+c.Name, c))
+		}
+	}
+	return m
+}
+
+// unquoteUsage splits a flag's usage into the `NAME` of its value and the
+// text without the backquotes, as urfave/cli's help does (its function for
+// it is not exported).
+func unquoteUsage(usage string) (name, text string) {
+	before, rest, ok := strings.Cut(usage, "`")
+	if !ok {
+		return "", usage
+	}
+	name, after, ok := strings.Cut(rest, "`")
+	if !ok {
+		return "", usage
+	}
+	return name, before + name + after
+}

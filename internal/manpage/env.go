@@ -1,0 +1,60 @@
+package manpage
+
+// Who reads an environment variable.
+const (
+	ByCLI    = "kaimon"
+	ByDaemon = "kaimon-agentd"
+	ByBoth   = "kaimon, kaimon-agentd"
+	ByAgents = "the agents"
+)
+
+// EnvVar is one environment variable kaimon reads, sets or passes on.
+type EnvVar struct {
+	Name    string
+	Default string // "" when unset has no value worth stating
+	ReadBy  string
+	Doc     string
+}
+
+// Env is the one table of the environment variables kaimon honours: both
+// man pages' ENVIRONMENT sections are written from it, and a test fails
+// when the code names a KAIMON_ variable it does not list.
+var Env = []EnvVar{
+	{Name: "KAIMON_HOME", ReadBy: ByBoth,
+		Doc: "Root of everything below when set: the cache is $KAIMON_HOME/cache/agents, the config file " +
+			"$KAIMON_HOME/config.json, the socket dir $KAIMON_HOME/sock. Tests and second installations set only this. " +
+			"The variables below still override their own path."},
+	{Name: "KAIMON_CACHE_DIR", Default: "~/.cache/kaimon/agents", ReadBy: ByBoth,
+		Doc: "The cache dir: event logs, agent records, agents' stderr logs, the pid file, the daemon's log and generated configs."},
+	{Name: "KAIMON_CONFIG", Default: "~/.config/kaimon/config.json", ReadBy: ByBoth, Doc: "The config file."},
+	{Name: "KAIMON_SOCK_DIR", Default: "/run/user/<uid>/kaimon, else ~/.cache/kaimon/sock", ReadBy: ByBoth,
+		Doc: "The socket dir (mode 0700): the control socket, the bus socket, the daemon's lock and door.json. " +
+			"Its default depends on the uid only, never on XDG_RUNTIME_DIR, so that an MCP client starting kaimon mcp " +
+			"with a bare environment reaches the daemon the user's shell started. Set it when the default path is " +
+			"too long for a unix socket."},
+	{Name: "KAIMON_NO_AUTOSTART", ReadBy: ByCLI,
+		Doc: "1: fail instead of starting kaimon-agentd when it is not running (as --no-autostart)."},
+	{Name: "KAIMON_AGENTD_BIN", Default: "kaimon-agentd beside kaimon, else on PATH", ReadBy: ByCLI,
+		Doc: "The kaimon-agentd program kaimon starts."},
+	{Name: "KAIMON_CLAUDE_BIN", Default: "claude on PATH", ReadBy: ByDaemon,
+		Doc: "The claude CLI the claude backend runs; wins over claude_bin in the config file."},
+	{Name: "KAIMON_OPENCODE_BIN", Default: "opencode on PATH", ReadBy: ByDaemon,
+		Doc: "The program of acp:opencode agents; wins over opencode_bin in the config file."},
+	{Name: "KAIMON_CLAUDE_ACP_BIN", Default: "claude-agent-acp on PATH", ReadBy: ByDaemon,
+		Doc: "The program of acp:claude agents; wins over claude_acp_bin in the config file."},
+	{Name: "KAIMON_GEMINI_BIN", Default: "gemini on PATH", ReadBy: ByDaemon,
+		Doc: "The program of acp:gemini agents; wins over gemini_bin in the config file."},
+	{Name: "KAIMON_PERMISSION_TIMEOUT", Default: "permission_timeout in the config file, else 300", ReadBy: ByDaemon,
+		Doc: "Seconds an agent's permission request waits for kaimon permit before it is denied."},
+	{Name: "KAIMON_AGENT_SESSION", ReadBy: ByAgents,
+		Doc: "Set by kaimon-agentd in each agent's environment to the agent's id, so that programs the agent runs " +
+			"(and the MCP door) know which agent they serve. Not read from the user's environment."},
+	{Name: "ANTHROPIC_*", ReadBy: ByAgents,
+		Doc: "Passed on to the claude CLI (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, ...). The daemon's agents get the " +
+			"environment the daemon was started with; kaimon names the KAIMON_*_BIN and ANTHROPIC_* variables that " +
+			"differ from the shell's (never their values): kaimon daemon restart then restarts it with this one."},
+	{Name: "PATH", ReadBy: ByBoth, Doc: "Where kaimon-agentd and the agent programs are looked up."},
+	{Name: "HOME", ReadBy: ByBoth, Doc: "The base of the default paths when KAIMON_HOME is unset; without it, the passwd entry's home."},
+	{Name: "NO_COLOR", ReadBy: ByCLI, Doc: "Set and not empty: kaimon prints no colour."},
+	{Name: "TERM", ReadBy: ByCLI, Doc: "dumb: kaimon prints no colour."},
+}

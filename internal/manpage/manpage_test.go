@@ -1,0 +1,137 @@
+package manpage
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/session"
+)
+
+// kaimonVars finds the KAIMON_ variables named in the repository's non-test
+// Go files, by file, skipping dir (this package, whose table names them all).
+func kaimonVars(t *testing.T, skip string) map[string][]string {
+	t.Helper()
+	re := regexp.MustCompile(`KAIMON_[A-Z][A-Z0-9_]*[A-Z0-9]`)
+	root := filepath.Join("..", "..")
+	found := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") && path != root) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() && filepath.Clean(path) == filepath.Clean(skip) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, name := range re.FindAllString(string(b), -1) {
+			found[name] = append(found[name], path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// Every KAIMON_ variable the code names is in the table, and every one the
+// table lists is named by the code.
+func TestEnvTableListsEveryKaimonVariable(t *testing.T) {
+	found := kaimonVars(t, filepath.Join("..", "..", "internal", "manpage"))
+	if len(found) == 0 {
+		t.Fatal("found no KAIMON_ variable in the code: the walk is broken")
+	}
+	listed := map[string]bool{}
+	for _, e := range Env {
+		listed[e.Name] = true
+	}
+	for name, files := range found {
+		if !listed[name] {
+			t.Errorf("%s (in %s) is not in manpage.Env: document it there", name, strings.Join(files, ", "))
+		}
+	}
+	for _, e := range Env {
+		if strings.HasPrefix(e.Name, "KAIMON_") && found[e.Name] == nil {
+			t.Errorf("manpage.Env lists %s, which no code names", e.Name)
+		}
+		if e.Doc == "" || e.ReadBy == "" {
+			t.Errorf("manpage.Env: %s has no Doc or ReadBy", e.Name)
+		}
+	}
+}
+
+// The FILES section's paths are those the code computes.
+func TestFilesAreWhereTheCodePutsThem(t *testing.T) {
+	for _, v := range []string{"KAIMON_HOME", "KAIMON_CACHE_DIR", "KAIMON_CONFIG", "KAIMON_SOCK_DIR"} {
+		t.Setenv(v, "")
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	p, err := config.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for got, want := range map[string]string{p.CacheDir: DefaultCacheDir, p.ConfigFile: DefaultConfig} {
+		if got != home+strings.TrimPrefix(want, "~") {
+			t.Errorf("config.Resolve says %s where the man page says %s", got, want)
+		}
+	}
+	if got, want := session.RecordPath("/c", "x"), "/c/x"+RecordSuffix; got != want {
+		t.Errorf("session.RecordPath = %s, the man page says %s", got, want)
+	}
+	keys := configKeys()
+	if !slices.Contains(keys, "permission_timeout") || !slices.Contains(keys, "dead_kept") {
+		t.Errorf("configKeys() = %v lacks keys of config.Config", keys)
+	}
+}
+
+// Every event kind is documented, and kaimon-events(7) says so.
+func TestEveryKindIsDocumented(t *testing.T) {
+	page := Events()
+	for _, k := range event.Kinds {
+		d, ok := event.Docs[k]
+		if !ok || d.Meaning == "" || d.Data == "" {
+			t.Errorf("event kind %s has no (complete) entry in event.Docs", k)
+		}
+		if !strings.Contains(page, ".TP\n\\fB"+esc(string(k))+"\\fR\n") {
+			t.Errorf("kaimon-events.7 has no paragraph for %s", k)
+		}
+	}
+	if len(event.Docs) != len(event.Kinds) {
+		t.Errorf("event.Docs has %d entries for %d kinds", len(event.Docs), len(event.Kinds))
+	}
+}
+
+func TestEscape(t *testing.T) {
+	for in, want := range map[string]string{
+		`--json`:     `\-\-json`,
+		`a\b`:        `a\eb`,
+		"x … y — z":  `x ... y \(em z`,
+		"ünï":        `\[u00FC]n\[u00EF]`,
+		"plain text": "plain text",
+	} {
+		if got := esc(in); got != want {
+			t.Errorf("esc(%q) = %q, want %q", in, got, want)
+		}
+	}
+	var r roff
+	r.prose(".hidden request\n'another")
+	if got := r.String(); got != "\\&.hidden request\n\\&'another\n" {
+		t.Errorf("a leading . or ' is not guarded: %q", got)
+	}
+}
