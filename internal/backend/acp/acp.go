@@ -32,6 +32,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/proc"
 )
 
@@ -62,7 +63,7 @@ type Backend struct {
 	sink    backend.Sink
 	agent   *Agent
 	model   string // asked for at open, "" for the agent's default
-	pol     backend.Policy
+	pol     *policy.Policy
 	bin     string
 	env     []string
 	logPath string
@@ -125,11 +126,11 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	if o.Effort != "" {
 		return nil, fmt.Errorf("effort is a claude CLI option; acp:%s takes none (drop --effort)", a.Name)
 	}
-	pol, err := backend.Resolve(&o)
+	pol, err := o.ResolvePolicy()
 	if err != nil {
 		return nil, err
 	}
-	if o.Only && o.MCPConfig != "" {
+	if pol.Only && o.MCPConfig != "" {
 		return nil, errors.New("only refuses a caller-supplied mcp_config: under only kaimon attaches its own server alone; drop mcp_config or only")
 	}
 	env := o.Env
@@ -191,7 +192,7 @@ func (b *Backend) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent cwd %q: %w", b.opts.Cwd, err)
 	}
-	if !b.pol.Preset.FS {
+	if !b.pol.FS() {
 		jail.Allowed = false
 		jail.Why = fmt.Sprintf("the %s preset denies the agent's native file tools, so kaimon refuses fs/* (use kaimon's tools)", b.pol.Preset.Name)
 	}
@@ -221,7 +222,7 @@ func (b *Backend) Start(ctx context.Context) error {
 		b.removeGenerated()
 		return err
 	}
-	if msg := Enforcement(b.agent, b.pol, &b.opts); msg != "" {
+	if msg := Enforcement(b.agent, b.pol); msg != "" {
 		b.emit(event.NewError(0, msg, map[string]any{"route": b.agent.Route.String(), "preset": b.pol.Preset.Name}))
 	}
 	if b.opts.SystemPrompt != "" && b.agent.Route == RoutePermissionOnly {

@@ -1,4 +1,9 @@
-package backend
+// Package policy owns kaimon's permission presets, their resolution from
+// agent_open's options, and the mapping between kaimon's tool names and
+// each vendor's. A Policy is resolved once, when an agent is opened, and
+// carried with the agent (backend.Options.Policy): every backend and the
+// MCP door ask it and none resolves presets again.
+package policy
 
 import (
 	"fmt"
@@ -55,9 +60,6 @@ var PresetNames = verbs.PresetNames
 // PermissionModes are the raw claude permission modes permission_mode takes.
 var PermissionModes = verbs.PermissionModes
 
-// Efforts are the effort levels accepted by effort and a model's suffix.
-var Efforts = verbs.Efforts
-
 // AgentVerbs are the kaimon verbs an owned agent must not call by default:
 // with them it could spawn or kill agents recursively. Every verb of the
 // table, so that a new verb cannot escape the guard.
@@ -77,38 +79,60 @@ var Subagents = []string{"Agent", "Task", "Workflow"}
 func RecursionGuard() []string {
 	out := make([]string, 0, len(AgentVerbs)+len(Subagents))
 	for _, v := range AgentVerbs {
-		out = append(out, KaimonServer+"__"+v)
+		out = append(out, KaimonTool(v))
 	}
 	return append(out, Subagents...)
 }
 
-// Policy is a resolved tool policy: what the agent may and may not call.
-type Policy struct {
-	Preset          Preset
-	Mode            string
-	Allow           []string
-	Deny            []string
-	SkipPermissions bool
+// Options are agent_open's permission options, as given.
+type Options struct {
+	Preset         string // "" is default
+	PermissionMode string
+	AllowedTools   []string
+	Only           bool
+	// DisallowedTools nil means "the default recursion guard"; an empty,
+	// non-nil slice means "no guard" (nested agents allowed).
+	DisallowedTools []string
 }
 
-// Resolve validates o's permission options and composes them as the spec
-// says: permission_mode overrides the preset's mode; allowed_tools composes
-// with the preset's allowlist, or replaces it under specialist; the
-// recursion guard (or the caller's disallowed_tools) joins the preset's
-// deny list.
-func Resolve(o *Options) (Policy, error) {
-	name := o.Permission
+// Policy is a resolved tool policy: what the agent may and may not call.
+// It is immutable once resolved; share it freely.
+type Policy struct {
+	Preset Preset
+	// Mode is the claude permission mode: the preset's, or permission_mode.
+	Mode string
+	// Allow is the allowlist: the preset's (unless it replaces it) and
+	// allowed_tools.
+	Allow []string
+	// Deny is the deny list: the preset's and the recursion guard, or the
+	// caller's disallowed_tools instead of the guard.
+	Deny            []string
+	SkipPermissions bool
+	// Only makes Allow the agent's whole tool set.
+	Only bool
+	// Guard says whether the door's recursion guard holds: everywhere but
+	// under disallowed_tools = [].
+	Guard bool
+}
+
+// Resolve validates o and composes it as the spec says: permission_mode
+// overrides the preset's mode; allowed_tools composes with the preset's
+// allowlist, or replaces it under specialist; the recursion guard (or the
+// caller's disallowed_tools) joins the preset's deny list.
+func Resolve(o Options) (*Policy, error) {
+	name := o.Preset
 	if name == "" {
 		name = "default"
 	}
 	p, ok := Presets[name]
 	if !ok {
-		return Policy{}, fmt.Errorf("unknown permission preset %q: use one of %s", name, strings.Join(PresetNames, ", "))
+		return nil, fmt.Errorf("unknown permission preset %q: use one of %s", name, strings.Join(PresetNames, ", "))
 	}
-	pol := Policy{Preset: p, Mode: p.Mode, SkipPermissions: p.SkipPermissions}
+	pol := &Policy{Preset: p, Mode: p.Mode, SkipPermissions: p.SkipPermissions, Only: o.Only,
+		Guard: !(o.DisallowedTools != nil && len(o.DisallowedTools) == 0)}
 	if o.PermissionMode != "" {
 		if !contains(PermissionModes, o.PermissionMode) {
-			return Policy{}, fmt.Errorf("unknown permission_mode %q: use one of %s", o.PermissionMode, strings.Join(PermissionModes, ", "))
+			return nil, fmt.Errorf("unknown permission_mode %q: use one of %s", o.PermissionMode, strings.Join(PermissionModes, ", "))
 		}
 		pol.Mode = o.PermissionMode
 	}
@@ -124,14 +148,65 @@ func Resolve(o *Options) (Policy, error) {
 	for _, t := range append(append([]string{}, pol.Allow...), pol.Deny...) {
 		switch t := strings.TrimSpace(t); {
 		case t == "":
-			return Policy{}, fmt.Errorf("empty tool name in allowed_tools or disallowed_tools")
+			return nil, fmt.Errorf("empty tool name in allowed_tools or disallowed_tools")
 		case strings.HasPrefix(t, "-"):
 			// The tool lists are the agent program's variadic flags: a
 			// name like a flag would be read as one.
-			return Policy{}, fmt.Errorf("tool name %q in allowed_tools or disallowed_tools looks like a flag: a tool's name begins with a letter", t)
+			return nil, fmt.Errorf("tool name %q in allowed_tools or disallowed_tools looks like a flag: a tool's name begins with a letter", t)
 		}
 	}
 	return pol, nil
+}
+
+// DenyAll is the policy of an agent whose options cannot be resolved: it
+// refuses every kaimon tool (the door's fallback; the session manager
+// refuses such an open before it gets there).
+func DenyAll() *Policy {
+	return &Policy{Preset: Presets["specialist"], Deny: []string{KaimonServer}, Guard: true}
+}
+
+// WholeSet says whether the allowlist is the agent's whole tool set: under
+// specialist, or under only.
+func (p *Policy) WholeSet() bool { return p.Preset.ReplaceAllow || p.Only }
+
+// Bypass says whether the agent runs without permission checks: bypass,
+// or permission_mode bypassPermissions.
+func (p *Policy) Bypass() bool { return p.SkipPermissions || p.Mode == "bypassPermissions" }
+
+// FS says whether the ACP fs/* callbacks are granted.
+func (p *Policy) FS() bool { return p.Preset.FS }
+
+// OnlyTools returns the built-in tool set under only: the tools the
+// allowlist names that are not MCP tools, each once and without its
+// argument pattern (Bash(git *) loads all of Bash). namesMCP says whether
+// the allowlist names MCP tools too.
+func (p *Policy) OnlyTools() (tools []string, namesMCP bool) {
+	seen := map[string]bool{}
+	for _, t := range p.Allow {
+		if strings.HasPrefix(t, "mcp__") {
+			namesMCP = true
+			continue
+		}
+		name := t
+		if i := strings.IndexByte(name, '('); i >= 0 {
+			name = name[:i]
+		}
+		name = strings.TrimSpace(name)
+		if name != "" && !seen[name] {
+			seen[name] = true
+			tools = append(tools, name)
+		}
+	}
+	return tools, namesMCP
+}
+
+// PresetDocs renders "name: doc" lines in the spec's order, for help texts.
+func PresetDocs() []string {
+	out := make([]string, 0, len(PresetNames))
+	for _, n := range PresetNames {
+		out = append(out, n+": "+Presets[n].Doc)
+	}
+	return out
 }
 
 func contains(list []string, s string) bool {
@@ -151,15 +226,6 @@ func dedupe(in []string) []string {
 			seen[v] = true
 			out = append(out, v)
 		}
-	}
-	return out
-}
-
-// PresetDocs renders "name: doc" lines in the spec's order, for help texts.
-func PresetDocs() []string {
-	out := make([]string, 0, len(PresetNames))
-	for _, n := range PresetNames {
-		out = append(out, n+": "+Presets[n].Doc)
 	}
 	return out
 }
