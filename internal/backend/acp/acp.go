@@ -21,7 +21,6 @@ import (
 	"log"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,6 +30,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/backend/host"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/proc"
@@ -39,21 +39,12 @@ import (
 // Timeouts.
 const (
 	// StopGrace is how long Close lets the agent's group exit on SIGTERM.
-	StopGrace = 3 * time.Second
+	StopGrace = host.StopGrace
 	// InterruptTimeout bounds the wait for a cancelled turn to end.
 	InterruptTimeout = 5 * time.Second
-	// writeTimeout bounds one write to the agent's stdin.
-	writeTimeout = 10 * time.Second
-	// drainDelay is how long the reader may go on after the agent exited.
-	drainDelay = 2 * time.Second
-	// hangupGrace is how long the agent may live on after its stdout
-	// closed (an exiting process closes it a moment before it is
-	// reaped); then it is stopped, as it can never be heard again.
-	hangupGrace = 2 * time.Second
 	// announceWait bounds how long a permission request waits for the
 	// announce of its tool call (which names the tool) to be mapped.
-	announceWait    = 300 * time.Millisecond
-	stderrTailBytes = 2048
+	announceWait = 300 * time.Millisecond
 )
 
 // Backend is one ACP agent process with one session. It implements
@@ -82,8 +73,8 @@ type Backend struct {
 	lines     *lineWatch    // the agent's stdout as the SDK reads it
 	turnEnded chan struct{} // closed and replaced when a turn ends
 
-	writeMu sync.Mutex
-	stdin   *os.File
+	// p is the agent's process once spawned (host.Process is nil-safe).
+	p atomic.Pointer[host.Process]
 
 	conn      *sdk.ClientSideConnection
 	sessionID sdk.SessionId
@@ -94,21 +85,14 @@ type Backend struct {
 	modelMethod bool
 	models      []string
 
-	asksMu  sync.Mutex
-	asks    map[int]context.CancelFunc
-	askSeq  int
-	askCtx  context.Context
-	askStop context.CancelFunc
+	asks    *host.Asks      // permission requests being decided
 	runCtx  context.Context // ends when the process is gone
 	runStop context.CancelFunc
 
 	infoMu   sync.Mutex
 	curModel string
 	queues   bool
-	pid      proc.Identity
 
-	child     *proc.Child
-	logStart  int64
 	done      chan struct{}
 	closeOnce sync.Once
 	generated []string // files and dirs removed at exit
@@ -143,14 +127,13 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	}
 	b := &Backend{
 		opts: o, sink: sink, agent: a, model: model, pol: pol, bin: bin,
-		env:       setEnv(env, "KAIMON_AGENT_SESSION", o.ID),
+		env:       host.SetEnv(env, "KAIMON_AGENT_SESSION", o.ID),
 		m:         NewMapper(),
 		turnEnded: make(chan struct{}),
-		asks:      map[int]context.CancelFunc{},
+		asks:      host.NewAsks(),
 		done:      make(chan struct{}),
 		curModel:  model,
 	}
-	b.askCtx, b.askStop = context.WithCancel(context.Background())
 	b.runCtx, b.runStop = context.WithCancel(context.Background())
 	if o.CacheDir != "" {
 		b.logPath = filepath.Join(o.CacheDir, o.ID+".log")
@@ -159,11 +142,7 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 }
 
 // Process identifies the agent's process, for the pid file.
-func (b *Backend) Process() proc.Identity {
-	b.infoMu.Lock()
-	defer b.infoMu.Unlock()
-	return b.pid
-}
+func (b *Backend) Process() proc.Identity { return b.p.Load().ID() }
 
 // Argv is the command line Start runs.
 func (b *Backend) Argv() []string { return append([]string{b.bin}, b.agent.Args...) }
@@ -182,11 +161,8 @@ func (b *Backend) Start(ctx context.Context) error {
 	b.started = true
 	b.emitMu.Unlock()
 
-	if st, err := os.Stat(b.opts.Cwd); err != nil || !st.IsDir() {
-		if err == nil {
-			err = errors.New("not a directory")
-		}
-		return fmt.Errorf("agent cwd %q: %w", b.opts.Cwd, err)
+	if err := host.CheckDir(b.opts.Cwd); err != nil {
+		return err
 	}
 	jail, err := NewJail(b.opts.Cwd)
 	if err != nil {
@@ -206,7 +182,7 @@ func (b *Backend) Start(ctx context.Context) error {
 		b.generated = append(b.generated, opencodeDir(&b.opts))
 		for _, kv := range add {
 			k, v, _ := strings.Cut(kv, "=")
-			env = setEnv(env, k, v)
+			env = host.SetEnv(env, k, v)
 		}
 	}
 	if b.agent.Name == "gemini" {
@@ -234,7 +210,7 @@ func (b *Backend) Start(ctx context.Context) error {
 // rejectedArgs says whether the last start failed because the program did
 // not know its arguments (yargs: "Unknown argument").
 func (b *Backend) rejectedArgs() bool {
-	return strings.Contains(strings.ToLower(b.stderrTail()), "unknown argument")
+	return strings.Contains(strings.ToLower(b.p.Load().StderrTail()), "unknown argument")
 }
 
 func (b *Backend) emit(ev event.Event) {
@@ -247,62 +223,21 @@ func (b *Backend) emit(ev event.Event) {
 
 // startWith spawns the program with args and runs the session setup.
 func (b *Backend) startWith(ctx context.Context, args []string) error {
-	var stderr *os.File
-	if b.logPath != "" {
-		if err := os.MkdirAll(filepath.Dir(b.logPath), 0o700); err != nil {
-			return fmt.Errorf("agent stderr log: %w", err)
-		}
-		f, err := os.OpenFile(b.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		if err != nil {
-			return fmt.Errorf("agent stderr log: %w", err)
-		}
-		defer f.Close()
-		if st, err := f.Stat(); err == nil {
-			b.logStart = st.Size()
-		}
-		stderr = f
-	}
-	inR, inW, err := os.Pipe()
+	p, err := host.Spawn(host.Spec{Name: "acp:" + b.agent.Name, Bin: b.bin, Args: args, Dir: b.opts.Cwd, Env: b.env, LogPath: b.logPath})
 	if err != nil {
 		return err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return err
-	}
-	cmd := exec.Command(b.bin, args...)
-	cmd.Dir = b.opts.Cwd
-	cmd.Env = b.env
-	cmd.Stdin, cmd.Stdout = inR, outW
-	if stderr != nil {
-		cmd.Stderr = stderr
-	}
-	child, err := proc.Start(cmd)
-	inR.Close()
-	outW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		return fmt.Errorf("starting acp:%s (%s): %w", b.agent.Name, b.bin, err)
 	}
 	done := make(chan struct{})
-	b.emitMu.Lock()
-	b.child, b.done = child, done
+	b.emitMu.Lock() // Close takes both at once
+	b.p.Store(p)
+	b.done = done
 	b.emitMu.Unlock()
-	b.writeMu.Lock()
-	b.stdin = inW
-	b.writeMu.Unlock()
-	b.infoMu.Lock()
-	b.pid = child.ID
-	b.infoMu.Unlock()
 
-	b.lines = &lineWatch{r: outR, max: SDKMaxLine}
-	conn := sdk.NewClientSideConnection(&client{b: b}, deadlineWriter{b}, b.lines)
+	b.lines = &lineWatch{r: p.Stdout, max: SDKMaxLine}
+	conn := sdk.NewClientSideConnection(&client{b: b}, p, b.lines)
 	conn.SetLogger(slog.New(slog.NewTextHandler(logWriter{prefix: "agent " + b.opts.ID + ": acp: "}, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	b.conn = conn
-	go b.watch(child, conn, outR, done)
+	go b.watch(p, conn, done)
 
 	err = b.setup(ctx)
 	if err == nil {
@@ -315,8 +250,8 @@ func (b *Backend) startWith(ctx context.Context, args []string) error {
 		b.emitMu.Unlock()
 	}
 	if err != nil {
-		b.inputClose()
-		child.Stop(StopGrace)
+		p.CloseInput()
+		p.Child.Stop(StopGrace)
 		<-done
 		return err
 	}
@@ -394,7 +329,7 @@ func (b *Backend) setSession(id sdk.SessionId) {
 // time, or answered with an error.
 func (b *Backend) refused(ctx context.Context, what string, err error) error {
 	select {
-	case <-b.child.Done():
+	case <-b.p.Load().Child.Done():
 		return b.exitedEarly()
 	default:
 	}
@@ -527,71 +462,36 @@ func rpcMessage(err error) string {
 	return err.Error()
 }
 
-// watch waits for the process and its stdout, then reports the exit.
-// Whichever ends first, the other is waited for only so long: a straggler
-// holding stdout after the exit is cut off, and an agent living on after
-// its stdout closed (or the JSON-RPC stream broke) is stopped.
-func (b *Backend) watch(child *proc.Child, conn *sdk.ClientSideConnection, out *os.File, done chan struct{}) {
-	select {
-	case <-child.Done():
-		select {
-		case <-conn.Done():
-		case <-time.After(drainDelay):
-			out.Close() // a straggler holds stdout: stop reading
-			<-conn.Done()
-		}
-	case <-conn.Done():
-		select {
-		case <-child.Done():
-		case <-time.After(hangupGrace):
-			b.emitMu.Lock()
-			b.hungUp = !b.closing
-			b.emitMu.Unlock()
-			child.Stop(StopGrace)
-		}
-	}
-	out.Close()
-	b.finish(child, done)
+// watch waits for the process and its stdout (here, the JSON-RPC
+// stream), then reports the exit (see host.Process.Watch).
+func (b *Backend) watch(p *host.Process, conn *sdk.ClientSideConnection, done chan struct{}) {
+	p.Watch(conn.Done(), func() {
+		b.emitMu.Lock()
+		b.hungUp = !b.closing
+		b.emitMu.Unlock()
+	})
+	b.finish(p, done)
 }
 
 // finish reports the process's exit: once, after everything it printed.
-func (b *Backend) finish(child *proc.Child, done chan struct{}) {
-	desc := child.ExitDescription()
-	code := child.ExitCode()
-	child.Stop(0) // the leader is gone; so must be its group
+func (b *Backend) finish(p *host.Process, done chan struct{}) {
+	b.emitMu.Lock()
+	msg := p.Ended(b.hungUp, "closed its stdout (or broke the JSON-RPC stream)")
+	b.emitMu.Unlock()
+	if b.lines.overlong() {
+		msg = fmt.Sprintf("acp:%s printed a stdout line of %d bytes or more, over the ACP SDK's limit, which ends the JSON-RPC stream; kaimon stopped it (%s)", b.agent.Name, SDKMaxLine, p.Child.ExitDescription())
+	}
+	p.Child.Stop(0) // the leader is gone; so must be its group
 	b.runStop()
-	b.askStop()
-	b.inputClose()
+	b.asks.Stop()
+	p.CloseInput()
 
 	b.emitMu.Lock()
 	b.exited = true
 	report := b.ready
 	var exitErr error
 	if report {
-		if b.closing {
-			for _, ev := range b.m.Abort(event.StopCancelled, "the agent was closed") {
-				b.sink.Emit(ev)
-			}
-		} else {
-			msg := fmt.Sprintf("acp:%s exited with code %d", b.agent.Name, code)
-			switch {
-			case b.lines.overlong():
-				msg = fmt.Sprintf("acp:%s printed a stdout line of %d bytes or more, over the ACP SDK's limit, which ends the JSON-RPC stream; kaimon stopped it (%s)", b.agent.Name, SDKMaxLine, desc)
-			case b.hungUp:
-				msg = "acp:" + b.agent.Name + " closed its stdout (or broke the JSON-RPC stream) but kept running, so kaimon stopped it (" + desc + ")"
-			case !strings.HasPrefix(desc, "exit code"):
-				msg = "acp:" + b.agent.Name + " was " + desc
-			}
-			tail := b.stderrTail()
-			b.sink.Emit(event.NewError(b.m.Current(), msg, map[string]any{"exitCode": code, "stderrTail": tail}))
-			for _, ev := range b.m.Abort(event.StopError, msg) {
-				b.sink.Emit(ev)
-			}
-			if tail != "" {
-				msg += "; its stderr ends:\n" + tail
-			}
-			exitErr = errors.New(msg)
-		}
+		exitErr = p.Report(b.sink, b.m, b.closing, msg)
 		b.signalTurnEnd()
 	}
 	b.emitMu.Unlock()
@@ -614,20 +514,7 @@ func (b *Backend) signalTurnEnd() {
 	b.turnEnded = make(chan struct{})
 }
 
-func (b *Backend) exitedEarly() error {
-	<-b.child.Done()
-	msg := "acp:" + b.agent.Name + " exited before it was ready: " + b.child.ExitDescription()
-	if tail := b.stderrTail(); tail != "" {
-		msg += "; its stderr ends:\n" + tail
-	} else if b.logPath != "" {
-		msg += " (nothing on stderr; log " + b.logPath + ")"
-	}
-	return errors.New(msg)
-}
-
-func (b *Backend) stderrTail() string {
-	return proc.LogTail(b.logPath, b.logStart, stderrTailBytes)
-}
+func (b *Backend) exitedEarly() error { return b.p.Load().ExitedEarly(false) }
 
 // Send sends turn, or queues it behind the turn in flight: kaimon sends
 // one prompt at a time (see Mapper), whatever the agent declares.
@@ -757,17 +644,17 @@ func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
 		b.emitMu.Lock()
 		b.closing = true
-		child, done := b.child, b.done
+		p, done := b.p.Load(), b.done
 		b.emitMu.Unlock()
-		if child == nil {
+		if p == nil {
 			return
 		}
-		b.inputClose()
+		p.CloseInput()
 		// The leader first: claude-agent-acp's claude CLI writes the
 		// session's transcript (which a resume loads) a moment after a
 		// turn, and a SIGTERM of its own loses what is unwritten; told by
 		// its input ending, it writes it and exits.
-		child.StopLeaderFirst(StopGrace)
+		p.Child.StopLeaderFirst(StopGrace)
 		<-done
 	})
 	return nil
@@ -782,30 +669,6 @@ func (b *Backend) Info() backend.Info {
 		model += ":" + b.curModel
 	}
 	return backend.Info{SessionID: string(b.sessionID), Model: model, QueuesPrompts: b.queues}
-}
-
-func (b *Backend) inputClose() {
-	b.writeMu.Lock()
-	defer b.writeMu.Unlock()
-	if b.stdin != nil {
-		b.stdin.Close()
-		b.stdin = nil
-	}
-}
-
-// deadlineWriter is the agent's stdin with a deadline on every write, so
-// that an agent that stopped reading cannot hang kaimon.
-type deadlineWriter struct{ b *Backend }
-
-func (w deadlineWriter) Write(p []byte) (int, error) {
-	w.b.writeMu.Lock()
-	f := w.b.stdin
-	w.b.writeMu.Unlock()
-	if f == nil {
-		return 0, proc.ErrExited
-	}
-	_ = f.SetWriteDeadline(time.Now().Add(writeTimeout))
-	return f.Write(p)
 }
 
 // logWriter sends the SDK's diagnostics to the daemon's log.

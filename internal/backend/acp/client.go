@@ -101,30 +101,11 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 // the request is withdrawn (ctx), the turn is interrupted, or the process
 // is gone.
 func (b *Backend) registerAsk(ctx context.Context) (context.Context, func()) {
-	actx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(b.askCtx, cancel)
-	b.asksMu.Lock()
-	b.askSeq++
-	n := b.askSeq
-	b.asks[n] = cancel
-	b.asksMu.Unlock()
-	return actx, func() {
-		stop()
-		cancel()
-		b.asksMu.Lock()
-		delete(b.asks, n)
-		b.asksMu.Unlock()
-	}
+	return b.asks.Begin(ctx, "")
 }
 
 // cancelAsks ends every pending permission request (an interrupt).
-func (b *Backend) cancelAsks() {
-	b.asksMu.Lock()
-	defer b.asksMu.Unlock()
-	for _, cancel := range b.asks {
-		cancel()
-	}
-}
+func (b *Backend) cancelAsks() { b.asks.CancelAll() }
 
 // ReadTextFile reads inside the cwd only (fs.go); a missing file reads as
 // empty.
