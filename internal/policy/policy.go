@@ -200,6 +200,23 @@ func (p *Policy) OnlyTools() (tools []string, namesMCP bool) {
 	return tools, namesMCP
 }
 
+// Offers says whether an agent whose tool set kaimon itself offers (a
+// local model's tool loop) is to be offered tool, by kaimon's name of it
+// (see NativeToolName): not when the deny list names it, and where the
+// allowlist is the whole set (specialist, only) only when the allowlist
+// names it, whole or with an argument pattern. What it offers may still
+// be asked about: see Permission.
+func (p *Policy) Offers(tool string) bool {
+	if NamesTool(p.Deny, tool) {
+		return false
+	}
+	if !p.WholeSet() || NamesTool(p.Allow, tool) {
+		return true
+	}
+	tools, _ := p.OnlyTools()
+	return contains(tools, tool)
+}
+
 // PresetDocs renders "name: doc" lines in the spec's order, for help texts.
 func PresetDocs() []string {
 	out := make([]string, 0, len(PresetNames))

@@ -157,3 +157,35 @@ func TestNativeToolName(t *testing.T) {
 		}
 	}
 }
+
+// What a tool loop kaimon runs offers the model (issue 11: notebook no
+// native tools, specialist and only what allowed_tools names).
+func TestOffers(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string // sample's tools: o offered, - not
+	}{
+		{Options{}, "oooo--o"},
+		{Options{Preset: "notebook"}, "---o--o"},
+		{Options{Preset: "notebook", DisallowedTools: []string{}}, "---oooo"},
+		{Options{Preset: "specialist", AllowedTools: []string{"Bash(git *)", "WebFetch"}}, "---o---"},
+		{Options{Only: true, AllowedTools: []string{"Bash(git *)", "Read"}}, "oo-----"},
+		{Options{Preset: "bypass"}, "oooo--o"},
+	} {
+		p, err := Resolve(tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, tool := range sample {
+			if p.Offers(tool) {
+				got += "o"
+			} else {
+				got += "-"
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%+v: offers %s, want %s", tc.o, got, tc.want)
+		}
+	}
+}
