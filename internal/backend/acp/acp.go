@@ -60,16 +60,11 @@ type Backend struct {
 	logPath string
 	jail    *Jail
 
-	// emitMu serializes the mapper and every call to sink.Emit, and
+	// life's lock serializes the mapper and every call to sink.Emit, and
 	// guards the state below it.
-	emitMu    sync.Mutex
+	life      host.Life
 	m         *Mapper
-	started   bool
-	ready     bool
-	exited    bool
-	closing   bool
 	loading   bool          // session/load replays the old conversation: not events
-	hungUp    bool          // the agent closed its stdout and lived on: kaimon stopped it
 	lines     *lineWatch    // the agent's stdout as the SDK reads it
 	turnEnded chan struct{} // closed and replaced when a turn ends
 
@@ -153,13 +148,9 @@ func (b *Backend) Argv() []string { return append([]string{b.bin}, b.agent.Args.
 // returns once a turn can be sent. On failure the process is gone and the
 // error is the whole report.
 func (b *Backend) Start(ctx context.Context) error {
-	b.emitMu.Lock()
-	if b.started || b.closing {
-		b.emitMu.Unlock()
-		return errors.New("acp backend: Start called twice, or after Close")
+	if err := b.life.Begin("acp backend"); err != nil {
+		return err
 	}
-	b.started = true
-	b.emitMu.Unlock()
 
 	if err := host.CheckDir(b.opts.Cwd); err != nil {
 		return err
@@ -214,9 +205,9 @@ func (b *Backend) rejectedArgs() bool {
 }
 
 func (b *Backend) emit(ev event.Event) {
-	b.emitMu.Lock()
-	defer b.emitMu.Unlock()
-	if !b.exited {
+	b.life.Lock()
+	defer b.life.Unlock()
+	if !b.life.Exited() {
 		b.sink.Emit(ev)
 	}
 }
@@ -228,10 +219,10 @@ func (b *Backend) startWith(ctx context.Context, args []string) error {
 		return err
 	}
 	done := make(chan struct{})
-	b.emitMu.Lock() // Close takes both at once
+	b.life.Lock() // Close takes both at once
 	b.p.Store(p)
 	b.done = done
-	b.emitMu.Unlock()
+	b.life.Unlock()
 
 	b.lines = &lineWatch{r: p.Stdout, max: SDKMaxLine}
 	conn := sdk.NewClientSideConnection(&client{b: b}, p, b.lines)
@@ -240,14 +231,8 @@ func (b *Backend) startWith(ctx context.Context, args []string) error {
 	go b.watch(p, conn, done)
 
 	err = b.setup(ctx)
-	if err == nil {
-		b.emitMu.Lock()
-		if b.exited {
-			err = b.exitedEarly()
-		} else {
-			b.ready = true
-		}
-		b.emitMu.Unlock()
+	if err == nil && !b.life.MarkReady() {
+		err = b.exitedEarly()
 	}
 	if err != nil {
 		p.CloseInput()
@@ -367,13 +352,13 @@ func (b *Backend) session(ctx context.Context, caps sdk.AgentCapabilities, serve
 		b.setSession(sess.SessionId)
 		return sessionState{sess.ConfigOptions, sess.Models, sess.Modes}, nil
 	case caps.LoadSession:
-		b.emitMu.Lock()
+		b.life.Lock()
 		b.loading = true
-		b.emitMu.Unlock()
+		b.life.Unlock()
 		sess, err := b.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: b.opts.Cwd, McpServers: servers, Meta: meta})
-		b.emitMu.Lock()
+		b.life.Lock()
 		b.loading = false
-		b.emitMu.Unlock()
+		b.life.Unlock()
 		if err != nil {
 			return sessionState{}, fail("session/load of session "+string(id), err)
 		}
@@ -465,19 +450,15 @@ func rpcMessage(err error) string {
 // watch waits for the process and its stdout (here, the JSON-RPC
 // stream), then reports the exit (see host.Process.Watch).
 func (b *Backend) watch(p *host.Process, conn *sdk.ClientSideConnection, done chan struct{}) {
-	p.Watch(conn.Done(), func() {
-		b.emitMu.Lock()
-		b.hungUp = !b.closing
-		b.emitMu.Unlock()
-	})
+	p.Watch(conn.Done(), b.life.HangUp)
 	b.finish(p, done)
 }
 
 // finish reports the process's exit: once, after everything it printed.
 func (b *Backend) finish(p *host.Process, done chan struct{}) {
-	b.emitMu.Lock()
-	msg := p.Ended(b.hungUp, "closed its stdout (or broke the JSON-RPC stream)")
-	b.emitMu.Unlock()
+	b.life.Lock()
+	msg := p.Ended(b.life.HungUp(), "closed its stdout (or broke the JSON-RPC stream)")
+	b.life.Unlock()
 	if b.lines.overlong() {
 		msg = fmt.Sprintf("acp:%s printed a stdout line of %d bytes or more, over the ACP SDK's limit, which ends the JSON-RPC stream; kaimon stopped it (%s)", b.agent.Name, SDKMaxLine, p.Child.ExitDescription())
 	}
@@ -486,15 +467,14 @@ func (b *Backend) finish(p *host.Process, done chan struct{}) {
 	b.asks.Stop()
 	p.CloseInput()
 
-	b.emitMu.Lock()
-	b.exited = true
-	report := b.ready
+	b.life.Lock()
+	report := b.life.Exit()
 	var exitErr error
 	if report {
-		exitErr = p.Report(b.sink, b.m, b.closing, msg)
+		exitErr = p.Report(b.sink, b.m, b.life.Closing(), msg)
 		b.signalTurnEnd()
 	}
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if report {
 		b.removeGenerated()
 		b.sink.Exited(exitErr)
@@ -508,7 +488,7 @@ func (b *Backend) removeGenerated() {
 	}
 }
 
-// signalTurnEnd wakes Interrupt's wait; emitMu held.
+// signalTurnEnd wakes Interrupt's wait; life's lock held.
 func (b *Backend) signalTurnEnd() {
 	close(b.turnEnded)
 	b.turnEnded = make(chan struct{})
@@ -519,20 +499,16 @@ func (b *Backend) exitedEarly() error { return b.p.Load().ExitedEarly(false) }
 // Send sends turn, or queues it behind the turn in flight: kaimon sends
 // one prompt at a time (see Mapper), whatever the agent declares.
 func (b *Backend) Send(turn int, text string) error {
-	b.emitMu.Lock()
-	switch {
-	case !b.ready:
-		b.emitMu.Unlock()
-		return errors.New("acp agent is not started")
-	case b.exited || b.closing:
-		b.emitMu.Unlock()
-		return proc.ErrExited
+	b.life.Lock()
+	if err := b.life.SendErr("acp agent"); err != nil {
+		b.life.Unlock()
+		return err
 	}
 	evs, active := b.m.Push(turn, text)
 	for _, ev := range evs {
 		b.sink.Emit(ev)
 	}
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if active {
 		go b.prompt(Turn{Number: turn, Text: text})
 	}
@@ -546,9 +522,9 @@ func (b *Backend) prompt(t Turn) {
 	if err != nil && b.runCtx.Err() != nil {
 		return // the process is gone: finish reports the turn
 	}
-	b.emitMu.Lock()
-	if b.exited {
-		b.emitMu.Unlock()
+	b.life.Lock()
+	if b.life.Exited() {
+		b.life.Unlock()
 		return
 	}
 	var evs []event.Event
@@ -557,7 +533,7 @@ func (b *Backend) prompt(t Turn) {
 		select {
 		case <-b.conn.Done():
 			// The agent went away mid-turn: finish says how.
-			b.emitMu.Unlock()
+			b.life.Unlock()
 			return
 		default:
 		}
@@ -569,7 +545,7 @@ func (b *Backend) prompt(t Turn) {
 		b.sink.Emit(ev)
 	}
 	b.signalTurnEnd()
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if next != nil {
 		b.prompt(*next)
 	}
@@ -580,15 +556,15 @@ func (b *Backend) prompt(t Turn) {
 // for the turn to end. False, and no error, if no turn was in flight; an
 // error if the turn did not end within InterruptTimeout (it may run on).
 func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
-	b.emitMu.Lock()
+	b.life.Lock()
 	turn, ok := b.m.Active()
-	if !ok || !b.ready || b.exited || b.closing {
-		b.emitMu.Unlock()
+	if !ok || !b.life.Live() {
+		b.life.Unlock()
 		return false, nil
 	}
 	b.m.MarkInterrupted(turn)
 	ended := b.turnEnded
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if err := b.conn.Cancel(ctx, sdk.CancelNotification{SessionId: b.sessionID}); err != nil {
 		return false, fmt.Errorf("session/cancel: %s", rpcMessage(err))
 	}
@@ -625,9 +601,9 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 	if id == "" {
 		return false, errors.New("no model named")
 	}
-	b.emitMu.Lock()
-	live := b.ready && !b.exited && !b.closing
-	b.emitMu.Unlock()
+	b.life.Lock()
+	live := b.life.Live()
+	b.life.Unlock()
 	if !live {
 		return false, nil
 	}
@@ -642,10 +618,10 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 // (claude-agent-acp does not exit on stdin close).
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
-		b.emitMu.Lock()
-		b.closing = true
+		b.life.Lock()
+		b.life.SetClosing()
 		p, done := b.p.Load(), b.done
-		b.emitMu.Unlock()
+		b.life.Unlock()
 		if p == nil {
 			return
 		}

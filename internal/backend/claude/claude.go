@@ -46,15 +46,10 @@ type Backend struct {
 	env     []string
 	logPath string // stderr log, "" without a cache dir
 
-	// emitMu serializes the mapper and every call to sink.Emit, and
-	// guards the state below it.
-	emitMu  sync.Mutex
-	m       *Mapper
-	started bool // Start was called
-	ready   bool // Start succeeded
-	exited  bool // the process is gone and the reader done: no more Emit
-	closing bool // Close was called
-	hungUp  bool // the CLI closed its stdout and lived on: kaimon stopped it
+	// life's lock serializes the mapper and every call to sink.Emit, and
+	// guards m.
+	life host.Life
+	m    *Mapper
 
 	// p is the CLI's process once spawned (host.Process is nil-safe).
 	p atomic.Pointer[host.Process]
@@ -177,13 +172,9 @@ func (b *Backend) Process() proc.Identity { return b.p.Load().ID() }
 // nothing else before the first user message. If the process exits first,
 // or ctx ends, the process is stopped and Start returns an error.
 func (b *Backend) Start(ctx context.Context) error {
-	b.emitMu.Lock()
-	if b.started || b.closing {
-		b.emitMu.Unlock()
-		return errors.New("claude backend: Start called twice, or after Close")
+	if err := b.life.Begin("claude backend"); err != nil {
+		return err
 	}
-	b.started = true
-	b.emitMu.Unlock()
 
 	if err := host.CheckDir(b.opts.Cwd); err != nil {
 		return err
@@ -234,14 +225,8 @@ func (b *Backend) Start(ctx context.Context) error {
 		}
 	}
 	b.forget("init-1")
-	if err == nil {
-		b.emitMu.Lock()
-		if b.exited {
-			err = b.exitedEarly()
-		} else {
-			b.ready = true
-		}
-		b.emitMu.Unlock()
+	if err == nil && !b.life.MarkReady() {
+		err = b.exitedEarly()
 	}
 	if err != nil {
 		p.CloseInput()
@@ -257,9 +242,9 @@ func (b *Backend) Start(ctx context.Context) error {
 func (b *Backend) exitedEarly() error {
 	p := b.p.Load()
 	<-p.Child.Done()
-	b.emitMu.Lock()
-	hungUp := b.hungUp
-	b.emitMu.Unlock()
+	b.life.Lock()
+	hungUp := b.life.HungUp()
+	b.life.Unlock()
 	return p.ExitedEarly(hungUp)
 }
 
@@ -278,25 +263,21 @@ func (b *Backend) run(p *host.Process) {
 		defer close(read)
 		p.ReadLines(MaxLine, b.handle, b.skipped)
 	}()
-	p.Watch(read, func() {
-		b.emitMu.Lock()
-		b.hungUp = !b.closing
-		b.emitMu.Unlock()
-	})
+	p.Watch(read, b.life.HangUp)
 	b.finish(p)
 }
 
 // skipped reports a stdout line over MaxLine that was read past.
 func (b *Backend) skipped(size int64) {
 	msg := fmt.Sprintf("claude printed a stdout line of %d bytes, over kaimon's limit of %d bytes; kaimon skipped it", size, MaxLine)
-	b.emitMu.Lock()
+	b.life.Lock()
 	b.sink.Emit(event.NewError(b.m.Current(), msg, map[string]int64{"bytes": size, "limit": int64(MaxLine)}))
-	b.emitMu.Unlock()
+	b.life.Unlock()
 }
 
 // handle maps one line and acts on its side outputs.
 func (b *Backend) handle(line []byte) {
-	b.emitMu.Lock()
+	b.life.Lock()
 	o := b.m.Map(line)
 	turn := b.m.Current()
 	if o.Init {
@@ -319,7 +300,7 @@ func (b *Backend) handle(line []byte) {
 	for _, ev := range o.Events {
 		b.sink.Emit(ev)
 	}
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if o.Control != nil {
 		b.deliver(*o.Control)
 	}
@@ -349,9 +330,9 @@ func (b *Backend) handle(line []byte) {
 
 // finish reports the process's exit: once, after everything it printed.
 func (b *Backend) finish(p *host.Process) {
-	b.emitMu.Lock()
-	msg := p.Ended(b.hungUp, "closed its stdout")
-	b.emitMu.Unlock()
+	b.life.Lock()
+	msg := p.Ended(b.life.HungUp(), "closed its stdout")
+	b.life.Unlock()
 	// The leader is gone; so must be anything it left in its group.
 	p.Child.Stop(0)
 	// Nobody is left to take an answer to a permission request.
@@ -366,14 +347,13 @@ func (b *Backend) finish(p *host.Process) {
 	}
 	b.ctlMu.Unlock()
 
-	b.emitMu.Lock()
-	b.exited = true
-	report := b.ready
+	b.life.Lock()
+	report := b.life.Exit()
 	var exitErr error
 	if report {
-		exitErr = p.Report(b.sink, b.m, b.closing, msg)
+		exitErr = p.Report(b.sink, b.m, b.life.Closing(), msg)
 	}
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if report {
 		b.sink.Exited(exitErr)
 	}
@@ -386,21 +366,17 @@ func (b *Backend) finish(p *host.Process) {
 // Kaimon queues rather than the CLI because the CLI merges all the messages
 // queued during a turn into one turn.
 func (b *Backend) Send(turn int, text string) error {
-	b.emitMu.Lock()
-	switch {
-	case !b.ready:
-		b.emitMu.Unlock()
-		return errors.New("claude is not started")
-	case b.exited || b.closing:
-		b.emitMu.Unlock()
-		return proc.ErrExited
+	b.life.Lock()
+	if err := b.life.SendErr("claude"); err != nil {
+		b.life.Unlock()
+		return err
 	}
 	// Pushed before the write: the CLI's answer must find the turn.
 	evs, active := b.m.Push(turn, text)
 	for _, ev := range evs {
 		b.sink.Emit(ev)
 	}
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if !active {
 		return nil
 	}
@@ -420,8 +396,8 @@ func (b *Backend) submit(t Turn, report bool) error {
 	}
 	err = fmt.Errorf("writing turn %d to claude: %w", t.Number, err)
 	var next *Turn
-	b.emitMu.Lock()
-	if !b.exited {
+	b.life.Lock()
+	if !b.life.Exited() {
 		if report {
 			b.sink.Emit(event.NewError(t.Number, err.Error(), nil))
 			b.sink.Emit(event.New(event.Result, t.Number, event.ResultData{StopReason: event.StopError, Error: err.Error()}))
@@ -432,7 +408,7 @@ func (b *Backend) submit(t Turn, report bool) error {
 			b.sink.Emit(ev)
 		}
 	}
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if next != nil {
 		go b.submit(*next, true)
 	}
@@ -444,14 +420,14 @@ func (b *Backend) submit(t Turn, report bool) error {
 // error, if no turn was in flight; an error if the CLI refused, went away,
 // or did not acknowledge within InterruptTimeout (the turn may run on).
 func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
-	b.emitMu.Lock()
+	b.life.Lock()
 	turn, ok := b.m.Active()
-	if !ok || !b.ready || b.exited || b.closing {
-		b.emitMu.Unlock()
+	if !ok || !b.life.Live() {
+		b.life.Unlock()
 		return false, nil
 	}
 	b.m.MarkInterrupted(turn)
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	r, err := b.control(ctx, "interrupt", map[string]any{"subtype": "interrupt"}, InterruptTimeout)
 	switch {
 	case errors.Is(err, proc.ErrExited):
@@ -477,9 +453,9 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	b.emitMu.Lock()
-	live := b.ready && !b.exited && !b.closing
-	b.emitMu.Unlock()
+	b.life.Lock()
+	live := b.life.Live()
+	b.life.Unlock()
 	if !live {
 		return false, nil
 	}
@@ -560,10 +536,10 @@ func (b *Backend) writeJSON(v any) error { return b.p.Load().WriteJSON(v) }
 // cancelled. Close may be called more than once.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
-		b.emitMu.Lock()
-		b.closing = true
+		b.life.Lock()
+		b.life.SetClosing()
 		p := b.p.Load()
-		b.emitMu.Unlock()
+		b.life.Unlock()
 		if p == nil {
 			return
 		}
