@@ -183,6 +183,7 @@ func (b *Backend) Start(ctx context.Context) error {
 	b.env = env
 	err = b.startWith(ctx, b.agent.Args)
 	if err != nil && b.agent.FallbackArgs != nil && b.rejectedArgs() {
+		b.retry()
 		err = b.startWith(ctx, b.agent.FallbackArgs)
 	}
 	if err != nil {
@@ -196,6 +197,15 @@ func (b *Backend) Start(ctx context.Context) error {
 		b.emit(event.NewError(0, "acp:"+b.agent.Name+" takes no system prompt over ACP: system_prompt is ignored", nil))
 	}
 	return nil
+}
+
+// retry readies the backend for another process after one that failed to
+// start: that one's end marked it exited and stopped its permission
+// requests and its run context, which would refuse the next one's.
+func (b *Backend) retry() {
+	b.life.Retry()
+	b.asks = host.NewAsks()
+	b.runCtx, b.runStop = context.WithCancel(context.Background())
 }
 
 // rejectedArgs says whether the last start failed because the program did

@@ -51,6 +51,14 @@ func (l *Life) MarkReady() bool {
 	return true
 }
 
+// Retry forgets a process that failed to start (exited, hung up), so
+// that Start may try another one.
+func (l *Life) Retry() {
+	l.Lock()
+	l.exited, l.hungUp = false, false
+	l.Unlock()
+}
+
 // HangUp records that the agent closed its stdout and lived on, unless
 // it is being closed anyway (for Process.Watch).
 func (l *Life) HangUp() {
