@@ -112,7 +112,7 @@ func NewApp() *cli.App {
 		Description: "kaimon opens AI agent sessions (the claude CLI) owned by the kaimon-agentd daemon, sends them turns, " +
 			"and reads their normalized {kind, turn, data} events. It starts the daemon when it is not running.\n\n" +
 			"   id=$(kaimon open .)\n   kaimon run $id 'summarize the failing tests'\n   kaimon status $id\n   kaimon close $id\n\n" + exitCodesHelp,
-		EnableBashCompletion: true,
+		EnableBashCompletion: false, // completion is __complete (complete.go): never the typed line run
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "no-autostart", Usage: "fail instead of starting kaimon-agentd when it is not running", EnvVars: []string{"KAIMON_NO_AUTOSTART"}},
 		},
@@ -128,6 +128,7 @@ func NewApp() *cli.App {
 			openCmd(), sendCmd(), runCmd(), outputCmd(), statusCmd(), listCmd(),
 			interruptCmd(), setModelCmd(), closeCmd(), forgetCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(),
 			tailCmd(),
+			completeCmd(),
 		},
 	}
 	for _, c := range app.Commands {
@@ -732,25 +733,6 @@ func stopDaemon(c *cli.Context, cl *client.Client) error {
 		fmt.Fprintf(c.App.Writer, "kaimon-agentd stopped (pid %d, live agents closed: %d)\n", st.PID, st.Live)
 	}
 	return nil
-}
-
-func completionCmd() *cli.Command {
-	return &cli.Command{
-		Name:      "completion",
-		Usage:     "Print a shell completion script (bash, zsh or fish)",
-		ArgsUsage: "bash|zsh|fish",
-		Action: func(c *cli.Context) error {
-			if err := needArgs(c, 1, "one shell: bash, zsh or fish"); err != nil {
-				return err
-			}
-			s, err := Completion(c.App, c.Args().First())
-			if err != nil {
-				return usagef("%v", err)
-			}
-			_, err = io.WriteString(c.App.Writer, s)
-			return err
-		},
-	}
 }
 
 func absPath(p string) (string, error) {
