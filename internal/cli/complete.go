@@ -433,19 +433,22 @@ func (k *completer) verbOf(lv *level) *verbs.Verb {
 // usage.
 func (k *completer) flagSpec(lv *level, f cli.Flag) valueSpec {
 	name := f.Names()[0]
+	// The command's own verb first; run's open flags are agent_open's
+	// arguments, and an argument's name means one thing in every verb.
+	arg := strings.ReplaceAll(name, "-", "_")
 	if v := k.verbOf(lv); v != nil {
-		arg := strings.ReplaceAll(name, "-", "_")
 		for _, a := range v.Args {
 			if a.Name == arg && len(a.Enum) > 0 {
-				var enum []candidate
-				for _, e := range a.Enum {
-					c := candidate{value: e}
-					if p, ok := backend.Presets[e]; ok && arg == "permission" {
-						c.desc = p.Doc
-					}
-					enum = append(enum, c)
+				return valueSpec{kind: valEnum, enum: enumCandidates(a)}
+			}
+		}
+	}
+	if lv.top != nil && lv.cmd == lv.top {
+		for _, v := range verbs.All {
+			for _, a := range v.Args {
+				if a.Name == arg && len(a.Enum) > 0 {
+					return valueSpec{kind: valEnum, enum: enumCandidates(a)}
 				}
-				return valueSpec{kind: valEnum, enum: enum}
 			}
 		}
 	}
@@ -454,6 +457,19 @@ func (k *completer) flagSpec(lv *level, f cli.Flag) valueSpec {
 	}
 	ph, _ := unquoteUsage(usageOf(f))
 	return valueSpec{kind: placeholderKinds[ph]}
+}
+
+// enumCandidates are an argument's Enum; presets with their doc.
+func enumCandidates(a verbs.Arg) []candidate {
+	var enum []candidate
+	for _, e := range a.Enum {
+		c := candidate{value: e}
+		if p, ok := backend.Presets[e]; ok && a.Name == "permission" {
+			c.desc = p.Doc
+		}
+		enum = append(enum, c)
+	}
+	return enum
 }
 
 // values completes cur as a value of spec; prefix (a "--flag=") is put
