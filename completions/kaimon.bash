@@ -40,7 +40,8 @@ _kaimon() {
   esac
   for c in $out; do
     v=${c%%$'\t'*}
-    COMPREPLY+=("${v#"$strip"}")
+    v=${v#"$strip"}
+    [[ -n $v ]] && COMPREPLY+=("$v")
   done
   if ((${#COMPREPLY[@]} == 1)) && [[ ${COMPREPLY[0]} == *[:/=] ]]; then
     compopt -o nospace 2>/dev/null

@@ -5,7 +5,8 @@ function __kaimon_complete
     set -l words (commandline -opc)
     set -l prog $words[1]
     set -e words[1]
-    set -l out ($prog __complete -- $words (commandline -ct | string collect -a) 2>/dev/null)
+    set -l cur (commandline -ct)
+    set -l out ($prog __complete -- $words "$cur" 2>/dev/null)
     switch "$out"
         case :files
             __fish_complete_path (commandline -ct)
@@ -15,4 +16,4 @@ function __kaimon_complete
             printf '%s\n' $out
     end
 end
-complete -c kaimon -f -a '(__kaimon_complete)'
+complete -c kaimon -f -k -a '(__kaimon_complete)'

@@ -25,3 +25,11 @@ if ! /usr/bin/python3 -c 'import zmq' 2>/dev/null; then
 	$sudo apt-get install -y --no-install-recommends python3-zmq
 fi
 /usr/bin/python3 -c 'import zmq; print("libzmq", zmq.zmq_version())'
+echo "== real shells for the completion tests (bash, zsh, fish; zsh driven in tmux)"
+missing=; for p in bash zsh fish tmux; do command -v $p >/dev/null || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+	sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
+	$sudo apt-get update
+	$sudo apt-get install -y --no-install-recommends $missing
+fi
+bash --version | head -1; zsh --version; fish --version; tmux -V

@@ -63,7 +63,8 @@ _kaimon() {
   esac
   for c in $out; do
     v=${c%%$'\t'*}
-    COMPREPLY+=("${v#"$strip"}")
+    v=${v#"$strip"}
+    [[ -n $v ]] && COMPREPLY+=("$v")
   done
   if ((${#COMPREPLY[@]} == 1)) && [[ ${COMPREPLY[0]} == *[:/=] ]]; then
     compopt -o nospace 2>/dev/null
@@ -117,7 +118,8 @@ function __kaimon_complete
     set -l words (commandline -opc)
     set -l prog $words[1]
     set -e words[1]
-    set -l out ($prog __complete -- $words (commandline -ct | string collect -a) 2>/dev/null)
+    set -l cur (commandline -ct)
+    set -l out ($prog __complete -- $words "$cur" 2>/dev/null)
     switch "$out"
         case :files
             __fish_complete_path (commandline -ct)
@@ -127,7 +129,7 @@ function __kaimon_complete
             printf '%s\n' $out
     end
 end
-complete -c kaimon -f -a '(__kaimon_complete)'
+complete -c kaimon -f -k -a '(__kaimon_complete)'
 `
 
 // Completion returns the completion script for shell. The scripts are the
