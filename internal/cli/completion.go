@@ -50,22 +50,21 @@ _kaimon() {
   local cur=${full#"$strip"}
   out=$("${COMP_WORDS[0]}" __complete -- "${words[@]:1}" 2>/dev/null) || return 0
   COMPREPLY=()
-  local IFS=$'\n'
   case $out in
   :files)
     compopt -o filenames 2>/dev/null
-    COMPREPLY=($(compgen -f -- "$cur"))
+    mapfile -t COMPREPLY < <(compgen -f -- "$cur")
     return 0 ;;
   :dirs)
     compopt -o filenames 2>/dev/null
-    COMPREPLY=($(compgen -d -- "$cur"))
+    mapfile -t COMPREPLY < <(compgen -d -- "$cur")
     return 0 ;;
   esac
-  for c in $out; do
+  while IFS= read -r c; do
     v=${c%%$'\t'*}
     v=${v#"$strip"}
     [[ -n $v ]] && COMPREPLY+=("$v")
-  done
+  done <<<"$out"
   if ((${#COMPREPLY[@]} == 1)) && [[ ${COMPREPLY[0]} == *[:/=] ]]; then
     compopt -o nospace 2>/dev/null
   fi

@@ -368,6 +368,21 @@ func TestCompletionInRealShells(t *testing.T) {
 	if got := s.fish("kaimon run -C proj"); !slices.Equal(got, []string{"project/"}) {
 		t.Errorf("fish: run -C proj<TAB> offered %q", got)
 	}
+	if got := s.bash("kaimon open proj"); !slices.Equal(got, []string{"project"}) {
+		t.Errorf("bash: open proj<TAB> offered %q", got)
+	}
+	if got := s.fish("kaimon open --model sonnet proj"); !slices.Equal(got, []string{"project/"}) {
+		t.Errorf("fish: open --model sonnet proj<TAB> offered %q", got)
+	}
+	// Verbs without positionals, and TEXT, offer nothing (no files either).
+	for _, line := range []string{"kaimon list ", "kaimon send " + live + " ", "kaimon run -C . "} {
+		if got := s.bash(line); len(got) != 0 {
+			t.Errorf("bash: %q<TAB> offered %q", line, got)
+		}
+		if got := s.fish(line); len(got) != 0 {
+			t.Errorf("fish: %q<TAB> offered %q", line, got)
+		}
+	}
 
 	// Every flag of every command that takes a value completes in bash and
 	// fish to what __complete says, and the walk covers commands added later.
@@ -427,6 +442,9 @@ func TestCompletionInRealShells(t *testing.T) {
 	}
 	if screen := z.tab("kaimon run -C proj"); !strings.Contains(screen, "kaimon run -C project/") {
 		t.Errorf("zsh: run -C proj<TAB> did not complete the directory:\n%s", screen)
+	}
+	if screen := z.tab("kaimon open proj"); !strings.Contains(screen, "kaimon open project/") {
+		t.Errorf("zsh: open proj<TAB> did not complete the directory:\n%s", screen)
 	}
 
 	// Nothing happened: no agent opened, no turn sent, no event logged, no
