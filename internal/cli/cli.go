@@ -125,10 +125,10 @@ func NewApp() *cli.App {
 		},
 		ExitErrHandler: func(c *cli.Context, err error) {}, // report() maps errors to codes
 		Commands: []*cli.Command{
+			completeCmd(), // hidden: what the completion scripts call
 			openCmd(), sendCmd(), runCmd(), outputCmd(), statusCmd(), listCmd(),
 			interruptCmd(), setModelCmd(), closeCmd(), forgetCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(),
 			tailCmd(),
-			completeCmd(),
 		},
 	}
 	for _, c := range app.Commands {
@@ -733,6 +733,31 @@ func stopDaemon(c *cli.Context, cl *client.Client) error {
 		fmt.Fprintf(c.App.Writer, "kaimon-agentd stopped (pid %d, live agents closed: %d)\n", st.PID, st.Live)
 	}
 	return nil
+}
+
+func completionCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "completion",
+		Usage:     "Print a shell completion script (" + strings.Join(Shells[:len(Shells)-1], ", ") + " or " + Shells[len(Shells)-1] + ")",
+		ArgsUsage: strings.Join(Shells, "|"),
+		Description: "Load it in the shell's startup file:\n\n" +
+			"   bash: source <(kaimon completion bash)\n" +
+			"   zsh:  source <(kaimon completion zsh)   (after compinit)\n" +
+			"   fish: kaimon completion fish | source\n\n" +
+			"The scripts ask `kaimon __complete` for candidates, which never runs a verb nor starts the daemon; " +
+			"agent ids are offered when kaimon-agentd is running.",
+		Action: func(c *cli.Context) error {
+			if err := needArgs(c, 1, "one shell: "+strings.Join(Shells, ", ")); err != nil {
+				return err
+			}
+			s, err := Completion(c.App, c.Args().First())
+			if err != nil {
+				return usagef("%v", err)
+			}
+			_, err = io.WriteString(c.App.Writer, s)
+			return err
+		},
+	}
 }
 
 func absPath(p string) (string, error) {
