@@ -56,17 +56,21 @@ func TestCompleteWords(t *testing.T) {
 		return out
 	}
 	live := []string{"live1", "live2"}
+	var daemonSubs []string
+	for _, c := range NewApp().Command("daemon").Subcommands {
+		daemonSubs = append(daemonSubs, c.Name)
+	}
 	cases := []struct {
 		words     []string
 		want      []string // exactly, in order
 		directive string
 	}{
-		{words: []string{"daemon", ""}, want: []string{"start", "stop", "restart", "status", "help"}},
+		{words: []string{"daemon", ""}, want: append(slices.Clone(daemonSubs), "help")},
 		{words: []string{"daemon", "st"}, want: []string{"start", "stop", "status"}},
 		{words: []string{"completion", ""}, want: Shells},
 		{words: []string{"completion", "z"}, want: []string{"zsh"}},
 		{words: []string{"completion", "bash", ""}}, // one argument only
-		{words: []string{"help", "daemon", ""}, want: []string{"start", "stop", "restart", "status"}},
+		{words: []string{"help", "daemon", ""}, want: daemonSubs},
 		{words: []string{"help", "clo"}, want: []string{"close"}},
 		{words: []string{"open", "-p", ""}, want: presets},
 		{words: []string{"open", "--permission", "sp"}, want: []string{"specialist"}},
