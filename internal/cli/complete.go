@@ -194,7 +194,7 @@ func (k *completer) complete(words []string) completion {
 			lv.set[f.Names()[0]] = true
 			if takesValue(f) && !inline {
 				if i+1 == len(typed) { // the cursor is on this flag's value
-					return k.values(k.flagSpec(lv, f), cur, "", lv)
+					return k.values(k.flagSpec(lv, f), cur, "")
 				}
 				i++
 			}
@@ -226,7 +226,7 @@ func (k *completer) complete(words []string) completion {
 			if f == nil || !takesValue(f) {
 				return completion{}
 			}
-			return k.values(k.flagSpec(lv, f), val, name+"=", lv)
+			return k.values(k.flagSpec(lv, f), val, name+"=")
 		}
 		return filter(flagCandidates(lv.flags), cur)
 	}
@@ -248,7 +248,7 @@ func (k *completer) complete(words []string) completion {
 	if lv.cmd == nil || (len(lv.cmd.Subcommands) > 0 && !lv.cmdDone) {
 		return filter(k.commandCandidates(lv.cmd, true), cur)
 	}
-	return k.values(k.positionalSpec(lv), cur, "", lv)
+	return k.values(k.positionalSpec(lv), cur, "")
 }
 
 func (k *completer) globalFlags() []cli.Flag {
@@ -474,7 +474,7 @@ func enumCandidates(a verbs.Arg) []candidate {
 
 // values completes cur as a value of spec; prefix (a "--flag=") is put
 // back in front of every candidate.
-func (k *completer) values(spec valueSpec, cur, prefix string, lv *level) completion {
+func (k *completer) values(spec valueSpec, cur, prefix string) completion {
 	var cands []candidate
 	switch spec.kind {
 	case valNone:
