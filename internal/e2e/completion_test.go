@@ -451,6 +451,12 @@ func TestCompletionInRealShells(t *testing.T) {
 		t.Errorf("zsh: open proj<TAB> did not complete the directory:\n%s", screen)
 	}
 
+	// What a stale urfave script would run is a usage error now, not a verb.
+	for _, args := range [][]string{{"send", live, "--generate-bash-completion"}, {"run", "-C", ".", "--generate-bash-completion"},
+		{"open", "--generate-bash-completion"}, {"--generate-bash-completion"}} {
+		e.fails(2, "generate-bash-completion", args...)
+	}
+
 	// Nothing happened: no agent opened, no turn sent, no event logged, no
 	// model call.
 	after := snap()
