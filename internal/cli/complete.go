@@ -27,6 +27,12 @@ import (
 // read-only: it runs no verb, never starts the daemon, and asks a running
 // daemon nothing but agent_list. It never fails: on any error it prints
 // nothing and exits 0.
+//
+// Hand-written rather than a library: urfave/cli v2's own completion runs
+// the command line it completes (the bug this replaces), and the completion
+// libraries (posener/complete, carapace, cobra's) want the commands
+// described again in their own types; walking urfave's tree keeps one
+// source of truth in a few hundred lines.
 const completeCmdName = "__complete"
 
 // Directives: the whole output when the shell should complete paths.
