@@ -109,7 +109,7 @@ func NewApp() *cli.App {
 		Version: version.String(),
 		Description: appAbout + "\n\n" + indent(appExample, "   ") +
 			"\n\n" + exitCodesText(),
-		EnableBashCompletion: true,
+		EnableBashCompletion: false, // completion is __complete (complete.go): never the typed line run
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "no-autostart", Usage: "fail instead of starting kaimon-agentd when it is not running", EnvVars: []string{"KAIMON_NO_AUTOSTART"}},
 		},
@@ -118,6 +118,7 @@ func NewApp() *cli.App {
 		},
 		ExitErrHandler: func(c *cli.Context, err error) {}, // report() maps errors to codes
 		Commands: []*cli.Command{
+			completeCmd(), // hidden: what the completion scripts call
 			openCmd(), sendCmd(), runCmd(), outputCmd(), statusCmd(), listCmd(),
 			interruptCmd(), setModelCmd(), closeCmd(), forgetCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(),
 			tailCmd(),
@@ -746,10 +747,16 @@ func stopDaemon(c *cli.Context, cl *client.Client) error {
 func completionCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "completion",
-		Usage:     "Print a shell completion script (bash, zsh or fish)",
-		ArgsUsage: "bash|zsh|fish",
+		Usage:     "Print a shell completion script (" + strings.Join(Shells[:len(Shells)-1], ", ") + " or " + Shells[len(Shells)-1] + ")",
+		ArgsUsage: strings.Join(Shells, "|"),
+		Description: "Load it in the shell's startup file:\n\n" +
+			"   bash: source <(kaimon completion bash)\n" +
+			"   zsh:  source <(kaimon completion zsh)   (after compinit)\n" +
+			"   fish: kaimon completion fish | source\n\n" +
+			"The scripts ask `kaimon __complete` for candidates, which never runs a verb nor starts the daemon; " +
+			"agent ids are offered when kaimon-agentd is running.",
 		Action: func(c *cli.Context) error {
-			if err := needArgs(c, 1, "one shell: bash, zsh or fish"); err != nil {
+			if err := needArgs(c, 1, "one shell: "+strings.Join(Shells, ", ")); err != nil {
 				return err
 			}
 			s, err := Completion(c.App, c.Args().First())

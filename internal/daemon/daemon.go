@@ -30,11 +30,9 @@ func Factory(o backend.Options, sink backend.Sink) (backend.Backend, error) {
 		}
 		return b, nil
 	}
-	for _, p := range []string{"ollama:", "vmlx:", "replay:"} {
-		if strings.HasPrefix(o.Model, p) {
-			return nil, verbs.Errorf(verbs.CodeUnavailable,
-				"model %q needs the %s backend, which this kaimon does not have yet; use a claude model (sonnet, opus, haiku, claude-…)", o.Model, strings.TrimSuffix(p, ":"))
-		}
+	if p, ok := backend.PrefixOf(o.Model); ok { // every prefix but acp: (above)
+		return nil, verbs.Errorf(verbs.CodeUnavailable,
+			"model %q needs the %s backend, which this kaimon does not have yet; use a claude model (sonnet, opus, haiku, claude-…)", o.Model, p.Backend)
 	}
 	b, err := claude.New(o, sink)
 	if err != nil {
