@@ -333,9 +333,14 @@ func TestCompletionInRealShells(t *testing.T) {
 		{line: "kaimon open --model=so", want: []string{"--model=sonnet"}, bash: []string{"sonnet"}},
 		{line: "kaimon ", want: []string{"open", "send", "run", "daemon", "completion", "tail", "help"}, exclude: []string{"__complete"}},
 	}
-	// Every verb whose first argument is agent_id offers the live agent.
+	// Every verb whose first argument is agent_id offers the live agent;
+	// the dead one too when it only reads (output, status).
 	for _, v := range verbs.All {
 		if len(v.Args) > 0 && v.Args[0].Name == "agent_id" {
+			if v.ReadOnly {
+				cases = append(cases, tcase{line: "kaimon " + v.CLI + " ", want: []string{live, dead}})
+				continue
+			}
 			cases = append(cases, tcase{line: "kaimon " + v.CLI + " ", want: []string{live}, exclude: []string{dead}})
 		}
 	}
