@@ -2,7 +2,7 @@
 
 function __fish_kaimon_no_subcommand --description 'Test if there has been any subcommand yet'
     for i in (commandline -opc)
-        if contains -- $i open send run output status list interrupt set-model close forget permit mcp daemon start stop restart status completion tail
+        if contains -- $i open send run output status list interrupt set-model close forget permit mcp daemon start stop restart status completion tail monitor
             return 1
         end
     end
@@ -105,3 +105,6 @@ complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l turn -r -d 'print
 complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l until-result -d 'exit after the first result printed (of --turn N if given): 0 if the turn succeeded, 3 if it failed or never will (the agent is dead, or N is beyond a dead agent\'s last turn)'
 complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l wait -d 'with --since, --from-start or --until-result: wait for an agent:ID that is not open yet instead of exiting 1'
 complete -c kaimon -n '__fish_seen_subcommand_from tail' -f -l pretty -d 'render for people: text flowing, one line per tool call, usage at the end of a turn'
+complete -c kaimon -n '__fish_seen_subcommand_from monitor' -f -l help -s h -d 'show help'
+complete -r -c kaimon -n '__fish_kaimon_no_subcommand' -a 'monitor' -d 'Watch every agent in a full-screen terminal UI'
+complete -c kaimon -n '__fish_seen_subcommand_from monitor' -f -l once -d 'print the agents table once (plain text unless on a terminal) and exit; exits 1 when the daemon is not running'

@@ -25,3 +25,10 @@ if ! /usr/bin/python3 -c 'import zmq' 2>/dev/null; then
 	$sudo apt-get install -y --no-install-recommends python3-zmq
 fi
 /usr/bin/python3 -c 'import zmq; print("libzmq", zmq.zmq_version())'
+echo "== tmux, which drives kaimon monitor in its end-to-end test"
+if ! command -v tmux >/dev/null; then
+	sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
+	$sudo apt-get update
+	$sudo apt-get install -y --no-install-recommends tmux
+fi
+tmux -V

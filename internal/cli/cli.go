@@ -128,6 +128,7 @@ func NewApp() *cli.App {
 			openCmd(), sendCmd(), runCmd(), outputCmd(), statusCmd(), listCmd(),
 			interruptCmd(), setModelCmd(), closeCmd(), forgetCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(),
 			tailCmd(),
+			monitorCmd(),
 		},
 	}
 	for _, c := range app.Commands {
