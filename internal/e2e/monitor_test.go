@@ -103,8 +103,9 @@ func row(screen, id string) string {
 // agent that has done a turn and a dead one, and reads the screen.
 func TestMonitor(t *testing.T) {
 	e := newEnv(t)
-	live := e.ok("open", e.work, "--id", "live1")
-	if out := e.ok("run", live, "say exactly: first reply"); out != "first reply" {
+	live := e.ok("open", e.work, "--id", "live1", "--allow", "Bash")
+	// A turn with a tool call the CLI really runs.
+	if out := e.ok("run", live, "please use a tool"); out != "Tool said: hi. Done." {
 		t.Fatalf("run = %q", out)
 	}
 	dead := e.ok("open", e.work, "--id", "dead1")
@@ -113,11 +114,15 @@ func TestMonitor(t *testing.T) {
 	tm := newTmux(t, e.env, e.work, 100, 30, filepath.Join(binDir, "kaimon"), "monitor")
 
 	// Both rows, each with its status; the live one is selected and its
-	// feed shows the turn it did before the monitor started.
+	// feed shows the turn it did before the monitor started, its tool
+	// call one line with the call's outcome.
 	s := tm.waitScreen("rows for both agents and the live one's feed", func(s string) bool {
 		return strings.Contains(row(s, live), "idle") && strings.Contains(row(s, dead), "dead") &&
-			strings.Contains(s, "first reply")
+			strings.Contains(s, "Tool said: hi. Done.")
 	})
+	if strings.Count(s, "⚙ Bash") != 1 || !strings.Contains(s, "✓ completed") || !strings.Contains(s, "> please use a tool") {
+		t.Errorf("the feed does not show the tool call as one completed line:\n%s", s)
+	}
 	for _, want := range []string{"ID", "STATUS", "MODEL", "CWD", "TURN", "sonnet", "feed " + live} {
 		if !strings.Contains(s, want) {
 			t.Errorf("screen lacks %q:\n%s", want, s)
@@ -143,10 +148,10 @@ func TestMonitor(t *testing.T) {
 	// Enter: the history from the event log, scrollable; Esc leaves it.
 	tm.keys("Enter")
 	tm.waitScreen("the history screen", func(s string) bool {
-		return strings.Contains(s, "history "+live) && strings.Contains(s, "> say exactly: first reply") &&
+		return strings.Contains(s, "history "+live) && strings.Contains(s, "> please use a tool") &&
 			strings.Contains(s, "streamed while you watch")
 	})
-	tm.keys("/", "first", "Enter")
+	tm.keys("/", "tool", "Enter")
 	tm.waitScreen("the search's match", func(s string) bool { return strings.Contains(s, `match 1/`) })
 	tm.keys("Escape")
 	tm.waitScreen("the table again", func(s string) bool {
@@ -185,6 +190,30 @@ func TestMonitor(t *testing.T) {
 	e.okJSON(&st, "status", live)
 	if st.Status != "dead" {
 		t.Fatalf("after x y, agent_status says %q", st.Status)
+	}
+
+	// The daemon goes away: the monitor says so and waits, without
+	// starting one; back, it reads the list again, and a new agent shows.
+	e.ok("daemon", "stop")
+	tm.waitScreen("the monitor waiting for the daemon", func(s string) bool {
+		return strings.Contains(s, "daemon not running — waiting")
+	})
+	if r := e.kaimon("--no-autostart", "daemon", "status"); r.code == 0 {
+		t.Fatalf("the monitor started a daemon: %s", r)
+	}
+	e.ok("daemon", "start")
+	fresh := e.ok("open", e.work, "--id", "fresh1")
+	tm.waitScreen("the monitor back with the new agent", func(s string) bool {
+		return !strings.Contains(s, "not running") && strings.Contains(row(s, fresh), "idle") &&
+			strings.Contains(row(s, live), "dead") && strings.Contains(row(s, dead), "dead")
+	})
+
+	// x on a dead agent dismisses it: its row goes, and so does the
+	// daemon's record. Live agents come first: fresh1, then live1, dead1.
+	tm.keys("j", "j", "x")
+	tm.waitScreen("the dead agent dismissed", func(s string) bool { return row(s, dead) == "" && row(s, live) != "" })
+	if out := e.ok("list", "--json"); strings.Contains(out, `"`+dead+`"`) {
+		t.Fatalf("after x on the dead agent, agent_list still has it: %s", out)
 	}
 
 	// q quits: the session, and so the tmux server, ends.

@@ -236,6 +236,11 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return tick()
 	case ConnectedMsg:
 		m.connected, m.downErr = true, ""
+		// What was published while away is in the logs: feeds are read
+		// again (and joined by seq) when next shown.
+		for _, a := range m.agents {
+			a.backfilled = false
+		}
 		return m.list()
 	case DisconnectedMsg:
 		m.connected = false

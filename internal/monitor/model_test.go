@@ -363,6 +363,21 @@ func TestCloseAndDismiss(t *testing.T) {
 	h.wantScreen("dismissed d1", "1 agents")
 }
 
+func TestHelpKeys(t *testing.T) {
+	h := newHarness(t, entry("a1", "idle", 1))
+	h.wantScreen("? help", "q quit")
+	h.press("?")
+	h.wantScreen("── keys", "close/dismiss", "history", "search", "next match", "page down")
+	h.press("?")
+	if strings.Contains(h.screen(), "── keys") {
+		t.Error("? again did not close the help")
+	}
+	h.press("ctrl+c")
+	if !h.quit {
+		t.Error("ctrl+c did not quit")
+	}
+}
+
 func TestHistory(t *testing.T) {
 	h := newHarness(t, entry("a1", "idle", 3))
 	var envs []event.Envelope
