@@ -91,6 +91,37 @@ type agent struct {
 	dirty      int
 	backfilled bool
 	filling    bool
+	cache      feedCache
+}
+
+// feedCache keeps an agent's feed rendered: View runs after every
+// message, and streamed chunks come by the hundred.
+type feedCache struct {
+	width       int
+	n           int
+	first, last uint64
+	lines       []string
+}
+
+// feedWindow is how many of the latest envelopes the feed pane renders;
+// the history screen shows them all.
+const feedWindow = 400
+
+// feed is the agent's feed at width: its latest envelopes, then the block
+// streaming.
+func (a *agent) feed(width int) []string {
+	envs := a.envs[max(len(a.envs)-feedWindow, 0):]
+	c := &a.cache
+	if c.lines == nil || c.width != width || c.n != len(envs) || len(envs) > 0 && (c.first != envs[0].Seq || c.last != envs[len(envs)-1].Seq) {
+		*c = feedCache{width: width, n: len(envs), lines: renderFeed(a.AgentID, envs, nil, width)}
+		if len(envs) > 0 {
+			c.first, c.last = envs[0].Seq, envs[len(envs)-1].Seq
+		}
+	}
+	if a.open == nil {
+		return c.lines
+	}
+	return append(c.lines[:len(c.lines):len(c.lines)], renderFeed(a.AgentID, nil, a.open, width)...)
 }
 
 type pending struct {
@@ -533,21 +564,28 @@ func (m *Model) merge(a *agent, log []event.Envelope) {
 	}
 }
 
-// backfill reads the selected agent's log once, so its feed starts with
-// what happened before the monitor did.
+// backfill reads an agent's log once, so its feed starts with what
+// happened before the monitor did: the selected agent's, and that of every
+// working agent, which may be waiting on a permission asked before.
 func (m *Model) backfill() tea.Cmd {
-	a := m.selected()
-	if a == nil || a.backfilled || a.filling || !m.connected {
+	if !m.connected {
 		return nil
 	}
-	a.filling = true
-	id, d := a.AgentID, m.d
-	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		envs, err := d.History(ctx, id)
-		return backfillMsg{id: id, envs: envs, err: err}
+	var cmds []tea.Cmd
+	for _, a := range m.agents {
+		if a.backfilled || a.filling || a.AgentID != m.selID && a.Status.Status != stWorking {
+			continue
+		}
+		a.filling = true
+		id, d := a.AgentID, m.d
+		cmds = append(cmds, func() tea.Msg {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			envs, err := d.History(ctx, id)
+			return backfillMsg{id: id, envs: envs, err: err}
+		})
 	}
+	return tea.Batch(cmds...)
 }
 
 func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {

@@ -343,6 +343,32 @@ func TestPermission(t *testing.T) {
 	h.wantScreen("no permission request is waiting")
 }
 
+// A question asked before the monitor started is found in the log of a
+// working agent, selected or not; one already answered is not.
+func TestPermissionAskedBeforeStart(t *testing.T) {
+	mk := func(id string, seq uint64, kind event.Kind, data any) event.Envelope {
+		b, _ := json.Marshal(data)
+		return event.Envelope{Kind: kind, Turn: 1, Data: b, AgentID: id, Seq: seq}
+	}
+	ask := event.PermissionData{RequestID: "r1", ToolCall: event.ToolCall{Title: "Bash"}}
+	answered := ask
+	answered.Decision, answered.By = event.PermissionDeny, event.DecidedByTimeout
+	d := &fakeDaemon{history: map[string][]event.Envelope{
+		"w1": {mk("w1", 1, event.TurnStarted, struct{}{}), mk("w1", 2, event.Permission, ask)},
+		"w2": {mk("w2", 1, event.Permission, ask), mk("w2", 2, event.Permission, answered)},
+	}, agents: []verbs.ListEntry{entry("i1", "idle", 1), entry("w1", "working", 1), entry("w2", "working", 1)}}
+	h := &harness{t: t, d: d, seq: map[string]uint64{}}
+	h.m = New(d, "/home/u")
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 30})
+	h.send(ConnectedMsg{})
+	if r := h.row("w1"); !strings.Contains(r, "permission") {
+		t.Errorf("w1, waiting since before the monitor: %q", r)
+	}
+	if r := h.row("w2"); !strings.Contains(r, "working") {
+		t.Errorf("w2, whose question was answered: %q", r)
+	}
+}
+
 func TestCloseAndDismiss(t *testing.T) {
 	h := newHarness(t, entry("a1", "idle", 1), entry("d1", "dead", 1))
 	h.press("x")

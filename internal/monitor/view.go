@@ -274,7 +274,7 @@ func (m *Model) Render() string {
 		m.help.ShowAll = true
 		body = strings.Split(m.help.View(m.keys), "\n")
 	case a != nil:
-		body = renderFeed(a.AgentID, a.envs, a.open, w)
+		body = a.feed(w)
 		if len(body) == 0 && a.filling {
 			body = []string{stFaint.Render("reading the log…")}
 		}
