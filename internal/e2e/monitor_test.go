@@ -251,3 +251,31 @@ func TestMonitorOnce(t *testing.T) {
 		t.Errorf("dead row = %q", row(out, dead))
 	}
 }
+
+// TestMonitorPermission answers a real agent's question from the monitor:
+// opencode asks before it runs bash; the row shows the waiting permission
+// and the feed the command that answers it; p then a allows it.
+func TestMonitorPermission(t *testing.T) {
+	e := newACPEnv(t, "opencode")
+	id := e.ok("open", "--model", "acp:opencode:fake/fake-model", "--id", "oc1", e.work)
+	tm := newTmux(t, e.env, e.work, 100, 30, filepath.Join(binDir, "kaimon"), "monitor")
+	tm.waitScreen("the agent's row", func(s string) bool { return strings.Contains(row(s, id), "idle") })
+
+	turn := e.ok("send", id, `call tool: bash {"command":"echo hi-from-bash","description":"echo"}`)
+	tm.waitScreen("the question", func(s string) bool {
+		return strings.Contains(row(s, id), "permission") && strings.Contains(s, "? permission asked: ") &&
+			strings.Contains(s, "kaimon permit "+id+" ")
+	})
+	tm.keys("p")
+	tm.waitScreen("the answer prompt", func(s string) bool { return strings.Contains(s, "a=allow d=deny") })
+	tm.keys("a")
+	tm.waitScreen("the turn over", func(s string) bool {
+		return strings.Contains(row(s, id), "idle") && strings.Contains(s, "allowed by user") &&
+			strings.Contains(s, "✓ turn "+turn+" end_turn")
+	})
+	if out := e.ok("output", id, "--turn", turn); out != "Tool said: hi-from-bash\n. Done." {
+		t.Fatalf("the allowed tool turn's output = %q", out)
+	}
+	tm.keys("q")
+	waitFor(t, "the monitor to quit", 30*time.Second, func() bool { return tm.cmd("has-session").Run() != nil })
+}

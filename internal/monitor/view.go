@@ -231,7 +231,11 @@ func (m *Model) Render() string {
 			live++
 		}
 	}
-	head := stTitle.Render("kaimon monitor") + fmt.Sprintf("  %d agents, %d live", len(m.agents), live)
+	noun := "agents"
+	if len(m.agents) == 1 {
+		noun = "agent"
+	}
+	head := stTitle.Render("kaimon monitor") + fmt.Sprintf("  %d %s, %d live", len(m.agents), noun, live)
 	if !m.connected {
 		state := m.downErr
 		if state == "" {
