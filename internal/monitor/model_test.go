@@ -386,7 +386,7 @@ func TestCloseAndDismiss(t *testing.T) {
 	if len(h.d.calls) != 2 || h.d.calls[1] != "forget d1" || h.row("d1") != "" {
 		t.Fatalf("x on dead: calls %v, row %q", h.d.calls, h.row("d1"))
 	}
-	h.wantScreen("dismissed d1", "1 agent, 0 live")
+	h.wantScreen("dismissed d1", "1 agent, 1 live")
 }
 
 func TestHelpKeys(t *testing.T) {
