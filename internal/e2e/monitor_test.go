@@ -232,6 +232,9 @@ func TestMonitorOnce(t *testing.T) {
 	if r := e.kaimon("monitor", "--once"); r.code != 1 || !strings.Contains(r.stderr, "does not start it") {
 		t.Fatalf("monitor --once started a daemon, or said nothing: %s", r)
 	}
+	if r := e.kaimon("monitor"); r.code != 1 || !strings.Contains(r.stderr, "needs a terminal") || r.stdout != "" {
+		t.Fatalf("monitor, piped: %s", r)
+	}
 	live := e.ok("open", e.work, "--id", "alive")
 	e.ok("run", live, "say exactly: hi")
 	dead := e.ok("open", e.work, "--id", "gone")

@@ -22,6 +22,7 @@ import (
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/eventlog"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -118,6 +119,9 @@ func home() string {
 
 // Run runs the full-screen monitor until the user quits or ctx ends.
 func Run(ctx context.Context, cl *client.Client, in io.Reader, out io.Writer) error {
+	if f, ok := out.(*os.File); ok && !term.IsTerminal(f.Fd()) {
+		return errors.New("kaimon monitor needs a terminal; for a script, `kaimon monitor --once` prints the table")
+	}
 	cl.NoAutostart = true
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -177,6 +181,19 @@ func followOnce(ctx context.Context, cl *client.Client, send func(tea.Msg)) erro
 		return err
 	}
 	send(ConnectedMsg{})
+	// A live join per agent, as tail's: when the bus drops envelopes for
+	// a slow reader, the authoritative ones are read back from the log,
+	// in order, so no status or result goes missing.
+	joins := map[string]*bus.Join{}
+	defer func() {
+		for _, j := range joins {
+			j.Close()
+		}
+	}()
+	emit := func(e *event.Envelope) error {
+		send(EnvelopeMsg{Env: *e})
+		return nil
+	}
 	for {
 		msg, err := sub.Next()
 		if err != nil {
@@ -186,6 +203,17 @@ func followOnce(ctx context.Context, cl *client.Client, send func(tea.Msg)) erro
 		if json.Unmarshal(msg.Body, &e) != nil || e.AgentID == "" {
 			continue
 		}
-		send(EnvelopeMsg{Env: e})
+		j := joins[e.AgentID]
+		if j == nil {
+			j = bus.NewLiveJoin(e.AgentID, eventlog.Path(cl.Paths.CacheDir, e.AgentID), emit)
+			joins[e.AgentID] = j
+		}
+		if err := j.Live(&e); err != nil {
+			// The log could not be read to fill a gap: show what came,
+			// and start this agent's join afresh.
+			j.Close()
+			delete(joins, e.AgentID)
+			send(EnvelopeMsg{Env: e})
+		}
 	}
 }
