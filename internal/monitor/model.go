@@ -180,6 +180,7 @@ type historyView struct {
 	id      string
 	loading bool
 	err     error
+	envs    []event.Envelope
 	lines   []string
 	vp      viewport.Model
 	search  textinput.Model
@@ -262,6 +263,9 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		m.width, m.height = msg.Width, msg.Height
 		m.help.SetWidth(msg.Width)
 		m.layoutHistory()
+		if m.mode == modeHistory && !m.hist.loading {
+			m.renderHistoryLines() // wrapped anew at the new width
+		}
 		return nil
 	case tickMsg:
 		return tick()
@@ -297,9 +301,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case historyMsg:
 		if m.mode == modeHistory && m.hist.id == msg.id {
-			m.hist.loading, m.hist.err = false, msg.err
-			m.hist.lines = renderFeed(msg.id, msg.envs, nil, max(m.width-1, 10))
-			m.hist.vp.SetContentLines(m.hist.lines)
+			m.hist.loading, m.hist.err, m.hist.envs = false, msg.err, msg.envs
+			m.renderHistoryLines()
 			m.hist.vp.GotoBottom()
 		}
 		return nil
@@ -711,6 +714,25 @@ func (m *Model) layoutHistory() {
 	m.hist.vp.SetWidth(m.width)
 	m.hist.vp.SetHeight(max(m.height-2, 1))
 	m.hist.search.SetWidth(max(m.width-4, 4))
+}
+
+// renderHistoryLines renders the history at the screen's width, keeping
+// the line at the top of the screen (as a fraction) and the search.
+func (m *Model) renderHistoryLines() {
+	h := &m.hist
+	frac := 0.0
+	if len(h.lines) > 0 {
+		frac = float64(h.vp.YOffset()) / float64(len(h.lines))
+	}
+	atBottom := h.vp.AtBottom()
+	h.lines = renderFeed(h.id, h.envs, nil, max(m.width-1, 10))
+	h.vp.SetContentLines(h.lines)
+	if atBottom {
+		h.vp.GotoBottom()
+	} else {
+		h.vp.SetYOffset(int(frac * float64(len(h.lines))))
+	}
+	m.findMatches()
 }
 
 func (m *Model) historyKey(k tea.KeyPressMsg) tea.Cmd {

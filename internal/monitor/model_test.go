@@ -488,3 +488,21 @@ func TestHelpers(t *testing.T) {
 		}
 	}
 }
+
+// The history wraps anew when the screen narrows.
+func TestHistoryResize(t *testing.T) {
+	h := newHarness(t, entry("a1", "idle", 1))
+	b, _ := json.Marshal(text(false, strings.Repeat("lorem ipsum ", 20)))
+	h.d.history["a1"] = []event.Envelope{{Kind: event.AssistantText, Turn: 1, Data: b, AgentID: "a1", Seq: 1}}
+	h.press("enter")
+	h.send(tea.WindowSizeMsg{Width: 40, Height: 20})
+	s := h.screen()
+	if strings.Count(s, "lorem") != 20 {
+		t.Errorf("the history lost words at 40 columns:\n%s", s)
+	}
+	for _, l := range strings.Split(s, "\n") {
+		if ansi.StringWidth(l) > 40 {
+			t.Errorf("line wider than 40: %q", l)
+		}
+	}
+}
