@@ -290,12 +290,13 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.apply(&msg.Env)
 	case backfillMsg:
 		if a := m.byID[msg.id]; a != nil {
-			a.filling = false
+			// Done, or failed: it is not asked again before a reconnect
+			// (every message would ask again).
+			a.filling, a.backfilled = false, true
 			if msg.err != nil {
 				m.flash = "reading the log of " + msg.id + ": " + firstLine(msg.err.Error())
 				return nil
 			}
-			a.backfilled = true
 			m.merge(a, msg.envs)
 		}
 		return nil

@@ -506,3 +506,27 @@ func TestHistoryResize(t *testing.T) {
 		}
 	}
 }
+
+// A log that cannot be read is said once, not asked for again and again.
+func TestBackfillErrorAskedOnce(t *testing.T) {
+	h := newHarness(t)
+	h.m.d = &failingHistory{fakeDaemon: h.d}
+	h.d.agents = []verbs.ListEntry{entry("a1", "idle", 1)}
+	h.send(ConnectedMsg{})
+	h.env("a1", event.Status, 1, event.StatusData{Status: "working"})
+	h.env("a1", event.Status, 1, event.StatusData{Status: "idle"})
+	if n := h.m.d.(*failingHistory).n; n != 1 {
+		t.Errorf("the log was asked for %d times, want 1", n)
+	}
+	h.wantScreen("reading the log of a1: disk on fire")
+}
+
+type failingHistory struct {
+	*fakeDaemon
+	n int
+}
+
+func (d *failingHistory) History(context.Context, string) ([]event.Envelope, error) {
+	d.n++
+	return nil, errors.New("disk on fire")
+}
