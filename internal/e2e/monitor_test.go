@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/proc"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -48,6 +49,7 @@ func newTmux(t *testing.T, env []string, dir string, w, h int, argv ...string) *
 func (tm *tmuxScreen) cmd(args ...string) *exec.Cmd {
 	c := exec.Command("tmux", append([]string{"-S", tm.sock, "-f", "/dev/null"}, args...)...)
 	c.Env = tm.env
+	proc.Setpgid(c) // the client; the server makes a session of its own
 	return c
 }
 
