@@ -213,7 +213,9 @@ func TestMonitor(t *testing.T) {
 	// x on a dead agent dismisses it: its row goes, and so does the
 	// daemon's record. Live agents come first: fresh1, then live1, dead1.
 	tm.keys("j", "j", "x")
-	tm.waitScreen("the dead agent dismissed", func(s string) bool { return row(s, dead) == "" && row(s, live) != "" })
+	tm.waitScreen("the dead agent dismissed", func(s string) bool {
+		return strings.Contains(s, "dismissed "+dead) && row(s, dead) == "" && row(s, live) != ""
+	})
 	if out := e.ok("list", "--json"); strings.Contains(out, `"`+dead+`"`) {
 		t.Fatalf("after x on the dead agent, agent_list still has it: %s", out)
 	}
