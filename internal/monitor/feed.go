@@ -46,8 +46,23 @@ func renderFeed(id string, envs []event.Envelope, open *stream, width int) []str
 	// status; a permission request likewise shows its decision once made.
 	results := map[string]event.ToolResultUpdate{}
 	decided := map[string]event.PermissionData{}
+	// The latest copy of each call replaces the earlier (the first is an
+	// announce without input).
+	calls := map[string]event.ToolCall{}
 	for i := range envs {
 		switch envs[i].Kind {
+		case event.ToolUse:
+			var d event.ToolUseData
+			if json.Unmarshal(envs[i].Data, &d) == nil {
+				c, had := calls[d.Call.ToolCallID]
+				if !had || d.Call.Title != "" {
+					c.ToolCallID, c.Title = d.Call.ToolCallID, d.Call.Title
+				}
+				if len(d.Call.RawInput) > 0 {
+					c.RawInput = d.Call.RawInput
+				}
+				calls[d.Call.ToolCallID] = c
+			}
 		case event.ToolResult:
 			var d event.ToolResultData
 			if json.Unmarshal(envs[i].Data, &d) == nil {
@@ -66,7 +81,6 @@ func renderFeed(id string, envs []event.Envelope, open *stream, width int) []str
 			out = append(out, style.Render(l))
 		}
 	}
-	tools := map[string]string{}   // toolCallId → title, for results without a call
 	asked := map[string]bool{}     // requestIds shown as a request
 	shownTool := map[string]bool{} // toolCallIds with their line
 	turns := map[int]bool{}        // turns whose heading is out
@@ -95,13 +109,12 @@ func renderFeed(id string, envs []event.Envelope, open *stream, width int) []str
 		case event.ToolUse:
 			var d event.ToolUseData
 			_ = json.Unmarshal(e.Data, &d)
-			c := d.Call
-			tools[c.ToolCallID] = c.Title
-			if shownTool[c.ToolCallID] {
+			id := d.Call.ToolCallID
+			if shownTool[id] {
 				continue
 			}
-			shownTool[c.ToolCallID] = true
-			out = append(out, toolLine(c, results[c.ToolCallID], envs[i+1:], width))
+			shownTool[id] = true
+			out = append(out, toolLine(calls[id], results[id], width))
 		case event.ToolResult:
 			var d event.ToolResultData
 			_ = json.Unmarshal(e.Data, &d)
@@ -109,7 +122,7 @@ func renderFeed(id string, envs []event.Envelope, open *stream, width int) []str
 				continue // its call's line shows it
 			}
 			shownTool[d.Update.ToolCallID] = true
-			out = append(out, toolLine(event.ToolCall{ToolCallID: d.Update.ToolCallID, Title: d.Update.ToolCallID}, d.Update, nil, width))
+			out = append(out, toolLine(event.ToolCall{ToolCallID: d.Update.ToolCallID, Title: d.Update.ToolCallID}, d.Update, width))
 		case event.Permission:
 			var d event.PermissionData
 			_ = json.Unmarshal(e.Data, &d)
@@ -177,22 +190,8 @@ func renderFeed(id string, envs []event.Envelope, open *stream, width int) []str
 }
 
 // toolLine is a tool call's one line: its title, its input, its status.
-// later are the envelopes after the call, which may hold its complete
-// input (the first tool_use is an empty announce).
-func toolLine(c event.ToolCall, res event.ToolResultUpdate, later []event.Envelope, width int) string {
+func toolLine(c event.ToolCall, res event.ToolResultUpdate, width int) string {
 	input := c.RawInput
-	if len(input) == 0 {
-		for i := range later {
-			if later[i].Kind != event.ToolUse {
-				continue
-			}
-			var d event.ToolUseData
-			if json.Unmarshal(later[i].Data, &d) == nil && d.Call.ToolCallID == c.ToolCallID && len(d.Call.RawInput) > 0 {
-				input = d.Call.RawInput
-				break
-			}
-		}
-	}
 	var mark string
 	switch res.Status {
 	case "completed":

@@ -281,6 +281,15 @@ func TestFeed(t *testing.T) {
 	if strings.Count(s, "⚙ Bash") != 1 || !strings.Contains(s, "✓ completed") || strings.Contains(s, "running") {
 		t.Errorf("tool line:\n%s", s)
 	}
+	// The complete copy of a call replaces an announce that had input.
+	call = event.ToolCall{ToolCallID: "tu2", Title: "bash", Status: "in_progress", RawInput: json.RawMessage(`{"cwd":"/w"}`)}
+	h.env("a1", event.ToolUse, 1, event.ToolUseData{Call: call})
+	call.RawInput = json.RawMessage(`{"command":"make"}`)
+	h.env("a1", event.ToolUse, 1, event.ToolUseData{Call: call})
+	h.env("a1", event.ToolResult, 1, event.ToolResultData{Update: event.ToolResultUpdate{ToolCallID: "tu2", Status: "failed"}})
+	if s := h.screen(); !strings.Contains(s, `⚙ bash {"command":"make"} ✗ failed`) || strings.Contains(s, `"cwd"`) {
+		t.Errorf("tool line of tu2:\n%s", s)
+	}
 	h.env("a1", event.Result, 1, event.ResultData{StopReason: "end_turn", Usage: event.UsageFigures{InputTokens: 5, OutputTokens: 7}})
 	h.wantScreen("✓ turn 1 end_turn  tokens in 5, out 7")
 	// Long text wraps to the pane.
