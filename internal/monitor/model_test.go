@@ -539,3 +539,12 @@ func (d *failingHistory) History(context.Context, string) ([]event.Envelope, err
 	d.n++
 	return nil, errors.New("disk on fire")
 }
+
+// The columns sized to their content are the ones layout thinks they are.
+func TestColumnIndexes(t *testing.T) {
+	for i, title := range map[int]string{colID: "ID", colModel: "MODEL", colTokens: "IN/OUT"} {
+		if columns[i].title != title {
+			t.Errorf("columns[%d] is %q, want %q", i, columns[i].title, title)
+		}
+	}
+}

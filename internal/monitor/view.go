@@ -52,12 +52,34 @@ var columns = []column{
 
 const gap = 2
 
+// Indexes in columns of those sized to their content.
+const (
+	colID     = 0
+	colModel  = 2
+	colTokens = 5
+)
+
+// contentWidths are the widths the agents' ids, models and token counts
+// need: those columns take no more.
+type contentWidths struct{ id, model, tokens int }
+
+func measure(agents []*agent) contentWidths {
+	var c contentWidths
+	for _, a := range agents {
+		c.id = max(c.id, lipgloss.Width(a.AgentID))
+		c.model = max(c.model, lipgloss.Width(a.Model))
+		c.tokens = max(c.tokens, lipgloss.Width(columns[colTokens].cell(a, time.Time{}, 0, "")))
+	}
+	return c
+}
+
 // layout picks the columns that fit in width and their widths: the cwd
 // takes what is left, down to its minimum, and then columns drop.
-func layout(width, idWidth, modelWidth int) ([]column, []int) {
+func layout(width int, fit contentWidths) ([]column, []int) {
 	cols := append([]column(nil), columns...)
-	cols[0].width = min(max(idWidth, 2), 16)
-	cols[2].width = min(max(modelWidth, 5), 22)
+	cols[colID].width = min(max(fit.id, 2), 16)
+	cols[colModel].width = min(max(fit.model, 5), 22)
+	cols[colTokens].width = min(max(fit.tokens, 6), 13)
 	for {
 		total, flex := 0, -1
 		for i, c := range cols {
@@ -110,12 +132,7 @@ func pad(s string, w int, right bool) string {
 // tableLines renders the header and a line per agent, each at most width
 // cells; sel is the selected agent's index (-1 for none, as in --once).
 func tableLines(agents []*agent, sel, width int, now time.Time, home string) (header string, rows []string) {
-	idw, modelw := 2, 5
-	for _, a := range agents {
-		idw = max(idw, lipgloss.Width(a.AgentID))
-		modelw = max(modelw, lipgloss.Width(a.Model))
-	}
-	cols, ws := layout(width, idw, modelw)
+	cols, ws := layout(width, measure(agents))
 	var h []string
 	for i, c := range cols {
 		h = append(h, pad(c.title, ws[i], c.right))
@@ -145,13 +162,11 @@ func tableLines(agents []*agent, sel, width int, now time.Time, home string) (he
 
 // naturalWidth is the width at which the table needs no elision.
 func naturalWidth(agents []*agent, home string) int {
-	idw, modelw, cwdw := 2, 5, 3
+	cwdw := 3
 	for _, a := range agents {
-		idw = max(idw, lipgloss.Width(a.AgentID))
-		modelw = max(modelw, lipgloss.Width(a.Model))
 		cwdw = max(cwdw, lipgloss.Width(shortPath(a.Cwd, home, 1<<20)))
 	}
-	cols, ws := layout(1<<20, idw, modelw)
+	cols, ws := layout(1<<20, measure(agents))
 	total := 0
 	for i, c := range cols {
 		if c.flex {
