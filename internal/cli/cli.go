@@ -123,6 +123,7 @@ func NewApp() *cli.App {
 			interruptCmd(), setModelCmd(), closeCmd(), forgetCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(),
 			tailCmd(),
 			versionCmd(), doctorCmd(),
+			monitorCmd(),
 		},
 	}
 	finishTree(app)

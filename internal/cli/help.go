@@ -54,6 +54,7 @@ var examples = map[string]string{
 	"daemon logs":         "kaimon daemon logs -n 200 | grep refused",
 	"daemon install-unit": "kaimon daemon install-unit\nsystemctl --user daemon-reload && systemctl --user enable --now kaimon-agentd",
 	"version":             "kaimon version",
+	"monitor":             "kaimon monitor            # q quits, ? shows the keys\nkaimon monitor --once > agents.txt",
 	"doctor":              "kaimon doctor || echo 'fix the FAIL lines first'",
 	"mcp":                 "claude mcp add kaimon -- kaimon mcp",
 	"completion":          "kaimon completion bash > ~/.local/share/bash-completion/completions/kaimon",
