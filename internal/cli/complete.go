@@ -119,6 +119,7 @@ const (
 	valDirs               // a directory: the shell completes it
 	valLiveIDs            // ids of live agents
 	valDeadIDs            // ids of dead agents
+	valAnyIDs             // ids of every agent the daemon knows
 	valModels             // model aliases and backend prefixes
 	valChannels           // agent: and agent:ID
 	valKinds              // event kinds, comma-separated
@@ -416,8 +417,14 @@ func (k *completer) positionalSpec(lv *level) valueSpec {
 	}
 	kind := placeholderKinds[slot]
 	// forget acts on dead agents only (agent_forget refuses live ones).
-	if kind == valLiveIDs && k.verbOf(lv) != nil && k.verbOf(lv).Name == "agent_forget" {
-		kind = valDeadIDs
+	// A read-only verb (output, status) reads dead agents too.
+	if v := k.verbOf(lv); kind == valLiveIDs && v != nil {
+		switch {
+		case v.Name == "agent_forget":
+			kind = valDeadIDs
+		case v.ReadOnly:
+			kind = valAnyIDs
+		}
 	}
 	return valueSpec{kind: kind}
 }
@@ -491,9 +498,9 @@ func (k *completer) values(spec valueSpec, cur, prefix string) completion {
 		return completion{directive: directiveDirs}
 	case valEnum:
 		cands = spec.enum
-	case valLiveIDs, valDeadIDs:
+	case valLiveIDs, valDeadIDs, valAnyIDs:
 		for _, a := range k.agentList() {
-			if (a.Status.Status == "dead") == (spec.kind == valDeadIDs) {
+			if spec.kind == valAnyIDs || (a.Status.Status == "dead") == (spec.kind == valDeadIDs) {
 				cands = append(cands, candidate{a.AgentID, agentDesc(a)})
 			}
 		}

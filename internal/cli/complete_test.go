@@ -106,15 +106,20 @@ func TestCompleteWords(t *testing.T) {
 		{words: []string{"send", "--", "-"}, want: nil},
 		{words: []string{"completion", "--", ""}, want: Shells},
 	}
-	// Every verb whose first positional is ID offers the live agents, with
-	// flags before it of either kind.
+	// Every verb whose first positional is ID offers the live agents, or
+	// every agent when it only reads (output, status), with flags before it
+	// of either kind.
 	for _, c := range NewApp().Commands {
 		if strings.HasPrefix(c.ArgsUsage, "ID") {
+			ids := live
+			if v := verbs.ByName(c.Name); v != nil && v.ReadOnly {
+				ids = append(append([]string{}, live...), "dead1")
+			}
 			cases = append(cases, struct {
 				words     []string
 				want      []string
 				directive string
-			}{words: []string{c.Name, ""}, want: live})
+			}{words: []string{c.Name, ""}, want: ids})
 			var w []string
 			for _, f := range c.Flags {
 				if strings.Contains(c.ArgsUsage, "-"+f.Names()[0]+" ") {
@@ -130,6 +135,13 @@ func TestCompleteWords(t *testing.T) {
 				want      []string
 				directive string
 			}{words: append(append([]string{c.Name}, w...), "l"), want: live})
+			if len(ids) > len(live) {
+				cases = append(cases, struct {
+					words     []string
+					want      []string
+					directive string
+				}{words: []string{c.Name, "d"}, want: []string{"dead1"}})
+			}
 		}
 	}
 	for _, c := range cases {
