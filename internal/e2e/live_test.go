@@ -321,8 +321,26 @@ func TestLiveRunCtrlC(t *testing.T) {
 	if st := e.statusOf(t, id); st.Status == "dead" {
 		t.Fatalf("the agent died with the detach: %+v", st)
 	}
-	e.api.Release() // in case the interrupt reached claude too late
+	// Let go, claude reads the interrupt it was sent, and the turn ends.
 	waitFor(t, "the detached turn to end", 60*time.Second, func() bool { return e.statusOf(t, id).Status == "idle" })
+
+	// run -C: the throwaway agent is closed when the interrupted run ends.
+	k = e.kaimonPty(t, e.ptyEnv(), "run", "-C", e.work, "please hold")
+	k.waitOutput(fakeapi.HoldFirst)
+	k.ctrlC()
+	if code := k.wait(); code != 3 {
+		t.Fatalf("interrupted run -C exited %d, want 3:\n%s", code, k.output())
+	}
+	var l verbs.ListResult
+	e.okJSON(&l, "list")
+	for _, a := range l.Agents {
+		if a.AgentID != id && a.Status.Status != "dead" {
+			t.Fatalf("run -C left its agent %s %s", a.AgentID, a.Status.Status)
+		}
+	}
+	if len(l.Agents) != 2 {
+		t.Fatalf("agents after run -C: %+v", l.Agents)
+	}
 }
 
 // claudeProcesses lists this installation's claude CLI processes.
