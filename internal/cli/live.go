@@ -175,6 +175,9 @@ wait:
 		case out = <-ran:
 			break wait
 		case <-sigs:
+			if live {
+				f.p.pastEcho()
+			}
 			if interrupted {
 				detached = true
 				cancelRun()

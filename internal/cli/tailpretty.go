@@ -318,6 +318,21 @@ func (p *pretty) note(w io.Writer, s string) {
 	io.WriteString(w, s+"\n")
 }
 
+// pastEcho moves to a line of its own after the terminal echoed a Ctrl-C
+// ("^C") where the cursor was, so that what follows is not glued to it.
+func (p *pretty) pastEcho() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.spin != nil {
+		p.spin.erase()
+	}
+	if p.open != "" {
+		p.endLineLocked()
+		return
+	}
+	p.write("\n")
+}
+
 // lastShown is the assistant text block of agent id last rendered.
 func (p *pretty) lastShown(id string) string {
 	p.mu.Lock()
