@@ -228,8 +228,9 @@ func TestLiveRun(t *testing.T) {
 	out := k.output()
 	t.Logf("the terminal:\n%q", out)
 	plain := screen(t, out)
-	if !strings.HasPrefix(plain, fakeapi.HoldFirst+fakeapi.HoldRest+"\n") || strings.Count(plain, fakeapi.HoldRest) != 1 {
-		t.Fatalf("the screen does not show the reply once, whole, and first:\n%s", plain)
+	if !strings.HasPrefix(plain, fakeapi.HoldFirst+fakeapi.HoldRest+"\n") || strings.Count(plain, fakeapi.HoldRest) != 1 ||
+		strings.ContainsAny(plain, "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏") {
+		t.Fatalf("the screen does not show the reply once, whole, and first, spinner gone:\n%s", plain)
 	}
 	if !regexp.MustCompile(`✓ turn 1 · end_turn · tokens in \d+, out \d+.* · [0-9.]+m?s`).MatchString(plain) {
 		t.Fatalf("no usage line:\n%q", out)
@@ -422,4 +423,29 @@ func TestRunPiped(t *testing.T) {
 		t.Fatalf("piped interrupted run:\nstdout: %q\nstderr: %s", so.String(), se.String())
 	}
 	waitFor(t, "the agent to be idle", 30*time.Second, func() bool { return e.statusOf(t, id).Status == "idle" })
+}
+
+// TestLiveTailPretty: tail --pretty on a terminal is the same rendering,
+// spinner included, for a turn sent by someone else; Ctrl-C ends tail as
+// before (exit 0), since only run catches it.
+func TestLiveTailPretty(t *testing.T) {
+	e := newEnv(t)
+	id := e.ok("open", e.work)
+	// --from-start: the log, then live, so that nothing is missed
+	// whenever tail is subscribed.
+	k := e.kaimonPty(t, e.ptyEnv("NO_COLOR=1"), "tail", "agent:"+id, "--from-start", "--pretty")
+	e.ok("send", id, "please hold")
+	k.waitOutput("> please hold")
+	k.waitOutput(fakeapi.HoldFirst)
+	k.waitOutput(" working ")
+	e.api.Release()
+	k.waitOutput("✓ turn 1 end_turn")
+	k.ctrlC()
+	if code := k.wait(); code != 0 {
+		t.Fatalf("tail after Ctrl-C exited %d:\n%s", code, k.output())
+	}
+	scr := screen(t, k.output())
+	if !strings.Contains(scr, fakeapi.HoldFirst+fakeapi.HoldRest+"\n") || strings.ContainsAny(scr, "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏") {
+		t.Fatalf("the screen:\n%s", scr)
+	}
 }
