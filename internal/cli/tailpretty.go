@@ -13,6 +13,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // pretty renders envelopes for people, for `tail --pretty` and a live
@@ -265,7 +266,9 @@ func permissionLines(head, id string, d *event.PermissionData) string {
 		if input != "" {
 			s += " " + input
 		}
-		s += "\n  answer: " + bold.Sprintf("kaimon permit %s %s allow", id, d.RequestID) + "   (or deny"
+		// The command and its words come from the verb table.
+		permit := "kaimon " + verbs.ByName("agent_permit").CLI
+		s += "\n  answer: " + bold.Sprintf("%s %s %s %s", permit, id, d.RequestID, verbs.Allow) + "   (or " + verbs.Deny
 		if d.ExpiresAt != "" {
 			s += "; waits until " + d.ExpiresAt
 		}
