@@ -72,18 +72,18 @@ func TestSpinnerErasedBeforeText(t *testing.T) {
 		ev := event.NewText(event.AssistantText, 1, true, s)
 		return &event.Envelope{Kind: ev.Kind, Turn: 1, Data: ev.Data, AgentID: "a1"}
 	}
-	p.spin.draw(start.Add(100*time.Millisecond), false) // not quiet long enough
+	p.spin.draw(start.Add(100*time.Millisecond), p.col) // not quiet long enough
 	if term.Len() != 0 {
 		t.Fatalf("spinner drawn before the quiet: %q", term.String())
 	}
-	p.spin.draw(start.Add(time.Second), false)
+	p.spin.draw(start.Add(time.Second), p.col)
 	p.print(delta("Hello, "))
-	p.spin.draw(p.spin.quiet.Add(2*time.Second), p.open != "")
-	p.spin.draw(p.spin.quiet.Add(3*time.Second), p.open != "")
+	p.spin.draw(p.spin.quiet.Add(2*time.Second), p.col)
+	p.spin.draw(p.spin.quiet.Add(3*time.Second), p.col)
 	p.print(delta("world."))
 	ask := event.New(event.Permission, 1, event.PermissionData{RequestID: "p1", ToolCall: event.ToolCall{Title: "Bash"}})
 	p.print(&event.Envelope{Kind: ask.Kind, Turn: 1, Data: ask.Data, AgentID: "a1"})
-	p.spin.draw(p.spin.quiet.Add(time.Second), p.open != "")
+	p.spin.draw(p.spin.quiet.Add(time.Second), p.col)
 	p.spin.erase()
 	got := term.String()
 	for _, part := range []string{
@@ -136,4 +136,43 @@ func TestCatchInterrupts(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-ctx.Done() // SIGTERM is not caught
+}
+
+// TestSpinnerFitsTheLine: a spinner that would wrap past the terminal's
+// right margin is not drawn (its erasing would miss the wrapped part).
+func TestSpinnerFitsTheLine(t *testing.T) {
+	color.NoColor = true
+	var term bytes.Buffer
+	start := time.Now()
+	s := &spinner{w: &term, width: func() int { return 40 }, quiet: start, since: map[string]time.Time{"a1": start}, asks: map[string]map[string]bool{}}
+	s.draw(start.Add(time.Second), 30) // " ⠙ working 1s" is 13 columns: no room after 30 of 40
+	if term.Len() != 0 {
+		t.Fatalf("drawn past the margin: %q", term.String())
+	}
+	s.draw(start.Add(time.Second), 80) // at the margin of the second row
+	if term.Len() != 0 {
+		t.Fatalf("drawn at the margin: %q", term.String())
+	}
+	s.draw(start.Add(time.Second), 45) // column 5 of the second row
+	if !strings.Contains(term.String(), "working 1s") {
+		t.Fatalf("not drawn where it fits: %q", term.String())
+	}
+}
+
+func TestAdvance(t *testing.T) {
+	for _, c := range []struct {
+		col  int
+		s    string
+		want int
+	}{
+		{0, "hello", 5},
+		{3, "ab\ncd", 2},
+		{0, "\x1b[2mthinking: \x1b[22mhm", 12},
+		{4, "\x1b7 ⠙ working\x1b8\x1b[K", 14},
+		{7, "x\r", 0},
+	} {
+		if got := advance(c.col, c.s); got != c.want {
+			t.Errorf("advance(%d, %q) = %d, want %d", c.col, c.s, got, c.want)
+		}
+	}
 }

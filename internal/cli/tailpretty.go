@@ -8,9 +8,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fatih/color"
 	"github.com/mattn/go-isatty"
+	"golang.org/x/sys/unix"
 
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -43,6 +45,7 @@ type pretty struct {
 	shown map[string]string
 
 	spin *spinner // nil: no spinner
+	col  int      // columns written on w's current line, for the spinner
 }
 
 func newPretty(w io.Writer, multi bool) *pretty {
@@ -56,6 +59,38 @@ func (p *pretty) write(s string) {
 		p.spin.quiet = time.Now()
 	}
 	io.WriteString(p.w, s)
+	p.col = advance(p.col, s)
+}
+
+// advance returns the column after writing s at column col: runes count
+// one, colour escapes none (wide runes are taken as one: the spinner's
+// room is judged with a margin).
+func advance(col int, s string) int {
+	const (
+		text = iota
+		escape
+		csi
+	)
+	state := text
+	for _, r := range s {
+		switch {
+		case state == escape && r == '[':
+			state = csi
+		case state == escape: // a two-byte escape (ESC 7)
+			state = text
+		case state == csi:
+			if r >= '@' && r <= '~' { // the final byte
+				state = text
+			}
+		case r == 0x1b:
+			state = escape
+		case r == '\n' || r == '\r':
+			col = 0
+		default:
+			col++
+		}
+	}
+	return col
 }
 
 var (
@@ -350,6 +385,22 @@ func spinnerTo(w io.Writer) bool {
 	return ok && isatty.IsTerminal(f.Fd()) && os.Getenv("TERM") != "dumb"
 }
 
+// termWidth returns a function that reports w's terminal width, as it is
+// now (the terminal may be resized), or 0.
+func termWidth(w io.Writer) func() int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	return func() int {
+		ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+		if err != nil {
+			return 0
+		}
+		return int(ws.Col)
+	}
+}
+
 // startSpinner shows a spinner with the elapsed time on w while an agent is
 // in a turn and nothing has been rendered for a moment; it does nothing
 // unless w is a terminal (spinnerTo). stopSpinner ends it.
@@ -362,7 +413,7 @@ func (p *pretty) startSpinner(w io.Writer) {
 	if p.spin != nil {
 		return
 	}
-	p.spin = &spinner{w: w, quiet: time.Now(), since: map[string]time.Time{}, asks: map[string]map[string]bool{},
+	p.spin = &spinner{w: w, width: termWidth(w), quiet: time.Now(), since: map[string]time.Time{}, asks: map[string]map[string]bool{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go p.spinLoop(p.spin)
 }
@@ -405,7 +456,7 @@ func (p *pretty) spinLoop(s *spinner) {
 			return
 		case now := <-tick.C:
 			p.mu.Lock()
-			s.draw(now, p.open != "")
+			s.draw(now, p.col)
 			p.mu.Unlock()
 		}
 	}
@@ -430,6 +481,7 @@ var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"
 // guarded by the renderer's lock.
 type spinner struct {
 	w     io.Writer
+	width func() int                 // the terminal's columns (0: unknown)
 	quiet time.Time                  // when the rendering last wrote
 	since map[string]time.Time       // agent → start of its turn in flight
 	asks  map[string]map[string]bool // agent → its pending permission requests
@@ -472,8 +524,10 @@ func (s *spinner) erase() {
 }
 
 // draw redraws the spinner at now, if an agent is busy and the rendering
-// has been quiet; midLine says a line of text is open.
-func (s *spinner) draw(now time.Time, midLine bool) {
+// has been quiet; col is the cursor's column, after text when not 0. A
+// spinner that would not fit on the line is not drawn: wrapping, it would
+// scroll the screen and its erasing would miss.
+func (s *spinner) draw(now time.Time, col int) {
 	var first time.Time
 	for _, t := range s.since {
 		if first.IsZero() || t.Before(first) {
@@ -491,10 +545,23 @@ func (s *spinner) draw(now time.Time, midLine bool) {
 		}
 	}
 	s.frame = (s.frame + 1) % len(spinFrames)
-	text := faint.Sprintf("%s %s %s", spinFrames[s.frame], label, now.Sub(first).Round(100*time.Millisecond))
-	if midLine {
+	text := fmt.Sprintf("%s %s %s", spinFrames[s.frame], label, now.Sub(first).Round(100*time.Millisecond))
+	if col > 0 {
 		text = " " + text
 	}
+	if s.width != nil {
+		if w := s.width(); w > 0 {
+			at := col % w
+			if col > 0 && at == 0 {
+				at = w // at the right margin, about to wrap
+			}
+			if at+utf8.RuneCountInString(text) >= w {
+				s.erase()
+				return
+			}
+		}
+	}
+	text = faint.Sprint(text)
 	if s.drawn {
 		io.WriteString(s.w, "\x1b8\x1b[K"+text)
 		return
