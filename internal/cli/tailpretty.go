@@ -403,9 +403,10 @@ func termWidth(w io.Writer) func() int {
 
 // startSpinner shows a spinner with the elapsed time on w while an agent is
 // in a turn and nothing has been rendered for a moment; it does nothing
-// unless w is a terminal (spinnerTo). stopSpinner ends it.
+// unless w can show one (spinnerTo) and the rendering goes to a terminal
+// too (taken to be the same). stopSpinner ends it.
 func (p *pretty) startSpinner(w io.Writer) {
-	if !spinnerTo(w) {
+	if !spinnerTo(w) || !isTerminal(p.w) {
 		return
 	}
 	p.mu.Lock()
