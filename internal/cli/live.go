@@ -80,7 +80,7 @@ func (in *interrupts) deliver(sig os.Signal) {
 	if c != nil && sig == os.Interrupt {
 		select {
 		case c <- sig:
-		default: // one pending is enough
+		default: // two pending already say "detach"
 		}
 		return
 	}
@@ -95,7 +95,7 @@ func catchInterrupts(ctx context.Context) (<-chan os.Signal, func()) {
 	if in == nil {
 		return nil, func() {}
 	}
-	c := make(chan os.Signal, 1)
+	c := make(chan os.Signal, 2) // a quick double Ctrl-C is both seen
 	in.mu.Lock()
 	in.catch = c
 	in.mu.Unlock()
