@@ -11,10 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -47,7 +45,7 @@ func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf
 
 // Main runs the CLI with os.Args and returns the exit code.
 func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyContext(context.Background())
 	defer stop()
 	return Run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
 }
@@ -59,6 +57,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	err := app.RunContext(ctx, interspersed(app, args))
 	if err == nil {
 		return ExitOK
+	}
+	var de *detachedError
+	if errors.As(err, &de) {
+		fmt.Fprintf(stderr, "kaimon: %s\n", de)
+		return ExitDetached
 	}
 	return report(err, stderr)
 }
@@ -112,7 +115,9 @@ func NewApp() *cli.App {
 		EnableBashCompletion: false, // completion is __complete (complete.go): never the typed line run
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "no-autostart", Usage: "fail instead of starting kaimon-agentd when it is not running", EnvVars: []string{"KAIMON_NO_AUTOSTART"}},
+			&cli.BoolFlag{Name: "no-color", Usage: "no colour in the output (as NO_COLOR=1 or TERM=dumb)"},
 		},
+		Before: func(c *cli.Context) error { setColor(c.Bool("no-color")); return nil },
 		OnUsageError: func(c *cli.Context, err error, isSub bool) error {
 			return usagef("%v", err)
 		},
@@ -331,7 +336,12 @@ func runCmd() *cli.Command {
 		ArgsUsage: "ID TEXT | -C DIR TEXT",
 		Description: "Prints the assistant's final text of the turn. Exits 3 if the turn failed, 4 on timeout " +
 			"(the partial text is printed, and the agent keeps working). TEXT - reads stdin.\n" +
-			"With -C DIR (no ID) it opens an agent in DIR with the open flags, runs one turn, and closes it.",
+			"With -C DIR (no ID) it opens an agent in DIR with the open flags, runs one turn, and closes it.\n\n" +
+			"On a terminal the turn renders as it happens: the text as it streams, thoughts dimmed, a line per tool call " +
+			"and its result, a permission request with the `kaimon permit` command that answers it, a spinner while " +
+			"the agent is silent, and the turn's usage on stderr at the end. Piped, stdout gets the final text alone.\n\n" +
+			"Ctrl-C interrupts the turn (exit 3 when it ends so); a second Ctrl-C leaves it running and exits 130. " +
+			"With -C the agent is closed either way.",
 		Flags: flags,
 		Action: func(c *cli.Context) error {
 			cl, err := newClient(c)
@@ -376,20 +386,7 @@ func runCmd() *cli.Command {
 					_, _ = cl.Close(ctx, &verbs.CloseArgs{AgentID: id})
 				}()
 			}
-			hctx, stopHints := context.WithCancel(c.Context)
-			hinted := make(chan struct{})
-			go func() { defer close(hinted); hintPermissions(hctx, cl, id, time.Now(), c.App.ErrWriter) }()
-			res, err := cl.Run(c.Context, &verbs.RunArgs{AgentID: id, Text: text, Timeout: timeout.Seconds()})
-			stopHints()
-			<-hinted
-			if err != nil {
-				var ve *verbs.Error
-				if !c.Bool("json") && errors.As(err, &ve) && ve.Text != "" {
-					fmt.Fprintln(c.App.Writer, ve.Text)
-				}
-				return fail(c, err)
-			}
-			return emit(c, res, func(w io.Writer) { fmt.Fprintln(w, res.Text) })
+			return runTurn(c, cl, id, text, timeout)
 		},
 	})
 }

@@ -40,6 +40,7 @@ var exitCodes = []manpage.ExitCode{
 	{Code: ExitUsage, Meaning: "usage (wrong command line)"},
 	{Code: ExitTurnFailed, Meaning: "the agent's turn failed (API error, crash, interrupted)"},
 	{Code: ExitTimeout, Meaning: "the turn did not end within --timeout (the agent keeps working)"},
+	{Code: ExitDetached, Meaning: "kaimon run left by a second Ctrl-C (the agent keeps working)"},
 }
 
 // examples of the commands that are not verbs, by path below kaimon; a

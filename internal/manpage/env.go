@@ -56,5 +56,5 @@ var Env = []EnvVar{
 	{Name: "PATH", ReadBy: ByBoth, Doc: "Where kaimon-agentd and the agent programs are looked up."},
 	{Name: "HOME", ReadBy: ByBoth, Doc: "The base of the default paths when KAIMON_HOME is unset; without it, the passwd entry's home."},
 	{Name: "NO_COLOR", ReadBy: ByCLI, Doc: "Set and not empty: kaimon prints no colour."},
-	{Name: "TERM", ReadBy: ByCLI, Doc: "dumb: kaimon prints no colour."},
+	{Name: "TERM", ReadBy: ByCLI, Doc: "dumb: kaimon prints no colour, and a live kaimon run no spinner."},
 }
