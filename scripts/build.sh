@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Build kaimon and kaimon-agentd into OUTDIR (default bin/) with the version
 # and commit stamped in (internal/version), so that `kaimon version` can tell
-# a stale daemon from this one. The version is `git describe --tags --always
-# --dirty`; outside a git checkout it is $KAIMON_VERSION, else
-# 0.0.0-unknown. scripts/install.sh and scripts/demo.sh build with it.
+# a stale daemon from this one. The version is $KAIMON_VERSION when set (an
+# override, in a git checkout or not), else `git describe --tags --always
+# --dirty`, else 0.0.0-unknown. The commit is `git rev-parse HEAD`, with
+# "-dirty" when `git status` shows any change (untracked files too, as the go
+# tool's vcs.modified counts them, so that this build and a plain go build of
+# one tree carry the same commit), else "unknown".
+# scripts/install.sh and scripts/demo.sh build with it.
 # `build.sh --check` only checks that the build can run (Go is there).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,7 +22,7 @@ commit=
 if git -C "$root" rev-parse --git-dir >/dev/null 2>&1; then
 	[ -n "$version" ] || version=$(git -C "$root" describe --tags --always --dirty)
 	commit=$(git -C "$root" rev-parse HEAD)
-	if ! git -C "$root" diff --quiet HEAD -- 2>/dev/null; then
+	if [ -n "$(git -C "$root" status --porcelain 2>/dev/null)" ]; then
 		commit=$commit-dirty
 	fi
 fi
