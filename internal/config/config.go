@@ -126,6 +126,39 @@ func homeDir() (string, error) {
 	return u.HomeDir, nil
 }
 
+// ProgramBin is one agent program the config file may name: the variable
+// that names it too (and wins over the file), the file's key, and the
+// file's value ("" when unset).
+type ProgramBin struct {
+	Env   string // e.g. KAIMON_CLAUDE_BIN
+	Key   string // e.g. claude_bin
+	Value string
+}
+
+// ProgramBins is the one table of the agent programs' config keys and the
+// variables they become: daemon.Run exports each value set in the file as
+// its variable (unless the variable is set), which is how the backends,
+// which read only the variables, see the file; `kaimon doctor` reads it to
+// say where a program's path came from.
+func (c Config) ProgramBins() []ProgramBin {
+	return []ProgramBin{
+		{Env: "KAIMON_CLAUDE_BIN", Key: "claude_bin", Value: c.ClaudeBin},
+		{Env: "KAIMON_OPENCODE_BIN", Key: "opencode_bin", Value: c.OpencodeBin},
+		{Env: "KAIMON_CLAUDE_ACP_BIN", Key: "claude_acp_bin", Value: c.ClaudeACPBin},
+		{Env: "KAIMON_GEMINI_BIN", Key: "gemini_bin", Value: c.GeminiBin},
+	}
+}
+
+// ProgramBin returns the table's row for the variable env.
+func (c Config) ProgramBin(env string) (ProgramBin, bool) {
+	for _, b := range c.ProgramBins() {
+		if b.Env == env {
+			return b, true
+		}
+	}
+	return ProgramBin{}, false
+}
+
 // Config is the config file's content. Unknown keys are ignored so that a
 // newer file works with an older kaimon.
 type Config struct {

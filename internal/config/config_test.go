@@ -134,3 +134,37 @@ func TestEnvFingerprints(t *testing.T) {
 		t.Fatalf("EnvDiff of equal environments = %v", d)
 	}
 }
+
+// TestProgramBinsCoverConfig keeps the table whole: every *_bin key of the
+// config file has a row, with its own value, and every row's variable is one
+// Relevant counts as an agent program.
+func TestProgramBinsCoverConfig(t *testing.T) {
+	var c Config
+	v := reflect.ValueOf(&c).Elem()
+	keys := map[string]bool{}
+	for i := 0; i < v.NumField(); i++ {
+		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if strings.HasSuffix(key, "_bin") {
+			keys[key] = true
+			v.Field(i).SetString("/x/" + key)
+		}
+	}
+	rows := c.ProgramBins()
+	if len(rows) != len(keys) {
+		t.Errorf("ProgramBins has %d rows, Config has %d *_bin keys (%v)", len(rows), len(keys), keys)
+	}
+	for _, b := range rows {
+		if !keys[b.Key] {
+			t.Errorf("row %s: no config key %q", b.Env, b.Key)
+		}
+		if b.Value != "/x/"+b.Key {
+			t.Errorf("row %s: value %q is not the %s field's", b.Env, b.Value, b.Key)
+		}
+		if !Relevant(b.Env) {
+			t.Errorf("row %s: not a variable Relevant names", b.Env)
+		}
+		if got, ok := c.ProgramBin(b.Env); !ok || got != b {
+			t.Errorf("ProgramBin(%s) = %v, %v", b.Env, got, ok)
+		}
+	}
+}

@@ -55,10 +55,9 @@ func Run(ctx context.Context) error {
 	// Before the config's programs are set below: what the daemon was
 	// started with is what a client can compare with its own environment.
 	envPrint := config.EnvFingerprints(os.Environ())
-	for env, bin := range map[string]string{"KAIMON_CLAUDE_BIN": cfg.ClaudeBin, "KAIMON_OPENCODE_BIN": cfg.OpencodeBin,
-		"KAIMON_CLAUDE_ACP_BIN": cfg.ClaudeACPBin, "KAIMON_GEMINI_BIN": cfg.GeminiBin} {
-		if bin != "" && os.Getenv(env) == "" {
-			os.Setenv(env, bin)
+	for _, b := range cfg.ProgramBins() {
+		if b.Value != "" && os.Getenv(b.Env) == "" {
+			os.Setenv(b.Env, b.Value)
 		}
 	}
 	if err := os.MkdirAll(paths.SockDir, 0o700); err != nil {
