@@ -135,3 +135,31 @@ func TestEscape(t *testing.T) {
 		t.Errorf("a leading . or ' is not guarded: %q", got)
 	}
 }
+
+// Every spelling kaimon-agentd accepts is in its --help and its man page,
+// and parses to its option's action.
+func TestAgentdOptionsDocumented(t *testing.T) {
+	// The names of the man page's option items (`\fB-h, --help, help\fR`).
+	inMan := map[string]bool{}
+	for _, l := range strings.Split(strings.ReplaceAll(Agentd(), `\-`, "-"), "\n") {
+		if names, ok := strings.CutPrefix(l, `\fB`); ok {
+			for _, n := range strings.Split(strings.TrimSuffix(names, `\fR`), ", ") {
+				inMan[n] = true
+			}
+		}
+	}
+	usage := AgentdUsage()
+	for _, o := range AgentdOptions {
+		for _, arg := range o.Args {
+			if !inMan[arg] || !regexp.MustCompile(`(?m)^ .*[ ,]`+regexp.QuoteMeta(arg)+`[, ]`).MatchString(usage) {
+				t.Errorf("kaimon-agentd %s is not an option in --help and kaimon-agentd(8)", arg)
+			}
+			if a, ok := AgentdArg(arg); !ok || a != o.Action {
+				t.Errorf("AgentdArg(%q) = %d, %v; want %d", arg, a, ok, o.Action)
+			}
+		}
+	}
+	if _, ok := AgentdArg("--bogus"); ok {
+		t.Error("AgentdArg accepts --bogus")
+	}
+}
