@@ -109,7 +109,9 @@ func NewApp() *cli.App {
 	app := &cli.App{
 		Name:    "kaimon",
 		Usage:   "drive headless coding agents from shells, CI jobs and other agents",
-		Version: version.String(),
+		// The commit too: a bug report quoting `kaimon --version` then
+		// names the code.
+		Version: version.Full(),
 		Description: appAbout + "\n\n" + indent(appExample, "   ") +
 			"\n\n" + exitCodesText(),
 		EnableBashCompletion: false, // completion is __complete (complete.go): never the typed line run

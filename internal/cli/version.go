@@ -95,7 +95,7 @@ func versionCmd() *cli.Command {
 		Usage: "Show the versions of kaimon and of the running kaimon-agentd",
 		Description: "Prints this kaimon's version and commit, and those of the kaimon-agentd that runs now (it never starts one: " +
 			"\"not running\" is an answer). When they differ it warns on stderr: `kaimon daemon restart` makes the daemon run " +
-			"this version. `kaimon --version` prints this kaimon's version alone.",
+			"this version. `kaimon --version` prints this kaimon's version and commit alone.",
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(c *cli.Context) error {
 			if err := needArgs(c, 0, "no arguments"); err != nil {

@@ -127,14 +127,26 @@ func TestInstallScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	stamp := strings.TrimSpace(string(desc))
+	// The commit is HEAD's, -dirty as git status says (scripts/build.sh).
+	head, err := exec.Command("git", "-C", agents.RepoRoot(), "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := strings.TrimSpace(string(head))
+	if st, err := exec.Command("git", "-C", agents.RepoRoot(), "status", "--porcelain").Output(); err != nil {
+		t.Fatal(err)
+	} else if len(st) > 0 {
+		commit += "-dirty"
+	}
+	full := stamp + " (commit " + commit + ")"
 	kaimon := filepath.Join(prefix, "bin", "kaimon")
 	v := runKaimon(t, kaimon, e.work, e.env, nil, time.Minute, "--version")
-	if v.code != 0 || strings.TrimSpace(v.stdout) != "kaimon version "+stamp {
-		t.Fatalf("installed kaimon --version: want %q; got %s", "kaimon version "+stamp, v)
+	if v.code != 0 || strings.TrimSpace(v.stdout) != "kaimon version "+full {
+		t.Fatalf("installed kaimon --version: want %q; got %s", "kaimon version "+full, v)
 	}
 	agentd, err := exec.Command(filepath.Join(prefix, "bin", "kaimon-agentd"), "--version").Output()
-	if err != nil || !strings.Contains(string(agentd), stamp) {
-		t.Fatalf("installed kaimon-agentd --version: want %q; got %q (%v)", stamp, agentd, err)
+	if err != nil || strings.TrimSpace(string(agentd)) != "kaimon-agentd "+full {
+		t.Fatalf("installed kaimon-agentd --version: want %q; got %q (%v)", "kaimon-agentd "+full, agentd, err)
 	}
 
 	// kaimon version never starts a daemon: with none, it says so.
