@@ -6,6 +6,7 @@ const (
 	ByDaemon = "kaimon-agentd"
 	ByBoth   = "kaimon, kaimon-agentd"
 	ByAgents = "the agents"
+	ByBuild  = "scripts/build.sh (install.sh, demo.sh)"
 )
 
 // EnvVar is one environment variable kaimon reads, sets or passes on.
@@ -46,6 +47,9 @@ var Env = []EnvVar{
 		Doc: "The program of acp:gemini agents; wins over gemini_bin in the config file."},
 	{Name: "KAIMON_PERMISSION_TIMEOUT", Default: "permission_timeout in the config file, else 300", ReadBy: ByDaemon,
 		Doc: "Seconds an agent's permission request waits for kaimon permit before it is denied."},
+	{Name: "KAIMON_VERSION", Default: "git describe --tags --always --dirty, else 0.0.0-unknown", ReadBy: ByBuild,
+		Doc: "The version stamped into kaimon and kaimon-agentd when they are built from source; set, it overrides " +
+			"what git says (the commit is still git's). Not read by the programs, which print the stamp."},
 	{Name: "KAIMON_AGENT_SESSION", ReadBy: ByAgents,
 		Doc: "Set by kaimon-agentd in each agent's environment to the agent's id, so that programs the agent runs " +
 			"(and the MCP door) know which agent they serve. Not read from the user's environment."},

@@ -15,7 +15,9 @@ import (
 )
 
 // kaimonVars finds the KAIMON_ variables named in the repository's non-test
-// Go files, by file, skipping dir (this package, whose table names them all).
+// Go files and its scripts (scripts/*.sh but the test harness's, whose
+// knobs are for tests as _test.go files' are), by file, skipping dir (this
+// package, whose table names them all).
 func kaimonVars(t *testing.T, skip string) map[string][]string {
 	t.Helper()
 	re := regexp.MustCompile(`KAIMON_[A-Z][A-Z0-9_]*[A-Z0-9]`)
@@ -31,7 +33,7 @@ func kaimonVars(t *testing.T, skip string) map[string][]string {
 		if d.IsDir() && filepath.Clean(path) == filepath.Clean(skip) {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if d.IsDir() || !isGoSource(path) && !isScript(root, path) {
 			return nil
 		}
 		b, err := os.ReadFile(path)
@@ -49,12 +51,24 @@ func kaimonVars(t *testing.T, skip string) map[string][]string {
 	return found
 }
 
+func isGoSource(path string) bool {
+	return strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go")
+}
+
+func isScript(root, path string) bool {
+	return filepath.Dir(path) == filepath.Join(root, "scripts") && strings.HasSuffix(path, ".sh") &&
+		!strings.Contains(filepath.Base(path), "test")
+}
+
 // Every KAIMON_ variable the code names is in the table, and every one the
 // table lists is named by the code.
 func TestEnvTableListsEveryKaimonVariable(t *testing.T) {
 	found := kaimonVars(t, filepath.Join("..", "..", "internal", "manpage"))
 	if len(found) == 0 {
 		t.Fatal("found no KAIMON_ variable in the code: the walk is broken")
+	}
+	if files := found["KAIMON_HOME"]; !slices.ContainsFunc(files, func(f string) bool { return strings.HasSuffix(f, ".sh") }) {
+		t.Fatalf("KAIMON_HOME found only in %v, not in scripts/demo.sh: the walk misses the scripts", files)
 	}
 	listed := map[string]bool{}
 	for _, e := range Env {
