@@ -25,7 +25,10 @@ _kaimon() {
   [[ $COMP_WORDBREAKS == *=* ]] && brk+==
   [[ -n $brk ]] && strip=${full%"${full##*[$brk]}"}
   local cur=${full#"$strip"}
-  out=$("${COMP_WORDS[0]}" __complete -- "${words[@]:1}" 2>/dev/null) || return 0
+  # The command word as typed: ~/bin/kaimon is not expanded in COMP_WORDS.
+  local prog=${COMP_WORDS[0]}
+  [[ $prog == "~/"* ]] && prog=$HOME/${prog#"~/"}
+  out=$("$prog" __complete -- "${words[@]:1}" 2>/dev/null) || return 0
   COMPREPLY=()
   case $out in
   :files)

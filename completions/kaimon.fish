@@ -4,6 +4,10 @@
 function __kaimon_complete
     set -l words (commandline -opc)
     set -l prog $words[1]
+    # The command word as typed: ~/bin/kaimon is not expanded by commandline -o.
+    if string match -q '~/*' -- $prog
+        set prog $HOME/(string sub -s 3 -- $prog)
+    end
     set -e words[1]
     set -l cur (commandline -ct)
     set -l out ($prog __complete -- $words "$cur" 2>/dev/null)

@@ -3,9 +3,11 @@
 # Its only dynamic call is 'kaimon __complete', which runs no verb and never
 # starts the daemon.
 _kaimon() {
-  local out line v d
+  local out line v d prog=${words[1]}
   local -a vals descs more moredescs
-  out=$(${words[1]} __complete -- "${(@)words[2,CURRENT-1]}" "$PREFIX" 2>/dev/null) || return 1
+  # The command word as typed: ~/bin/kaimon is not expanded in $words.
+  [[ $prog == '~/'* ]] && prog=$HOME/${prog#'~/'}
+  out=$("$prog" __complete -- "${(@)words[2,CURRENT-1]}" "$PREFIX" 2>/dev/null) || return 1
   case $out in
   :files|:dirs)
     [[ $PREFIX == -*=* ]] && compset -P '*='

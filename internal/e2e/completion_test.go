@@ -141,6 +141,29 @@ func bashWords(line string) []string {
 	return words
 }
 
+// tildeKaimon links the built kaimon into ~/tildebin (the shells' HOME,
+// not on their PATH) and returns its path as typed: ~/tildebin/kaimon.
+func (s *shells) tildeKaimon() string {
+	s.t.Helper()
+	var home string
+	for _, kv := range s.env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	if home == "" {
+		s.t.Fatal("the shells have no HOME")
+	}
+	dir := filepath.Join(home, "tildebin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(binDir, "kaimon"), filepath.Join(dir, "kaimon")); err != nil && !os.IsExist(err) {
+		s.t.Fatal(err)
+	}
+	return "~/tildebin/kaimon"
+}
+
 func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // bash loads the script and calls its completion function as readline
@@ -383,6 +406,15 @@ func TestCompletionInRealShells(t *testing.T) {
 	if got := s.fish("kaimon open --model sonnet proj"); !slices.Equal(got, []string{"project/"}) {
 		t.Errorf("fish: open --model sonnet proj<TAB> offered %q", got)
 	}
+	// kaimon typed by a path under ~: the shells hand the word over
+	// unexpanded, and the scripts expand it to run that kaimon.
+	tilde := s.tildeKaimon()
+	if got := s.bash(tilde + " completion "); !slices.Equal(got, kcli.Shells) {
+		t.Errorf("bash: %s completion <TAB> offered %q, want %q", tilde, got, kcli.Shells)
+	}
+	if got := s.fish(tilde + " completion "); !slices.Equal(got, kcli.Shells) {
+		t.Errorf("fish: %s completion <TAB> offered %q, want %q", tilde, got, kcli.Shells)
+	}
 	// Verbs without positionals, and TEXT, offer nothing (no files either).
 	for _, line := range []string{"kaimon list ", "kaimon send " + live + " ", "kaimon run -C . "} {
 		if got := s.bash(line); len(got) != 0 {
@@ -454,6 +486,9 @@ func TestCompletionInRealShells(t *testing.T) {
 	}
 	if screen := z.tab("kaimon open proj"); !strings.Contains(screen, "kaimon open project/") {
 		t.Errorf("zsh: open proj<TAB> did not complete the directory:\n%s", screen)
+	}
+	if screen := z.tab(tilde + " completion "); !strings.Contains(screen, "fish") {
+		t.Errorf("zsh: %s completion <TAB> does not show fish:\n%s", tilde, screen)
 	}
 
 	// What a stale urfave script would run is a usage error now, not a verb.
