@@ -140,10 +140,10 @@ var placeholderKinds = map[string]valueKind{
 	"MODEL": valModels, "CHANNEL": valChannels, "COMMAND": valCommands,
 }
 
-// flagKinds are the flags whose values neither the verb table's Enum nor a
-// placeholder in their usage describes.
+// flagKinds are the flags whose values neither the verb table (an Enum, the
+// agents an id names) nor a placeholder in their usage describes.
 var flagKinds = map[string]valueKind{
-	"model": valModels, "id": valDeadIDs, "mcp-config": valFiles, "kinds": valKinds,
+	"model": valModels, "mcp-config": valFiles, "kinds": valKinds,
 }
 
 // completer completes against the command tree of app, and the daemon's
@@ -416,17 +416,39 @@ func (k *completer) positionalSpec(lv *level) valueSpec {
 		return valueSpec{kind: valEnum, enum: enum}
 	}
 	kind := placeholderKinds[slot]
-	// forget acts on dead agents only (agent_forget refuses live ones).
-	// A read-only verb (output, status) reads dead agents too.
+	// Which agents an ID names is the verb table's word: forget's are
+	// dead, output's and status's any, the others' live.
 	if v := k.verbOf(lv); kind == valLiveIDs && v != nil {
-		switch {
-		case v.Name == "agent_forget":
-			kind = valDeadIDs
-		case v.ReadOnly:
-			kind = valAnyIDs
+		if a := v.AgentArg(); a != nil {
+			kind = agentsKind(a.Agents)
 		}
 	}
 	return valueSpec{kind: kind}
+}
+
+// agentsKind is the completion of an argument naming agents.
+func agentsKind(a verbs.Agents) valueKind {
+	switch a {
+	case verbs.AgentsDead:
+		return valDeadIDs
+	case verbs.AgentsAny:
+		return valAnyIDs
+	case verbs.AgentsLive:
+		return valLiveIDs
+	}
+	return valNone
+}
+
+// argSpec is what the verb table says of an argument's values: its Enum,
+// or the agents it names.
+func argSpec(a verbs.Arg) (valueSpec, bool) {
+	switch {
+	case len(a.Enum) > 0:
+		return valueSpec{kind: valEnum, enum: enumCandidates(a)}, true
+	case a.Agents != verbs.AgentsNone:
+		return valueSpec{kind: agentsKind(a.Agents)}, true
+	}
+	return valueSpec{}, false
 }
 
 // verbOf is the verb of the table the command runs, if any.
@@ -451,16 +473,16 @@ func (k *completer) flagSpec(lv *level, f cli.Flag) valueSpec {
 	arg := strings.ReplaceAll(name, "-", "_")
 	if v := k.verbOf(lv); v != nil {
 		for _, a := range v.Args {
-			if a.Name == arg && len(a.Enum) > 0 {
-				return valueSpec{kind: valEnum, enum: enumCandidates(a)}
+			if spec, ok := argSpec(a); a.Name == arg && ok {
+				return spec
 			}
 		}
 	}
 	if lv.top != nil && lv.cmd == lv.top {
 		for _, v := range verbs.All {
 			for _, a := range v.Args {
-				if a.Name == arg && len(a.Enum) > 0 {
-					return valueSpec{kind: valEnum, enum: enumCandidates(a)}
+				if spec, ok := argSpec(a); a.Name == arg && ok {
+					return spec
 				}
 			}
 		}

@@ -95,6 +95,7 @@ func TestCompleteWords(t *testing.T) {
 		{words: []string{"open", ""}, directive: directiveDirs},
 		{words: []string{"open", "--id", ""}, want: []string{"dead1"}},
 		{words: []string{"open", "--resume", "--id", "d"}, want: []string{"dead1"}},
+		{words: []string{"run", "--id", ""}, want: []string{"dead1"}}, // open's flag: agent_open's id
 		{words: []string{"forget", ""}, want: []string{"dead1"}},
 		{words: []string{"forget", "dead1", ""}, want: []string{"dead1"}},
 		{words: []string{"permit", "live1", "req", ""}, want: verbs.Decisions},

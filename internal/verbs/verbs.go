@@ -43,6 +43,30 @@ type Arg struct {
 	// given outside it, so that no caller re-checks by hand.
 	Range *Range
 	Doc   string
+	// Agents says which agents an argument naming agents (agent_id,
+	// agent_ids, agent_open's id) may name: the shells' completion offers
+	// those. AgentsNone for every other argument.
+	Agents Agents
+}
+
+// Agents is which agents, by status, an agent-id argument names.
+type Agents int
+
+const (
+	AgentsNone Agents = iota // not an agent id
+	AgentsLive               // live agents: the verb acts on a running one
+	AgentsDead               // dead agents: forget, reopen with resume
+	AgentsAny                // every agent: read-only verbs read dead ones too
+)
+
+// AgentArg is the verb's argument that names agents, if any.
+func (v *Verb) AgentArg() *Arg {
+	for i := range v.Args {
+		if v.Args[i].Agents != AgentsNone {
+			return &v.Args[i]
+		}
+	}
+	return nil
 }
 
 // Range is the interval a number argument must lie in: Min ≤ x ≤ Max, or
@@ -520,7 +544,12 @@ func verb[A any, R any](v Verb, f func(Service) func(context.Context, *A) (R, er
 	return &v
 }
 
-var agentID = Arg{Name: "agent_id", Type: TString, Required: true, Doc: "The agent's id, as agent_open returned it."}
+// agentID is the agent_id argument of the verbs that act on a live agent;
+// anyAgentID that of the read-only verbs, which read dead agents too.
+var (
+	agentID    = Arg{Name: "agent_id", Type: TString, Required: true, Doc: "The agent's id, as agent_open returned it.", Agents: AgentsLive}
+	anyAgentID = Arg{Name: "agent_id", Type: TString, Required: true, Doc: agentID.Doc, Agents: AgentsAny}
+)
 
 // All is the table, in the spec's order.
 var All = []*Verb{
@@ -541,7 +570,7 @@ var All = []*Verb{
 			{Name: "disallowed_tools", Type: TArray, Doc: "Tools the agent may not call. Default: the recursion guard (the agent_* tools and the CLI's subagent spawners). Pass [] to allow nested agents."},
 			{Name: "mcp_config", Type: TString, Doc: "Path to an --mcp-config JSON for the agent."},
 			{Name: "system_prompt", Type: TString, Doc: "Instructions appended to the agent's system prompt, for every turn."},
-			{Name: "id", Type: TString, Doc: "Caller-supplied agent id; reopening a dead id reuses its slot, with a fresh conversation unless resume."},
+			{Name: "id", Type: TString, Agents: AgentsDead, Doc: "Caller-supplied agent id; reopening a dead id reuses its slot, with a fresh conversation unless resume."},
 			{Name: "resume", Type: TBoolean, Default: false, Doc: "Reopen the dead agent id with its conversation (claude --resume; ACP session/load). " +
 				"The options left out come from the agent's record: its cwd, its model as last switched, its preset and tools. Turn numbers and seq continue."},
 		},
@@ -569,7 +598,7 @@ var All = []*Verb{
 		Doc:     "Returns a turn's output so far: partial while the agent is still working, final when done, and from the log once the agent is dead.",
 		Returns: `{"agent_id", "turn", "which", "status", "done", "text", "truncated", "dropped_chars", "usage"}`,
 		Example: "kaimon output $id --which full_turn --include-tools",
-		Args: []Arg{agentID,
+		Args: []Arg{anyAgentID,
 			{Name: "turn", Type: TInteger, Range: TurnRange, Doc: "Turn number; default (or 0) the latest."},
 			{Name: "which", Type: TString, Default: DefaultWhich, Enum: Whiches, Doc: "last_message: the turn's final assistant text block; full_turn: every assistant text block of the turn; all: every turn."},
 			{Name: "include_tools", Type: TBoolean, Default: false, Doc: "For full_turn and all: interleave one-line summaries of tool calls and results."},
@@ -581,7 +610,7 @@ var All = []*Verb{
 		Doc:      "Reports the agent's lifecycle state, model, turn, session, log paths and summed token usage.",
 		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts", "reason", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}]}`,
 		Example:  "kaimon status $id --json | jq .usage",
-		Args:     []Arg{agentID},
+		Args:     []Arg{anyAgentID},
 		ReadOnly: true,
 	}, func(s Service) func(context.Context, *StatusArgs) (*Status, error) { return s.Status }),
 	verb(Verb{
@@ -637,7 +666,7 @@ var All = []*Verb{
 		Returns: `{"forgotten": ["<id>", …]}`,
 		Example: "kaimon forget --all-dead --older-than 7d --logs",
 		Args: []Arg{
-			{Name: "agent_ids", Type: TArray, Doc: "The dead agents to forget."},
+			{Name: "agent_ids", Type: TArray, Agents: AgentsDead, Doc: "The dead agents to forget."},
 			{Name: "all_dead", Type: TBoolean, Default: false, Doc: "Forget every dead agent."},
 			{Name: "older_than", Type: TString, Doc: "Only dead agents whose last activity is older than this, e.g. 7d, 12h, 90m; alone, every dead agent that old."},
 			{Name: "logs", Type: TBoolean, Default: false, Doc: "Remove their event logs and stderr logs too."},
