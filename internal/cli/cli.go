@@ -107,8 +107,8 @@ func (e *jsonReported) Error() string { return e.err.Error() }
 // all made from it.
 func NewApp() *cli.App {
 	app := &cli.App{
-		Name:    "kaimon",
-		Usage:   "drive headless coding agents from shells, CI jobs and other agents",
+		Name:  "kaimon",
+		Usage: "drive headless coding agents from shells, CI jobs and other agents",
 		// The commit too: a bug report quoting `kaimon --version` then
 		// names the code.
 		Version: version.Full(),
