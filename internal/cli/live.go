@@ -120,9 +120,10 @@ func isTerminal(w io.Writer) bool {
 }
 
 // hintDelay is how long a run whose output is not a terminal goes before
-// it watches for permission requests: most turns end quickly and never
-// ask, and a person answering a question takes seconds anyway, so the
-// common turn is spared the stream's cost.
+// it reads its stream for permission requests (the stream is open from
+// the start, so none is missed): most turns end quickly and never ask,
+// and a person answering a question takes seconds anyway, so the common
+// turn is spared decoding its stream.
 const hintDelay = 750 * time.Millisecond
 
 // resultWait bounds how long a run that ended waits for its event stream
@@ -147,7 +148,14 @@ func runTurn(c *cli.Context, cl *client.Client, id, text string, timeout time.Du
 		f.p.busy(id, start)
 	}
 	fctx, stopFollow := context.WithCancel(c.Context)
-	go f.follow(fctx, cl)
+	// Open the stream before the turn is sent, from the agent's end as it
+	// is now: nothing of the turn is missed, and none of its history is
+	// read. The stream is a courtesy: without it the run goes on.
+	w, werr := cl.EventsFromNow(fctx, id)
+	if werr != nil {
+		w = nil
+	}
+	go f.follow(fctx, w)
 	endFollow := func() {
 		stopFollow()
 		<-f.done
@@ -269,7 +277,7 @@ func usageLine(e *event.Envelope, elapsed time.Duration) string {
 // follower follows one run's turn on the agent's event stream.
 type follower struct {
 	id, text string
-	start    time.Time // when the run sent: what the log held before is not this run's
+	start    time.Time // when the run sent, for the elapsed time
 	live     bool      // render the turn; else only tell of permission requests
 	errw     io.Writer
 	p        *pretty
@@ -278,13 +286,19 @@ type follower struct {
 	done     chan struct{}
 }
 
-// follow reads the stream until ctx ends. The stream begins with the
-// agent's log: what is older than the run is skipped by its time stamp
-// (the daemon stamps every event; it runs on this machine's clock). The
-// run's turn is the one whose user_text is the run's text, from then on: a
-// turn sent while another runs waits in a queue, and opens later.
-func (f *follower) follow(ctx context.Context, cl *client.Client) {
+// follow reads w (opened from the agent's end before the run sent; nil
+// when it could not be) until ctx ends. The run's turn is the one whose
+// user_text is the run's text, from then on: a turn sent while another
+// runs waits in a queue, and opens later. Not live, it starts reading
+// only after hintDelay; what the stream held meanwhile is not lost (the
+// daemon fills what its queue dropped from the log).
+func (f *follower) follow(ctx context.Context, w *client.Watcher) {
 	defer close(f.done)
+	if w == nil {
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { w.Close() })
+	defer stop()
 	if !f.live {
 		t := time.NewTimer(hintDelay)
 		select {
@@ -294,19 +308,10 @@ func (f *follower) follow(ctx context.Context, cl *client.Client) {
 		case <-t.C:
 		}
 	}
-	w, err := cl.Events(ctx, f.id, 0, true)
-	if err != nil {
-		return // the stream is a courtesy: the run itself reports errors
-	}
-	stop := context.AfterFunc(ctx, func() { w.Close() })
-	defer stop()
 	for {
 		e, err := w.Next()
 		if err != nil {
 			return
-		}
-		if e.TS.Before(f.start) {
-			continue
 		}
 		if e.Kind == event.Permission {
 			// Whichever turn asks, the run waits on the answer.
