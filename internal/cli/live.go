@@ -106,10 +106,25 @@ func catchInterrupts(ctx context.Context) (<-chan os.Signal, func()) {
 	}
 }
 
-// detachedError ends a run that a second Ctrl-C detached from.
-type detachedError struct{ id string }
+// detachedError ends a run that a second Ctrl-C detached from. The agent
+// goes on with its turn, but for run -C's, a throwaway: that one is
+// closed (closed says whether that worked).
+type detachedError struct {
+	id        string
+	throwaway bool
+	closed    bool
+}
+
+// codeDetached is the --json error code of a detached run (exit 130).
+const codeDetached = "detached"
 
 func (e *detachedError) Error() string {
+	switch {
+	case e.throwaway && e.closed:
+		return fmt.Sprintf("detached: closed agent %s, run -C's throwaway, with its turn", e.id)
+	case e.throwaway:
+		return fmt.Sprintf("detached: agent %s, run -C's throwaway, could not be closed (kaimon close %s)", e.id, e.id)
+	}
 	return fmt.Sprintf("detached: agent %s goes on with its turn (kaimon output %s, kaimon interrupt %s)", e.id, e.id, e.id)
 }
 
@@ -136,7 +151,8 @@ const resultWait = 5 * time.Second
 // terminal (stdout, without --json) to render the turn as it happens, with
 // the usage on stderr at the end; otherwise only to tell of permission
 // requests on stderr. Ctrl-C interrupts the turn; a second one detaches.
-func runTurn(c *cli.Context, cl *client.Client, id, text string, timeout time.Duration) error {
+// throwaway (run -C) changes only the words: the caller closes the agent.
+func runTurn(c *cli.Context, cl *client.Client, id, text string, timeout time.Duration, throwaway bool) error {
 	stdout, stderr := c.App.Writer, c.App.ErrWriter
 	live := !c.Bool("json") && isTerminal(stdout)
 	start := time.Now()
@@ -192,7 +208,11 @@ wait:
 				continue
 			}
 			interrupted = true
-			f.p.note(stderr, fmt.Sprintf("kaimon: interrupting the turn of agent %s (Ctrl-C again to leave it running and detach)", id))
+			again := "Ctrl-C again to leave it running and detach"
+			if throwaway {
+				again = "Ctrl-C again to close it at once"
+			}
+			f.p.note(stderr, fmt.Sprintf("kaimon: interrupting the turn of agent %s (%s)", id, again))
 			go func() {
 				ictx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 				defer cancel()
