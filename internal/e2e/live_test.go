@@ -122,7 +122,11 @@ func (k *ptyKaimon) wait() int {
 	case <-time.After(3 * time.Minute):
 		k.t.Fatalf("kaimon did not exit; the terminal shows:\n%s", k.output())
 	}
-	<-k.read
+	select {
+	case <-k.read:
+	case <-time.After(time.Minute):
+		k.t.Fatalf("the terminal was not done after kaimon exited; it shows:\n%s", k.output())
+	}
 	return k.code
 }
 
