@@ -301,9 +301,7 @@ func permissionLines(head, id string, d *event.PermissionData) string {
 		if input != "" {
 			s += " " + input
 		}
-		// The command and its words come from the verb table.
-		permit := "kaimon " + verbs.ByName("agent_permit").CLI
-		s += "\n  answer: " + bold.Sprintf("%s %s %s %s", permit, id, d.RequestID, verbs.Allow) + "   (or " + verbs.Deny
+		s += "\n  answer: " + bold.Sprint(verbs.PermitCommand(id, d.RequestID, verbs.Allow)) + "   (or " + verbs.Deny
 		if d.ExpiresAt != "" {
 			s += "; waits until " + d.ExpiresAt
 		}

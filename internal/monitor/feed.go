@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // The monitor renders events into lines of its own rather than through the
@@ -133,7 +134,7 @@ func renderFeed(id string, envs []event.Envelope, open *stream, width int) []str
 					continue
 				}
 				add(stAsk, "", fmt.Sprintf("? permission asked: %s %s", d.ToolCall.Title, clip(string(d.ToolCall.RawInput), 120)))
-				add(stAsk, "  ", fmt.Sprintf("answer: kaimon permit %s %s allow|deny   (or press p)", id, d.RequestID))
+				add(stAsk, "  ", "answer: "+verbs.PermitCommand(id, d.RequestID, "")+"   (or press p)")
 				continue
 			}
 			if !asked[d.RequestID] { // decided at once, by the preset
