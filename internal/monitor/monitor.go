@@ -117,18 +117,26 @@ func Once(ctx context.Context, cl *client.Client, out io.Writer, noColor bool) e
 // takes (NO_COLOR, TERM=dumb, not a terminal), and none with --no-color.
 func onceWriter(out io.Writer, noColor bool) *colorprofile.Writer {
 	w := colorprofile.NewWriter(out, os.Environ())
-	if noColor {
-		w.Profile = colorprofile.Ascii
-	}
+	w.Profile = profile(w.Profile, noColor)
 	return w
 }
 
-// programOptions are the full-screen program's options: --no-color
-// forces the Ascii profile, which bubbletea would otherwise detect from
-// the environment alone.
-func programOptions(noColor bool) []tea.ProgramOption {
+// profile is the detected colour profile, lowered to Ascii (no colour;
+// bold and the like stay) by --no-color; never raised: piped output
+// stays plain text.
+func profile(detected colorprofile.Profile, noColor bool) colorprofile.Profile {
 	if noColor {
-		return []tea.ProgramOption{tea.WithColorProfile(colorprofile.Ascii)}
+		return min(detected, colorprofile.Ascii)
+	}
+	return detected
+}
+
+// programOptions are the full-screen program's options: with --no-color
+// its profile is lowered as --once's, since bubbletea would otherwise go
+// by the environment alone.
+func programOptions(out io.Writer, noColor bool) []tea.ProgramOption {
+	if noColor {
+		return []tea.ProgramOption{tea.WithColorProfile(profile(colorprofile.Detect(out, os.Environ()), true))}
 	}
 	return nil
 }
@@ -147,7 +155,7 @@ func Run(ctx context.Context, cl *client.Client, in io.Reader, out io.Writer, no
 	cl.NoAutostart = true
 	return runProgram(ctx, New(clientDaemon{cl}, home()), in, out,
 		func(ctx context.Context, send func(tea.Msg)) { follow(ctx, cl, send) },
-		programOptions(noColor)...)
+		programOptions(out, noColor)...)
 }
 
 // runProgram runs m until the user quits or parent ends, with feed

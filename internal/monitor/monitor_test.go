@@ -117,7 +117,11 @@ func TestOnceNoColor(t *testing.T) {
 	if strings.Contains(buf.String(), "38;") || !strings.Contains(buf.String(), "dead") {
 		t.Fatalf("--no-color wrote colour: %q", buf.String())
 	}
-	if len(programOptions(true)) == 0 || len(programOptions(false)) != 0 {
+	if len(programOptions(tty, true)) == 0 || len(programOptions(tty, false)) != 0 {
 		t.Fatal("the full-screen program's colour profile is forced only with --no-color")
+	}
+	// Piped, --no-color does not raise the profile to Ascii's bold.
+	if p := onceWriter(&buf, true).Profile; p != colorprofile.NoTTY {
+		t.Fatalf("piped with --no-color the profile is %v, want NoTTY", p)
 	}
 }
