@@ -58,11 +58,6 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return ExitOK
 	}
-	var de *detachedError
-	if errors.As(err, &de) {
-		fmt.Fprintf(stderr, "kaimon: %s\n", de)
-		return ExitDetached
-	}
 	return report(err, stderr)
 }
 
@@ -86,6 +81,10 @@ func report(err error, stderr io.Writer) int {
 }
 
 func exitFor(err error) int {
+	var de *detachedError
+	if errors.As(err, &de) {
+		return ExitDetached
+	}
 	var ve *verbs.Error
 	if errors.As(err, &ve) {
 		switch ve.Code {
@@ -185,7 +184,10 @@ func fail(c *cli.Context, err error) error {
 	if c.Bool("json") && !errors.As(err, &ue) {
 		var ve *verbs.Error
 		var down *client.DaemonDownError
+		var de *detachedError
 		switch {
+		case errors.As(err, &de):
+			ve = &verbs.Error{Code: codeDetached, Message: err.Error()}
 		case errors.As(err, &ve):
 		case errors.As(err, &down):
 			ve = &verbs.Error{Code: verbs.CodeUnavailable, Message: err.Error()}
@@ -343,7 +345,7 @@ func runCmd() *cli.Command {
 			"and its result, a permission request with the `kaimon permit` command that answers it, a spinner while " +
 			"the agent is silent, and the turn's usage on stderr at the end. Piped, stdout gets the final text alone.\n\n" +
 			"Ctrl-C interrupts the turn (exit 3 when it ends so); a second Ctrl-C leaves it running and exits 130. " +
-			"With -C the agent is closed either way.",
+			"With -C the agent is closed either way: a second Ctrl-C closes it at once, a third stops waiting for that.",
 		Flags: flags,
 		Action: func(c *cli.Context) error {
 			cl, err := newClient(c)
@@ -381,16 +383,44 @@ func runCmd() *cli.Command {
 					return fail(c, err)
 				}
 				id = res.AgentID
-				defer func() {
-					// Close even when the caller was interrupted.
-					ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-					defer cancel()
-					_, _ = cl.Close(ctx, &verbs.CloseArgs{AgentID: id})
-				}()
 			}
-			return runTurn(c, cl, id, text, timeout)
+			err = runTurn(c, cl, id, text, timeout, oneShot)
+			var de *detachedError
+			detached := errors.As(err, &de)
+			if oneShot {
+				if detached && !c.Bool("json") {
+					fmt.Fprintf(c.App.ErrWriter, "kaimon: closing agent %s, run -C's throwaway (Ctrl-C again to stop waiting)\n", id)
+				}
+				closed := closeThrowaway(c.Context, cl, id)
+				if detached {
+					de.throwaway, de.closed = true, closed
+				}
+			}
+			if detached {
+				return fail(c, de) // runTurn leaves it to us: -C changes its words
+			}
+			return err
 		},
 	})
+}
+
+// closeThrowaway closes run -C's agent, even when the run was interrupted
+// (ctx may be over) or detached from; a further Ctrl-C stops waiting for
+// it. It says whether the agent is closed.
+func closeThrowaway(ctx context.Context, cl *client.Client, id string) bool {
+	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	sigs, release := catchInterrupts(ctx)
+	defer release()
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
+	_, err := cl.Close(cctx, &verbs.CloseArgs{AgentID: id})
+	return err == nil
 }
 
 func outputCmd() *cli.Command {
@@ -476,7 +506,7 @@ func statusCmd() *cli.Command {
 				row("status", statusLine(st))
 				for _, p := range st.PendingPermissions {
 					row("permission", fmt.Sprintf("%s asks for %s (denied at %s)", p.RequestID, p.Title, p.ExpiresAt))
-					row("", fmt.Sprintf("answer: kaimon permit %s %s allow   (or deny)", c.Args().First(), p.RequestID))
+					row("", "answer: "+verbs.PermitCommand(c.Args().First(), p.RequestID, verbs.Allow)+"   (or "+verbs.Deny+")")
 				}
 				row("model", st.Model)
 				row("cwd", st.Cwd)

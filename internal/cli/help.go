@@ -39,8 +39,8 @@ var exitCodes = []manpage.ExitCode{
 	{Code: ExitError, Meaning: "error (bad argument, unknown agent, daemon unreachable, ...)"},
 	{Code: ExitUsage, Meaning: "usage (wrong command line)"},
 	{Code: ExitTurnFailed, Meaning: "the agent's turn failed (API error, crash, interrupted)"},
-	{Code: ExitTimeout, Meaning: "the turn did not end within --timeout (the agent keeps working)"},
-	{Code: ExitDetached, Meaning: "kaimon run left by a second Ctrl-C (the agent keeps working)"},
+	{Code: ExitTimeout, Meaning: "the turn did not end within --timeout (the agent keeps working; run -C's is closed)"},
+	{Code: ExitDetached, Meaning: "kaimon run left by a second Ctrl-C (the agent keeps working; run -C's is closed)"},
 }
 
 // examples of the commands that are not verbs, by path below kaimon; a

@@ -106,10 +106,25 @@ func catchInterrupts(ctx context.Context) (<-chan os.Signal, func()) {
 	}
 }
 
-// detachedError ends a run that a second Ctrl-C detached from.
-type detachedError struct{ id string }
+// detachedError ends a run that a second Ctrl-C detached from. The agent
+// goes on with its turn, but for run -C's, a throwaway: that one is
+// closed (closed says whether that worked).
+type detachedError struct {
+	id        string
+	throwaway bool
+	closed    bool
+}
+
+// codeDetached is the --json error code of a detached run (exit 130).
+const codeDetached = "detached"
 
 func (e *detachedError) Error() string {
+	switch {
+	case e.throwaway && e.closed:
+		return fmt.Sprintf("detached: closed agent %s, run -C's throwaway, with its turn", e.id)
+	case e.throwaway:
+		return fmt.Sprintf("detached: agent %s, run -C's throwaway, could not be closed (kaimon close %s)", e.id, e.id)
+	}
 	return fmt.Sprintf("detached: agent %s goes on with its turn (kaimon output %s, kaimon interrupt %s)", e.id, e.id, e.id)
 }
 
@@ -120,9 +135,10 @@ func isTerminal(w io.Writer) bool {
 }
 
 // hintDelay is how long a run whose output is not a terminal goes before
-// it watches for permission requests: most turns end quickly and never
-// ask, and a person answering a question takes seconds anyway, so the
-// common turn is spared the stream's cost.
+// it reads its stream for permission requests (the stream is open from
+// the start, so none is missed): most turns end quickly and never ask,
+// and a person answering a question takes seconds anyway, so the common
+// turn is spared decoding its stream.
 const hintDelay = 750 * time.Millisecond
 
 // resultWait bounds how long a run that ended waits for its event stream
@@ -135,7 +151,8 @@ const resultWait = 5 * time.Second
 // terminal (stdout, without --json) to render the turn as it happens, with
 // the usage on stderr at the end; otherwise only to tell of permission
 // requests on stderr. Ctrl-C interrupts the turn; a second one detaches.
-func runTurn(c *cli.Context, cl *client.Client, id, text string, timeout time.Duration) error {
+// throwaway (run -C) changes only the words: the caller closes the agent.
+func runTurn(c *cli.Context, cl *client.Client, id, text string, timeout time.Duration, throwaway bool) error {
 	stdout, stderr := c.App.Writer, c.App.ErrWriter
 	live := !c.Bool("json") && isTerminal(stdout)
 	start := time.Now()
@@ -147,7 +164,14 @@ func runTurn(c *cli.Context, cl *client.Client, id, text string, timeout time.Du
 		f.p.busy(id, start)
 	}
 	fctx, stopFollow := context.WithCancel(c.Context)
-	go f.follow(fctx, cl)
+	// Open the stream before the turn is sent, from the agent's end as it
+	// is now: nothing of the turn is missed, and none of its history is
+	// read. The stream is a courtesy: without it the run goes on.
+	w, werr := cl.EventsFromNow(fctx, id)
+	if werr != nil {
+		w = nil
+	}
+	go f.follow(fctx, w)
 	endFollow := func() {
 		stopFollow()
 		<-f.done
@@ -184,7 +208,11 @@ wait:
 				continue
 			}
 			interrupted = true
-			f.p.note(stderr, fmt.Sprintf("kaimon: interrupting the turn of agent %s (Ctrl-C again to leave it running and detach)", id))
+			again := "Ctrl-C again to leave it running and detach"
+			if throwaway {
+				again = "Ctrl-C again to close it at once"
+			}
+			f.p.note(stderr, fmt.Sprintf("kaimon: interrupting the turn of agent %s (%s)", id, again))
 			go func() {
 				ictx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 				defer cancel()
@@ -269,7 +297,7 @@ func usageLine(e *event.Envelope, elapsed time.Duration) string {
 // follower follows one run's turn on the agent's event stream.
 type follower struct {
 	id, text string
-	start    time.Time // when the run sent: what the log held before is not this run's
+	start    time.Time // when the run sent, for the elapsed time
 	live     bool      // render the turn; else only tell of permission requests
 	errw     io.Writer
 	p        *pretty
@@ -278,13 +306,19 @@ type follower struct {
 	done     chan struct{}
 }
 
-// follow reads the stream until ctx ends. The stream begins with the
-// agent's log: what is older than the run is skipped by its time stamp
-// (the daemon stamps every event; it runs on this machine's clock). The
-// run's turn is the one whose user_text is the run's text, from then on: a
-// turn sent while another runs waits in a queue, and opens later.
-func (f *follower) follow(ctx context.Context, cl *client.Client) {
+// follow reads w (opened from the agent's end before the run sent; nil
+// when it could not be) until ctx ends. The run's turn is the one whose
+// user_text is the run's text, from then on: a turn sent while another
+// runs waits in a queue, and opens later. Not live, it starts reading
+// only after hintDelay; what the stream held meanwhile is not lost (the
+// daemon fills what its queue dropped from the log).
+func (f *follower) follow(ctx context.Context, w *client.Watcher) {
 	defer close(f.done)
+	if w == nil {
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { w.Close() })
+	defer stop()
 	if !f.live {
 		t := time.NewTimer(hintDelay)
 		select {
@@ -294,19 +328,10 @@ func (f *follower) follow(ctx context.Context, cl *client.Client) {
 		case <-t.C:
 		}
 	}
-	w, err := cl.Events(ctx, f.id, 0, true)
-	if err != nil {
-		return // the stream is a courtesy: the run itself reports errors
-	}
-	stop := context.AfterFunc(ctx, func() { w.Close() })
-	defer stop()
 	for {
 		e, err := w.Next()
 		if err != nil {
 			return
-		}
-		if e.TS.Before(f.start) {
-			continue
 		}
 		if e.Kind == event.Permission {
 			// Whichever turn asks, the run waits on the answer.

@@ -112,13 +112,26 @@ func TestUsageLine(t *testing.T) {
 // TestCatchInterrupts: SIGINT cancels Main's context, except while a
 // command catches it; SIGTERM cancels it always.
 func TestCatchInterrupts(t *testing.T) {
+	// within fails the test, rather than hang it, when c does not fire.
+	within := func(what string, c <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-c:
+		case <-time.After(30 * time.Second):
+			t.Fatal(what + " did not come")
+		}
+	}
 	ctx, stop := notifyContext(context.Background())
 	defer stop()
 	sigs, release := catchInterrupts(ctx)
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	<-sigs
+	select {
+	case <-sigs:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the caught SIGINT did not come")
+	}
 	if ctx.Err() != nil {
 		t.Fatal("a caught SIGINT cancelled the context")
 	}
@@ -126,7 +139,7 @@ func TestCatchInterrupts(t *testing.T) {
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	<-ctx.Done()
+	within("the cancel by SIGINT", ctx.Done())
 
 	ctx, stop2 := notifyContext(context.Background())
 	defer stop2()
@@ -135,7 +148,7 @@ func TestCatchInterrupts(t *testing.T) {
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	<-ctx.Done() // SIGTERM is not caught
+	within("the cancel by SIGTERM (which is not caught)", ctx.Done())
 }
 
 // TestSpinnerFitsTheLine: a spinner that would wrap past the terminal's

@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 
+	"github.com/fatih/color"
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaimon/kaimon/internal/monitor"
@@ -32,9 +33,9 @@ func monitorCmd() *cli.Command {
 				return err
 			}
 			if c.Bool("once") {
-				return monitor.Once(c.Context, cl, c.App.Writer)
+				return monitor.Once(c.Context, cl, c.App.Writer, color.NoColor)
 			}
-			return monitor.Run(c.Context, cl, os.Stdin, c.App.Writer)
+			return monitor.Run(c.Context, cl, os.Stdin, c.App.Writer, color.NoColor)
 		},
 	}
 }

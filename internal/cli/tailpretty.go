@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/render"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -199,7 +200,7 @@ func (p *pretty) print(e *event.Envelope) {
 		if len(d.Call.RawInput) == 0 {
 			return // the announce; the complete call follows
 		}
-		p.line(e, cyan.Sprint("→ "+d.Call.Title)+" "+clip(string(d.Call.RawInput), 160))
+		p.line(e, cyan.Sprint("→ "+d.Call.Title)+" "+render.ToolInput(&d.Call, 160))
 	case event.ToolInputDelta:
 		// Liveness only; the complete tool_use follows.
 	case event.ToolResult:
@@ -213,21 +214,16 @@ func (p *pretty) print(e *event.Envelope) {
 		if d.Update.Status == "failed" {
 			mark = red.Sprint("✗ " + name)
 		}
-		p.line(e, mark+" "+d.Update.Status+": "+clip(contentSummary(d.Update.Content), 160))
+		p.line(e, mark+" "+d.Update.Status+": "+render.Clip(render.ContentSummary(d.Update.Content), 160))
 	case event.Result:
-		var d event.ResultData
-		_ = json.Unmarshal(e.Data, &d)
-		u := d.Usage
+		r := render.ResultOf(e)
+		u := r.Usage
 		usage := faint.Sprintf("tokens in %d, out %d, cache read %d, cache write %d", u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens)
-		if event.Failed(d.StopReason) {
-			msg := d.StopReason
-			if d.Error != "" {
-				msg += ": " + d.Error
-			}
-			p.line(e, red.Sprintf("✗ turn %d failed (%s)", e.Turn, msg)+"  "+usage)
-		} else {
-			p.line(e, green.Sprintf("✓ turn %d %s", e.Turn, d.StopReason)+"  "+usage)
+		paint := green.Sprint
+		if r.Failed {
+			paint = red.Sprint
 		}
+		p.line(e, paint(r.Head)+"  "+usage)
 	case event.Usage:
 		// The turn's usage comes with its result.
 	case event.Status:
@@ -239,14 +235,10 @@ func (p *pretty) print(e *event.Envelope) {
 		_ = json.Unmarshal(e.Data, &d)
 		p.line(e, red.Sprint("error: "+d.Message))
 	case event.Plan:
-		var d struct {
-			Entries []struct{ Content, Status string } `json:"entries"`
-		}
-		_ = json.Unmarshal(e.Data, &d)
 		var b strings.Builder
 		b.WriteString(yellow.Sprint("plan:"))
-		for _, en := range d.Entries {
-			fmt.Fprintf(&b, "\n  [%s] %s", en.Status, en.Content)
+		for _, l := range render.PlanLines(e) {
+			b.WriteString("\n  " + l)
 		}
 		p.line(e, b.String())
 	case event.Permission:
@@ -254,39 +246,8 @@ func (p *pretty) print(e *event.Envelope) {
 		_ = json.Unmarshal(e.Data, &d)
 		p.line(e, permissionLines("? ", e.AgentID, &d))
 	default:
-		p.line(e, string(e.Kind)+" "+clip(string(e.Data), 160))
+		p.line(e, string(e.Kind)+" "+render.Clip(string(e.Data), 160))
 	}
-}
-
-// contentSummary is the first text of ACP tool content, or what it holds.
-func contentSummary(content []any) string {
-	var parts []string
-	for _, c := range content {
-		m, _ := c.(map[string]any)
-		inner, _ := m["content"].(map[string]any)
-		switch inner["type"] {
-		case "text":
-			s, _ := inner["text"].(string)
-			parts = append(parts, s)
-		case "image":
-			mt, _ := inner["mimeType"].(string)
-			parts = append(parts, "["+mt+" image]")
-		default:
-			if t, _ := m["type"].(string); t != "" {
-				parts = append(parts, "["+t+"]")
-			}
-		}
-	}
-	return strings.Join(parts, " ")
-}
-
-// clip makes s one line of at most n runes.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 // permissionLines tells a person what a permission event means: for a
@@ -294,26 +255,24 @@ func clip(s string, n int) string {
 // for a decision, who decided what.
 // A question's first line begins with head.
 func permissionLines(head, id string, d *event.PermissionData) string {
-	input := clip(string(d.ToolCall.RawInput), 200)
+	input := render.ToolInput(&d.ToolCall, 200)
 	switch d.Decision {
 	case "":
 		s := warn.Sprintf("%sagent %s asks permission for %s", head, id, d.ToolCall.Title)
 		if input != "" {
 			s += " " + input
 		}
-		// The command and its words come from the verb table.
-		permit := "kaimon " + verbs.ByName("agent_permit").CLI
-		s += "\n  answer: " + bold.Sprintf("%s %s %s %s", permit, id, d.RequestID, verbs.Allow) + "   (or " + verbs.Deny
+		s += "\n  answer: " + bold.Sprint(verbs.PermitCommand(id, d.RequestID, verbs.Allow)) + "   (or " + verbs.Deny
 		if d.ExpiresAt != "" {
 			s += "; waits until " + d.ExpiresAt
 		}
 		return s + ")"
 	case event.PermissionAllow:
-		return green.Sprintf("✓ permission for %s allowed", d.ToolCall.Title) + faint.Sprintf(" (%s)", d.By)
+		return green.Sprintf("✓ permission for %s %s", d.ToolCall.Title, render.Decided(d)) + faint.Sprintf(" (%s)", d.By)
 	default:
-		s := red.Sprintf("✗ permission for %s denied", d.ToolCall.Title) + faint.Sprintf(" (%s)", d.By)
+		s := red.Sprintf("✗ permission for %s %s", d.ToolCall.Title, render.Decided(d)) + faint.Sprintf(" (%s)", d.By)
 		if d.Message != "" {
-			s += faint.Sprint(": " + clip(d.Message, 160))
+			s += faint.Sprint(": " + render.Clip(d.Message, 160))
 		}
 		return s
 	}

@@ -122,7 +122,11 @@ func (k *ptyKaimon) wait() int {
 	case <-time.After(3 * time.Minute):
 		k.t.Fatalf("kaimon did not exit; the terminal shows:\n%s", k.output())
 	}
-	<-k.read
+	select {
+	case <-k.read:
+	case <-time.After(time.Minute):
+		k.t.Fatalf("the terminal was not done after kaimon exited; it shows:\n%s", k.output())
+	}
 	return k.code
 }
 
@@ -341,6 +345,47 @@ func TestLiveRunCtrlC(t *testing.T) {
 	}
 	if len(l.Agents) != 2 {
 		t.Fatalf("agents after run -C: %+v", l.Agents)
+	}
+
+	// run -C and two Ctrl-Cs: its agent is a throwaway, so the run does
+	// not leave it working (and does not say it does): it closes it.
+	before := map[int]bool{}
+	for _, pid := range e.claudeProcesses(t) {
+		before[pid] = true
+	}
+	k = e.kaimonPty(t, e.ptyEnv(), "run", "-C", e.work, "please hold")
+	k.waitOutput(fakeapi.HoldFirst)
+	var oneShot []int
+	for _, pid := range e.claudeProcesses(t) {
+		if !before[pid] {
+			oneShot = append(oneShot, pid)
+			_ = syscall.Kill(pid, syscall.SIGSTOP)
+		}
+	}
+	defer func() {
+		for _, pid := range oneShot {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}()
+	k.ctrlC()
+	k.waitOutput("Ctrl-C again to close it")
+	k.ctrlC()
+	k.waitOutput("closing agent ")
+	for _, pid := range oneShot {
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}
+	if code := k.wait(); code != 130 {
+		t.Fatalf("detached run -C exited %d, want 130:\n%s", code, k.output())
+	}
+	t.Logf("the terminal:\n%q", k.output())
+	if out := k.output(); !strings.Contains(out, "detached: closed agent ") || strings.Contains(out, "goes on") {
+		t.Fatalf("the terminal does not tell that run -C's agent is closed:\n%q", out)
+	}
+	e.okJSON(&l, "list")
+	for _, a := range l.Agents {
+		if a.AgentID != id && a.Status.Status != "dead" {
+			t.Fatalf("a detached run -C left its agent %s %s", a.AgentID, a.Status.Status)
+		}
 	}
 }
 

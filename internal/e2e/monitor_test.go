@@ -273,6 +273,10 @@ func TestMonitorPermission(t *testing.T) {
 		return strings.Contains(row(s, id), "permission") && strings.Contains(s, "? permission asked: ") &&
 			strings.Contains(s, "kaimon permit "+id+" ")
 	})
+	// --once has no bus: it reads the wait from agent_list.
+	if once := e.ok("monitor", "--once"); !strings.Contains(row(once, id), "permission") {
+		t.Fatalf("monitor --once while a permission is pending:\n%s", once)
+	}
 	tm.keys("p")
 	tm.waitScreen("the answer prompt", func(s string) bool { return strings.Contains(s, "a=allow d=deny") })
 	tm.keys("a")

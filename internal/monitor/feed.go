@@ -9,6 +9,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/render"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // The monitor renders events into lines of its own rather than through the
@@ -129,30 +131,23 @@ func renderFeed(id string, envs []event.Envelope, open *stream, width int) []str
 			if d.Decision == "" {
 				asked[d.RequestID] = true
 				if dd, ok := decided[d.RequestID]; ok {
-					add(stFaint, "", fmt.Sprintf("? permission for %s: %s", d.ToolCall.Title, decisionText(dd)))
+					add(stFaint, "", fmt.Sprintf("? permission for %s: %s", d.ToolCall.Title, render.Decision(&dd)))
 					continue
 				}
-				add(stAsk, "", fmt.Sprintf("? permission asked: %s %s", d.ToolCall.Title, clip(string(d.ToolCall.RawInput), 120)))
-				add(stAsk, "  ", fmt.Sprintf("answer: kaimon permit %s %s allow|deny   (or press p)", id, d.RequestID))
+				add(stAsk, "", fmt.Sprintf("? permission asked: %s %s", d.ToolCall.Title, render.ToolInput(&d.ToolCall, 120)))
+				add(stAsk, "  ", "answer: "+verbs.PermitCommand(id, d.RequestID, "")+"   (or press p)")
 				continue
 			}
 			if !asked[d.RequestID] { // decided at once, by the preset
-				add(stFaint, "", fmt.Sprintf("· permission for %s: %s", d.ToolCall.Title, decisionText(d)))
+				add(stFaint, "", fmt.Sprintf("· permission for %s: %s", d.ToolCall.Title, render.Decision(&d)))
 			}
 		case event.Result:
-			var d event.ResultData
-			_ = json.Unmarshal(e.Data, &d)
-			u := d.Usage
-			usage := fmt.Sprintf("  tokens in %d, out %d", u.InputTokens, u.OutputTokens)
-			if event.Failed(d.StopReason) {
-				msg := d.StopReason
-				if d.Error != "" {
-					msg += ": " + d.Error
-				}
-				add(stBad, "", fmt.Sprintf("✗ turn %d failed (%s)%s", e.Turn, msg, usage))
-			} else {
-				add(stOK, "", fmt.Sprintf("✓ turn %d %s%s", e.Turn, d.StopReason, usage))
+			r := render.ResultOf(e)
+			style := stOK
+			if r.Failed {
+				style = stBad
 			}
+			add(style, "", fmt.Sprintf("%s  tokens in %d, out %d", r.Head, r.Usage.InputTokens, r.Usage.OutputTokens))
 		case event.Status:
 			// idle and working go with each turn and say nothing new.
 			var d event.StatusData
@@ -165,18 +160,14 @@ func renderFeed(id string, envs []event.Envelope, open *stream, width int) []str
 			_ = json.Unmarshal(e.Data, &d)
 			add(stBad, "error: ", d.Message)
 		case event.Plan:
-			var d struct {
-				Entries []struct{ Content, Status string } `json:"entries"`
-			}
-			_ = json.Unmarshal(e.Data, &d)
 			add(stPlan, "", "plan:")
-			for _, en := range d.Entries {
-				add(stPlan, "  ", "["+en.Status+"] "+en.Content)
+			for _, l := range render.PlanLines(e) {
+				add(stPlan, "  ", l)
 			}
 		case event.Usage, event.ToolInputDelta:
 			// Usage comes with the result; input deltas are liveness only.
 		default:
-			add(stFaint, "", string(e.Kind)+" "+clip(string(e.Data), 120))
+			add(stFaint, "", string(e.Kind)+" "+render.Clip(string(e.Data), 120))
 		}
 	}
 	if open != nil && open.text != "" {
@@ -191,7 +182,6 @@ func renderFeed(id string, envs []event.Envelope, open *stream, width int) []str
 
 // toolLine is a tool call's one line: its title, its input, its status.
 func toolLine(c event.ToolCall, res event.ToolResultUpdate, width int) string {
-	input := c.RawInput
 	var mark string
 	switch res.Status {
 	case "completed":
@@ -204,34 +194,14 @@ func toolLine(c event.ToolCall, res event.ToolResultUpdate, width int) string {
 	head := stTool.Render("⚙ " + c.Title)
 	room := width - lipgloss.Width(head) - lipgloss.Width(mark) - 2
 	arg := ""
-	if room > 3 && len(input) > 0 {
-		arg = " " + clip(string(input), room)
+	if room > 3 && len(c.RawInput) > 0 {
+		arg = " " + render.ToolInput(&c, room)
 	}
 	return ansi.Truncate(head+arg+" "+mark, width, "…")
-}
-
-func decisionText(d event.PermissionData) string {
-	s := map[string]string{event.PermissionAllow: "allowed", event.PermissionDeny: "denied"}[d.Decision]
-	if s == "" {
-		s = d.Decision
-	}
-	if d.By != "" {
-		s += " by " + d.By
-	}
-	if d.Message != "" {
-		s += " (" + d.Message + ")"
-	}
-	return s
 }
 
 // wrap word-wraps s to width cells, breaking words longer than a line.
 func wrap(s string, width int) []string {
 	s = strings.TrimRight(strings.ReplaceAll(s, "\t", "    "), "\n")
 	return strings.Split(ansi.Wrap(s, width, ""), "\n")
-}
-
-// clip makes s one line of at most n cells.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	return ansi.Truncate(s, n, "…")
 }

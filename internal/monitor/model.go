@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -359,9 +360,11 @@ func (m *Model) applyList(msg listMsg) tea.Cmd {
 				a = &agent{ListEntry: e}
 				m.byID[e.AgentID] = a
 				m.agents = append(m.agents, a)
+				a.pending = listPending(nil, e)
 			case a.dirty >= msg.gen:
 				// Envelopes since the request are newer than the answer:
-				// keep what they said, take the rest.
+				// keep what they said (pending permissions included),
+				// take the rest.
 				st, turn, u := a.Status.Status, a.Turn, a.Usage
 				a.ListEntry = e
 				a.Status.Status, a.Turn = st, max(turn, e.Turn)
@@ -369,6 +372,7 @@ func (m *Model) applyList(msg listMsg) tea.Cmd {
 				a.Usage.OutputTokens = max(u.OutputTokens, e.Usage.OutputTokens)
 			default:
 				a.ListEntry = e
+				a.pending = listPending(a.pending, e)
 			}
 			if t, err := time.Parse(time.RFC3339Nano, e.LastActivity); err == nil && t.After(a.last) {
 				a.last = t
@@ -385,6 +389,28 @@ func (m *Model) applyList(msg listMsg) tea.Cmd {
 		return m.list()
 	}
 	return nil
+}
+
+// listPending is the agent's pending permissions as the list says: the
+// list is the source (bus events update them between lists), and a request
+// already known from its event keeps the event's fuller data.
+func listPending(known []pending, e verbs.ListEntry) []pending {
+	var out []pending
+	for _, pp := range e.PendingPermissions {
+		p := pending{turn: e.Turn, req: event.PermissionData{
+			RequestID: pp.RequestID,
+			ToolCall:  event.ToolCall{Title: cmp.Or(pp.Title, pp.Tool)},
+			ExpiresAt: pp.ExpiresAt,
+		}}
+		for _, k := range known {
+			if k.req.RequestID == pp.RequestID {
+				p = k
+				break
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // sort puts live agents first, then dead ones, each by creation.

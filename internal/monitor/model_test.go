@@ -548,3 +548,25 @@ func TestColumnIndexes(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingFromList: the list says which agents wait on a permission
+// (what --once shows, with no bus to tell), and a later list that no
+// longer says so clears it.
+func TestPendingFromList(t *testing.T) {
+	w := entry("w1", "working", 1)
+	w.PendingPermissions = []verbs.PendingPermission{{RequestID: "r1", Tool: "Bash", Title: "rm -rf build", ExpiresAt: "2026-01-01T00:00:00Z"}}
+	m := New(nil, "/home/u")
+	m.applyList(listMsg{gen: 1, agents: []verbs.ListEntry{w, entry("i1", "idle", 1)}})
+	_, rows := tableLines(m.agents, -1, 200, time.Now(), m.home)
+	if len(rows) != 2 || !strings.Contains(ansi.Strip(strings.Join(rows, "\n")), "w1  permission") {
+		t.Fatalf("rows with w1 waiting on a permission: %q", rows)
+	}
+	if p := m.byID["w1"].pending; len(p) != 1 || p[0].req.RequestID != "r1" || p[0].req.ToolCall.Title != "rm -rf build" {
+		t.Fatalf("w1's pending from the list: %+v", p)
+	}
+	w.PendingPermissions = nil
+	m.applyList(listMsg{gen: 2, agents: []verbs.ListEntry{w}})
+	if s := m.byID["w1"].status(); s != "working" {
+		t.Fatalf("w1 answered, the list says; status %q", s)
+	}
+}

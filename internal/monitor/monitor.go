@@ -16,7 +16,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/term"
 
 	"github.com/kaimon/kaimon/internal/bus"
@@ -80,7 +80,8 @@ func notRunning(cl *client.Client) error {
 
 // Once prints the agents table once, for scripts and screenshots: plain
 // text unless out is a terminal (colour then, NO_COLOR honoured).
-func Once(ctx context.Context, cl *client.Client, out io.Writer) error {
+// noColor (the global --no-color) turns colour off even on a terminal.
+func Once(ctx context.Context, cl *client.Client, out io.Writer, noColor bool) error {
 	cl.NoAutostart = true
 	agents, err := clientDaemon{cl}.List(ctx)
 	if err != nil {
@@ -108,8 +109,36 @@ func Once(ctx context.Context, cl *client.Client, out io.Writer) error {
 	if len(rows) == 0 {
 		b.WriteString("no agents (open one with `kaimon open DIR`)\n")
 	}
-	_, err = lipgloss.Fprint(out, b.String())
+	_, err = fmt.Fprint(onceWriter(out, noColor), b.String())
 	return err
+}
+
+// onceWriter is where --once writes: colour downsampled to what out
+// takes (NO_COLOR, TERM=dumb, not a terminal), and none with --no-color.
+func onceWriter(out io.Writer, noColor bool) *colorprofile.Writer {
+	w := colorprofile.NewWriter(out, os.Environ())
+	w.Profile = profile(w.Profile, noColor)
+	return w
+}
+
+// profile is the detected colour profile, lowered to Ascii (no colour;
+// bold and the like stay) by --no-color; never raised: piped output
+// stays plain text.
+func profile(detected colorprofile.Profile, noColor bool) colorprofile.Profile {
+	if noColor {
+		return min(detected, colorprofile.Ascii)
+	}
+	return detected
+}
+
+// programOptions are the full-screen program's options: with --no-color
+// its profile is lowered as --once's, since bubbletea would otherwise go
+// by the environment alone.
+func programOptions(out io.Writer, noColor bool) []tea.ProgramOption {
+	if noColor {
+		return []tea.ProgramOption{tea.WithColorProfile(profile(colorprofile.Detect(out, os.Environ()), true))}
+	}
+	return nil
 }
 
 func home() string {
@@ -117,28 +146,73 @@ func home() string {
 	return h
 }
 
-// Run runs the full-screen monitor until the user quits or ctx ends.
-func Run(ctx context.Context, cl *client.Client, in io.Reader, out io.Writer) error {
+// Run runs the full-screen monitor until the user quits or ctx ends;
+// noColor (the global --no-color) turns colour off.
+func Run(ctx context.Context, cl *client.Client, in io.Reader, out io.Writer, noColor bool) error {
 	if f, ok := out.(*os.File); ok && !term.IsTerminal(f.Fd()) {
 		return errors.New("kaimon monitor needs a terminal; for a script, `kaimon monitor --once` prints the table")
 	}
 	cl.NoAutostart = true
-	ctx, cancel := context.WithCancel(ctx)
+	return runProgram(ctx, New(clientDaemon{cl}, home()), in, out,
+		func(ctx context.Context, send func(tea.Msg)) { follow(ctx, cl, send) },
+		programOptions(out, noColor)...)
+}
+
+// runProgram runs m until the user quits or parent ends, with feed
+// handing it messages from the side. A panic in the model or in a
+// command (bubbletea recovers those and restores the terminal) or in
+// feed is an error, never a quiet exit 0; only parent's end is a
+// normal one.
+func runProgram(parent context.Context, m tea.Model, in io.Reader, out io.Writer,
+	feed func(context.Context, func(tea.Msg)), opts ...tea.ProgramOption) error {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	m := New(clientDaemon{cl}, home())
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))
+	opts = append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out)}, opts...)
+	p := tea.NewProgram(quitOnFeedPanic{m}, opts...)
 	done := make(chan struct{})
+	var feedErr error // written before done is closed
 	go func() {
 		defer close(done)
-		follow(ctx, cl, p.Send)
+		// feed runs outside bubbletea's own recovery: a panic here
+		// would end the process with the terminal still raw. Tell the
+		// program instead, which quits and so restores the terminal.
+		// (Program.Kill from here races with the program's start.)
+		defer func() {
+			if r := recover(); r != nil {
+				feedErr = fmt.Errorf("kaimon monitor: panic while following the bus: %v", r)
+				p.Send(feedPanicMsg{})
+			}
+		}()
+		feed(ctx, p.Send)
 	}()
 	_, err := p.Run()
+	interrupted := parent.Err() != nil // read before cancel() below ends ctx
 	cancel()
 	<-done
-	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+	switch {
+	case feedErr != nil:
+		return feedErr
+	case errors.Is(err, tea.ErrProgramPanic):
+		return fmt.Errorf("kaimon monitor crashed: %w", err)
+	case errors.Is(err, tea.ErrProgramKilled) && interrupted:
 		return nil // interrupted: a normal end
 	}
 	return err
+}
+
+// feedPanicMsg says the feed goroutine panicked (its error is kept
+// aside): the program is to quit.
+type feedPanicMsg struct{}
+
+// quitOnFeedPanic is the model, quitting on feedPanicMsg.
+type quitOnFeedPanic struct{ tea.Model }
+
+func (q quitOnFeedPanic) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if _, ok := msg.(feedPanicMsg); ok {
+		return q, tea.Quit
+	}
+	m, cmd := q.Model.Update(msg)
+	return quitOnFeedPanic{m}, cmd
 }
 
 // retryEvery is how often a monitor whose daemon is down looks for it.

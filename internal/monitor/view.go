@@ -8,6 +8,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kaimon/kaimon/internal/render"
 )
 
 var (
@@ -313,7 +315,7 @@ func (m *Model) Render() string {
 		foot = stPrompt.Render(fmt.Sprintf("close agent %s? y/n", m.confirm))
 	case m.mode == modePermit && a != nil && len(a.pending) > 0:
 		p := a.pending[0].req
-		foot = stPrompt.Render(fmt.Sprintf("%s asks to run %s %s — a=allow d=deny esc=cancel", a.AgentID, p.ToolCall.Title, clip(string(p.ToolCall.RawInput), 40)))
+		foot = stPrompt.Render(fmt.Sprintf("%s asks to run %s %s — a=allow d=deny esc=cancel", a.AgentID, p.ToolCall.Title, render.ToolInput(&p.ToolCall, 40)))
 	case m.flash != "":
 		foot = m.flash
 	default:

@@ -536,6 +536,20 @@ const (
 // Decisions lists agent_permit's decision values.
 var Decisions = []string{Allow, Deny}
 
+// DecisionChoices is Decisions as a usage line writes them: allow|deny.
+func DecisionChoices() string { return strings.Join(Decisions, "|") }
+
+// PermitCommand is the command line that answers agent agentID's
+// permission request requestID with decision; with decision "", the
+// choices (allow|deny). Every front end that tells a person how to answer
+// uses it, so the words follow the verb table.
+func PermitCommand(agentID, requestID, decision string) string {
+	if decision == "" {
+		decision = DecisionChoices()
+	}
+	return fmt.Sprintf("kaimon %s %s %s %s", ByName("agent_permit").CLI, agentID, requestID, decision)
+}
+
 func verb[A any, R any](v Verb, f func(Service) func(context.Context, *A) (R, error)) *Verb {
 	v.newArgs = func() any { return new(A) }
 	v.call = func(ctx context.Context, s Service, a any) (any, error) {
