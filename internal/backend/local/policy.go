@@ -46,11 +46,23 @@ func nativeNames(list []string) []string {
 	return out
 }
 
+// verdict is the policy's word on tool t. Under specialist or only, where
+// allowed_tools is the whole tool set, a tool it names is allowed although
+// the preset denies the native tools: the built-in tools are kaimon's own,
+// and naming one is how a specialist gets it. disallowed_tools still wins.
+func (g *gate) verdict(t toolDef) (backend.Verdict, string) {
+	whole := g.pol.Preset.ReplaceAllow || g.o.Only
+	if whole && backend.NamesTool(g.pol.Allow, t.Native) && !backend.NamesTool(g.o.DisallowedTools, t.Native) {
+		return backend.VerdictAllow, t.Name + " is in this agent's allowed tools"
+	}
+	return g.pol.Permission(&g.o, t.Native)
+}
+
 // offered says whether the model is offered tool t: not when the deny list
-// names it (notebook and specialist deny every native tool), nor, under
-// specialist or only, when the allowlist does not name it.
+// names it (notebook denies every native tool), nor, under specialist or
+// only, when the allowlist does not name it.
 func (g *gate) offered(t toolDef) bool {
-	v, _ := g.pol.Permission(&g.o, t.Native)
+	v, _ := g.verdict(t)
 	return v != backend.VerdictDeny
 }
 
@@ -72,7 +84,7 @@ func (g *gate) offeredTools() []toolDef {
 // and bypass), are asked under default and refused under plan; bash is
 // always asked (there is no classifier here for auto).
 func (g *gate) allow(ctx context.Context, turn int, t toolDef, call event.ToolCall) (bool, string) {
-	v, why := g.pol.Permission(&g.o, t.Native)
+	v, why := g.verdict(t)
 	switch v {
 	case backend.VerdictAllow:
 		return true, why
