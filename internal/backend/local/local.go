@@ -105,7 +105,30 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	} else {
 		api = &openAI{base: VMLXURL(getenv, cfg.VMLXURL), apiKey: cfg.VMLXAPIKey}
 	}
-	return newBackend(o, sink, family, tag, api, cfg.LocalMaxRounds)
+	b, err := newBackend(o, sink, family, tag, api, cfg.LocalMaxRounds)
+	if err != nil {
+		return nil, err
+	}
+	// An unknown tag is refused here, with the open's other bad options,
+	// so that it leaves no dead slot behind.
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	if err := b.checkModel(ctx); err != nil {
+		b.runStop()
+		return nil, err
+	}
+	return b, nil
+}
+
+// checkTimeout bounds the model check at open.
+const checkTimeout = 30 * time.Second
+
+// checkModel asks the server whether it has the model.
+func (b *Backend) checkModel(ctx context.Context) error {
+	if err := b.api.CheckModel(ctx, b.tag); err != nil {
+		return fmt.Errorf("%s:%s: %w", b.family, b.tag, err)
+	}
+	return nil
 }
 
 func newBackend(o backend.Options, sink backend.Sink, family, tag string, api chatAPI, rounds int) (*Backend, error) {
@@ -138,18 +161,9 @@ func lookup(environ []string, name string) string {
 	return v
 }
 
-// Start checks that the server has the model (an unknown tag is an error
-// at open, not at the first turn), then begins the conversation, or with
-// Options.Resume reloads the one of that session.
+// Start begins the conversation, or with Options.Resume reloads the one of
+// that session. (New checked the model.)
 func (b *Backend) Start(ctx context.Context) error {
-	if err := b.api.CheckModel(ctx, b.tag); err != nil {
-		b.runStop()
-		var ve *verbs.Error
-		if errors.As(err, &ve) {
-			return err
-		}
-		return fmt.Errorf("%s:%s: %w", b.family, b.tag, err)
-	}
 	path := HistoryPath(b.o.CacheDir, b.o.ID)
 	var h *history
 	var err error

@@ -120,7 +120,9 @@ func servers(t *testing.T) []server {
 	oa := fakeopenai.New(t)
 	return []server{
 		{family: Ollama, tag: "qwen3:fake",
-			api: func() chatAPI { return &ollama{base: ol.URL(), think: json.RawMessage("true"), keepAlive: json.RawMessage(`"10m"`)} },
+			api: func() chatAPI {
+				return &ollama{base: ol.URL(), think: json.RawMessage("true"), keepAlive: json.RawMessage(`"10m"`)}
+			},
 			reqs: func() []fakeReq {
 				var out []fakeReq
 				for _, r := range ol.Requests() {
@@ -403,7 +405,7 @@ func TestUnknownModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = b.Start(context.Background())
+			err = b.checkModel(context.Background())
 			if err == nil || !strings.Contains(err.Error(), "model not found") {
 				t.Fatalf("Start: %v", err)
 			}
@@ -419,10 +421,9 @@ func TestUnknownModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Start(context.Background()); err != nil {
-		t.Fatalf("Start without /models: %v", err)
+	if err := b.checkModel(context.Background()); err != nil {
+		t.Fatalf("check without /models: %v", err)
 	}
-	b.Close()
 }
 
 func TestInterrupt(t *testing.T) {
