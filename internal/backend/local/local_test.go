@@ -574,3 +574,95 @@ func TestRequestSettings(t *testing.T) {
 		t.Fatalf("openai request: %+v", r)
 	}
 }
+
+// The read and search tools, and bash's timeout, run directly.
+func TestTools(t *testing.T) {
+	dir := t.TempDir()
+	root, err := confineNew(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &workdir{root: root, env: os.Environ()}
+	os.MkdirAll(filepath.Join(dir, "sub", ".git"), 0o755)
+	os.WriteFile(filepath.Join(dir, "sub", "a.go"), []byte("package a\nfunc Foo() {}\nfunc Bar() {}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "sub", ".git", "x"), []byte("func Foo"), 0o644)
+	os.WriteFile(filepath.Join(dir, "bin"), []byte("func Foo\x00"), 0o644)
+	run := func(name string, a toolArgs) (string, error) {
+		d, _ := toolByName(name)
+		return w.run(context.Background(), d, a)
+	}
+	if out, err := run("read_file", toolArgs{Path: "sub/a.go", Offset: 2, Limit: 1}); err != nil || out != "func Foo() {}\n" {
+		t.Fatalf("read_file offset/limit: %q %v", out, err)
+	}
+	if out, err := run("list_dir", toolArgs{}); err != nil || out != "bin\nsub/\n" {
+		t.Fatalf("list_dir: %q %v", out, err)
+	}
+	if out, err := run("grep", toolArgs{Pattern: `func (Foo|Bar)`}); err != nil || out != "sub/a.go:2: func Foo() {}\nsub/a.go:3: func Bar() {}\n" {
+		t.Fatalf("grep: %q %v", out, err)
+	}
+	if _, err := run("grep", toolArgs{Pattern: "("}); err == nil {
+		t.Fatal("grep took a bad pattern")
+	}
+	if _, err := run("read_file", toolArgs{Path: "/etc/passwd"}); err == nil || !strings.Contains(err.Error(), "outside") {
+		t.Fatalf("read outside: %v", err)
+	}
+	if _, err := run("list_dir", toolArgs{Path: ".."}); err == nil {
+		t.Fatal("list_dir ..")
+	}
+	out, err := run("bash", toolArgs{Command: "echo $$ > pid; sleep 30", Timeout: 1})
+	if err == nil || !strings.Contains(err.Error(), "did not end within 1s") {
+		t.Fatalf("bash timeout: %q %v", out, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "pid"))
+	var pid int
+	if _, err := fmtSscan(strings.TrimSpace(string(b)), &pid); err != nil || procRunning(pid) {
+		t.Fatalf("timed-out bash %d still runs (%v)", pid, err)
+	}
+	if out, err := run("bash", toolArgs{Command: "echo oops >&2; exit 3"}); err == nil || err.Error() != "exit code 3" || out != "oops\n" {
+		t.Fatalf("bash exit 3: %q %v", out, err)
+	}
+}
+
+// permission_mode and only shape what the gate does.
+func TestGateModes(t *testing.T) {
+	ask := func(context.Context, backend.PermissionRequest) backend.PermissionDecision {
+		return backend.PermissionDecision{Message: "asked"}
+	}
+	edit, _ := toolByName("write_file")
+	read, _ := toolByName("read_file")
+	for _, c := range []struct {
+		name      string
+		o         backend.Options
+		tool      toolDef
+		allow     bool
+		why       string
+		offerings string
+	}{
+		{"default mode asks before edits", backend.Options{PermissionMode: "default"}, edit, false, "asked", "read_file,write_file,edit_file,list_dir,grep,bash"},
+		{"plan refuses edits", backend.Options{PermissionMode: "plan"}, edit, false, "plan mode", "read_file,write_file,edit_file,list_dir,grep,bash"},
+		{"acceptEdits runs them", backend.Options{}, edit, true, "", "read_file,write_file,edit_file,list_dir,grep,bash"},
+		{"only: allow is the whole set", backend.Options{Only: true, AllowedTools: []string{"read_file"}}, read, true, "allowed tools", "read_file"},
+		{"only: the rest is refused", backend.Options{Only: true, AllowedTools: []string{"read_file"}}, edit, false, "whole tool set", "read_file"},
+		{"disallowed wins over specialist's allow", backend.Options{Permission: "specialist", AllowedTools: []string{"Read"}, DisallowedTools: []string{"read_file"}}, read, false, "disallowed", ""},
+	} {
+		c.o.Ask = ask
+		g, err := newGate(&c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, why := g.allow(context.Background(), 1, c.tool, event.ToolCall{})
+		var names []string
+		for _, d := range g.offeredTools() {
+			names = append(names, d.Name)
+		}
+		if ok != c.allow || !strings.Contains(why, c.why) || strings.Join(names, ",") != c.offerings {
+			t.Errorf("%s: allow %v (%q), offered %v", c.name, ok, why, names)
+		}
+	}
+	// notebook says at open that the model has no tools.
+	srv := servers(t)[0]
+	a := open(t, srv, backend.Options{Permission: "notebook"}, 0)
+	if errs := ofKind(a.s.all(), event.Error); len(errs) != 1 || !strings.Contains(errs[0].Raw, "offered no tools") {
+		t.Fatalf("notebook at open: %v", errs)
+	}
+}
