@@ -183,7 +183,7 @@ func (b *Backend) Start(ctx context.Context) error {
 	b.infoMu.Unlock()
 	b.emitMu.Lock()
 	b.hist, b.started = h, true
-	if len(b.tools) == 0 && b.o.Permission != "" && b.o.Permission != "default" {
+	if len(b.tools) == 0 {
 		// Not an error: said once, so the preset does not read as
 		// leaving the model tools it does not have.
 		b.sink.Emit(event.NewError(0, fmt.Sprintf("%s:%s is offered no tools under this agent's preset (%s): it can only answer in text", b.family, b.tag, b.o.Permission), nil))
