@@ -132,6 +132,12 @@ func (b *Backend) checkModel(ctx context.Context) error {
 }
 
 func newBackend(o backend.Options, sink backend.Sink, family, tag string, api chatAPI, rounds int) (*Backend, error) {
+	if o.Effort != "" {
+		return nil, verbs.BadArg("effort is a claude CLI option; %s: models take none (drop --effort)", family)
+	}
+	if o.MCPConfig != "" {
+		return nil, verbs.BadArg("mcp_config is for agents with an MCP client; %s: models have none (drop --mcp-config)", family)
+	}
 	g, err := newGate(&o)
 	if err != nil {
 		return nil, verbs.BadArg("%v", err)

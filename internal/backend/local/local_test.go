@@ -666,3 +666,17 @@ func TestGateModes(t *testing.T) {
 		t.Fatalf("notebook at open: %v", errs)
 	}
 }
+
+func TestRefusedOptions(t *testing.T) {
+	for _, o := range []backend.Options{{Effort: "low"}, {MCPConfig: "/x.json"}, {Permission: "yolo"}} {
+		o.Cwd = t.TempDir()
+		if _, err := newBackend(o, newSink(), Ollama, "qwen3:fake", nil, 0); err == nil {
+			t.Errorf("options %+v taken", o)
+		}
+	}
+	for _, m := range []string{"ollama:", "vmlx: ", "ollamax:y", "acp:opencode"} {
+		if _, _, err := ParseModel(m); err == nil {
+			t.Errorf("ParseModel(%q) took it", m)
+		}
+	}
+}
