@@ -347,7 +347,7 @@ func (b *Backend) runTurn(ctx context.Context, t backend.Turn) {
 			}
 			b.emit(event.New(event.ToolResult, t.Number, event.ToolResultData{Update: event.ToolResultUpdate{
 				ToolCallID: c.ID, Status: status,
-				Content: []any{map[string]any{"type": "content", "content": event.Text{Type: "text", Text: text}}}}}))
+				Content: []any{contentBlock{Type: "content", Content: event.Text{Type: "text", Text: text}}}}}))
 			if err := b.addMessage(Message{Role: "tool", Content: text, ToolCallID: c.ID, ToolName: c.Name}); err != nil {
 				stop, failure = event.StopError, err.Error()
 				break
@@ -390,6 +390,12 @@ func (b *Backend) endTurn(turn int, stop, failure string, usage event.UsageFigur
 	if next != nil {
 		b.startTurnLocked(*next)
 	}
+}
+
+// contentBlock is ACP's tool call content of type "content".
+type contentBlock struct {
+	Type    string     `json:"type"`
+	Content event.Text `json:"content"`
 }
 
 // stopReason maps Ollama's done_reason and OpenAI's finish_reason.
