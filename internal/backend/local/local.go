@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -308,14 +309,17 @@ func (b *Backend) runTurn(ctx context.Context, t backend.Turn) {
 		res, err := b.api.Chat(ctx, chatRequest{Model: b.model(), Messages: b.messages(), Tools: b.tools}, s)
 		usage = usage.Add(res.Usage)
 		if err != nil {
-			if ctx.Err() != nil {
-				s.close()
-				stop = event.StopCancelled
-				break
-			}
 			s.close()
-			stop, failure = event.StopError, fmt.Sprintf("%s:%s: %v", b.family, b.model(), err)
-			b.emit(event.NewError(t.Number, failure, nil))
+			why := "the turn was interrupted"
+			if ctx.Err() != nil {
+				stop = event.StopCancelled
+			} else {
+				stop, failure = event.StopError, fmt.Sprintf("%s:%s: %v", b.family, b.model(), err)
+				b.emit(event.NewError(t.Number, failure, nil))
+				why = "the model's reply broke off"
+			}
+			// A call announced before the reply ended is not left open.
+			s.abandon(why)
 			break
 		}
 		s.close()
@@ -516,6 +520,21 @@ func (s *roundSink) toolArgs(i int, frag string) {
 		return
 	}
 	s.b.emit(event.New(event.ToolInputDelta, s.turn, event.ToolInputDeltaData{ToolCallID: s.ids[i], PartialJSON: frag}))
+}
+
+// abandon fails the calls announced in a reply that did not complete: they
+// will not run.
+func (s *roundSink) abandon(why string) {
+	idx := make([]int, 0, len(s.ids))
+	for i := range s.ids {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		s.b.emit(event.New(event.ToolResult, s.turn, event.ToolResultData{Update: event.ToolResultUpdate{
+			ToolCallID: s.ids[i], Status: "failed",
+			Content: []any{contentBlock{Type: "content", Content: event.Text{Type: "text", Text: "not run: " + why}}}}}))
+	}
 }
 
 // close ends the stream: the open block's authoritative copy.

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -678,5 +679,33 @@ func TestRefusedOptions(t *testing.T) {
 		if _, _, err := ParseModel(m); err == nil {
 			t.Errorf("ParseModel(%q) took it", m)
 		}
+	}
+}
+
+// brokenAPI announces a tool call and then fails, as a stream cut off
+// in the middle of a call.
+type brokenAPI struct{}
+
+func (brokenAPI) URL() string                              { return "broken" }
+func (brokenAPI) CheckModel(context.Context, string) error { return nil }
+func (brokenAPI) Chat(_ context.Context, _ chatRequest, s streamSink) (roundResult, error) {
+	s.text("I will")
+	s.toolStart(3, "c9", "bash")
+	s.toolArgs(3, `{"comm`)
+	return roundResult{}, errors.New("connection reset")
+}
+
+func TestBrokenCallIsClosed(t *testing.T) {
+	srv := server{family: VMLX, tag: "m", api: func() chatAPI { return brokenAPI{} }, reqs: func() []fakeReq { return nil }}
+	a := open(t, srv, backend.Options{}, 0)
+	evs := a.turn(t, 1, "hi")
+	if k := authKinds(evs); k != "user_text turn_started assistant_text tool_use error tool_result usage result" {
+		t.Fatalf("kinds: %s\n%s", k, dump(evs))
+	}
+	if r := ofKind(evs, event.ToolResult)[0]; r.Get("update.toolCallId").String() != "c9" || r.Get("update.status").String() != "failed" {
+		t.Fatalf("tool_result: %v", r)
+	}
+	if d := ofKind(evs, event.ToolInputDelta); len(d) != 1 || d[0].Get("partialJson").String() != `{"comm` {
+		t.Fatalf("tool_input_delta: %v", d)
 	}
 }
