@@ -165,3 +165,12 @@ func TestLocalModelKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestRelevantModelServers(t *testing.T) {
+	for name, want := range map[string]bool{"KAIMON_OLLAMA_URL": true, "KAIMON_VMLX_URL": true, "OLLAMA_HOST": true,
+		"KAIMON_CLAUDE_BIN": true, "KAIMON_HOME": false, "KAIMON_AGENTD_BIN": false} {
+		if Relevant(name) != want {
+			t.Errorf("Relevant(%s) = %v", name, !want)
+		}
+	}
+}
