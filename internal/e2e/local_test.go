@@ -258,3 +258,57 @@ func TestLocalResume(t *testing.T) {
 		})
 	}
 }
+
+// TestLocalPresets: each preset's hold on the built-in tools, through the
+// daemon: what runs at once, what asks, what the model is not offered.
+func TestLocalPresets(t *testing.T) {
+	e, cases := newLocalEnv(t)
+	for _, c := range cases {
+		t.Run(c.family, func(t *testing.T) {
+			for _, p := range []struct {
+				preset string
+				flags  []string
+				bash   string // runs | asks | refused
+				tools  string
+			}{
+				{"default", nil, "asks", "read_file,write_file,edit_file,list_dir,grep,bash"},
+				{"notebook", nil, "refused", ""},
+				{"specialist", []string{"--allow", "bash"}, "runs", "bash"},
+				{"specialist", nil, "refused", ""},
+				{"lab", nil, "asks", "read_file,write_file,edit_file,list_dir,grep,bash"},
+				{"auto", nil, "asks", "read_file,write_file,edit_file,list_dir,grep,bash"},
+				{"bypass", nil, "runs", "read_file,write_file,edit_file,list_dir,grep,bash"},
+				{"default", []string{"--only", "--allow", "Read"}, "refused", "read_file"},
+			} {
+				name := p.preset + strings.Join(p.flags, "")
+				id := e.ok(append([]string{"open", "--model", c.model, "--permission", p.preset, e.work}, p.flags...)...)
+				marker := filepath.Join(e.work, c.family+"-"+strings.NewReplacer("-", "", " ", "").Replace(name))
+				turn := e.ok("send", id, `call tool: bash {"command":"touch `+marker+`"}`)
+				if p.bash == "asks" {
+					perm := e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool { return !d.Get("decision").Exists() })
+					e.ok("permit", id, gjson.GetBytes(perm.Data, "requestId").String(), "deny")
+				}
+				e.waitStatus(t, id, "idle")
+				_, err := os.Stat(marker)
+				if ran := err == nil; ran != (p.bash == "runs") {
+					t.Errorf("%s: bash ran = %v, want %s", name, ran, p.bash)
+				}
+				if p.tools == "" {
+					// Offered no tools, the model (the fake) calls none.
+					if k := kinds(e.events(t, id), atoiT(t, turn)); k != "user_text turn_started assistant_text usage result" {
+						t.Errorf("%s: kinds %s", name, k)
+					}
+				} else {
+					res := e.waitEvent(t, id, event.ToolResult, func(d gjson.Result) bool { return true })
+					if st := gjson.GetBytes(res.Data, "update.status").String(); res.Turn != atoiT(t, turn) || (st == "completed") != (p.bash == "runs") {
+						t.Errorf("%s: tool_result %s", name, res.Data)
+					}
+				}
+				if got := strings.Join(lastReq(t, c).Tools, ","); got != p.tools {
+					t.Errorf("%s: offered %q, want %q", name, got, p.tools)
+				}
+				e.ok("close", id)
+			}
+		})
+	}
+}
