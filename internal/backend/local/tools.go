@@ -154,7 +154,7 @@ func (w *workdir) resolve(path string) (string, error) {
 	return w.root.Resolve(path)
 }
 
-// paths are the paths a call's arguments name, checked before the call
+// checkPaths confines the paths a call's arguments name, before the call
 // is asked about or run.
 func (w *workdir) checkPaths(def toolDef, a toolArgs) error {
 	switch def.Name {
