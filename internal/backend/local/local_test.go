@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,9 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/confine"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/proc"
 	"github.com/kaimon/kaimon/internal/testutil/fakeollama"
 	"github.com/kaimon/kaimon/internal/testutil/fakeopenai"
 	"github.com/kaimon/kaimon/internal/testutil/fakescript"
@@ -453,7 +456,7 @@ func TestInterrupt(t *testing.T) {
 			var pid int
 			waitFor(t, a.s, func([]event.Event) bool {
 				b, _ := os.ReadFile(pidFile)
-				_, err := fmtSscan(strings.TrimSpace(string(b)), &pid)
+				_, err := fmt.Sscan(strings.TrimSpace(string(b)), &pid)
 				return err == nil && pid > 0
 			})
 			if ok, err := a.b.Interrupt(context.Background()); !ok || err != nil {
@@ -466,7 +469,7 @@ func TestInterrupt(t *testing.T) {
 			if r := ofKind(evs, event.ToolResult); len(r) != 1 || r[0].Get("update.status").String() != "failed" {
 				t.Fatalf("interrupted tool's result: %v", r)
 			}
-			if procRunning(pid) {
+			if proc.Running(pid) {
 				t.Fatalf("bash %d still runs after the interrupt", pid)
 			}
 			// The conversation stays well formed: the next turn works
@@ -579,7 +582,7 @@ func TestRequestSettings(t *testing.T) {
 // The read and search tools, and bash's timeout, run directly.
 func TestTools(t *testing.T) {
 	dir := t.TempDir()
-	root, err := confineNew(dir)
+	root, err := confine.New(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,7 +619,7 @@ func TestTools(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "pid"))
 	var pid int
-	if _, err := fmtSscan(strings.TrimSpace(string(b)), &pid); err != nil || procRunning(pid) {
+	if _, err := fmt.Sscan(strings.TrimSpace(string(b)), &pid); err != nil || proc.Running(pid) {
 		t.Fatalf("timed-out bash %d still runs (%v)", pid, err)
 	}
 	if out, err := run("bash", toolArgs{Command: "echo oops >&2; exit 3"}); err == nil || err.Error() != "exit code 3" || out != "oops\n" {
