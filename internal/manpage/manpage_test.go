@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kaimon/kaimon/internal/backend/local"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/session"
@@ -104,6 +105,9 @@ func TestFilesAreWhereTheCodePutsThem(t *testing.T) {
 		if got != home+strings.TrimPrefix(want, "~") {
 			t.Errorf("config.Resolve says %s where the man page says %s", got, want)
 		}
+	}
+	if got, want := local.HistoryPath("/c", "x"), "/c/x"+HistorySuffix; got != want {
+		t.Errorf("local.HistoryPath = %s, the man page says %s", got, want)
 	}
 	if got, want := session.RecordPath("/c", "x"), "/c/x"+RecordSuffix; got != want {
 		t.Errorf("session.RecordPath = %s, the man page says %s", got, want)

@@ -575,7 +575,7 @@ var All = []*Verb{
 		Example: "id=$(kaimon open --model opus --permission lab ~/src/project)",
 		Args: []Arg{
 			{Name: "cwd", Type: TString, RequiredUnless: "resume", Doc: "Working directory for the agent. Must exist. Required, except to resume (then it is the agent's own)."},
-			{Name: "model", Type: TString, Default: DefaultModel, Doc: "Model alias or id, e.g. sonnet, opus, claude-sonnet-5; may carry an effort suffix (sonnet/high). acp:<agent>[:<model>] drives an ACP agent instead: acp:opencode, acp:claude (claude-agent-acp) or acp:gemini, e.g. acp:opencode:ollama/qwen2.5:14b."},
+			{Name: "model", Type: TString, Default: DefaultModel, Doc: "Model alias or id, e.g. sonnet, opus, claude-sonnet-5; may carry an effort suffix (sonnet/high). acp:<agent>[:<model>] drives an ACP agent instead: acp:opencode, acp:claude (claude-agent-acp) or acp:gemini, e.g. acp:opencode:ollama/qwen2.5:14b. ollama:<tag> and vmlx:<tag> run a local model served by Ollama or an OpenAI-compatible server, kaimon running its tools, e.g. ollama:qwen3:8b."},
 			{Name: "effort", Type: TString, Enum: Efforts, Doc: "Thinking/effort level; overrides a model suffix."},
 			{Name: "permission", Type: TString, Default: DefaultPermission, Enum: PresetNames, Doc: "Permission preset."},
 			{Name: "permission_mode", Type: TString, Enum: PermissionModes, Doc: "Override the preset's raw claude permission mode."},
@@ -630,7 +630,7 @@ var All = []*Verb{
 	verb(Verb{
 		Name: "agent_set_model", CLI: "set-model",
 		Summary: "Repoint a live agent at another model",
-		Doc:     "Switches the model of a live agent, keeping its conversation. switched is true only when the agent acknowledged it; otherwise close and reopen.",
+		Doc:     "Switches the model of a live agent, keeping its conversation: within one ACP agent, or between the tags of one ollama: or vmlx: server. switched is true only when the agent acknowledged it; otherwise close and reopen.",
 		Returns: `{"switched": bool}`,
 		Example: "kaimon set-model $id acp:opencode:ollama/qwen2.5:14b",
 		Args:    []Arg{agentID, {Name: "model", Type: TString, Required: true, Doc: "The model alias or id to switch to."}},
