@@ -14,6 +14,7 @@ import (
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/acp"
 	"github.com/kaimon/kaimon/internal/backend/claude"
+	"github.com/kaimon/kaimon/internal/backend/replay"
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/server"
@@ -30,7 +31,14 @@ func Factory(o backend.Options, sink backend.Sink) (backend.Backend, error) {
 		}
 		return b, nil
 	}
-	for _, p := range []string{"ollama:", "vmlx:", "replay:"} {
+	if replay.IsReplay(o.Model) {
+		b, err := replay.New(o, sink)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	for _, p := range []string{"ollama:", "vmlx:"} {
 		if strings.HasPrefix(o.Model, p) {
 			return nil, verbs.Errorf(verbs.CodeUnavailable,
 				"model %q needs the %s backend, which this kaimon does not have yet; use a claude model (sonnet, opus, haiku, claude-…)", o.Model, strings.TrimSuffix(p, ":"))
