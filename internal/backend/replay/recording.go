@@ -113,6 +113,7 @@ func Load(path string) (*Recording, error) {
 			_ = json.Unmarshal(r.Data, &d)
 			t.Prompt = d.Content.Text
 		case event.TurnStarted:
+			t.Start = r.TS // the pacing runs from here
 		default:
 			t.Events = append(t.Events, *r)
 		}

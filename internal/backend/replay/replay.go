@@ -34,6 +34,10 @@ type Backend struct {
 	cancel  context.CancelFunc // stops the turn playing
 	wg      sync.WaitGroup
 
+	// sleep waits d unless ctx ends first (false); tests replace it to
+	// see the pacing without waiting for it.
+	sleep func(ctx context.Context, d time.Duration) bool
+
 	infoMu sync.Mutex
 	pos    int // recorded turns taken so far: the next one is Turns[pos]
 
@@ -55,7 +59,7 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{o: o, sink: sink, rec: rec, speed: m.Speed}
+	b := &Backend{o: o, sink: sink, rec: rec, speed: m.Speed, sleep: sleep}
 	if o.Resume != "" {
 		n, err := strconv.Atoi(strings.TrimPrefix(o.Resume, SessionPrefix))
 		if err != nil || !strings.HasPrefix(o.Resume, SessionPrefix) || n < 0 || n > len(rec.Turns) {
@@ -133,7 +137,7 @@ func (b *Backend) run(ctx context.Context, n, i int) event.Event {
 		prev = r.TS
 		ev := event.Event{Kind: r.Kind, Turn: n, Data: r.Data}
 		if ev.Kind == event.Result {
-			if !sleep(ctx, wait) {
+			if !b.sleep(ctx, wait) {
 				return cancelled
 			}
 			return ev
@@ -142,12 +146,12 @@ func (b *Backend) run(ctx context.Context, n, i int) event.Event {
 		// block itself comes right after its last chunk, as it does live.
 		lead := synthesize(ev, announced)
 		if len(lead) == 0 {
-			if !sleep(ctx, wait) {
+			if !b.sleep(ctx, wait) {
 				return cancelled
 			}
 		}
 		for _, s := range lead {
-			if !sleep(ctx, wait/time.Duration(len(lead))) || !b.emit(ctx, s) {
+			if !b.sleep(ctx, wait/time.Duration(len(lead))) || !b.emit(ctx, s) {
 				return cancelled
 			}
 		}
