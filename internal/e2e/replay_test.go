@@ -3,14 +3,18 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/testutil/agents"
 )
+
+var updateExample = flag.Bool("update-example", false, "record examples/hello.events.jsonl again, from the real claude CLI")
 
 // exampleLog is the recorded session shipped in examples/.
 func exampleLog() string {
@@ -163,5 +167,50 @@ func TestReplayResume(t *testing.T) {
 	r = e.kaimon("open", e.work, "--model", "replay:missing.events.jsonl")
 	if r.code == 0 || !strings.Contains(r.stderr, "no recording at "+filepath.Join(e.work, "missing.events.jsonl")) {
 		t.Fatalf("open of a missing recording: %s", r)
+	}
+}
+
+// toolIDs are the fake model API's tool call ids, drawn at random.
+var toolIDs = regexp.MustCompile(`toolu_fake[0-9a-f]+`)
+
+// The example is what kaimon records today of the real claude CLI
+// against the fake model API, a text turn and a tool turn (tool call ids
+// aside); -update-example records it again, with the paths of this run
+// made generic.
+func TestReplayExampleIsCurrent(t *testing.T) {
+	e := newEnv(t)
+	id := e.ok("open", e.work, "--allow", "Bash")
+	e.ok("run", id, "hello there")
+	e.ok("run", id, "please use a tool")
+	e.ok("close", id)
+	raw, err := os.ReadFile(filepath.Join(e.paths().CacheDir, id+".events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Longest first: the project and claude's HOME are under e.home.
+	for _, p := range [][2]string{{e.work, "/home/you/project"}, {filepath.Join(e.home, "claude-home"), "/home/you"}, {e.home, "/home/you/tmp"}} {
+		raw = bytes.ReplaceAll(raw, []byte(p[0]), []byte(p[1]))
+	}
+	if *updateExample {
+		if err := os.WriteFile(exampleLog(), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("recorded %s", exampleLog())
+		return
+	}
+	fresh := filepath.Join(t.TempDir(), "fresh.events.jsonl")
+	if err := os.WriteFile(fresh, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	norm := func(evs []event.Event) string {
+		var b strings.Builder
+		for _, ev := range evs {
+			b.WriteString(string(ev.Kind) + " " + toolIDs.ReplaceAllString(string(ev.Data), "toolu_fakeID") + "\n")
+		}
+		return b.String()
+	}
+	got, want := norm(turnEvents(readLog(t, fresh))), norm(turnEvents(readLog(t, exampleLog())))
+	if got != want {
+		t.Fatalf("the real CLI now records (go test ./internal/e2e -run TestReplayExampleIsCurrent -update-example to take it):\n%s\nthe example has:\n%s", got, want)
 	}
 }

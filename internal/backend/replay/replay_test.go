@@ -551,7 +551,7 @@ func TestReplayExample(t *testing.T) {
 	}
 	for _, leak := range []string{"/tmp/", "/work/", "kaimon-rec."} {
 		if bytes.Contains(raw, []byte(leak)) {
-			t.Errorf("%s holds %q: make its paths generic (scripts/record-example.sh)", path, leak)
+			t.Errorf("%s holds %q: make its paths generic (go test ./internal/e2e -run TestReplayExampleIsCurrent -update-example)", path, leak)
 		}
 	}
 	r, err := Load(path)
