@@ -41,7 +41,8 @@ type Model struct {
 }
 
 // ParseModel reads a replay model string. The query, if any, follows the
-// last '?'; speed is its only key.
+// last '?'; speed is its only key. (A path with a '?' in it is written with
+// a query after it: replay:/odd?name.jsonl?speed=1.)
 func ParseModel(model string) (Model, error) {
 	rest, ok := strings.CutPrefix(model, Prefix)
 	if !ok {

@@ -598,3 +598,27 @@ func TestReplayExample(t *testing.T) {
 		}
 	}
 }
+
+// A recorded turn cut short (its agent died mid-turn) replays what it has
+// and fails, saying so, rather than hang.
+func TestReplayTurnWithoutResult(t *testing.T) {
+	dir := t.TempDir()
+	writeLog(t, dir, recording()[:8]) // turn 1 up to its tool call's announce
+	s := newSink(t)
+	b, err := New(backend.Options{Cwd: dir, Model: "replay:rec.events.jsonl?speed=0"}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(1, "go"); err != nil {
+		t.Fatal(err)
+	}
+	evs := s.wait("the result", results(1))
+	sameEvents(t, "the cut turn", authoritative(evs[:len(evs)-1]), recorded(1, 1)[:3])
+	if last := evs[len(evs)-1]; !strings.Contains(string(last.Data), `"stopReason":"error"`) || !strings.Contains(string(last.Data), "ends without a result") {
+		t.Fatalf("the cut turn ended with %s", last.Data)
+	}
+}
