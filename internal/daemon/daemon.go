@@ -15,6 +15,7 @@ import (
 	"github.com/kaimon/kaimon/internal/backend/acp"
 	"github.com/kaimon/kaimon/internal/backend/claude"
 	"github.com/kaimon/kaimon/internal/backend/local"
+	"github.com/kaimon/kaimon/internal/backend/replay"
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/server"
@@ -31,6 +32,13 @@ func Factory(o backend.Options, sink backend.Sink) (backend.Backend, error) {
 		}
 		return b, nil
 	}
+	if replay.IsReplay(o.Model) {
+		b, err := replay.New(o, sink)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
 	if local.IsLocal(o.Model) {
 		b, err := local.New(o, sink)
 		if err != nil {
@@ -38,7 +46,7 @@ func Factory(o backend.Options, sink backend.Sink) (backend.Backend, error) {
 		}
 		return b, nil
 	}
-	if p, ok := backend.PrefixOf(o.Model); ok { // every prefix but acp:, ollama: and vmlx: (above)
+	if p, ok := backend.PrefixOf(o.Model); ok { // a prefix of the model table with no backend above
 		return nil, verbs.Errorf(verbs.CodeUnavailable,
 			"model %q needs the %s backend, which this kaimon does not have yet; use a claude model (sonnet, opus, haiku, claude-…)", o.Model, p.Backend)
 	}
