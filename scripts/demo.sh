@@ -11,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 echo "== build"
-go build -o bin/ ./cmd/kaimon ./cmd/kaimon-agentd ./internal/testutil/fakeapi/cmd/fakeapi
+scripts/build.sh bin
+go build -o bin/ ./internal/testutil/fakeapi/cmd/fakeapi
 echo "== install the pinned claude CLI"
 npm ci --no-audit --no-fund --loglevel=error
 tmp=$(mktemp -d /tmp/kaimon-demo.XXXXXX)

@@ -12,8 +12,7 @@
 #
 # Usage: scripts/install.sh [PREFIX]. Running it again replaces the files
 # (and removes those a previous install listed that this one no longer
-# installs). The version is `git describe --tags --always --dirty`; outside
-# a git checkout it is $KAIMON_VERSION, else 0.0.0-unknown.
+# installs). scripts/build.sh stamps the version and commit.
 set -euo pipefail
 
 die() { echo "install.sh: $*" >&2; exit 1; }
@@ -30,28 +29,10 @@ fi
 mkdir -p "$prefix" || die "cannot create $prefix"
 prefix=$(cd "$prefix" && pwd)
 
-command -v go >/dev/null 2>&1 ||
-	die "Go is not installed (or not on PATH): kaimon builds from source with Go $(sed -n 's/^go //p' "$root/go.mod") or newer; install it, then run this again"
-
-version=${KAIMON_VERSION:-}
-commit=
-if git -C "$root" rev-parse --git-dir >/dev/null 2>&1; then
-	[ -n "$version" ] || version=$(git -C "$root" describe --tags --always --dirty)
-	commit=$(git -C "$root" rev-parse HEAD)
-	if ! git -C "$root" diff --quiet HEAD -- 2>/dev/null; then
-		commit=$commit-dirty
-	fi
-fi
-[ -n "$version" ] || version=0.0.0-unknown
-[ -n "$commit" ] || commit=unknown
-
-pkg=github.com/kaimon/kaimon/internal/version
+"$root/scripts/build.sh" --check || exit 1
 build=$(mktemp -d "${TMPDIR:-/tmp}/kaimon-install.XXXXXX")
 trap 'rm -rf "$build"' EXIT
-
-echo "== build kaimon $version (commit $commit)"
-(cd "$root" && go build -ldflags "-X $pkg.Version=$version -X $pkg.Commit=$commit" \
-	-o "$build/" ./cmd/kaimon ./cmd/kaimon-agentd) || die "go build failed (see above)"
+"$root/scripts/build.sh" "$build" || die "the build failed (see above)"
 
 manifest=$prefix/share/kaimon/manifest
 installed=()

@@ -18,17 +18,18 @@ test -x node_modules/.bin/mcp-inspector
 node_modules/.bin/opencode --version
 node_modules/.bin/gemini --version
 test -x node_modules/.bin/claude-agent-acp
-echo "== a libzmq subscriber for the event bus tests (python3-zmq)"
-if ! /usr/bin/python3 -c 'import zmq' 2>/dev/null; then
+echo "== Debian packages: python3-zmq (a libzmq subscriber for the bus tests), man-db and groff-base"
+echo "   (the man pages render clean), bash, zsh, fish and tmux (completion and monitor tests)"
+missing=
+/usr/bin/python3 -c 'import zmq' 2>/dev/null || missing="$missing python3-zmq"
+command -v man >/dev/null || missing="$missing man-db"
+command -v groff >/dev/null || missing="$missing groff-base"
+for p in bash zsh fish tmux; do command -v $p >/dev/null || missing="$missing $p"; done
+if [ -n "$missing" ]; then
 	sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
 	$sudo apt-get update
-	$sudo apt-get install -y --no-install-recommends python3-zmq
+	$sudo apt-get install -y --no-install-recommends $missing
 fi
 /usr/bin/python3 -c 'import zmq; print("libzmq", zmq.zmq_version())'
-echo "== man, to render the man pages (man-db, groff-base)"
-if ! command -v man >/dev/null || ! command -v groff >/dev/null; then
-	sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
-	$sudo apt-get update
-	$sudo apt-get install -y --no-install-recommends man-db groff-base
-fi
 man --version
+bash --version | head -1; zsh --version; fish --version; tmux -V

@@ -17,11 +17,11 @@ import (
 
 func main() {
 	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "--version", "-v", "version":
-			fmt.Println("kaimon-agentd", version.String())
+		switch action, _ := manpage.AgentdArg(os.Args[1]); action {
+		case manpage.AgentdVersion:
+			fmt.Println("kaimon-agentd", version.Full())
 			return
-		case "--help", "-h", "help":
+		case manpage.AgentdHelp:
 			fmt.Print(manpage.AgentdUsage())
 			return
 		default:

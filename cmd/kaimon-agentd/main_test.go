@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kaimon/kaimon/internal/manpage"
@@ -30,9 +31,25 @@ func TestHelpAndUsage(t *testing.T) {
 		}
 		return cmd.ProcessState.ExitCode(), out.String(), errb.String()
 	}
-	for _, arg := range []string{"--help", "-h"} {
-		if code, out, errs := run(arg); code != 0 || out != manpage.AgentdUsage() || errs != "" {
-			t.Errorf("kaimon-agentd %s: exit %d, stderr %q, stdout:\n%s", arg, code, errs, out)
+	// Every spelling of the one table works, and --help shows it.
+	for _, o := range manpage.AgentdOptions {
+		for _, arg := range o.Args {
+			code, out, errs := run(arg)
+			switch o.Action {
+			case manpage.AgentdHelp:
+				if code != 0 || out != manpage.AgentdUsage() || errs != "" {
+					t.Errorf("kaimon-agentd %s: exit %d, stderr %q, stdout:\n%s", arg, code, errs, out)
+				}
+			case manpage.AgentdVersion:
+				if code != 0 || !strings.HasPrefix(out, "kaimon-agentd ") || strings.Count(out, "\n") != 1 || errs != "" {
+					t.Errorf("kaimon-agentd %s: exit %d, stderr %q, stdout %q", arg, code, errs, out)
+				}
+			default:
+				t.Errorf("kaimon-agentd %s: no test for action %d", arg, o.Action)
+			}
+			if !strings.Contains(manpage.AgentdUsage(), arg) {
+				t.Errorf("kaimon-agentd --help does not mention %s", arg)
+			}
 		}
 	}
 	want := "kaimon-agentd: unknown argument \"--bogus\": it takes none but --help and --version\nRun 'kaimon-agentd --help' for usage.\n"

@@ -65,6 +65,20 @@ func (j *Join) Replay() error {
 	return j.cur.Read(j.last, 0, j.emitRecord)
 }
 
+// Skip moves past the log's records without emitting them: the join then
+// starts at the agent's end as the log has it now (what is live from here
+// on is emitted, and gaps are filled from the log as ever). Bad does not
+// hear of the lines skipped.
+func (j *Join) Skip() error {
+	bad := j.Bad
+	j.Bad = nil
+	defer func() { j.Bad = bad }()
+	return j.cur.Read(j.last, 0, func(r *event.Record) error {
+		j.last = r.Seq
+		return nil
+	})
+}
+
 func (j *Join) emitRecord(r *event.Record) error {
 	e := r.Envelope(j.Agent)
 	j.last = r.Seq

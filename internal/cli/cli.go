@@ -11,10 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -48,7 +46,7 @@ func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf
 
 // Main runs the CLI with os.Args and returns the exit code.
 func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyContext(context.Background())
 	defer stop()
 	return Run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
 }
@@ -84,6 +82,10 @@ func report(err error, stderr io.Writer) int {
 }
 
 func exitFor(err error) int {
+	var de *detachedError
+	if errors.As(err, &de) {
+		return ExitDetached
+	}
 	var ve *verbs.Error
 	if errors.As(err, &ve) {
 		switch ve.Code {
@@ -105,24 +107,30 @@ func (e *jsonReported) Error() string { return e.err.Error() }
 // all made from it.
 func NewApp() *cli.App {
 	app := &cli.App{
-		Name:    "kaimon",
-		Usage:   "drive headless coding agents from shells, CI jobs and other agents",
-		Version: version.String(),
+		Name:  "kaimon",
+		Usage: "drive headless coding agents from shells, CI jobs and other agents",
+		// The commit too: a bug report quoting `kaimon --version` then
+		// names the code.
+		Version: version.Full(),
 		Description: appAbout + "\n\n" + indent(appExample, "   ") +
 			"\n\n" + exitCodesText(),
-		EnableBashCompletion: true,
+		EnableBashCompletion: false, // completion is __complete (complete.go): never the typed line run
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "no-autostart", Usage: "fail instead of starting kaimon-agentd when it is not running", EnvVars: []string{"KAIMON_NO_AUTOSTART"}},
+			&cli.BoolFlag{Name: "no-color", Usage: "no colour in the output (as NO_COLOR=1 or TERM=dumb)"},
 		},
+		Before: func(c *cli.Context) error { setColor(c.Bool("no-color")); return nil },
 		OnUsageError: func(c *cli.Context, err error, isSub bool) error {
 			return usagef("%v", err)
 		},
 		ExitErrHandler: func(c *cli.Context, err error) {}, // report() maps errors to codes
 		Commands: []*cli.Command{
+			completeCmd(), // hidden: what the completion scripts call
 			openCmd(), sendCmd(), runCmd(), outputCmd(), statusCmd(), listCmd(),
 			interruptCmd(), setModelCmd(), closeCmd(), forgetCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(),
 			tailCmd(),
 			versionCmd(), doctorCmd(),
+			monitorCmd(),
 		},
 	}
 	finishTree(app)
@@ -177,7 +185,10 @@ func fail(c *cli.Context, err error) error {
 	if c.Bool("json") && !errors.As(err, &ue) {
 		var ve *verbs.Error
 		var down *client.DaemonDownError
+		var de *detachedError
 		switch {
+		case errors.As(err, &de):
+			ve = &verbs.Error{Code: codeDetached, Message: err.Error()}
 		case errors.As(err, &ve):
 		case errors.As(err, &down):
 			ve = &verbs.Error{Code: verbs.CodeUnavailable, Message: err.Error()}
@@ -330,7 +341,12 @@ func runCmd() *cli.Command {
 		ArgsUsage: "ID TEXT | -C DIR TEXT",
 		Description: "Prints the assistant's final text of the turn. Exits 3 if the turn failed, 4 on timeout " +
 			"(the partial text is printed, and the agent keeps working). TEXT - reads stdin.\n" +
-			"With -C DIR (no ID) it opens an agent in DIR with the open flags, runs one turn, and closes it.",
+			"With -C DIR (no ID) it opens an agent in DIR with the open flags, runs one turn, and closes it.\n\n" +
+			"On a terminal the turn renders as it happens: the text as it streams, thoughts dimmed, a line per tool call " +
+			"and its result, a permission request with the `kaimon permit` command that answers it, a spinner while " +
+			"the agent is silent, and the turn's usage on stderr at the end. Piped, stdout gets the final text alone.\n\n" +
+			"Ctrl-C interrupts the turn (exit 3 when it ends so); a second Ctrl-C leaves it running and exits 130. " +
+			"With -C the agent is closed either way: a second Ctrl-C closes it at once, a third stops waiting for that.",
 		Flags: flags,
 		Action: func(c *cli.Context) error {
 			cl, err := newClient(c)
@@ -368,29 +384,44 @@ func runCmd() *cli.Command {
 					return fail(c, err)
 				}
 				id = res.AgentID
-				defer func() {
-					// Close even when the caller was interrupted.
-					ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-					defer cancel()
-					_, _ = cl.Close(ctx, &verbs.CloseArgs{AgentID: id})
-				}()
 			}
-			hctx, stopHints := context.WithCancel(c.Context)
-			hinted := make(chan struct{})
-			go func() { defer close(hinted); hintPermissions(hctx, cl, id, time.Now(), c.App.ErrWriter) }()
-			res, err := cl.Run(c.Context, &verbs.RunArgs{AgentID: id, Text: text, Timeout: timeout.Seconds()})
-			stopHints()
-			<-hinted
-			if err != nil {
-				var ve *verbs.Error
-				if !c.Bool("json") && errors.As(err, &ve) && ve.Text != "" {
-					fmt.Fprintln(c.App.Writer, ve.Text)
+			err = runTurn(c, cl, id, text, timeout, oneShot)
+			var de *detachedError
+			detached := errors.As(err, &de)
+			if oneShot {
+				if detached && !c.Bool("json") {
+					fmt.Fprintf(c.App.ErrWriter, "kaimon: closing agent %s, run -C's throwaway (Ctrl-C again to stop waiting)\n", id)
 				}
-				return fail(c, err)
+				closed := closeThrowaway(c.Context, cl, id)
+				if detached {
+					de.throwaway, de.closed = true, closed
+				}
 			}
-			return emit(c, res, func(w io.Writer) { fmt.Fprintln(w, res.Text) })
+			if detached {
+				return fail(c, de) // runTurn leaves it to us: -C changes its words
+			}
+			return err
 		},
 	})
+}
+
+// closeThrowaway closes run -C's agent, even when the run was interrupted
+// (ctx may be over) or detached from; a further Ctrl-C stops waiting for
+// it. It says whether the agent is closed.
+func closeThrowaway(ctx context.Context, cl *client.Client, id string) bool {
+	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	sigs, release := catchInterrupts(ctx)
+	defer release()
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
+	_, err := cl.Close(cctx, &verbs.CloseArgs{AgentID: id})
+	return err == nil
 }
 
 func outputCmd() *cli.Command {
@@ -476,7 +507,7 @@ func statusCmd() *cli.Command {
 				row("status", statusLine(st))
 				for _, p := range st.PendingPermissions {
 					row("permission", fmt.Sprintf("%s asks for %s (denied at %s)", p.RequestID, p.Title, p.ExpiresAt))
-					row("", fmt.Sprintf("answer: kaimon permit %s %s allow   (or deny)", c.Args().First(), p.RequestID))
+					row("", "answer: "+verbs.PermitCommand(c.Args().First(), p.RequestID, verbs.Allow)+"   (or "+verbs.Deny+")")
 				}
 				row("model", st.Model)
 				row("cwd", st.Cwd)
@@ -747,10 +778,16 @@ func stopDaemon(c *cli.Context, cl *client.Client) error {
 func completionCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "completion",
-		Usage:     "Print a shell completion script (bash, zsh or fish)",
-		ArgsUsage: "bash|zsh|fish",
+		Usage:     "Print a shell completion script (" + strings.Join(Shells[:len(Shells)-1], ", ") + " or " + Shells[len(Shells)-1] + ")",
+		ArgsUsage: strings.Join(Shells, "|"),
+		Description: "Load it in the shell's startup file:\n\n" +
+			"   bash: source <(kaimon completion bash)\n" +
+			"   zsh:  source <(kaimon completion zsh)   (after compinit)\n" +
+			"   fish: kaimon completion fish | source\n\n" +
+			"The scripts ask `kaimon __complete` for candidates, which never runs a verb nor starts the daemon; " +
+			"agent ids are offered when kaimon-agentd is running.",
 		Action: func(c *cli.Context) error {
-			if err := needArgs(c, 1, "one shell: bash, zsh or fish"); err != nil {
+			if err := needArgs(c, 1, "one shell: "+strings.Join(Shells, ", ")); err != nil {
 				return err
 			}
 			s, err := Completion(c.App, c.Args().First())

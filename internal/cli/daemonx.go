@@ -54,13 +54,13 @@ func daemonLogsCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			defer f.Close()
 			end, err := writeLastLines(c.App.Writer, f, n)
 			if err != nil {
+				f.Close()
 				return fmt.Errorf("reading %s: %w", path, err)
 			}
 			if !c.Bool("follow") {
-				return nil
+				return f.Close()
 			}
 			return follow(c.Context, c.App.Writer, path, f, end)
 		},
@@ -113,26 +113,31 @@ func writeLastLines(w io.Writer, f *os.File, n int) (int64, error) {
 const followPoll = 250 * time.Millisecond
 
 // follow copies what is appended to path from offset until ctx ends,
-// starting over when the file is truncated or replaced.
+// starting over when the file is truncated or replaced. It owns f: it
+// closes it, and every file it opens after it, before it returns.
 func follow(ctx context.Context, w io.Writer, path string, f *os.File, offset int64) error {
 	tick := time.NewTicker(followPoll)
 	defer tick.Stop()
+	defer func() { f.Close() }() // the file followed last, not the first
 	for {
 		if st, err := os.Stat(path); err == nil {
 			cur, _ := f.Stat()
-			if cur != nil && !os.SameFile(st, cur) { // replaced: read the new file from its start
+			if cur != nil && !os.SameFile(st, cur) { // replaced (rotated)
 				if nf, err := os.Open(path); err == nil {
+					// What the daemon wrote to the old file after the last
+					// poll and before the rotation is there alone: print it
+					// before the new file's lines.
+					_, err := copyFrom(w, f, offset)
 					f.Close()
 					f, offset = nf, 0
+					if err != nil {
+						return err
+					}
 				}
 			}
 		}
-		if st, err := f.Stat(); err == nil && st.Size() < offset {
-			offset = 0 // truncated
-		}
-		n, err := io.Copy(w, io.NewSectionReader(f, offset, 1<<62))
-		offset += n
-		if err != nil {
+		var err error
+		if offset, err = copyFrom(w, f, offset); err != nil {
 			return err
 		}
 		select {
@@ -141,6 +146,16 @@ func follow(ctx context.Context, w io.Writer, path string, f *os.File, offset in
 		case <-tick.C:
 		}
 	}
+}
+
+// copyFrom copies f from offset to its end, from its start when it has
+// been truncated below offset, and returns the offset it read up to.
+func copyFrom(w io.Writer, f *os.File, offset int64) (int64, error) {
+	if st, err := f.Stat(); err == nil && st.Size() < offset {
+		offset = 0 // truncated
+	}
+	n, err := io.Copy(w, io.NewSectionReader(f, offset, 1<<62))
+	return offset + n, err
 }
 
 // unitName is the systemd user unit install-unit writes.

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestWriteLastLines(t *testing.T) {
@@ -87,4 +90,91 @@ func TestUnitEnvironment(t *testing.T) {
 	if strings.Join(names, " ") != "ANTHROPIC_API_KEY ANTHROPIC_MODEL KAIMON_HOME PATH" {
 		t.Errorf("names: %v", names)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer follow writes to while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestFollowRotation rotates the log the way logrotate does (append, rename,
+// create anew) between two polls: the old file's last lines must come out
+// before the new file's, and follow must leave no file open.
+func TestFollowRotation(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agentd.log")
+	if err := os.WriteFile(path, []byte("one\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out lockedBuffer
+	done := make(chan error, 1)
+	go func() { done <- follow(ctx, &out, path, f, 0) }()
+	waitFor := func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); out.String() != want; {
+			if time.Now().After(deadline) {
+				t.Fatalf("follow printed %q, want %q", out.String(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("one\n")
+
+	old, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.WriteString("two\n"); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("three\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("one\ntwo\nthree\n")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("follow: %v", err)
+	}
+	if open := openFilesUnder(t, dir); len(open) > 0 {
+		t.Errorf("follow left open: %v", open)
+	}
+}
+
+// openFilesUnder lists the files under dir this process holds open.
+func openFilesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	var open []string
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, dir+string(filepath.Separator)) {
+			open = append(open, target)
+		}
+	}
+	return open
 }

@@ -285,7 +285,8 @@ func TestManPagesRender(t *testing.T) {
 			t.Errorf("kaimon.1 has no subsection for %s with its usage line %q", c.Path, c.Synopsis)
 		}
 	}
-	if strings.Contains(page, "(default: the latest) (default: 0)") || strings.Contains(page, "__complete") {
+	if strings.Contains(page, "(default: the latest) (default: 0)") || strings.Contains(page, "\n   __complete\n") ||
+		strings.Contains(page, "kaimon __complete [") {
 		t.Errorf("kaimon.1 states a default twice or shows a hidden command")
 	}
 	for _, k := range event.Kinds {

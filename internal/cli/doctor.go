@@ -58,21 +58,25 @@ const versionWait = 10 * time.Second
 type agentProgram struct {
 	name    string // on PATH
 	env     string // the variable that names it instead
-	cfg     string // the config file's value (the daemon exports it as env)
+	cfgKey  string // the config file's key that names it (daemon.Run exports it as env)
+	cfg     string // that key's value, "" when unset
+	cfgFile string // the config file
 	install string
 	model   string // a model string that uses it
 }
 
 // agentPrograms lists the programs of every backend: the claude CLI, then
-// the ACP agents of acp.Agents, with the config keys that daemon.Run maps
-// onto their variables.
-func agentPrograms(cfg config.Config) []agentProgram {
-	out := []agentProgram{{name: claude.Bin, env: claude.BinEnv, cfg: cfg.ClaudeBin,
-		install: claude.Install, model: verbs.DefaultModel}}
-	byName := map[string]string{"opencode": cfg.OpencodeBin, "claude": cfg.ClaudeACPBin, "gemini": cfg.GeminiBin}
+// the ACP agents of acp.Agents, each with the config key that
+// config.ProgramBins maps onto its variable.
+func agentPrograms(cfg config.Config, cfgFile string) []agentProgram {
+	program := func(name, env, install, model string) agentProgram {
+		b, _ := cfg.ProgramBin(env)
+		return agentProgram{name: name, env: env, cfgKey: b.Key, cfg: b.Value, cfgFile: cfgFile, install: install, model: model}
+	}
+	out := []agentProgram{program(claude.Bin, claude.BinEnv, claude.Install, verbs.DefaultModel)}
 	for _, n := range acp.AgentNames {
 		a := acp.Agents[n]
-		out = append(out, agentProgram{name: a.Bin, env: a.BinEnv, cfg: byName[n], install: a.Install, model: acp.Prefix + n})
+		out = append(out, program(a.Bin, a.BinEnv, a.Install, acp.Prefix+n))
 	}
 	return out
 }
@@ -141,7 +145,8 @@ func doctor(ctx context.Context) []Check {
 	}
 
 	found := 0
-	for _, p := range agentPrograms(cfg) {
+	programs := agentPrograms(cfg, paths.ConfigFile)
+	for _, p := range programs {
 		ch := checkAgent(ctx, p)
 		if ch.Status == checkOK {
 			found++
@@ -149,7 +154,7 @@ func doctor(ctx context.Context) []Check {
 		out = append(out, ch)
 	}
 	if found == 0 {
-		add("agents", checkFail, "no agent program found: kaimon needs at least one", "install one of the programs above (the claude CLI: "+agentPrograms(cfg)[0].install+")")
+		add("agents", checkFail, "no agent program found: kaimon needs at least one", "install one of the programs above (the claude CLI: "+programs[0].install+")")
 	}
 
 	out = append(out, checkSockDir(paths.SockDir))
@@ -199,16 +204,25 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // file's value, else PATH) and asks its version.
 func checkAgent(ctx context.Context, p agentProgram) Check {
 	ch := Check{Check: p.name}
-	named, via := os.Getenv(p.env), p.env
+	named, fromEnv := os.Getenv(p.env), true
 	if named == "" && p.cfg != "" {
-		named, via = p.cfg, "the config file's value"
+		named, fromEnv = p.cfg, false
 	}
 	var path string
 	if named != "" {
 		var err error
 		if path, err = exec.LookPath(named); err != nil && !errors.Is(err, exec.ErrDot) {
-			ch.Status, ch.Detail = checkFail, fmt.Sprintf("%s=%s (%s) is not an executable", p.env, named, via)
-			ch.Fix = "point " + p.env + " at the program, or unset it to use " + p.name + " on PATH"
+			ch.Status = checkFail
+			if fromEnv {
+				ch.Detail = fmt.Sprintf("%s=%s (from the environment) is not an executable", p.env, named)
+				ch.Fix = "point " + p.env + " at the program, or unset it to use " + p.name + " on PATH"
+				if p.cfg != "" {
+					ch.Fix += " (or the config file's " + p.cfgKey + ", " + p.cfg + ")"
+				}
+			} else {
+				ch.Detail = fmt.Sprintf("%s %q in %s is not an executable", p.cfgKey, named, p.cfgFile)
+				ch.Fix = "point " + p.cfgKey + " in " + p.cfgFile + " at the program, or remove the key to use " + p.name + " on PATH; then `kaimon daemon restart`"
+			}
 			return ch
 		}
 	} else {

@@ -39,7 +39,8 @@ var exitCodes = []manpage.ExitCode{
 	{Code: ExitError, Meaning: "error (bad argument, unknown agent, daemon unreachable, ...)"},
 	{Code: ExitUsage, Meaning: "usage (wrong command line)"},
 	{Code: ExitTurnFailed, Meaning: "the agent's turn failed (API error, crash, interrupted)"},
-	{Code: ExitTimeout, Meaning: "the turn did not end within --timeout (the agent keeps working)"},
+	{Code: ExitTimeout, Meaning: "the turn did not end within --timeout (the agent keeps working; run -C's is closed)"},
+	{Code: ExitDetached, Meaning: "kaimon run left by a second Ctrl-C (the agent keeps working; run -C's is closed)"},
 }
 
 // examples of the commands that are not verbs, by path below kaimon; a
@@ -54,6 +55,7 @@ var examples = map[string]string{
 	"daemon logs":         "kaimon daemon logs -n 200 | grep refused",
 	"daemon install-unit": "kaimon daemon install-unit\nsystemctl --user daemon-reload && systemctl --user enable --now kaimon-agentd",
 	"version":             "kaimon version",
+	"monitor":             "kaimon monitor            # q quits, ? shows the keys\nkaimon monitor --once > agents.txt",
 	"doctor":              "kaimon doctor || echo 'fix the FAIL lines first'",
 	"mcp":                 "claude mcp add kaimon -- kaimon mcp",
 	"completion":          "kaimon completion bash > ~/.local/share/bash-completion/completions/kaimon",

@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaimon/kaimon/internal/client"
@@ -8,7 +11,7 @@ import (
 )
 
 func permitCmd() *cli.Command {
-	return lineCmd("agent_permit", "ID REQUEST_ID allow|deny", &cli.Command{
+	return lineCmd("agent_permit", "ID REQUEST_ID "+verbs.DecisionChoices(), &cli.Command{
 		Description: "REQUEST_ID is the requestId of the agent's pending permission event (one without a decision), " +
 			"from its bus channel or its event log:\n\n" +
 			"   kaimon tail agent:$id --from-start --kinds permission\n" +
@@ -19,8 +22,8 @@ func permitCmd() *cli.Command {
 		},
 	}, func(c *cli.Context, cl *client.Client, a cli.Args) (*verbs.PermitResult, error) {
 		decision := a.Get(2)
-		if decision != verbs.Allow && decision != verbs.Deny {
-			return nil, usagef("permit takes allow or deny, not %q", decision)
+		if !slices.Contains(verbs.Decisions, decision) {
+			return nil, usagef("permit takes %s, not %q", strings.Join(verbs.Decisions, " or "), decision)
 		}
 		return cl.Permit(c.Context, &verbs.PermitArgs{AgentID: a.Get(0), RequestID: a.Get(1),
 			Decision: decision, Always: c.Bool("always")})

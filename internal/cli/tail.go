@@ -173,6 +173,9 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 	}
 	p := newTailPrinter(o)
 	p.ctx = ctx
+	if p.pretty != nil {
+		defer p.pretty.stopSpinner()
+	}
 	// With a replay or --until-result, agent:ID is one agent, and the
 	// daemon is asked about it: an unknown one ends tail now (unless
 	// --wait), a dead one ends --until-result once its log is read.
@@ -280,6 +283,7 @@ func newTailPrinter(o *tailOptions) *tailPrinter {
 	if o.Pretty {
 		single := len(o.Channels) == 1 && o.Channels[0] != "agent:"
 		p.pretty = newPretty(o.Out, !single)
+		p.pretty.startSpinner(o.Err) // only on a terminal
 	}
 	return p
 }

@@ -49,11 +49,25 @@ func (b Build) String() string {
 // cliBuild is this binary's stamp.
 func cliBuild() Build { return Build{Version: version.String(), Commit: version.CommitString()} }
 
-// differs says whether the daemon runs other code than the CLI: another
-// version, or, when both know it, another commit.
+// differs says whether the daemon runs other code than the CLI. When both
+// builds know their commit, the commits alone decide: the version string of
+// one commit differs by how it was built (scripts/build.sh stamps `git
+// describe`, a plain go build says dev-<rev12> or the module version), so
+// comparing versions would warn about the same code. The commits compare as
+// whole strings, "-dirty" included: a clean build and a dirty one of the
+// same commit may run other code, so they differ; two dirty builds of one
+// commit cannot be told apart and pass as the same. Only when a commit is
+// unknown (empty, or build.sh's "unknown") do the versions decide.
+// `kaimon version` and `kaimon doctor` both ask this.
 func (b Build) differs(o Build) bool {
-	return b.Version != o.Version || b.Commit != "" && o.Commit != "" && b.Commit != o.Commit
+	if knownCommit(b.Commit) && knownCommit(o.Commit) {
+		return b.Commit != o.Commit
+	}
+	return b.Version != o.Version
 }
+
+// knownCommit says whether a build stamp's commit names one.
+func knownCommit(c string) bool { return c != "" && c != "unknown" }
 
 // pingOnly asks the daemon for its status without ever starting it. A
 // daemon that is not running is (nil, nil).
@@ -81,7 +95,7 @@ func versionCmd() *cli.Command {
 		Usage: "Show the versions of kaimon and of the running kaimon-agentd",
 		Description: "Prints this kaimon's version and commit, and those of the kaimon-agentd that runs now (it never starts one: " +
 			"\"not running\" is an answer). When they differ it warns on stderr: `kaimon daemon restart` makes the daemon run " +
-			"this version. `kaimon --version` prints this kaimon's version alone.",
+			"this version. `kaimon --version` prints this kaimon's version and commit alone.",
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(c *cli.Context) error {
 			if err := needArgs(c, 0, "no arguments"); err != nil {

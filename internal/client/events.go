@@ -23,7 +23,18 @@ type Watcher struct {
 // since, from its log; with follow, then its live envelopes too, joined by
 // seq with no gap and no duplicate, until ctx ends or Close.
 func (c *Client) Events(ctx context.Context, id string, since uint64, follow bool) (*Watcher, error) {
-	q := url.Values{"since": {fmt.Sprint(since)}}
+	return c.events(ctx, id, fmt.Sprint(since), follow)
+}
+
+// EventsFromNow follows agent id's events from its end as it is now
+// (since=latest): none of its history, and, once it returns, nothing
+// that happens after. Open it before causing what is to be watched.
+func (c *Client) EventsFromNow(ctx context.Context, id string) (*Watcher, error) {
+	return c.events(ctx, id, "latest", true)
+}
+
+func (c *Client) events(ctx context.Context, id, since string, follow bool) (*Watcher, error) {
+	q := url.Values{"since": {since}}
 	if follow {
 		q.Set("follow", "1")
 	}

@@ -126,6 +126,39 @@ func homeDir() (string, error) {
 	return u.HomeDir, nil
 }
 
+// ProgramBin is one agent program the config file may name: the variable
+// that names it too (and wins over the file), the file's key, and the
+// file's value ("" when unset).
+type ProgramBin struct {
+	Env   string // e.g. KAIMON_CLAUDE_BIN
+	Key   string // e.g. claude_bin
+	Value string
+}
+
+// ProgramBins is the one table of the agent programs' config keys and the
+// variables they become: daemon.Run exports each value set in the file as
+// its variable (unless the variable is set), which is how the backends,
+// which read only the variables, see the file; `kaimon doctor` reads it to
+// say where a program's path came from.
+func (c Config) ProgramBins() []ProgramBin {
+	return []ProgramBin{
+		{Env: "KAIMON_CLAUDE_BIN", Key: "claude_bin", Value: c.ClaudeBin},
+		{Env: "KAIMON_OPENCODE_BIN", Key: "opencode_bin", Value: c.OpencodeBin},
+		{Env: "KAIMON_CLAUDE_ACP_BIN", Key: "claude_acp_bin", Value: c.ClaudeACPBin},
+		{Env: "KAIMON_GEMINI_BIN", Key: "gemini_bin", Value: c.GeminiBin},
+	}
+}
+
+// ProgramBin returns the table's row for the variable env.
+func (c Config) ProgramBin(env string) (ProgramBin, bool) {
+	for _, b := range c.ProgramBins() {
+		if b.Env == env {
+			return b, true
+		}
+	}
+	return ProgramBin{}, false
+}
+
 // Config is the config file's content. Unknown keys are ignored so that a
 // newer file works with an older kaimon.
 type Config struct {
@@ -150,12 +183,38 @@ type Config struct {
 	// waits for agent_permit before it is denied (KAIMON_PERMISSION_TIMEOUT
 	// wins).
 	PermissionTimeout float64 `json:"permission_timeout"`
+	// OllamaURL is the Ollama server of ollama:<tag> agents
+	// (KAIMON_OLLAMA_URL wins; without either, OLLAMA_HOST by Ollama's own
+	// rules, else http://127.0.0.1:11434).
+	OllamaURL string `json:"ollama_url"`
+	// OllamaThink is Ollama's "think" request field, passed as written:
+	// true, false, or a level ("low", "medium", "high") for the models that
+	// take one. Unset, the model's own default.
+	OllamaThink json.RawMessage `json:"ollama_think"`
+	// OllamaKeepAlive is Ollama's "keep_alive": how long the model stays
+	// loaded after a request, a duration ("10m") or seconds (-1: forever).
+	// Unset, the server's default.
+	OllamaKeepAlive json.RawMessage `json:"ollama_keep_alive"`
+	// VMLXURL is the OpenAI-compatible base URL of vmlx:<tag> agents, up to
+	// and including /v1 (KAIMON_VMLX_URL wins; default
+	// http://127.0.0.1:8000/v1).
+	VMLXURL string `json:"vmlx_url"`
+	// VMLXAPIKey, when set, is sent as "Authorization: Bearer KEY" to the
+	// vmlx server.
+	VMLXAPIKey string `json:"vmlx_api_key"`
+	// LocalMaxRounds bounds the model requests of one turn of an ollama: or
+	// vmlx: agent (each tool call round is one); a turn that needs more
+	// fails with an error event.
+	LocalMaxRounds int `json:"local_max_rounds"`
 }
 
 // Defaults returns the configuration used when the file is absent.
 func Defaults() Config {
-	return Config{AgentImageMaxLongEdge: 1568, PermissionTimeout: DefaultPermissionTimeout}
+	return Config{AgentImageMaxLongEdge: 1568, PermissionTimeout: DefaultPermissionTimeout, LocalMaxRounds: DefaultLocalMaxRounds}
 }
+
+// DefaultLocalMaxRounds is local_max_rounds' default.
+const DefaultLocalMaxRounds = 24
 
 // DefaultPermissionTimeout is permission_timeout's default, in seconds.
 const DefaultPermissionTimeout = 300
@@ -197,5 +256,49 @@ func Load(path string) (Config, error) {
 	if c.AgentImageMaxLongEdge <= 0 {
 		c.AgentImageMaxLongEdge = 1568
 	}
+	if c.LocalMaxRounds <= 0 {
+		c.LocalMaxRounds = DefaultLocalMaxRounds
+	}
+	if err := checkThink(c.OllamaThink); err != nil {
+		return c, fmt.Errorf("config file %s: ollama_think: %w", path, err)
+	}
+	if err := checkKeepAlive(c.OllamaKeepAlive); err != nil {
+		return c, fmt.Errorf("config file %s: ollama_keep_alive: %w", path, err)
+	}
 	return c, nil
+}
+
+// checkThink accepts what Ollama's "think" takes: a boolean or a level.
+func checkThink(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var b bool
+	if json.Unmarshal(raw, &b) == nil {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil && (s == "low" || s == "medium" || s == "high") {
+		return nil
+	}
+	return fmt.Errorf("%s is neither true, false nor a level (\"low\", \"medium\", \"high\")", raw)
+}
+
+// checkKeepAlive accepts what Ollama's "keep_alive" takes: a duration
+// string ("10m", "1h") or a number of seconds.
+func checkKeepAlive(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var n float64
+	if json.Unmarshal(raw, &n) == nil {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if _, err := time.ParseDuration(s); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s is neither a duration (\"10m\") nor a number of seconds", raw)
 }

@@ -134,3 +134,77 @@ func TestEnvFingerprints(t *testing.T) {
 		t.Fatalf("EnvDiff of equal environments = %v", d)
 	}
 }
+
+// TestProgramBinsCoverConfig keeps the table whole: every *_bin key of the
+// config file has a row, with its own value, and every row's variable is one
+// Relevant counts as an agent program.
+func TestProgramBinsCoverConfig(t *testing.T) {
+	var c Config
+	v := reflect.ValueOf(&c).Elem()
+	keys := map[string]bool{}
+	for i := 0; i < v.NumField(); i++ {
+		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if strings.HasSuffix(key, "_bin") {
+			keys[key] = true
+			v.Field(i).SetString("/x/" + key)
+		}
+	}
+	rows := c.ProgramBins()
+	if len(rows) != len(keys) {
+		t.Errorf("ProgramBins has %d rows, Config has %d *_bin keys (%v)", len(rows), len(keys), keys)
+	}
+	for _, b := range rows {
+		if !keys[b.Key] {
+			t.Errorf("row %s: no config key %q", b.Env, b.Key)
+		}
+		if b.Value != "/x/"+b.Key {
+			t.Errorf("row %s: value %q is not the %s field's", b.Env, b.Value, b.Key)
+		}
+		if !Relevant(b.Env) {
+			t.Errorf("row %s: not a variable Relevant names", b.Env)
+		}
+		if got, ok := c.ProgramBin(b.Env); !ok || got != b {
+			t.Errorf("ProgramBin(%s) = %v, %v", b.Env, got, ok)
+		}
+	}
+}
+
+// The local model keys: local_max_rounds defaults to 24, ollama_think and
+// ollama_keep_alive take what Ollama takes and refuse the rest by name.
+func TestLocalModelKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	load := func(body string) (Config, error) {
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return Load(path)
+	}
+	c, err := load(`{}`)
+	if err != nil || c.LocalMaxRounds != DefaultLocalMaxRounds || DefaultLocalMaxRounds != 24 {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	c, err = load(`{"ollama_url":"http://h:1","ollama_think":"high","ollama_keep_alive":"10m","vmlx_url":"http://v/v1","vmlx_api_key":"k","local_max_rounds":3}`)
+	if err != nil || c.OllamaURL != "http://h:1" || string(c.OllamaThink) != `"high"` || string(c.OllamaKeepAlive) != `"10m"` ||
+		c.VMLXURL != "http://v/v1" || c.VMLXAPIKey != "k" || c.LocalMaxRounds != 3 {
+		t.Fatalf("set: %+v %v", c, err)
+	}
+	for _, ok := range []string{`{"ollama_think":false}`, `{"ollama_keep_alive":-1}`, `{"ollama_keep_alive":300}`} {
+		if _, err := load(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for body, key := range map[string]string{`{"ollama_think":"very"}`: "ollama_think", `{"ollama_keep_alive":"soon"}`: "ollama_keep_alive"} {
+		if _, err := load(body); err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
+}
+
+func TestRelevantModelServers(t *testing.T) {
+	for name, want := range map[string]bool{"KAIMON_OLLAMA_URL": true, "KAIMON_VMLX_URL": true, "OLLAMA_HOST": true,
+		"KAIMON_CLAUDE_BIN": true, "KAIMON_HOME": false, "KAIMON_AGENTD_BIN": false} {
+		if Relevant(name) != want {
+			t.Errorf("Relevant(%s) = %v", name, !want)
+		}
+	}
+}

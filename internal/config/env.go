@@ -10,10 +10,14 @@ import (
 // Relevant reports whether the environment variable name changes what the
 // daemon does for its agents, so that a client whose value differs from the
 // running daemon's may be surprised: the agent programs (KAIMON_*_BIN) and
-// the model API settings the claude CLI reads (ANTHROPIC_*).
+// the model API settings the claude CLI reads (ANTHROPIC_*), and the model
+// servers of local agents (KAIMON_OLLAMA_URL, KAIMON_VMLX_URL, OLLAMA_HOST).
 // KAIMON_AGENTD_BIN only tells a client which daemon to start.
 func Relevant(name string) bool {
-	if strings.HasPrefix(name, "ANTHROPIC_") {
+	switch {
+	case strings.HasPrefix(name, "ANTHROPIC_"):
+		return true
+	case name == "KAIMON_OLLAMA_URL" || name == "KAIMON_VMLX_URL" || name == "OLLAMA_HOST":
 		return true
 	}
 	return strings.HasPrefix(name, "KAIMON_") && strings.HasSuffix(name, "_BIN") && name != "KAIMON_AGENTD_BIN"

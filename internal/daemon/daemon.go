@@ -14,6 +14,8 @@ import (
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/acp"
 	"github.com/kaimon/kaimon/internal/backend/claude"
+	"github.com/kaimon/kaimon/internal/backend/local"
+	"github.com/kaimon/kaimon/internal/backend/replay"
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/server"
@@ -30,11 +32,23 @@ func Factory(o backend.Options, sink backend.Sink) (backend.Backend, error) {
 		}
 		return b, nil
 	}
-	for _, p := range []string{"ollama:", "vmlx:", "replay:"} {
-		if strings.HasPrefix(o.Model, p) {
-			return nil, verbs.Errorf(verbs.CodeUnavailable,
-				"model %q needs the %s backend, which this kaimon does not have yet; use a claude model (sonnet, opus, haiku, claude-…)", o.Model, strings.TrimSuffix(p, ":"))
+	if replay.IsReplay(o.Model) {
+		b, err := replay.New(o, sink)
+		if err != nil {
+			return nil, err
 		}
+		return b, nil
+	}
+	if local.IsLocal(o.Model) {
+		b, err := local.New(o, sink)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	if p, ok := backend.PrefixOf(o.Model); ok { // a prefix of the model table with no backend above
+		return nil, verbs.Errorf(verbs.CodeUnavailable,
+			"model %q needs the %s backend, which this kaimon does not have yet; use a claude model (sonnet, opus, haiku, claude-…)", o.Model, p.Backend)
 	}
 	b, err := claude.New(o, sink)
 	if err != nil {
@@ -57,10 +71,9 @@ func Run(ctx context.Context) error {
 	// Before the config's programs are set below: what the daemon was
 	// started with is what a client can compare with its own environment.
 	envPrint := config.EnvFingerprints(os.Environ())
-	for env, bin := range map[string]string{"KAIMON_CLAUDE_BIN": cfg.ClaudeBin, "KAIMON_OPENCODE_BIN": cfg.OpencodeBin,
-		"KAIMON_CLAUDE_ACP_BIN": cfg.ClaudeACPBin, "KAIMON_GEMINI_BIN": cfg.GeminiBin} {
-		if bin != "" && os.Getenv(env) == "" {
-			os.Setenv(env, bin)
+	for _, b := range cfg.ProgramBins() {
+		if b.Value != "" && os.Getenv(b.Env) == "" {
+			os.Setenv(b.Env, b.Value)
 		}
 	}
 	if err := os.MkdirAll(paths.SockDir, 0o700); err != nil {

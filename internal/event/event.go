@@ -162,6 +162,19 @@ type ToolCall struct {
 	RawInput   json.RawMessage `json:"rawInput,omitempty"`
 }
 
+// PlanData is plan's data: the agent's whole plan, replaced by each plan
+// event.
+type PlanData struct {
+	Entries []PlanEntry `json:"entries"`
+}
+
+// PlanEntry is one step of a plan.
+type PlanEntry struct {
+	Content  string `json:"content"`
+	Priority string `json:"priority,omitempty"` // high | medium | low
+	Status   string `json:"status"`             // pending | in_progress | completed
+}
+
 // ToolUseData is tool_use's data.
 type ToolUseData struct {
 	Call ToolCall `json:"call"`

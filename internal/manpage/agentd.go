@@ -25,10 +25,44 @@ const (
 		"kaimon daemon stop asks the same over the socket and returns once the daemon has exited."
 )
 
-var agentdOptions = []Flag{
-	{Names: "-h, --help", Usage: "print this usage and exit"},
-	{Names: "-v, --version", Usage: "print the version and exit"},
+// AgentdAction is what an argument of kaimon-agentd asks for.
+type AgentdAction int
+
+// The arguments' actions; each prints and exits.
+const (
+	AgentdHelp AgentdAction = iota + 1
+	AgentdVersion
+)
+
+// AgentdOption is one argument kaimon-agentd takes, under all its spellings.
+type AgentdOption struct {
+	Args   []string
+	Usage  string
+	Action AgentdAction
 }
+
+// AgentdOptions is the one list of kaimon-agentd's arguments: its main
+// parses with it (AgentdArg), and --help and kaimon-agentd(8) document it,
+// so that no spelling is accepted without being documented.
+var AgentdOptions = []AgentdOption{
+	{Args: []string{"-h", "--help", "help"}, Usage: "print this usage and exit", Action: AgentdHelp},
+	{Args: []string{"-v", "--version", "version"}, Usage: "print the version and commit and exit", Action: AgentdVersion},
+}
+
+// AgentdArg is the action of kaimon-agentd's argument arg; false when it
+// takes no such argument.
+func AgentdArg(arg string) (AgentdAction, bool) {
+	for _, o := range AgentdOptions {
+		for _, a := range o.Args {
+			if a == arg {
+				return o.Action, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func (o AgentdOption) flag() Flag { return Flag{Names: strings.Join(o.Args, ", "), Usage: o.Usage} }
 
 var agentdExit = []ExitCode{
 	{Code: 0, Meaning: "stopped by a signal or by kaimon daemon stop"},
@@ -44,8 +78,8 @@ func AgentdUsage() string {
 		fmt.Fprintf(&b, "%s\n\n", p)
 	}
 	b.WriteString("OPTIONS:\n")
-	for _, f := range agentdOptions {
-		fmt.Fprintf(&b, "   %-15s %s\n", f.Names, f.Usage)
+	for _, o := range AgentdOptions {
+		fmt.Fprintf(&b, "   %-22s %s\n", o.flag().Names, o.Usage)
 	}
 	b.WriteString("\nENVIRONMENT:\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -74,8 +108,8 @@ func Agentd() string {
 	r.sh("DESCRIPTION")
 	r.prose(agentdAbout)
 	r.sh("OPTIONS")
-	for _, f := range agentdOptions {
-		flag(&r, f)
+	for _, o := range AgentdOptions {
+		flag(&r, o.flag())
 	}
 	r.sh("SIGNALS")
 	r.prose(agentdSignals)

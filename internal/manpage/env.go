@@ -6,6 +6,7 @@ const (
 	ByDaemon = "kaimon-agentd"
 	ByBoth   = "kaimon, kaimon-agentd"
 	ByAgents = "the agents"
+	ByBuild  = "scripts/build.sh (install.sh, demo.sh)"
 )
 
 // EnvVar is one environment variable kaimon reads, sets or passes on.
@@ -44,8 +45,17 @@ var Env = []EnvVar{
 		Doc: "The program of acp:claude agents; wins over claude_acp_bin in the config file."},
 	{Name: "KAIMON_GEMINI_BIN", Default: "gemini on PATH", ReadBy: ByDaemon,
 		Doc: "The program of acp:gemini agents; wins over gemini_bin in the config file."},
+	{Name: "KAIMON_OLLAMA_URL", Default: "ollama_url in the config file, else from OLLAMA_HOST, else http://127.0.0.1:11434", ReadBy: ByDaemon,
+		Doc: "The Ollama server of ollama:<tag> agents, a URL such as http://127.0.0.1:11434."},
+	{Name: "OLLAMA_HOST", ReadBy: ByDaemon,
+		Doc: "Ollama's own variable, read by Ollama's rules (a bare host, host:port, or a URL) when neither KAIMON_OLLAMA_URL nor ollama_url is set."},
+	{Name: "KAIMON_VMLX_URL", Default: "vmlx_url in the config file, else http://127.0.0.1:8000/v1", ReadBy: ByDaemon,
+		Doc: "The OpenAI-compatible base URL (up to /v1) of vmlx:<tag> agents: an MLX server, llama.cpp's server, vLLM or LM Studio."},
 	{Name: "KAIMON_PERMISSION_TIMEOUT", Default: "permission_timeout in the config file, else 300", ReadBy: ByDaemon,
 		Doc: "Seconds an agent's permission request waits for kaimon permit before it is denied."},
+	{Name: "KAIMON_VERSION", Default: "git describe --tags --always --dirty, else 0.0.0-unknown", ReadBy: ByBuild,
+		Doc: "The version stamped into kaimon and kaimon-agentd when they are built from source; set, it overrides " +
+			"what git says (the commit is still git's). Not read by the programs, which print the stamp."},
 	{Name: "KAIMON_AGENT_SESSION", ReadBy: ByAgents,
 		Doc: "Set by kaimon-agentd in each agent's environment to the agent's id, so that programs the agent runs " +
 			"(and the MCP door) know which agent they serve. Not read from the user's environment."},
@@ -56,5 +66,5 @@ var Env = []EnvVar{
 	{Name: "PATH", ReadBy: ByBoth, Doc: "Where kaimon-agentd and the agent programs are looked up."},
 	{Name: "HOME", ReadBy: ByBoth, Doc: "The base of the default paths when KAIMON_HOME is unset; without it, the passwd entry's home."},
 	{Name: "NO_COLOR", ReadBy: ByCLI, Doc: "Set and not empty: kaimon prints no colour."},
-	{Name: "TERM", ReadBy: ByCLI, Doc: "dumb: kaimon prints no colour."},
+	{Name: "TERM", ReadBy: ByCLI, Doc: "dumb: kaimon prints no colour, and a live kaimon run no spinner."},
 }

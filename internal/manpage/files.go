@@ -21,9 +21,10 @@ const (
 // (importing session here would pull the daemon into the CLI); the
 // backends join the other two inline, in claude.go, acp.go and door.go.
 const (
-	RecordSuffix    = ".agent.json" // session.RecordPath
-	StderrLogSuffix = ".log"        // the backends' stderr log
-	MCPConfigSuffix = "-mcp.json"   // claude's generated --mcp-config
+	RecordSuffix    = ".agent.json"    // session.RecordPath
+	StderrLogSuffix = ".log"           // the backends' stderr log
+	MCPConfigSuffix = "-mcp.json"      // claude's generated --mcp-config
+	HistorySuffix   = ".history.jsonl" // local.HistorySuffix
 )
 
 type file struct{ path, doc string }
@@ -45,6 +46,7 @@ func files() []file {
 		{eventlog.Path(p.CacheDir, id), "The agent's event log, one authoritative event a line; see kaimon-events(7)."},
 		{p.CacheDir + "/" + id + RecordSuffix, "The agent's record: what kaimon open was given, its status and usage. It keeps a dead agent listed and resumable until kaimon forget."},
 		{p.CacheDir + "/" + id + StderrLogSuffix, "The agent program's stderr."},
+		{p.CacheDir + "/" + id + HistorySuffix, "The conversation of an ollama: or vmlx: agent, which kaimon holds: one message a line. A resume continues it; kaimon forget --logs removes it."},
 		{p.CacheDir + "/" + id + MCPConfigSuffix, "The MCP config generated for a claude agent, pointing it at the door."},
 		{p.PidFile(), "The live agent processes (pid and start time), so that a restarted daemon stops its predecessor's leftovers and never a stranger with a reused pid."},
 		{p.DaemonLog(), "The log of a daemon kaimon started."},

@@ -9,13 +9,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kaimon/kaimon/internal/backend/local"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/session"
 )
 
 // kaimonVars finds the KAIMON_ variables named in the repository's non-test
-// Go files, by file, skipping dir (this package, whose table names them all).
+// Go files and its scripts (scripts/*.sh but the test harness's, whose
+// knobs are for tests as _test.go files' are), by file, skipping dir (this
+// package, whose table names them all).
 func kaimonVars(t *testing.T, skip string) map[string][]string {
 	t.Helper()
 	re := regexp.MustCompile(`KAIMON_[A-Z][A-Z0-9_]*[A-Z0-9]`)
@@ -31,7 +34,7 @@ func kaimonVars(t *testing.T, skip string) map[string][]string {
 		if d.IsDir() && filepath.Clean(path) == filepath.Clean(skip) {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if d.IsDir() || !isGoSource(path) && !isScript(root, path) {
 			return nil
 		}
 		b, err := os.ReadFile(path)
@@ -49,12 +52,24 @@ func kaimonVars(t *testing.T, skip string) map[string][]string {
 	return found
 }
 
+func isGoSource(path string) bool {
+	return strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go")
+}
+
+func isScript(root, path string) bool {
+	return filepath.Dir(path) == filepath.Join(root, "scripts") && strings.HasSuffix(path, ".sh") &&
+		!strings.Contains(filepath.Base(path), "test")
+}
+
 // Every KAIMON_ variable the code names is in the table, and every one the
 // table lists is named by the code.
 func TestEnvTableListsEveryKaimonVariable(t *testing.T) {
 	found := kaimonVars(t, filepath.Join("..", "..", "internal", "manpage"))
 	if len(found) == 0 {
 		t.Fatal("found no KAIMON_ variable in the code: the walk is broken")
+	}
+	if files := found["KAIMON_HOME"]; !slices.ContainsFunc(files, func(f string) bool { return strings.HasSuffix(f, ".sh") }) {
+		t.Fatalf("KAIMON_HOME found only in %v, not in scripts/demo.sh: the walk misses the scripts", files)
 	}
 	listed := map[string]bool{}
 	for _, e := range Env {
@@ -90,6 +105,9 @@ func TestFilesAreWhereTheCodePutsThem(t *testing.T) {
 		if got != home+strings.TrimPrefix(want, "~") {
 			t.Errorf("config.Resolve says %s where the man page says %s", got, want)
 		}
+	}
+	if got, want := local.HistoryPath("/c", "x"), "/c/x"+HistorySuffix; got != want {
+		t.Errorf("local.HistoryPath = %s, the man page says %s", got, want)
 	}
 	if got, want := session.RecordPath("/c", "x"), "/c/x"+RecordSuffix; got != want {
 		t.Errorf("session.RecordPath = %s, the man page says %s", got, want)
@@ -133,5 +151,33 @@ func TestEscape(t *testing.T) {
 	r.prose(".hidden request\n'another")
 	if got := r.String(); got != "\\&.hidden request\n\\&'another\n" {
 		t.Errorf("a leading . or ' is not guarded: %q", got)
+	}
+}
+
+// Every spelling kaimon-agentd accepts is in its --help and its man page,
+// and parses to its option's action.
+func TestAgentdOptionsDocumented(t *testing.T) {
+	// The names of the man page's option items (`\fB-h, --help, help\fR`).
+	inMan := map[string]bool{}
+	for _, l := range strings.Split(strings.ReplaceAll(Agentd(), `\-`, "-"), "\n") {
+		if names, ok := strings.CutPrefix(l, `\fB`); ok {
+			for _, n := range strings.Split(strings.TrimSuffix(names, `\fR`), ", ") {
+				inMan[n] = true
+			}
+		}
+	}
+	usage := AgentdUsage()
+	for _, o := range AgentdOptions {
+		for _, arg := range o.Args {
+			if !inMan[arg] || !regexp.MustCompile(`(?m)^ .*[ ,]`+regexp.QuoteMeta(arg)+`[, ]`).MatchString(usage) {
+				t.Errorf("kaimon-agentd %s is not an option in --help and kaimon-agentd(8)", arg)
+			}
+			if a, ok := AgentdArg(arg); !ok || a != o.Action {
+				t.Errorf("AgentdArg(%q) = %d, %v; want %d", arg, a, ok, o.Action)
+			}
+		}
+	}
+	if _, ok := AgentdArg("--bogus"); ok {
+		t.Error("AgentdArg accepts --bogus")
 	}
 }

@@ -19,7 +19,11 @@ type BusStats interface{ Stats() bus.Stats }
 var agentIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // serveEvents is GET /v1/agents/{id}/events?since=SEQ&follow=1: the agent's
-// envelopes after seq SEQ as NDJSON, one per line. Without follow it is
+// envelopes after seq SEQ as NDJSON, one per line. since=latest is the
+// agent's last seq at the time of the request (with follow: only what
+// happens from now on, the log's history skipped, as `kaimon run` wants).
+// The response's headers come once the subscription is in force and that
+// seq is fixed, so a client that has them misses nothing it then causes. Without follow it is
 // the log (authoritative events only) and ends. With follow it then goes on
 // with the live envelopes, deltas included, until the client goes away:
 // the live subscription starts before the log is read, and seq joins the
@@ -34,10 +38,13 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	var since uint64
-	if v := q.Get("since"); v != "" {
+	latest := false
+	if v := q.Get("since"); v == "latest" {
+		latest = true
+	} else if v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			writeErr(w, verbs.BadArg("since must be a seq (a number from 0), not %q", v))
+			writeErr(w, verbs.BadArg("since must be a seq (a number from 0) or latest, not %q", v))
 			return
 		}
 		since = n
@@ -95,7 +102,11 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write(append(b, '\n'))
 		}
 	}
-	if err := j.Replay(); err != nil {
+	replay := j.Replay
+	if latest {
+		replay = j.Skip
+	}
+	if err := replay(); err != nil {
 		return
 	}
 	if !follow {

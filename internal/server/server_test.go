@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -10,7 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/kaimon/kaimon/internal/bus"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/eventlog"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -57,6 +62,14 @@ func (f *fakeSvc) Send(_ context.Context, a *verbs.SendArgs) (*verbs.SendResult,
 // client of it.
 func serve(t *testing.T, svc verbs.Service) *http.Client {
 	t.Helper()
+	c, _ := serveEvents(t, svc, nil)
+	return c
+}
+
+// serveEvents is serve with an event hub (may be nil); it returns the
+// cache dir too, where the agents' logs are.
+func serveEvents(t *testing.T, svc verbs.Service, events *bus.Local) (*http.Client, string) {
+	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "s", "agentd.sock")
 	ln, err := Listen(filepath.Dir(sock), sock)
@@ -64,13 +77,13 @@ func serve(t *testing.T, svc verbs.Service) *http.Client {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{Svc: svc, Socket: sock, CacheDir: dir}
+	s := &Server{Svc: svc, Socket: sock, CacheDir: dir, Events: events}
 	done := make(chan struct{})
 	go func() { s.Serve(ctx, ln); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-	}}}
+	}}}, dir
 }
 
 func do(t *testing.T, c *http.Client, method, path string, body io.Reader, length int64) (*http.Response, verbs.Error) {
@@ -154,5 +167,67 @@ func TestOversizedBody(t *testing.T) {
 	body := `{"agent_id":"x","text":"` + strings.Repeat("a", verbs.MaxBody-40) + `"}`
 	if resp, e := do(t, c, "POST", "/v1/agent_send", strings.NewReader(body), 0); resp.StatusCode != 200 {
 		t.Errorf("a body of %d bytes: %d %+v", len(body), resp.StatusCode, e)
+	}
+}
+
+// since=latest follows from the agent's end as it was at the request: none
+// of the log, then what is published after (a stale seq is not repeated).
+func TestEventsSinceLatest(t *testing.T) {
+	hub := bus.NewLocal(bus.Options{})
+	defer hub.Close()
+	c, dir := serveEvents(t, &fakeSvc{}, hub)
+	w, _, err := eventlog.Open(eventlog.Path(dir, "a1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	env := func(seq uint64) *event.Envelope {
+		return &event.Envelope{Kind: event.TurnStarted, Turn: 1, Data: json.RawMessage(`{}`), AgentID: "a1", Seq: seq, TS: time.Now().UTC()}
+	}
+	for seq := uint64(1); seq <= 3; seq++ {
+		r := env(seq).Record()
+		if err := w.Append(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	read := func(query string, publish ...uint64) []uint64 {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://kaimon/v1/agents/a1/events?"+query, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d", query, resp.StatusCode)
+		}
+		// The headers are here: the subscription is in force.
+		for _, seq := range publish {
+			hub.Publish(env(seq))
+		}
+		var seqs []uint64
+		dec := json.NewDecoder(resp.Body)
+		for len(seqs) < 3 {
+			var e event.Envelope
+			if err := dec.Decode(&e); err != nil {
+				t.Fatalf("%s: after %v: %v", query, seqs, err)
+			}
+			seqs = append(seqs, e.Seq)
+			if e.Seq == 6 {
+				break
+			}
+		}
+		return seqs
+	}
+	if got := read("since=latest&follow=1", 2, 3, 4, 5, 6); fmt.Sprint(got) != "[4 5 6]" {
+		t.Fatalf("since=latest read seqs %v, want [4 5 6]", got)
+	}
+	if got := read("since=0&follow=1"); fmt.Sprint(got) != "[1 2 3]" {
+		t.Fatalf("since=0 read seqs %v, want the log's [1 2 3]", got)
+	}
+	if resp, e := do(t, c, "GET", "/v1/agents/a1/events?since=last", nil, 0); resp.StatusCode != 400 || !strings.Contains(e.Message, "latest") {
+		t.Fatalf("since=last: %d %+v", resp.StatusCode, e)
 	}
 }

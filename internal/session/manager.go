@@ -848,7 +848,10 @@ func (m *Manager) forget(ag *Agent, logs bool) bool {
 	dir := m.paths.CacheDir
 	paths := []string{RecordPath(dir, ag.id)}
 	if logs {
-		paths = append(paths, eventlog.Path(dir, ag.id), filepath.Join(dir, ag.id+".log"), filepath.Join(dir, ag.id+"-mcp.json"))
+		// <id>.history.jsonl: a local model agent's conversation
+		// (backend/local), which kaimon holds as a vendor would.
+		paths = append(paths, eventlog.Path(dir, ag.id), filepath.Join(dir, ag.id+".log"), filepath.Join(dir, ag.id+"-mcp.json"),
+			filepath.Join(dir, ag.id+".history.jsonl"))
 	}
 	for _, p := range paths {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {

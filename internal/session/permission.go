@@ -112,7 +112,7 @@ func (ag *Agent) ask(ctx context.Context, req backend.PermissionRequest) backend
 	case d = <-ch:
 	case <-timer.C:
 		m.permits.Settle(ag.id, id, backend.PermissionDecision{By: event.DecidedByTimeout,
-			Message: fmt.Sprintf("nobody answered this permission request within %s, so it is denied (answer with kaimon permit %s %s allow)", wait, ag.id, id)})
+			Message: fmt.Sprintf("nobody answered this permission request within %s, so it is denied (answer with %s)", wait, verbs.PermitCommand(ag.id, id, verbs.Allow))})
 		d = <-ch
 	case <-ctx.Done():
 		m.permits.Settle(ag.id, id, backend.PermissionDecision{By: event.DecidedByCancelled,

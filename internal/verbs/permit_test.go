@@ -30,3 +30,12 @@ func TestDecodePermit(t *testing.T) {
 		}
 	}
 }
+
+func TestPermitCommand(t *testing.T) {
+	if got := PermitCommand("a1", "r7", ""); got != "kaimon permit a1 r7 allow|deny" {
+		t.Fatalf("PermitCommand with the choices: %q", got)
+	}
+	if got := PermitCommand("a1", "r7", Allow); got != "kaimon permit a1 r7 allow" {
+		t.Fatalf("PermitCommand allow: %q", got)
+	}
+}

@@ -43,6 +43,30 @@ type Arg struct {
 	// given outside it, so that no caller re-checks by hand.
 	Range *Range
 	Doc   string
+	// Agents says which agents an argument naming agents (agent_id,
+	// agent_ids, agent_open's id) may name: the shells' completion offers
+	// those. AgentsNone for every other argument.
+	Agents Agents
+}
+
+// Agents is which agents, by status, an agent-id argument names.
+type Agents int
+
+const (
+	AgentsNone Agents = iota // not an agent id
+	AgentsLive               // live agents: the verb acts on a running one
+	AgentsDead               // dead agents: forget, reopen with resume
+	AgentsAny                // every agent: read-only verbs read dead ones too
+)
+
+// AgentArg is the verb's argument that names agents, if any.
+func (v *Verb) AgentArg() *Arg {
+	for i := range v.Args {
+		if v.Args[i].Agents != AgentsNone {
+			return &v.Args[i]
+		}
+	}
+	return nil
 }
 
 // Range is the interval a number argument must lie in: Min ≤ x ≤ Max, or
@@ -512,6 +536,20 @@ const (
 // Decisions lists agent_permit's decision values.
 var Decisions = []string{Allow, Deny}
 
+// DecisionChoices is Decisions as a usage line writes them: allow|deny.
+func DecisionChoices() string { return strings.Join(Decisions, "|") }
+
+// PermitCommand is the command line that answers agent agentID's
+// permission request requestID with decision; with decision "", the
+// choices (allow|deny). Every front end that tells a person how to answer
+// uses it, so the words follow the verb table.
+func PermitCommand(agentID, requestID, decision string) string {
+	if decision == "" {
+		decision = DecisionChoices()
+	}
+	return fmt.Sprintf("kaimon %s %s %s %s", ByName("agent_permit").CLI, agentID, requestID, decision)
+}
+
 func verb[A any, R any](v Verb, f func(Service) func(context.Context, *A) (R, error)) *Verb {
 	v.newArgs = func() any { return new(A) }
 	v.call = func(ctx context.Context, s Service, a any) (any, error) {
@@ -520,7 +558,12 @@ func verb[A any, R any](v Verb, f func(Service) func(context.Context, *A) (R, er
 	return &v
 }
 
-var agentID = Arg{Name: "agent_id", Type: TString, Required: true, Doc: "The agent's id, as agent_open returned it."}
+// agentID is the agent_id argument of the verbs that act on a live agent;
+// anyAgentID that of the read-only verbs, which read dead agents too.
+var (
+	agentID    = Arg{Name: "agent_id", Type: TString, Required: true, Doc: "The agent's id, as agent_open returned it.", Agents: AgentsLive}
+	anyAgentID = Arg{Name: "agent_id", Type: TString, Required: true, Doc: agentID.Doc, Agents: AgentsAny}
+)
 
 // All is the table, in the spec's order.
 var All = []*Verb{
@@ -532,7 +575,7 @@ var All = []*Verb{
 		Example: "id=$(kaimon open --model opus --permission lab ~/src/project)",
 		Args: []Arg{
 			{Name: "cwd", Type: TString, RequiredUnless: "resume", Doc: "Working directory for the agent. Must exist. Required, except to resume (then it is the agent's own)."},
-			{Name: "model", Type: TString, Default: DefaultModel, Doc: "Model alias or id, e.g. sonnet, opus, claude-sonnet-5; may carry an effort suffix (sonnet/high). acp:<agent>[:<model>] drives an ACP agent instead: acp:opencode, acp:claude (claude-agent-acp) or acp:gemini, e.g. acp:opencode:ollama/qwen2.5:14b."},
+			{Name: "model", Type: TString, Default: DefaultModel, Doc: "Model alias or id, e.g. sonnet, opus, claude-sonnet-5; may carry an effort suffix (sonnet/high). acp:<agent>[:<model>] drives an ACP agent instead: acp:opencode, acp:claude (claude-agent-acp) or acp:gemini, e.g. acp:opencode:ollama/qwen2.5:14b. ollama:<tag> and vmlx:<tag> run a local model served by Ollama or an OpenAI-compatible server, kaimon running its tools, e.g. ollama:qwen3:8b. replay:<path>[?speed=N] replays a recorded kaimon event log (an <id>.events.jsonl; a relative path is relative to cwd) as an agent, one recorded turn per send, at the recorded pace times N (speed=0: no waiting); no agent program, no network."},
 			{Name: "effort", Type: TString, Enum: Efforts, Doc: "Thinking/effort level; overrides a model suffix."},
 			{Name: "permission", Type: TString, Default: DefaultPermission, Enum: PresetNames, Doc: "Permission preset."},
 			{Name: "permission_mode", Type: TString, Enum: PermissionModes, Doc: "Override the preset's raw claude permission mode."},
@@ -541,7 +584,7 @@ var All = []*Verb{
 			{Name: "disallowed_tools", Type: TArray, Doc: "Tools the agent may not call. Default: the recursion guard (the agent_* tools and the CLI's subagent spawners). Pass [] to allow nested agents."},
 			{Name: "mcp_config", Type: TString, Doc: "Path to an --mcp-config JSON for the agent."},
 			{Name: "system_prompt", Type: TString, Doc: "Instructions appended to the agent's system prompt, for every turn."},
-			{Name: "id", Type: TString, Doc: "Caller-supplied agent id; reopening a dead id reuses its slot, with a fresh conversation unless resume."},
+			{Name: "id", Type: TString, Agents: AgentsDead, Doc: "Caller-supplied agent id; reopening a dead id reuses its slot, with a fresh conversation unless resume."},
 			{Name: "resume", Type: TBoolean, Default: false, Doc: "Reopen the dead agent id with its conversation (claude --resume; ACP session/load). " +
 				"The options left out come from the agent's record: its cwd, its model as last switched, its preset and tools. Turn numbers and seq continue."},
 		},
@@ -569,7 +612,7 @@ var All = []*Verb{
 		Doc:     "Returns a turn's output so far: partial while the agent is still working, final when done, and from the log once the agent is dead.",
 		Returns: `{"agent_id", "turn", "which", "status", "done", "text", "truncated", "dropped_chars", "usage"}`,
 		Example: "kaimon output $id --which full_turn --include-tools",
-		Args: []Arg{agentID,
+		Args: []Arg{anyAgentID,
 			{Name: "turn", Type: TInteger, Range: TurnRange, Doc: "Turn number; default (or 0) the latest."},
 			{Name: "which", Type: TString, Default: DefaultWhich, Enum: Whiches, Doc: "last_message: the turn's final assistant text block; full_turn: every assistant text block of the turn; all: every turn."},
 			{Name: "include_tools", Type: TBoolean, Default: false, Doc: "For full_turn and all: interleave one-line summaries of tool calls and results."},
@@ -581,13 +624,13 @@ var All = []*Verb{
 		Doc:      "Reports the agent's lifecycle state, model, turn, session, log paths and summed token usage.",
 		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts", "reason", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}]}`,
 		Example:  "kaimon status $id --json | jq .usage",
-		Args:     []Arg{agentID},
+		Args:     []Arg{anyAgentID},
 		ReadOnly: true,
 	}, func(s Service) func(context.Context, *StatusArgs) (*Status, error) { return s.Status }),
 	verb(Verb{
 		Name: "agent_set_model", CLI: "set-model",
 		Summary: "Repoint a live agent at another model",
-		Doc:     "Switches the model of a live agent, keeping its conversation. switched is true only when the agent acknowledged it; otherwise close and reopen.",
+		Doc:     "Switches the model of a live agent, keeping its conversation: within one ACP agent, or between the tags of one ollama: or vmlx: server. switched is true only when the agent acknowledged it; otherwise close and reopen.",
 		Returns: `{"switched": bool}`,
 		Example: "kaimon set-model $id acp:opencode:ollama/qwen2.5:14b",
 		Args:    []Arg{agentID, {Name: "model", Type: TString, Required: true, Doc: "The model alias or id to switch to."}},
@@ -637,7 +680,7 @@ var All = []*Verb{
 		Returns: `{"forgotten": ["<id>", …]}`,
 		Example: "kaimon forget --all-dead --older-than 7d --logs",
 		Args: []Arg{
-			{Name: "agent_ids", Type: TArray, Doc: "The dead agents to forget."},
+			{Name: "agent_ids", Type: TArray, Agents: AgentsDead, Doc: "The dead agents to forget."},
 			{Name: "all_dead", Type: TBoolean, Default: false, Doc: "Forget every dead agent."},
 			{Name: "older_than", Type: TString, Doc: "Only dead agents whose last activity is older than this, e.g. 7d, 12h, 90m; alone, every dead agent that old."},
 			{Name: "logs", Type: TBoolean, Default: false, Doc: "Remove their event logs and stderr logs too."},

@@ -225,3 +225,33 @@ func TestErrorStatus(t *testing.T) {
 		t.Errorf("AsError = %+v", e)
 	}
 }
+
+// Every argument that names agents says which, as completion offers them:
+// read-only verbs read any agent, agent_forget and agent_open's id name
+// dead ones, the other verbs act on live ones.
+func TestAgentArgs(t *testing.T) {
+	for _, v := range All {
+		for _, a := range v.Args {
+			names := a.Name == "agent_id" || a.Name == "agent_ids" || v.Name == "agent_open" && a.Name == "id"
+			if names != (a.Agents != AgentsNone) {
+				t.Errorf("%s %s: Agents %d", v.Name, a.Name, a.Agents)
+			}
+			if !names {
+				continue
+			}
+			want := AgentsLive
+			switch {
+			case v.ReadOnly:
+				want = AgentsAny
+			case v.Name == "agent_forget", v.Name == "agent_open":
+				want = AgentsDead
+			}
+			if a.Agents != want {
+				t.Errorf("%s %s: Agents %d, want %d", v.Name, a.Name, a.Agents, want)
+			}
+			if got := v.AgentArg(); got == nil || got.Name != a.Name {
+				t.Errorf("%s: AgentArg is %v, want %s", v.Name, got, a.Name)
+			}
+		}
+	}
+}

@@ -47,7 +47,8 @@ func CommitString() string {
 }
 
 // Full is the version followed by the commit when one is known, as
-// `kaimon --version` and `kaimon version` print it.
+// `kaimon --version` and `kaimon-agentd --version` print it (`kaimon
+// version` prints the same for the CLI and the daemon from their stamps).
 func Full() string {
 	if c := CommitString(); c != "" {
 		return String() + " (commit " + c + ")"

@@ -13,7 +13,7 @@ import (
 )
 
 // Prefix is the model prefix that selects this backend.
-const Prefix = "acp:"
+const Prefix = backend.PrefixACP
 
 // Agent is one ACP agent program kaimon knows how to drive.
 type Agent struct {
@@ -47,7 +47,7 @@ var Agents = map[string]*Agent{
 }
 
 // AgentNames lists the agents in the spec's order.
-var AgentNames = []string{"opencode", "claude", "gemini"}
+var AgentNames = backend.ACPAgentNames
 
 // IsACP says whether a model string selects this backend.
 func IsACP(model string) bool { return strings.HasPrefix(strings.TrimSpace(model), Prefix) }

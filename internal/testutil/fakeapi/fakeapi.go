@@ -42,6 +42,11 @@
 //   - "please be slow": one text block of [SlowChunks] chunks "chunk0 ",
 //     "chunk1 ", … with [SlowChunkDelay] between chunks; the stream stops as
 //     soon as the client goes away.
+//   - "please hold": one text block, [HoldFirst] (in two chunks) then
+//     [HoldRest], whose stream stops after [HoldFirst] until the test calls
+//     [Server.Release] (or the client goes away, or the server closes): a
+//     reply caught mid-stream for as long as a test needs, with no timing.
+//     Each Release lets one held stream (present or next) go on.
 //   - "stream N chunks": one text block of N chunks "tok0 ", "tok1 ", …
 //     without pauses (for benchmarks).
 //   - "please fail": HTTP 500 with
@@ -120,6 +125,7 @@ const (
 	TriggerBreak      = "please break off"
 	TriggerSayExactly = "say exactly:"
 	TriggerCallTool   = "call tool:"
+	TriggerHold       = "please hold"
 	// "stream N chunks" is matched by a regular expression; see the package doc.
 )
 
@@ -135,6 +141,8 @@ const (
 	SlowChunkDelay  = 250 * time.Millisecond
 	ToolCommand     = "echo hi"
 	ToolDescription = "Print hi"
+	HoldFirst       = "First half, "
+	HoldRest        = "second half."
 )
 
 var streamChunksRE = regexp.MustCompile(`stream (\d+) chunks`)
@@ -161,6 +169,7 @@ type Request struct {
 // Server is a running fake API.
 type Server struct {
 	*fakescript.Host[Request]
+	releases chan struct{} // one token per held stream let go (TriggerHold)
 }
 
 // Start serves the fake API on 127.0.0.1 with a free port.
@@ -168,7 +177,7 @@ func Start() (*Server, error) { return StartAddr("127.0.0.1:0") }
 
 // StartAddr serves the fake API on addr (host:port).
 func StartAddr(addr string) (*Server, error) {
-	s := &Server{}
+	s := &Server{releases: make(chan struct{}, 64)}
 	h, err := fakescript.Listen[Request]("fakeapi", addr)
 	if err != nil {
 		return nil, err
@@ -188,6 +197,10 @@ func New(t testing.TB) *Server {
 	t.Cleanup(s.Close)
 	return s
 }
+
+// Release lets one stream held by "please hold" go on: the one held now,
+// or the next to be held.
+func (s *Server) Release() { s.releases <- struct{}{} }
 
 // URL is the base URL, http://127.0.0.1:PORT, for ANTHROPIC_BASE_URL.
 func (s *Server) URL() string { return s.BaseURL() }
@@ -339,6 +352,7 @@ type block struct {
 	signature string // thinking
 	toolName  string // tool_use
 	delay     time.Duration
+	holdAt    int // > 0: the stream waits for a Release before delta holdAt
 }
 
 func (b *block) full() string {
@@ -413,7 +427,7 @@ func script(text, toolResult string, followUp bool, n int) reply {
 	}
 	best, pos := "", -1
 	for _, t := range []string{TriggerBreak, TriggerThink, TriggerTool, TriggerRunCommand, TriggerWriteFile,
-		TriggerRead, TriggerSlow, TriggerFail, TriggerSayExactly, TriggerCallTool} {
+		TriggerRead, TriggerSlow, TriggerFail, TriggerSayExactly, TriggerCallTool, TriggerHold} {
 		if i := strings.Index(text, t); i >= 0 && (pos < 0 || i < pos) {
 			best, pos = t, i
 		}
@@ -457,6 +471,10 @@ func script(text, toolResult string, followUp bool, n int) reply {
 		return reply{blocks: []block{b}, stopReason: "end_turn", breakAt: 3, breakAll: strings.Contains(rest, "every time")}
 	case TriggerSayExactly:
 		return reply{blocks: []block{textBlock(strings.TrimPrefix(rest, " "))}, stopReason: "end_turn"}
+	case TriggerHold:
+		b := fixedBlock("text", append(fakescript.Split(HoldFirst, 8), HoldRest)...)
+		b.holdAt = b.n - 1
+		return reply{blocks: []block{b}, stopReason: "end_turn"}
 	case TriggerCallTool:
 		name, input := fakescript.CallTool(rest)
 		return reply{blocks: []block{rawToolBlock(name, input)}, stopReason: "tool_use"}
@@ -654,6 +672,15 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, msgID, model
 				if i > 0 && b.delay > 0 {
 					if err := pause(b.delay); err != nil {
 						return err
+					}
+				}
+				if b.holdAt > 0 && i == b.holdAt {
+					select {
+					case <-s.releases:
+					case <-ctx.Done():
+						return errGone
+					case <-s.Done():
+						return errGone
 					}
 				}
 				if rep.breakAt > 0 && idx == 0 && i == rep.breakAt {

@@ -540,3 +540,39 @@ func BenchmarkStream1000Chunks(b *testing.B) {
 		resp.Body.Close()
 	}
 }
+
+// TestHold: "please hold" streams HoldFirst, then sends nothing until
+// Release, then the rest; the assembled reply is the whole text.
+func TestHold(t *testing.T) {
+	s := New(t)
+	resp := post(t, context.Background(), s, "/v1/messages", body("m", true, userText("please hold")))
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	var got string
+	for got != HoldFirst {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended before the hold, with %q", got)
+		}
+		if strings.Contains(line, `"text_delta"`) {
+			var ev struct{ Delta struct{ Text string } }
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(strings.TrimSpace(line), "data: ")), &ev); err != nil {
+				t.Fatal(err)
+			}
+			got += ev.Delta.Text
+			if !strings.HasPrefix(HoldFirst, got) {
+				t.Fatalf("streamed %q, want %q first", got, HoldFirst)
+			}
+		}
+	}
+	s.Release()
+	evs := readSSE(t, r)
+	for _, ev := range evs {
+		if d, ok := ev.Data["delta"].(map[string]any); ok && d["type"] == "text_delta" {
+			got += d["text"].(string)
+		}
+	}
+	if got != HoldFirst+HoldRest || names(evs)[len(evs)-1] != "message_stop" {
+		t.Fatalf("after the release: %q, events %v", got, names(evs))
+	}
+}

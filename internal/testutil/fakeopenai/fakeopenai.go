@@ -8,8 +8,13 @@
 //     deltas for a thought, tool_calls deltas with the arguments in pieces,
 //     a finish_reason, a usage chunk, then "data: [DONE]"); otherwise one
 //     chat.completion object.
-//   - GET /v1/models: the two models Models names.
+//   - GET /v1/models: the two models Models names (404 after
+//     [Server.SetNoModels], as servers without the route answer).
 //   - anything else: 404.
+//
+// "please fail midway" streams two text chunks, then an event
+// {"error":{"message":MidwayMessage,…}} and ends the stream without
+// [DONE], as vLLM and llama.cpp's server report an error mid-stream.
 //
 // The reply is chosen by fakescript from the last message: a "tool" message
 // is a tool follow-up; otherwise the last text of the last user message
@@ -25,6 +30,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,12 +57,22 @@ type Request struct {
 	// per message with text (system messages left out): what shows that a
 	// resumed session kept its earlier turns.
 	History []string
+	// System is the system message's text, if any.
+	System string
+	// IncludeUsage is stream_options.include_usage.
+	IncludeUsage bool
+	// Authorization is the request's Authorization header.
+	Authorization string
 }
 
 // Server is a running fake.
 type Server struct {
 	*fakescript.Host[Request]
+	noModels atomic.Bool
 }
+
+// SetNoModels makes GET /v1/models answer 404 (on) or the list (off).
+func (s *Server) SetNoModels(on bool) { s.noModels.Store(on) }
 
 // Start serves on 127.0.0.1 with a free port.
 func Start() (*Server, error) {
@@ -88,7 +104,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/v1/chat/completions" && r.Method == http.MethodPost:
 		s.chat(w, r)
-	case r.URL.Path == "/v1/models" && r.Method == http.MethodGet:
+	case r.URL.Path == "/v1/models" && r.Method == http.MethodGet && !s.noModels.Load():
 		var data []map[string]any
 		for _, m := range Models {
 			data = append(data, map[string]any{"id": m, "object": "model", "owned_by": "fakeopenai"})
@@ -112,6 +128,9 @@ type chatRequest struct {
 			Name string `json:"name"`
 		} `json:"function"`
 	} `json:"tools"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 }
 
 // contentText is a message content (a string or text parts) as text; with
@@ -175,12 +194,17 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		tools = append(tools, t.Function.Name)
 	}
 	var history []string
+	system := ""
 	for _, m := range req.Messages {
+		if m.Role == "system" {
+			system = contentText(m.Content, false)
+		}
 		if t := contentText(m.Content, true); t != "" && m.Role != "system" {
 			history = append(history, m.Role+": "+t)
 		}
 	}
-	n := s.Record(Request{Model: req.Model, LastUserText: text, ToolResult: toolResult, Stream: req.Stream, Tools: tools, History: history})
+	n := s.Record(Request{Model: req.Model, LastUserText: text, ToolResult: toolResult, Stream: req.Stream, Tools: tools, History: history,
+		System: system, IncludeUsage: req.StreamOptions.IncludeUsage, Authorization: r.Header.Get("Authorization")})
 	s.Logf("POST %s #%d model=%q stream=%v tools=%d text=%q toolResult=%q", r.URL.Path, n, req.Model, req.Stream, len(tools), fakescript.Clip(text), fakescript.Clip(toolResult))
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, errBody("fakeopenai: bad request body: "+err.Error()))
@@ -270,6 +294,9 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, id, callID, 
 			if err := send(chunk(map[string]any{"content": t}, nil)); err != nil {
 				return err
 			}
+		}
+		if rep.FailMidway {
+			return send(map[string]any{"error": map[string]any{"message": fakescript.MidwayMessage, "type": "server_error", "code": 500}})
 		}
 		finish := "stop"
 		if rep.ToolName != "" {

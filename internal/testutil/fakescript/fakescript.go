@@ -17,6 +17,9 @@
 //   - "please be slow": SlowChunks text chunks "chunk0 ", "chunk1 ", … with
 //     SlowChunkDelay between them.
 //   - "stream N chunks": N text chunks "tok0 ", "tok1 ", … without pauses.
+//   - "please fail midway": the text chunks "partial ", "answer ", then
+//     the stream breaks off with an error in the API's own mid-stream form
+//     (fakeopenai and fakeollama; fakegemini sends the text whole).
 //   - "please fail": the server answers HTTP 500.
 //   - "say exactly: TEXT": the text TEXT (the rest of the user text).
 //
@@ -43,6 +46,7 @@ const (
 	TriggerCallTool   = "call tool:"
 	TriggerSlow       = "please be slow"
 	TriggerFail       = "please fail"
+	TriggerFailMidway = "please fail midway"
 	TriggerSayExactly = "say exactly:"
 )
 
@@ -51,6 +55,7 @@ const (
 	ThoughtText    = "Let me think about this briefly."
 	ThinkText      = "Thought about it. Answer: 42."
 	FailMessage    = "fake model server: scripted failure"
+	MidwayMessage  = "fake model server: scripted failure mid-stream"
 	SlowChunks     = 60
 	SlowChunkDelay = 250 * time.Millisecond
 )
@@ -59,12 +64,14 @@ var streamChunksRE = regexp.MustCompile(`stream (\d+) chunks`)
 
 // Reply is an abstract scripted answer.
 type Reply struct {
-	Fail     bool
-	Thought  []string // thought chunks, before the text
-	Text     []string // text chunks
-	Delay    time.Duration
-	ToolName string // a tool call, after the text, when set
-	ToolArgs []byte // a JSON object
+	Fail bool
+	// FailMidway: after Text, the stream ends with an error.
+	FailMidway bool
+	Thought    []string // thought chunks, before the text
+	Text       []string // text chunks
+	Delay      time.Duration
+	ToolName   string // a tool call, after the text, when set
+	ToolArgs   []byte // a JSON object
 }
 
 // FullText is the text chunks joined.
@@ -82,7 +89,9 @@ func Choose(text, toolResult string, followUp, hasTools bool, name string, n int
 		return def
 	}
 	best, pos := "", -1
-	for _, t := range []string{TriggerThink, TriggerCallTool, TriggerSlow, TriggerFail, TriggerSayExactly} {
+	// The first phrase of the list wins a tie: "please fail midway"
+	// before "please fail".
+	for _, t := range []string{TriggerThink, TriggerCallTool, TriggerSlow, TriggerFailMidway, TriggerFail, TriggerSayExactly} {
 		if i := strings.Index(text, t); i >= 0 && (pos < 0 || i < pos) {
 			best, pos = t, i
 		}
@@ -115,6 +124,8 @@ func Choose(text, toolResult string, followUp, hasTools bool, name string, n int
 			r.Text = append(r.Text, "tok"+strconv.Itoa(i)+" ")
 		}
 		return r
+	case TriggerFailMidway:
+		return Reply{Text: []string{"partial ", "answer "}, FailMidway: true}
 	case TriggerFail:
 		return Reply{Fail: true}
 	case TriggerSayExactly:

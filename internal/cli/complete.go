@@ -1,0 +1,591 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/client"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/policy"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// completeCmdName is the hidden command the completion scripts call:
+//
+//	kaimon __complete -- WORD… CUR
+//
+// with the words typed after `kaimon`, the last one the word under the
+// cursor (possibly empty). It prints one candidate a line, as
+// "value<TAB>description" where there is a description, or the single line
+// :files or :dirs when the shell should complete paths itself. It is
+// read-only: it runs no verb, never starts the daemon, and asks a running
+// daemon nothing but agent_list. It never fails: on any error it prints
+// nothing and exits 0.
+//
+// Hand-written rather than a library: urfave/cli v2's own completion runs
+// the command line it completes (the bug this replaces), and the completion
+// libraries (posener/complete, carapace, cobra's) want the commands
+// described again in their own types; walking urfave's tree keeps one
+// source of truth in a few hundred lines.
+const completeCmdName = "__complete"
+
+// Directives: the whole output when the shell should complete paths.
+const (
+	directiveFiles = ":files"
+	directiveDirs  = ":dirs"
+)
+
+// listTimeout bounds the one agent_list a completion may send: a TAB must
+// not hang on a wedged daemon.
+const listTimeout = 300 * time.Millisecond
+
+func completeCmd() *cli.Command {
+	return &cli.Command{
+		Name:   completeCmdName,
+		Usage:  "Print completion candidates for the words typed after kaimon (the completion scripts call it)",
+		Hidden: true, HideHelp: true, HideHelpCommand: true,
+		// The words are the user's half-typed command line, not ours.
+		SkipFlagParsing: true,
+		Action: func(c *cli.Context) error {
+			words := c.Args().Slice()
+			// The scripts put "--" first so that interspersed() leaves the
+			// words in their order; urfave keeps it under SkipFlagParsing.
+			if len(words) > 0 && words[0] == "--" {
+				words = words[1:]
+			}
+			defer func() { _ = recover() }() // a completion never fails loudly
+			comp := &completer{app: c.App, agents: daemonAgents}
+			writeCompletion(c.App.Writer, comp.complete(words))
+			return nil
+		},
+	}
+}
+
+// daemonAgents asks a running daemon for its agents: agent_list only,
+// without autostart and within listTimeout; nil when none answers.
+func daemonAgents() []verbs.ListEntry {
+	cl, err := client.New()
+	if err != nil {
+		return nil
+	}
+	cl.NoAutostart = true
+	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
+	defer cancel()
+	var res verbs.ListResult
+	// Do, not List: List explains errors with a second request.
+	if err := cl.Do(ctx, "POST", verbs.ByName("agent_list").Route(), &verbs.ListArgs{}, &res); err != nil {
+		return nil
+	}
+	return res.Agents
+}
+
+// candidate is one completion; desc may be empty.
+type candidate struct{ value, desc string }
+
+// completion is what a TAB offers: candidates, or a directive.
+type completion struct {
+	cands     []candidate
+	directive string // "", directiveFiles or directiveDirs
+}
+
+func writeCompletion(w io.Writer, comp completion) {
+	if comp.directive != "" {
+		fmt.Fprintln(w, comp.directive)
+		return
+	}
+	clean := strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
+	for _, c := range comp.cands {
+		if c.desc == "" {
+			fmt.Fprintln(w, c.value)
+		} else {
+			fmt.Fprintf(w, "%s\t%s\n", c.value, clean.Replace(c.desc))
+		}
+	}
+}
+
+// valueKind is what a positional argument or a flag's value is.
+type valueKind int
+
+const (
+	valNone     valueKind = iota
+	valEnum               // a fixed list
+	valFiles              // a path: the shell completes it
+	valDirs               // a directory: the shell completes it
+	valLiveIDs            // ids of live agents
+	valDeadIDs            // ids of dead agents
+	valAnyIDs             // ids of every agent the daemon knows
+	valModels             // model aliases and backend prefixes
+	valChannels           // agent: and agent:ID
+	valKinds              // event kinds, comma-separated
+	valCommands           // command names (help's arguments)
+)
+
+// valueSpec says how to complete one value.
+type valueSpec struct {
+	kind valueKind
+	enum []candidate
+}
+
+// placeholderKinds maps the placeholders of ArgsUsage and of flag usages
+// (`DIR`) to what they name. The commands' own ArgsUsage is the source;
+// a placeholder not here (TEXT, REQUEST_ID, AGE, N…) completes nothing.
+var placeholderKinds = map[string]valueKind{
+	"ID": valLiveIDs, "DIR": valDirs, "FILE": valFiles, "PATH": valFiles,
+	"MODEL": valModels, "CHANNEL": valChannels, "COMMAND": valCommands,
+}
+
+// flagKinds are the flags whose values neither the verb table (an Enum, the
+// agents an id names) nor a placeholder in their usage describes.
+var flagKinds = map[string]valueKind{
+	"model": valModels, "mcp-config": valFiles, "kinds": valKinds,
+}
+
+// completer completes against the command tree of app, and the daemon's
+// agents as agents returns them (asked at most once, and only when an id is
+// to be completed).
+type completer struct {
+	app    *cli.App
+	agents func() []verbs.ListEntry
+
+	listed bool
+	list   []verbs.ListEntry
+}
+
+func (k *completer) agentList() []verbs.ListEntry {
+	if !k.listed && k.agents != nil {
+		k.list = k.agents()
+	}
+	k.listed = true
+	return k.list
+}
+
+// level is where the words have got to: the command (nil at the top) and
+// what has been typed for it.
+type level struct {
+	top, cmd *cli.Command // top: the command under kaimon; cmd: the innermost
+	isHelp   bool         // the command is urfave's help
+	helpOf   *cli.Command // whose help: nil for kaimon help
+	flags    []cli.Flag
+	set      map[string]bool // primary names of the flags given
+	pos      []string        // positional words
+	cmdDone  bool            // a positional that is not a subcommand was seen
+}
+
+// complete returns the candidates for words, the last one being the word
+// under the cursor.
+func (k *completer) complete(words []string) completion {
+	if len(words) == 0 {
+		words = []string{""}
+	}
+	cur, typed := words[len(words)-1], words[:len(words)-1]
+	lv := &level{flags: k.globalFlags(), set: map[string]bool{}}
+	onlyPos := false // after "--"
+	for i := 0; i < len(typed); i++ {
+		w := typed[i]
+		if !onlyPos && w == "--" {
+			onlyPos = true
+			continue
+		}
+		if !onlyPos && strings.HasPrefix(w, "-") && w != "-" {
+			name, _, inline := strings.Cut(strings.TrimLeft(w, "-"), "=")
+			f := findFlag(lv.flags, name)
+			if f == nil {
+				continue
+			}
+			lv.set[f.Names()[0]] = true
+			if takesValue(f) && !inline {
+				if i+1 == len(typed) { // the cursor is on this flag's value
+					return k.values(k.flagSpec(lv, f), cur, "")
+				}
+				i++
+			}
+			continue
+		}
+		if !lv.cmdDone && !lv.isHelp && (lv.cmd == nil || len(lv.cmd.Subcommands) > 0) {
+			if sub, help := k.findChild(lv.cmd, w); sub != nil || help {
+				if lv.cmd == nil {
+					lv.top = sub
+				}
+				lv.helpOf = lv.cmd
+				lv.cmd, lv.isHelp = sub, help
+				lv.flags = helpFlags()
+				if sub != nil {
+					lv.flags = append(slices.Clone(sub.Flags), lv.flags...)
+				}
+				continue
+			}
+			if lv.cmd == nil {
+				return completion{} // an unknown command: nothing to offer
+			}
+		}
+		lv.cmdDone = true
+		lv.pos = append(lv.pos, w)
+	}
+	if !onlyPos && strings.HasPrefix(cur, "-") {
+		if name, val, ok := strings.Cut(cur, "="); ok {
+			f := findFlag(lv.flags, strings.TrimLeft(name, "-"))
+			if f == nil || !takesValue(f) {
+				return completion{}
+			}
+			return k.values(k.flagSpec(lv, f), val, name+"=")
+		}
+		return filter(flagCandidates(lv.flags), cur)
+	}
+	if lv.isHelp {
+		// help [COMMAND [SUBCOMMAND]]: walk the names typed so far.
+		cmd := lv.helpOf
+		for _, w := range lv.pos {
+			sub, _ := k.findChild(cmd, w)
+			if sub == nil {
+				return completion{}
+			}
+			cmd = sub
+		}
+		if cmd != nil && len(cmd.Subcommands) == 0 {
+			return completion{}
+		}
+		return filter(k.commandCandidates(cmd, false), cur)
+	}
+	if lv.cmd == nil || (len(lv.cmd.Subcommands) > 0 && !lv.cmdDone) {
+		return filter(k.commandCandidates(lv.cmd, true), cur)
+	}
+	return k.values(k.positionalSpec(lv), cur, "")
+}
+
+func (k *completer) globalFlags() []cli.Flag {
+	flags := append(slices.Clone(k.app.Flags), helpFlags()...)
+	if k.app.Version != "" && !k.app.HideVersion && cli.VersionFlag != nil {
+		flags = append(flags, cli.VersionFlag)
+	}
+	return flags
+}
+
+// helpFlags is the --help urfave adds to every command.
+func helpFlags() []cli.Flag {
+	if cli.HelpFlag == nil {
+		return nil
+	}
+	return []cli.Flag{cli.HelpFlag}
+}
+
+func findFlag(flags []cli.Flag, name string) cli.Flag {
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			return f
+		}
+	}
+	return nil
+}
+
+func takesValue(f cli.Flag) bool {
+	if tv, ok := f.(interface{ TakesValue() bool }); ok {
+		return tv.TakesValue()
+	}
+	return false
+}
+
+func usageOf(f cli.Flag) string {
+	if d, ok := f.(cli.DocGenerationFlag); ok {
+		return d.GetUsage()
+	}
+	return ""
+}
+
+func flagCandidates(flags []cli.Flag) []candidate {
+	var out []candidate
+	seen := map[string]bool{}
+	for _, f := range flags {
+		if v, ok := f.(cli.VisibleFlag); ok && !v.IsVisible() {
+			continue
+		}
+		_, usage := unquoteUsage(usageOf(f))
+		for _, n := range f.Names() {
+			dash := "--"
+			if len(n) == 1 {
+				dash = "-"
+			}
+			if !seen[dash+n] {
+				seen[dash+n] = true
+				out = append(out, candidate{dash + n, usage})
+			}
+		}
+	}
+	return out
+}
+
+// children are the visible subcommands of cmd (the top-level commands for
+// nil).
+func (k *completer) children(cmd *cli.Command) (cmds []*cli.Command, helpCmd bool) {
+	if cmd == nil {
+		return k.app.Commands, !k.app.HideHelp && !k.app.HideHelpCommand
+	}
+	return cmd.Subcommands, !cmd.HideHelp && !cmd.HideHelpCommand
+}
+
+// findChild finds the subcommand named w of cmd; help is true for urfave's
+// help command, which the tree holds only once the app has been set up.
+func (k *completer) findChild(cmd *cli.Command, w string) (sub *cli.Command, help bool) {
+	cmds, hasHelp := k.children(cmd)
+	for _, c := range cmds {
+		if c.HasName(w) && !c.Hidden {
+			if c.Name == "help" {
+				return nil, true
+			}
+			return c, false
+		}
+	}
+	return nil, hasHelp && (w == "help" || w == "h")
+}
+
+func (k *completer) commandCandidates(cmd *cli.Command, withHelp bool) []candidate {
+	cmds, hasHelp := k.children(cmd)
+	var out []candidate
+	seen := map[string]bool{}
+	for _, c := range cmds {
+		if c.Hidden || seen[c.Name] {
+			continue
+		}
+		seen[c.Name] = true
+		out = append(out, candidate{c.Name, c.Usage})
+	}
+	if withHelp && hasHelp && !seen["help"] {
+		out = append(out, candidate{"help", "Shows a list of commands or help for one command"})
+	}
+	return out
+}
+
+// positionalSpec reads what the next positional is from the command's
+// ArgsUsage ("ID TEXT | -C DIR TEXT", "[ID…]", "bash|zsh|fish").
+func (k *completer) positionalSpec(lv *level) valueSpec {
+	alts := strings.Split(lv.cmd.ArgsUsage, " | ")
+	chosen := ""
+	for _, alt := range alts {
+		needs := false
+		ok := true
+		for _, tok := range strings.Fields(alt) {
+			if strings.HasPrefix(tok, "-") {
+				needs = true
+				f := findFlag(lv.flags, strings.TrimLeft(tok, "-"))
+				ok = ok && f != nil && lv.set[f.Names()[0]]
+			}
+		}
+		if needs && ok {
+			chosen = alt
+			break
+		}
+		if !needs && chosen == "" {
+			chosen = alt
+		}
+	}
+	var slots []string
+	variadic := false
+	toks := strings.Fields(chosen)
+	for i := 0; i < len(toks); i++ {
+		tok := toks[i]
+		if strings.HasPrefix(tok, "-") {
+			i++ // the flag's value placeholder
+			continue
+		}
+		tok = strings.Trim(tok, "[]")
+		if t, ok := strings.CutSuffix(tok, "…"); ok {
+			tok, variadic = t, true
+		} else if t, ok := strings.CutSuffix(tok, "..."); ok {
+			tok, variadic = t, true
+		}
+		slots = append(slots, strings.Trim(tok, "[]"))
+	}
+	n := len(lv.pos)
+	if n >= len(slots) {
+		if !variadic || len(slots) == 0 {
+			return valueSpec{}
+		}
+		n = len(slots) - 1
+	}
+	slot := slots[n]
+	if strings.Contains(slot, "|") {
+		var enum []candidate
+		for _, v := range strings.Split(slot, "|") {
+			enum = append(enum, candidate{value: v})
+		}
+		return valueSpec{kind: valEnum, enum: enum}
+	}
+	kind := placeholderKinds[slot]
+	// Which agents an ID names is the verb table's word: forget's are
+	// dead, output's and status's any, the others' live.
+	if v := k.verbOf(lv); kind == valLiveIDs && v != nil {
+		if a := v.AgentArg(); a != nil {
+			kind = agentsKind(a.Agents)
+		}
+	}
+	return valueSpec{kind: kind}
+}
+
+// agentsKind is the completion of an argument naming agents.
+func agentsKind(a verbs.Agents) valueKind {
+	switch a {
+	case verbs.AgentsDead:
+		return valDeadIDs
+	case verbs.AgentsAny:
+		return valAnyIDs
+	case verbs.AgentsLive:
+		return valLiveIDs
+	}
+	return valNone
+}
+
+// argSpec is what the verb table says of an argument's values: its Enum,
+// or the agents it names.
+func argSpec(a verbs.Arg) (valueSpec, bool) {
+	switch {
+	case len(a.Enum) > 0:
+		return valueSpec{kind: valEnum, enum: enumCandidates(a)}, true
+	case a.Agents != verbs.AgentsNone:
+		return valueSpec{kind: agentsKind(a.Agents)}, true
+	}
+	return valueSpec{}, false
+}
+
+// verbOf is the verb of the table the command runs, if any.
+func (k *completer) verbOf(lv *level) *verbs.Verb {
+	if lv.cmd == nil || lv.cmd != lv.top {
+		return nil // daemon status is not agent_status
+	}
+	v := verbs.ByName(lv.cmd.Name)
+	if v == nil || v.CLI != lv.cmd.Name {
+		return nil
+	}
+	return v
+}
+
+// flagSpec says what flag f's value is: the verb table's Enum for the
+// argument of the same name, else flagKinds, else the placeholder of its
+// usage.
+func (k *completer) flagSpec(lv *level, f cli.Flag) valueSpec {
+	name := f.Names()[0]
+	// The command's own verb first; run's open flags are agent_open's
+	// arguments, and an argument's name means one thing in every verb.
+	arg := strings.ReplaceAll(name, "-", "_")
+	if v := k.verbOf(lv); v != nil {
+		for _, a := range v.Args {
+			if spec, ok := argSpec(a); a.Name == arg && ok {
+				return spec
+			}
+		}
+	}
+	if lv.top != nil && lv.cmd == lv.top {
+		for _, v := range verbs.All {
+			for _, a := range v.Args {
+				if spec, ok := argSpec(a); a.Name == arg && ok {
+					return spec
+				}
+			}
+		}
+	}
+	if kind, ok := flagKinds[name]; ok {
+		return valueSpec{kind: kind}
+	}
+	ph, _ := unquoteUsage(usageOf(f))
+	return valueSpec{kind: placeholderKinds[ph]}
+}
+
+// enumCandidates are an argument's Enum; presets with their doc.
+func enumCandidates(a verbs.Arg) []candidate {
+	var enum []candidate
+	for _, e := range a.Enum {
+		c := candidate{value: e}
+		if p, ok := policy.Presets[e]; ok && a.Name == "permission" {
+			c.desc = p.Doc
+		}
+		enum = append(enum, c)
+	}
+	return enum
+}
+
+// values completes cur as a value of spec; prefix (a "--flag=") is put
+// back in front of every candidate.
+func (k *completer) values(spec valueSpec, cur, prefix string) completion {
+	var cands []candidate
+	switch spec.kind {
+	case valNone:
+		return completion{}
+	case valFiles:
+		return completion{directive: directiveFiles}
+	case valDirs:
+		return completion{directive: directiveDirs}
+	case valEnum:
+		cands = spec.enum
+	case valLiveIDs, valDeadIDs, valAnyIDs:
+		for _, a := range k.agentList() {
+			if spec.kind == valAnyIDs || (a.Status.Status == "dead") == (spec.kind == valDeadIDs) {
+				cands = append(cands, candidate{a.AgentID, agentDesc(a)})
+			}
+		}
+	case valChannels:
+		cands = append(cands, candidate{"agent:", "every agent"})
+		for _, a := range k.agentList() {
+			cands = append(cands, candidate{"agent:" + a.AgentID, agentDesc(a)})
+		}
+	case valModels:
+		cands = modelCandidates(cur)
+	case valKinds:
+		// A comma-separated list: complete its last item.
+		done := ""
+		if i := strings.LastIndexByte(cur, ','); i >= 0 {
+			done = cur[:i+1]
+		}
+		for _, kd := range event.Kinds {
+			cands = append(cands, candidate{value: done + string(kd)})
+		}
+	case valCommands:
+		cands = k.commandCandidates(nil, false)
+	}
+	out := filter(cands, cur)
+	for i := range out.cands {
+		out.cands[i].value = prefix + out.cands[i].value
+	}
+	return out
+}
+
+func agentDesc(a verbs.ListEntry) string {
+	return strings.TrimSpace(fmt.Sprintf("%s %s %s", a.Status.Status, a.Model, a.Cwd))
+}
+
+// modelCandidates offers the claude aliases and the backend prefixes; after
+// acp: the ACP agents, after alias/ the efforts.
+func modelCandidates(cur string) []candidate {
+	var out []candidate
+	for _, a := range backend.ModelAliases {
+		out = append(out, candidate{a, "claude"})
+		if strings.HasPrefix(cur, a+"/") {
+			for _, e := range verbs.Efforts {
+				out = append(out, candidate{a + "/" + e, "claude, effort " + e})
+			}
+		}
+	}
+	for _, p := range backend.ModelPrefixes {
+		out = append(out, candidate{p.Prefix, p.Doc})
+	}
+	if strings.HasPrefix(cur, backend.PrefixACP) {
+		for _, n := range backend.ACPAgentNames {
+			out = append(out, candidate{backend.PrefixACP + n, "ACP agent " + n})
+		}
+	}
+	return out
+}
+
+func filter(cands []candidate, cur string) completion {
+	var out []candidate
+	for _, c := range cands {
+		if strings.HasPrefix(c.value, cur) {
+			out = append(out, c)
+		}
+	}
+	return completion{cands: out}
+}

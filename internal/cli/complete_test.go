@@ -1,0 +1,262 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+func testAgents() []verbs.ListEntry {
+	return []verbs.ListEntry{
+		{AgentID: "live1", Status: verbs.Status{Status: "idle", Model: "sonnet", Cwd: "/w"}},
+		{AgentID: "live2", Status: verbs.Status{Status: "working", Model: "opus", Cwd: "/w"}},
+		{AgentID: "dead1", Status: verbs.Status{Status: "dead", Model: "haiku", Cwd: "/w"}},
+	}
+}
+
+// completeWords runs the completer on NewApp's tree with testAgents, and
+// says whether it asked for the agents.
+func completeWords(words ...string) (values []string, directive string, asked bool) {
+	k := &completer{app: NewApp(), agents: func() []verbs.ListEntry { asked = true; return testAgents() }}
+	comp := k.complete(words)
+	for _, c := range comp.cands {
+		values = append(values, c.value)
+	}
+	return values, comp.directive, asked
+}
+
+func TestCompleteWords(t *testing.T) {
+	var presets, modes, efforts, kinds []string
+	presets = append(presets, verbs.PresetNames...)
+	modes = append(modes, verbs.PermissionModes...)
+	efforts = append(efforts, verbs.Efforts...)
+	for _, k := range event.Kinds {
+		kinds = append(kinds, string(k))
+	}
+	var models []string
+	models = append(models, backend.ModelAliases...)
+	for _, p := range backend.ModelPrefixes {
+		models = append(models, p.Prefix)
+	}
+	prefixed := func(p string, vs []string) []string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, p+v)
+		}
+		return out
+	}
+	live := []string{"live1", "live2"}
+	var daemonSubs []string
+	for _, c := range NewApp().Command("daemon").Subcommands {
+		daemonSubs = append(daemonSubs, c.Name)
+	}
+	cases := []struct {
+		words     []string
+		want      []string // exactly, in order
+		directive string
+	}{
+		{words: []string{"daemon", ""}, want: append(slices.Clone(daemonSubs), "help")},
+		{words: []string{"daemon", "st"}, want: []string{"start", "stop", "status"}},
+		{words: []string{"completion", ""}, want: Shells},
+		{words: []string{"completion", "z"}, want: []string{"zsh"}},
+		{words: []string{"completion", "bash", ""}}, // one argument only
+		{words: []string{"help", "daemon", ""}, want: daemonSubs},
+		{words: []string{"help", "clo"}, want: []string{"close"}},
+		{words: []string{"open", "-p", ""}, want: presets},
+		{words: []string{"open", "--permission", "sp"}, want: []string{"specialist"}},
+		{words: []string{"run", "--permission-mode", ""}, want: modes},
+		{words: []string{"open", "--permission-mode=a"}, want: []string{"--permission-mode=acceptEdits", "--permission-mode=auto"}},
+		{words: []string{"open", "--effort", ""}, want: efforts},
+		{words: []string{"output", "--which", ""}, want: verbs.Whiches},
+		{words: []string{"open", "-m", ""}, want: models},
+		{words: []string{"open", "--model", "acp:"}, want: append([]string{"acp:"}, prefixed("acp:", backend.ACPAgentNames)...)},
+		{words: []string{"open", "--model", "opus/"}, want: prefixed("opus/", verbs.Efforts)},
+		{words: []string{"set-model", "live1", ""}, want: models},
+		{words: []string{"set-model", "live1", "so"}, want: []string{"sonnet"}},
+		{words: []string{"tail", "--kinds", ""}, want: kinds},
+		{words: []string{"tail", "--kinds", "usage,tool_r"}, want: []string{"usage,tool_result"}},
+		{words: []string{"tail", ""}, want: []string{"agent:", "agent:live1", "agent:live2", "agent:dead1"}},
+		{words: []string{"tail", "agent:", "agent:l"}, want: []string{"agent:live1", "agent:live2"}},
+		{words: []string{"run", "-C", ""}, directive: directiveDirs},
+		{words: []string{"run", "-C", ".", ""}}, // -C DIR TEXT: the text
+		{words: []string{"run", "--timeout", "1m", "-C", "."}, directive: directiveDirs},
+		{words: []string{"open", "--mcp-config", ""}, directive: directiveFiles},
+		{words: []string{"open", "--mcp-config=x"}, directive: directiveFiles},
+		{words: []string{"open", ""}, directive: directiveDirs},
+		{words: []string{"open", "--id", ""}, want: []string{"dead1"}},
+		{words: []string{"open", "--resume", "--id", "d"}, want: []string{"dead1"}},
+		{words: []string{"run", "--id", ""}, want: []string{"dead1"}}, // open's flag: agent_open's id
+		{words: []string{"forget", ""}, want: []string{"dead1"}},
+		{words: []string{"forget", "dead1", ""}, want: []string{"dead1"}},
+		{words: []string{"permit", "live1", "req", ""}, want: verbs.Decisions},
+		{words: []string{"permit", "--always", ""}, want: live},
+		{words: []string{"send", "live1", ""}},          // TEXT
+		{words: []string{"send", "live1", "hello", ""}}, // nothing beyond
+		{words: []string{"--no-autostart", "daemon", "r"}, want: []string{"restart"}},
+		{words: []string{"nosuch", ""}},
+		{words: []string{"send", "--", "-"}, want: nil},
+		{words: []string{"completion", "--", ""}, want: Shells},
+	}
+	// Every verb whose first positional is ID offers the live agents, or
+	// every agent when it only reads (output, status), with flags before it
+	// of either kind.
+	for _, c := range NewApp().Commands {
+		if strings.HasPrefix(c.ArgsUsage, "ID") {
+			ids := live
+			if v := verbs.ByName(c.Name); v != nil && v.ReadOnly {
+				ids = append(append([]string{}, live...), "dead1")
+			}
+			cases = append(cases, struct {
+				words     []string
+				want      []string
+				directive string
+			}{words: []string{c.Name, ""}, want: ids})
+			var w []string
+			for _, f := range c.Flags {
+				if strings.Contains(c.ArgsUsage, "-"+f.Names()[0]+" ") {
+					continue // run -C DIR TEXT takes no ID
+				}
+				w = append(w, "--"+f.Names()[0])
+				if takesValue(f) {
+					w = append(w, "x")
+				}
+			}
+			cases = append(cases, struct {
+				words     []string
+				want      []string
+				directive string
+			}{words: append(append([]string{c.Name}, w...), "l"), want: live})
+			if len(ids) > len(live) {
+				cases = append(cases, struct {
+					words     []string
+					want      []string
+					directive string
+				}{words: []string{c.Name, "d"}, want: []string{"dead1"}})
+			}
+		}
+	}
+	for _, c := range cases {
+		got, dir, _ := completeWords(c.words...)
+		if !slices.Equal(got, c.want) || dir != c.directive {
+			t.Errorf("%q: got %q directive %q; want %q directive %q", c.words, got, dir, c.want, c.directive)
+		}
+	}
+}
+
+// Every command and every flag of the tree is offered, with no list kept by
+// hand: commands added later are completed too.
+func TestCompleteCoversTheTree(t *testing.T) {
+	app := NewApp()
+	top, _, _ := completeWords("")
+	var walk func(path []string, cmds []*cli.Command, offered []string)
+	walk = func(path []string, cmds []*cli.Command, offered []string) {
+		for _, c := range cmds {
+			if c.Hidden {
+				if slices.Contains(offered, c.Name) {
+					t.Errorf("%v: hidden %s offered", path, c.Name)
+				}
+				continue
+			}
+			if !slices.Contains(offered, c.Name) {
+				t.Errorf("after %q: %s not offered (got %q)", path, c.Name, offered)
+			}
+			p := append(slices.Clone(path), c.Name)
+			flags, _, _ := completeWords(append(slices.Clone(p), "-")...)
+			for _, f := range c.Flags {
+				for _, n := range f.Names() {
+					want := "--" + n
+					if len(n) == 1 {
+						want = "-" + n
+					}
+					if !slices.Contains(flags, want) {
+						t.Errorf("%q: flag %s not offered (got %q)", p, want, flags)
+					}
+				}
+			}
+			if !slices.Contains(flags, "--help") {
+				t.Errorf("%q: --help not offered", p)
+			}
+			if len(c.Subcommands) > 0 {
+				subs, _, _ := completeWords(append(slices.Clone(p), "")...)
+				walk(p, c.Subcommands, subs)
+			}
+		}
+	}
+	walk(nil, app.Commands, top)
+	if !slices.Contains(top, "help") {
+		t.Errorf("help not offered at the top: %q", top)
+	}
+	if slices.Contains(top, completeCmdName) {
+		t.Errorf("%s is offered", completeCmdName)
+	}
+}
+
+// The daemon is asked only when an agent id is to be completed.
+func TestCompleteAsksTheDaemonOnlyForIDs(t *testing.T) {
+	for _, w := range [][]string{{""}, {"open", "-p", ""}, {"send", "-"}, {"daemon", ""}, {"send", "x", ""}} {
+		if _, _, asked := completeWords(w...); asked {
+			t.Errorf("%q asked the daemon for its agents", w)
+		}
+	}
+	if _, _, asked := completeWords("send", ""); !asked {
+		t.Errorf("send ID did not ask for the agents")
+	}
+	// No daemon: no ids, and no error.
+	k := &completer{app: NewApp(), agents: func() []verbs.ListEntry { return nil }}
+	if got := k.complete([]string{"send", ""}); len(got.cands) != 0 {
+		t.Errorf("no daemon: got %v", got.cands)
+	}
+}
+
+// Through the real command line: __complete with no daemon prints what the
+// tree gives, starts nothing, creates nothing, and exits 0; the flag of
+// urfave's old mechanism is an unknown flag now.
+func TestCompleteCommandRunsNoVerb(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("KAIMON_HOME", home)
+	t.Setenv("KAIMON_SOCK_DIR", "")
+	t.Setenv("KAIMON_NO_AUTOSTART", "")
+	t.Setenv("KAIMON_AGENTD_BIN", filepath.Join(home, "no-such-agentd")) // were it started, it would fail loudly
+	run := func(args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), append([]string{"kaimon"}, args...), strings.NewReader(""), &out, &errb)
+		return out.String(), errb.String(), code
+	}
+	out, errs, code := run(completeCmdName, "--", "send", "")
+	if code != 0 || out != "" || errs != "" {
+		t.Errorf("__complete send '': exit %d, stdout %q, stderr %q; want 0 and nothing", code, out, errs)
+	}
+	out, _, code = run(completeCmdName, "--", "open", "--permission", "")
+	if code != 0 || strings.Fields(out)[0] != verbs.PresetNames[0] {
+		t.Errorf("__complete open --permission '': exit %d, %q", code, out)
+	}
+	out, _, code = run(completeCmdName, "--", "send", "--")
+	if code != 0 || !strings.Contains(out, "--json") {
+		t.Errorf("__complete send --: exit %d, %q", code, out)
+	}
+	if ents, _ := os.ReadDir(home); len(ents) != 0 {
+		t.Errorf("__complete created %v in KAIMON_HOME", ents)
+	}
+	_, errs, code = run("send", "x", "--generate-bash-completion")
+	if code != ExitUsage || !strings.Contains(errs, "generate-bash-completion") {
+		t.Errorf("send --generate-bash-completion: exit %d, %q; want a usage error", code, errs)
+	}
+	help, _, _ := run("--help")
+	if strings.Contains(help, completeCmdName) {
+		t.Errorf("--help shows %s", completeCmdName)
+	}
+	man, err := NewApp().ToManWithSection(1)
+	if err != nil || strings.Contains(man, completeCmdName) {
+		t.Errorf("the man page shows %s (%v)", completeCmdName, err)
+	}
+}

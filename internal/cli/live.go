@@ -1,0 +1,372 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fatih/color"
+	"github.com/mattn/go-isatty"
+	"github.com/urfave/cli/v2"
+
+	"github.com/kaimon/kaimon/internal/client"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// setColor turns colour off for the whole run when --no-color, NO_COLOR
+// (https://no-color.org: set and not empty) or TERM=dumb says so. It is the
+// one place that decides; fatih/color has already turned it off when
+// stdout is not a terminal.
+func setColor(noColor bool) {
+	if noColor || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		color.NoColor = true
+	}
+}
+
+// ExitDetached is kaimon run's exit code when a second Ctrl-C left the
+// turn running: 128 + SIGINT, as a shell reports a command Ctrl-C ended.
+const ExitDetached = 130
+
+// interrupts routes Main's signals. SIGINT and SIGTERM cancel the
+// command's context, as signal.NotifyContext would; but while a command
+// catches interrupts (catchInterrupts), SIGINT goes to it instead, so that
+// kaimon run can answer Ctrl-C by interrupting the turn, not by leaving.
+type interrupts struct {
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	catch  chan os.Signal
+}
+
+type interruptsKey struct{}
+
+// notifyContext is the context Main runs a command with; stop releases
+// the signals.
+func notifyContext(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	in := &interrupts{cancel: cancel}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				in.deliver(sig)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return context.WithValue(ctx, interruptsKey{}, in), func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
+}
+
+func (in *interrupts) deliver(sig os.Signal) {
+	in.mu.Lock()
+	c := in.catch
+	in.mu.Unlock()
+	if c != nil && sig == os.Interrupt {
+		select {
+		case c <- sig:
+		default: // two pending already say "detach"
+		}
+		return
+	}
+	in.cancel()
+}
+
+// catchInterrupts sends SIGINT to the returned channel instead of
+// cancelling ctx, until release. Without Main's signal routing (Run called
+// by a test) the channel never fires.
+func catchInterrupts(ctx context.Context) (<-chan os.Signal, func()) {
+	in, _ := ctx.Value(interruptsKey{}).(*interrupts)
+	if in == nil {
+		return nil, func() {}
+	}
+	c := make(chan os.Signal, 2) // a quick double Ctrl-C is both seen
+	in.mu.Lock()
+	in.catch = c
+	in.mu.Unlock()
+	return c, func() {
+		in.mu.Lock()
+		in.catch = nil
+		in.mu.Unlock()
+	}
+}
+
+// detachedError ends a run that a second Ctrl-C detached from. The agent
+// goes on with its turn, but for run -C's, a throwaway: that one is
+// closed (closed says whether that worked).
+type detachedError struct {
+	id        string
+	throwaway bool
+	closed    bool
+}
+
+// codeDetached is the --json error code of a detached run (exit 130).
+const codeDetached = "detached"
+
+func (e *detachedError) Error() string {
+	switch {
+	case e.throwaway && e.closed:
+		return fmt.Sprintf("detached: closed agent %s, run -C's throwaway, with its turn", e.id)
+	case e.throwaway:
+		return fmt.Sprintf("detached: agent %s, run -C's throwaway, could not be closed (kaimon close %s)", e.id, e.id)
+	}
+	return fmt.Sprintf("detached: agent %s goes on with its turn (kaimon output %s, kaimon interrupt %s)", e.id, e.id, e.id)
+}
+
+// isTerminal says whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// hintDelay is how long a run whose output is not a terminal goes before
+// it reads its stream for permission requests (the stream is open from
+// the start, so none is missed): most turns end quickly and never ask,
+// and a person answering a question takes seconds anyway, so the common
+// turn is spared decoding its stream.
+const hintDelay = 750 * time.Millisecond
+
+// resultWait bounds how long a run that ended waits for its event stream
+// to catch up with the turn's result before it prints what is left.
+const resultWait = 5 * time.Second
+
+// runTurn runs one turn of agent id with agent_run, whose return decides
+// what stdout gets and the exit code, exactly as without a terminal.
+// Beside it, it follows the agent's events from the moment it sends: on a
+// terminal (stdout, without --json) to render the turn as it happens, with
+// the usage on stderr at the end; otherwise only to tell of permission
+// requests on stderr. Ctrl-C interrupts the turn; a second one detaches.
+// throwaway (run -C) changes only the words: the caller closes the agent.
+func runTurn(c *cli.Context, cl *client.Client, id, text string, timeout time.Duration, throwaway bool) error {
+	stdout, stderr := c.App.Writer, c.App.ErrWriter
+	live := !c.Bool("json") && isTerminal(stdout)
+	start := time.Now()
+	f := &follower{id: id, text: text, start: start, live: live, errw: stderr,
+		p: newPretty(stdout, false), result: make(chan *event.Envelope, 1), done: make(chan struct{})}
+	f.p.run = true
+	if live {
+		f.p.startSpinner(stderr)
+		f.p.busy(id, start)
+	}
+	fctx, stopFollow := context.WithCancel(c.Context)
+	// Open the stream before the turn is sent, from the agent's end as it
+	// is now: nothing of the turn is missed, and none of its history is
+	// read. The stream is a courtesy: without it the run goes on.
+	w, werr := cl.EventsFromNow(fctx, id)
+	if werr != nil {
+		w = nil
+	}
+	go f.follow(fctx, w)
+	endFollow := func() {
+		stopFollow()
+		<-f.done
+		f.p.stopSpinner()
+	}
+
+	sigs, release := catchInterrupts(c.Context)
+	defer release()
+	rctx, cancelRun := context.WithCancel(c.Context)
+	defer cancelRun()
+	type outcome struct {
+		res *verbs.RunResult
+		err error
+	}
+	ran := make(chan outcome, 1)
+	go func() {
+		res, err := cl.Run(rctx, &verbs.RunArgs{AgentID: id, Text: text, Timeout: timeout.Seconds()})
+		ran <- outcome{res, err}
+	}()
+	var out outcome
+	interrupted, detached := false, false
+wait:
+	for {
+		select {
+		case out = <-ran:
+			break wait
+		case <-sigs:
+			if live {
+				f.p.pastEcho()
+			}
+			if interrupted {
+				detached = true
+				cancelRun()
+				continue
+			}
+			interrupted = true
+			again := "Ctrl-C again to leave it running and detach"
+			if throwaway {
+				again = "Ctrl-C again to close it at once"
+			}
+			f.p.note(stderr, fmt.Sprintf("kaimon: interrupting the turn of agent %s (%s)", id, again))
+			go func() {
+				ictx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+				defer cancel()
+				r, err := cl.Interrupt(ictx, &verbs.InterruptArgs{AgentID: id})
+				switch {
+				case err != nil:
+					f.p.note(stderr, "kaimon: interrupt: "+err.Error())
+				case !r.Interrupted:
+					f.p.note(stderr, "kaimon: nothing to interrupt; waiting for the turn to end")
+				}
+			}()
+		}
+	}
+	if detached {
+		endFollow()
+		return &detachedError{id: id}
+	}
+	res, err := out.res, out.err
+	var ve *verbs.Error
+	final, hasText := "", false
+	switch {
+	case err == nil:
+		final, hasText = res.Text, true
+	case errors.As(err, &ve) && ve.Text != "":
+		final, hasText = ve.Text, true
+	}
+	if !live {
+		endFollow()
+		if err != nil {
+			if hasText && !c.Bool("json") {
+				fmt.Fprintln(stdout, final)
+			}
+			return fail(c, err)
+		}
+		return emit(c, res, func(w io.Writer) { fmt.Fprintln(w, res.Text) })
+	}
+	// Live: let the stream catch up with the turn's result (not on a
+	// timeout, where the turn goes on), then complete what it showed.
+	var result *event.Envelope
+	if err == nil || ve != nil && ve.Code == verbs.CodeTurnFailed {
+		t := time.NewTimer(resultWait)
+		select {
+		case result = <-f.result:
+		case <-f.done: // the stream ended: with the result, or without
+			select {
+			case result = <-f.result:
+			default:
+			}
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	endFollow()
+	if hasText && final != "" && !strings.HasPrefix(f.p.lastShown(id), final) {
+		fmt.Fprintln(stdout, final)
+	}
+	if result != nil {
+		fmt.Fprintln(stderr, usageLine(result, time.Since(start)))
+	}
+	if err != nil {
+		return fail(c, err)
+	}
+	return nil
+}
+
+// usageLine is the one-line summary of a turn's result.
+func usageLine(e *event.Envelope, elapsed time.Duration) string {
+	var d event.ResultData
+	_ = json.Unmarshal(e.Data, &d)
+	u := d.Usage
+	s := fmt.Sprintf("turn %d · %s · tokens in %d, out %d", e.Turn, d.StopReason, u.InputTokens, u.OutputTokens)
+	if u.CacheReadTokens+u.CacheCreationTokens > 0 {
+		s += fmt.Sprintf(", cache read %d, write %d", u.CacheReadTokens, u.CacheCreationTokens)
+	}
+	s += " · " + elapsed.Round(100*time.Millisecond).String()
+	if event.Failed(d.StopReason) {
+		return red.Sprint("✗ " + s)
+	}
+	return faint.Sprint("✓ " + s)
+}
+
+// follower follows one run's turn on the agent's event stream.
+type follower struct {
+	id, text string
+	start    time.Time // when the run sent, for the elapsed time
+	live     bool      // render the turn; else only tell of permission requests
+	errw     io.Writer
+	p        *pretty
+	turn     int                  // the run's turn, once its user_text is seen
+	result   chan *event.Envelope // the run's turn's result
+	done     chan struct{}
+}
+
+// follow reads w (opened from the agent's end before the run sent; nil
+// when it could not be) until ctx ends. The run's turn is the one whose
+// user_text is the run's text, from then on: a turn sent while another
+// runs waits in a queue, and opens later. Not live, it starts reading
+// only after hintDelay; what the stream held meanwhile is not lost (the
+// daemon fills what its queue dropped from the log).
+func (f *follower) follow(ctx context.Context, w *client.Watcher) {
+	defer close(f.done)
+	if w == nil {
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { w.Close() })
+	defer stop()
+	if !f.live {
+		t := time.NewTimer(hintDelay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+	for {
+		e, err := w.Next()
+		if err != nil {
+			return
+		}
+		if e.Kind == event.Permission {
+			// Whichever turn asks, the run waits on the answer.
+			f.permission(e)
+			continue
+		}
+		if f.turn == 0 && e.Kind == event.UserText {
+			var d event.TextData
+			if json.Unmarshal(e.Data, &d) == nil && d.Content.Text == f.text {
+				f.turn = e.Turn
+			}
+		}
+		if f.turn == 0 || e.Turn != f.turn {
+			continue
+		}
+		if f.live {
+			f.p.print(e)
+		}
+		if e.Kind == event.Result {
+			f.result <- e
+			return
+		}
+	}
+}
+
+// permission renders a permission event: live, every one; otherwise the
+// questions, on stderr.
+func (f *follower) permission(e *event.Envelope) {
+	if f.live {
+		f.p.print(e)
+		return
+	}
+	var d event.PermissionData
+	if json.Unmarshal(e.Data, &d) != nil || d.Decision != "" {
+		return
+	}
+	fmt.Fprintln(f.errw, permissionLines("kaimon: ", e.AgentID, &d))
+}

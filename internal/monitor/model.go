@@ -1,0 +1,835 @@
+package monitor
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// Daemon is what the monitor asks of kaimon-agentd. The real one is a
+// client of its socket; tests give a fake.
+type Daemon interface {
+	List(ctx context.Context) ([]verbs.ListEntry, error)
+	Close(ctx context.Context, id string) error
+	Forget(ctx context.Context, id string) error
+	Permit(ctx context.Context, id, requestID, decision string) error
+	// History is the agent's event log, every authoritative envelope.
+	History(ctx context.Context, id string) ([]event.Envelope, error)
+}
+
+// Messages the model takes, besides keys and window sizes.
+type (
+	// EnvelopeMsg is one envelope read from the bus.
+	EnvelopeMsg struct{ Env event.Envelope }
+	// ConnectedMsg says the bus subscription is in force: the agent list
+	// is (re)read.
+	ConnectedMsg struct{}
+	// DisconnectedMsg says the daemon cannot be reached; the follower
+	// keeps trying.
+	DisconnectedMsg struct{ Err error }
+	// listMsg is agent_list's answer to request gen.
+	listMsg struct {
+		gen    int
+		agents []verbs.ListEntry
+		err    error
+	}
+	// backfillMsg is an agent's log, read for its feed.
+	backfillMsg struct {
+		id   string
+		envs []event.Envelope
+		err  error
+	}
+	// historyMsg is an agent's log, read for the history screen.
+	historyMsg struct {
+		id   string
+		envs []event.Envelope
+		err  error
+	}
+	// doneMsg is the outcome of an action (close, forget, permit).
+	doneMsg struct {
+		what   string
+		forgot string // the id forgotten, on success
+		err    error
+	}
+	tickMsg time.Time
+)
+
+// Status values of the daemon's FSM (internal/session; a test checks them),
+// and the monitor's own for an agent waiting on a permission.
+const (
+	stStarting   = "starting"
+	stIdle       = "idle"
+	stWorking    = "working"
+	stDead       = "dead"
+	stPermission = "permission"
+)
+
+// feedCap bounds the envelopes kept per agent for its feed.
+const feedCap = 2000
+
+type agent struct {
+	verbs.ListEntry
+	last    time.Time // last activity
+	envs    []event.Envelope
+	open    *stream
+	pending []pending // permission requests without a decision, oldest first
+	// dirty is the list generation current when an envelope last changed
+	// the row: a list asked for before that is older than the row.
+	dirty      int
+	backfilled bool
+	filling    bool
+	cache      feedCache
+}
+
+// feedCache keeps an agent's feed rendered: View runs after every
+// message, and streamed chunks come by the hundred.
+type feedCache struct {
+	width       int
+	n           int
+	first, last uint64
+	lines       []string
+}
+
+// feedWindow is how many of the latest envelopes the feed pane renders;
+// the history screen shows them all.
+const feedWindow = 400
+
+// feed is the agent's feed at width: its latest envelopes, then the block
+// streaming.
+func (a *agent) feed(width int) []string {
+	envs := a.envs[max(len(a.envs)-feedWindow, 0):]
+	c := &a.cache
+	if c.lines == nil || c.width != width || c.n != len(envs) || len(envs) > 0 && (c.first != envs[0].Seq || c.last != envs[len(envs)-1].Seq) {
+		*c = feedCache{width: width, n: len(envs), lines: renderFeed(a.AgentID, envs, nil, width)}
+		if len(envs) > 0 {
+			c.first, c.last = envs[0].Seq, envs[len(envs)-1].Seq
+		}
+	}
+	if a.open == nil {
+		return c.lines
+	}
+	return append(c.lines[:len(c.lines):len(c.lines)], renderFeed(a.AgentID, nil, a.open, width)...)
+}
+
+type pending struct {
+	turn int
+	req  event.PermissionData
+}
+
+// status is what the table shows: a waiting permission is its own state.
+func (a *agent) status() string {
+	if len(a.pending) > 0 && a.Status.Status != stDead {
+		return stPermission
+	}
+	return a.Status.Status
+}
+
+type mode int
+
+const (
+	modeMain mode = iota
+	modeConfirm
+	modePermit
+	modeHistory
+)
+
+// Model is the monitor's state; Update is pure but for the commands it
+// returns, so tests drive it with messages and read View.
+type Model struct {
+	d    Daemon
+	home string
+	now  func() time.Time
+
+	width, height int
+
+	agents []*agent
+	byID   map[string]*agent
+	selID  string
+
+	connected bool
+	downErr   string
+	listGen   int
+	listing   bool
+	relist    bool // an unknown agent was named while a list was in flight
+
+	mode    mode
+	confirm string // the agent x asks about
+	flash   string
+
+	keys     keyMap
+	help     help.Model
+	showHelp bool
+
+	hist historyView
+}
+
+type historyView struct {
+	id      string
+	loading bool
+	err     error
+	envs    []event.Envelope
+	lines   []string
+	vp      viewport.Model
+	search  textinput.Model
+	typing  bool
+	query   string
+	matches []int
+	match   int
+}
+
+// New returns a model that talks to d. home shortens paths (~).
+func New(d Daemon, home string) *Model {
+	m := &Model{d: d, home: home, now: time.Now, byID: map[string]*agent{}, keys: defaultKeys(), help: help.New(),
+		width: 80, height: 24}
+	m.hist.search = textinput.New()
+	m.hist.search.Prompt = "/"
+	return m
+}
+
+// Init starts the clock that ages the relative times.
+func (m *Model) Init() tea.Cmd { return tick() }
+
+func tick() tea.Cmd {
+	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+type keyMap struct {
+	Up, Down, Close, History, Permit, Help, Quit key.Binding
+	PgUp, PgDn, Top, Bottom, Search, Next, Back  key.Binding
+	Yes, No, Allow, Deny                         key.Binding
+}
+
+func defaultKeys() keyMap {
+	b := func(keys []string, h, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(h, desc))
+	}
+	return keyMap{
+		Up:      b([]string{"up", "k"}, "↑/k", "up"),
+		Down:    b([]string{"down", "j"}, "↓/j", "down"),
+		Close:   b([]string{"x"}, "x", "close/dismiss"),
+		History: b([]string{"enter"}, "enter", "history"),
+		Permit:  b([]string{"p"}, "p", "permit"),
+		Help:    b([]string{"?"}, "?", "help"),
+		Quit:    b([]string{"q", "ctrl+c"}, "q", "quit"),
+		PgUp:    b([]string{"pgup", "b"}, "pgup", "page up"),
+		PgDn:    b([]string{"pgdown", "space", "f"}, "pgdn", "page down"),
+		Top:     b([]string{"g", "home"}, "g", "top"),
+		Bottom:  b([]string{"G", "end"}, "G", "bottom"),
+		Search:  b([]string{"/"}, "/", "search"),
+		Next:    b([]string{"n"}, "n", "next match"),
+		Back:    b([]string{"esc"}, "esc", "back"),
+		Yes:     b([]string{"y"}, "y", "yes"),
+		No:      b([]string{"n", "esc"}, "n", "no"),
+		Allow:   b([]string{"a"}, "a", "allow"),
+		Deny:    b([]string{"d"}, "d", "deny"),
+	}
+}
+
+// ShortHelp and FullHelp make keyMap a help.KeyMap.
+func (k keyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.Up, k.Down, k.Close, k.History, k.Permit, k.Help, k.Quit}
+}
+
+func (k keyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.Up, k.Down, k.Close, k.Permit},
+		{k.History, k.PgUp, k.PgDn, k.Top, k.Bottom},
+		{k.Search, k.Next, k.Back, k.Help, k.Quit},
+	}
+}
+
+// Update applies one message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	cmd := m.update(msg)
+	return m, tea.Batch(cmd, m.backfill())
+}
+
+func (m *Model) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.SetWidth(msg.Width)
+		m.layoutHistory()
+		if m.mode == modeHistory && !m.hist.loading {
+			m.renderHistoryLines() // wrapped anew at the new width
+		}
+		return nil
+	case tickMsg:
+		return tick()
+	case ConnectedMsg:
+		m.connected, m.downErr = true, ""
+		// What was published while away is in the logs: feeds are read
+		// again (and joined by seq) when next shown.
+		for _, a := range m.agents {
+			a.backfilled = false
+		}
+		return m.list()
+	case DisconnectedMsg:
+		m.connected = false
+		m.downErr = "daemon not running — waiting"
+		if msg.Err != nil {
+			m.downErr += " (" + firstLine(msg.Err.Error()) + ")"
+		}
+		return nil
+	case listMsg:
+		return m.applyList(msg)
+	case EnvelopeMsg:
+		return m.apply(&msg.Env)
+	case backfillMsg:
+		if a := m.byID[msg.id]; a != nil {
+			// Done, or failed: it is not asked again before a reconnect
+			// (every message would ask again).
+			a.filling, a.backfilled = false, true
+			if msg.err != nil {
+				m.flash = "reading the log of " + msg.id + ": " + firstLine(msg.err.Error())
+				return nil
+			}
+			m.merge(a, msg.envs)
+		}
+		return nil
+	case historyMsg:
+		if m.mode == modeHistory && m.hist.id == msg.id {
+			m.hist.loading, m.hist.err, m.hist.envs = false, msg.err, msg.envs
+			m.renderHistoryLines()
+			m.hist.vp.GotoBottom()
+		}
+		return nil
+	case doneMsg:
+		if msg.err != nil {
+			m.flash = msg.what + ": " + firstLine(msg.err.Error())
+			return nil
+		}
+		m.flash = msg.what
+		if msg.forgot != "" {
+			m.remove(msg.forgot)
+		}
+		return nil
+	case tea.KeyPressMsg:
+		return m.key(msg)
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// list asks for agent_list, unless a request is in flight already.
+func (m *Model) list() tea.Cmd {
+	if m.listing {
+		m.relist = true
+		return nil
+	}
+	m.listing, m.relist = true, false
+	m.listGen++
+	gen, d := m.listGen, m.d
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		agents, err := d.List(ctx)
+		return listMsg{gen: gen, agents: agents, err: err}
+	}
+}
+
+func (m *Model) applyList(msg listMsg) tea.Cmd {
+	m.listing = false
+	if msg.err != nil {
+		m.flash = "agent_list: " + firstLine(msg.err.Error())
+	} else {
+		seen := map[string]bool{}
+		for _, e := range msg.agents {
+			seen[e.AgentID] = true
+			a := m.byID[e.AgentID]
+			switch {
+			case a == nil:
+				a = &agent{ListEntry: e}
+				m.byID[e.AgentID] = a
+				m.agents = append(m.agents, a)
+				a.pending = listPending(nil, e)
+			case a.dirty >= msg.gen:
+				// Envelopes since the request are newer than the answer:
+				// keep what they said (pending permissions included),
+				// take the rest.
+				st, turn, u := a.Status.Status, a.Turn, a.Usage
+				a.ListEntry = e
+				a.Status.Status, a.Turn = st, max(turn, e.Turn)
+				a.Usage.InputTokens = max(u.InputTokens, e.Usage.InputTokens)
+				a.Usage.OutputTokens = max(u.OutputTokens, e.Usage.OutputTokens)
+			default:
+				a.ListEntry = e
+				a.pending = listPending(a.pending, e)
+			}
+			if t, err := time.Parse(time.RFC3339Nano, e.LastActivity); err == nil && t.After(a.last) {
+				a.last = t
+			}
+		}
+		for id, a := range m.byID {
+			if !seen[id] && a.dirty < msg.gen {
+				m.remove(id) // forgotten meanwhile
+			}
+		}
+		m.sort()
+	}
+	if m.relist {
+		return m.list()
+	}
+	return nil
+}
+
+// listPending is the agent's pending permissions as the list says: the
+// list is the source (bus events update them between lists), and a request
+// already known from its event keeps the event's fuller data.
+func listPending(known []pending, e verbs.ListEntry) []pending {
+	var out []pending
+	for _, pp := range e.PendingPermissions {
+		p := pending{turn: e.Turn, req: event.PermissionData{
+			RequestID: pp.RequestID,
+			ToolCall:  event.ToolCall{Title: cmp.Or(pp.Title, pp.Tool)},
+			ExpiresAt: pp.ExpiresAt,
+		}}
+		for _, k := range known {
+			if k.req.RequestID == pp.RequestID {
+				p = k
+				break
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// sort puts live agents first, then dead ones, each by creation.
+func (m *Model) sort() {
+	sort.SliceStable(m.agents, func(i, j int) bool {
+		a, b := m.agents[i], m.agents[j]
+		if (a.Status.Status == stDead) != (b.Status.Status == stDead) {
+			return b.Status.Status == stDead
+		}
+		if a.CreatedAt != b.CreatedAt {
+			return a.CreatedAt < b.CreatedAt
+		}
+		return a.AgentID < b.AgentID
+	})
+	if m.selID == "" && len(m.agents) > 0 {
+		m.selID = m.agents[0].AgentID
+	}
+}
+
+func (m *Model) remove(id string) {
+	if m.byID[id] == nil {
+		return
+	}
+	delete(m.byID, id)
+	i := m.index(id)
+	m.agents = append(m.agents[:i], m.agents[i+1:]...)
+	if m.selID == id {
+		m.selID = ""
+		if len(m.agents) > 0 {
+			m.selID = m.agents[min(i, len(m.agents)-1)].AgentID
+		}
+	}
+}
+
+func (m *Model) index(id string) int {
+	for i, a := range m.agents {
+		if a.AgentID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (m *Model) selected() *agent { return m.byID[m.selID] }
+
+// apply takes one envelope from the bus into its agent's row and feed.
+func (m *Model) apply(e *event.Envelope) tea.Cmd {
+	if e.AgentID == "" {
+		return nil
+	}
+	var cmd tea.Cmd
+	a := m.byID[e.AgentID]
+	if a == nil {
+		// An agent opened since the list: show it now, learn the rest.
+		a = &agent{ListEntry: verbs.ListEntry{AgentID: e.AgentID, Status: verbs.Status{Status: stStarting}}}
+		a.CreatedAt = e.TS.Format(time.RFC3339Nano)
+		m.byID[e.AgentID] = a
+		m.agents = append(m.agents, a)
+		cmd = m.list()
+	}
+	a.dirty = m.listGen
+	if e.TS.After(a.last) {
+		a.last = e.TS
+	}
+	if e.Turn > a.Turn {
+		a.Turn = e.Turn
+	}
+	m.track(a, e, true)
+	if e.Kind == event.Status {
+		m.sort()
+	}
+	if m.selID == "" {
+		m.selID = a.AgentID
+	}
+	// The feed.
+	if event.Authoritative(e.Kind, e.Data) {
+		if e.Kind == event.AssistantText || e.Kind == event.Thought {
+			if a.open != nil && a.open.kind == e.Kind {
+				a.open = nil
+			}
+		}
+		a.envs = insert(a.envs, *e)
+		return cmd
+	}
+	if e.Kind == event.AssistantText || e.Kind == event.Thought {
+		var d event.TextData
+		_ = json.Unmarshal(e.Data, &d)
+		if a.open == nil || a.open.kind != e.Kind || a.open.turn != e.Turn {
+			a.open = &stream{kind: e.Kind, turn: e.Turn}
+		}
+		a.open.text += d.Content.Text
+	}
+	return cmd
+}
+
+// track updates an agent's pending permissions from e and, when e is new
+// (not read back from the log), its status and usage.
+func (m *Model) track(a *agent, e *event.Envelope, isNew bool) {
+	switch e.Kind {
+	case event.Status:
+		var d event.StatusData
+		if json.Unmarshal(e.Data, &d) != nil || d.Status == "" {
+			return
+		}
+		if d.Status == stDead {
+			a.pending = nil
+		}
+		if !isNew {
+			return
+		}
+		a.Status.Status = d.Status
+		if d.Status == stDead {
+			a.open = nil
+		} else {
+			a.Reason = ""
+		}
+	case event.Result:
+		var d event.ResultData
+		if isNew && json.Unmarshal(e.Data, &d) == nil {
+			a.Usage = a.Usage.Add(d.Usage)
+		}
+		// The turn is over: whatever it asked is moot.
+		kept := a.pending[:0]
+		for _, p := range a.pending {
+			if p.turn > e.Turn {
+				kept = append(kept, p)
+			}
+		}
+		a.pending = kept
+	case event.Permission:
+		var d event.PermissionData
+		if json.Unmarshal(e.Data, &d) != nil || d.RequestID == "" {
+			return
+		}
+		for i, p := range a.pending {
+			if p.req.RequestID == d.RequestID {
+				a.pending = append(a.pending[:i], a.pending[i+1:]...)
+				break
+			}
+		}
+		if d.Decision == "" {
+			a.pending = append(a.pending, pending{turn: e.Turn, req: d})
+		}
+	}
+}
+
+// insert adds e to envs in seq order, once; the oldest go past feedCap.
+func insert(envs []event.Envelope, e event.Envelope) []event.Envelope {
+	i := sort.Search(len(envs), func(i int) bool { return envs[i].Seq >= e.Seq })
+	if i < len(envs) && envs[i].Seq == e.Seq {
+		return envs
+	}
+	envs = append(envs, event.Envelope{})
+	copy(envs[i+1:], envs[i:])
+	envs[i] = e
+	if len(envs) > feedCap {
+		envs = envs[len(envs)-feedCap:]
+	}
+	return envs
+}
+
+// merge joins an agent's log with what the bus brought meanwhile, and
+// recomputes its pending permissions from the whole.
+func (m *Model) merge(a *agent, log []event.Envelope) {
+	live := a.envs
+	a.envs = nil
+	for _, e := range log {
+		a.envs = insert(a.envs, e)
+	}
+	for _, e := range live {
+		a.envs = insert(a.envs, e)
+	}
+	// Only the pending permissions: status and usage are the list's and
+	// the bus's, which are newer and already count these.
+	a.pending = nil
+	for i := range a.envs {
+		m.track(a, &a.envs[i], false)
+	}
+	if a.Status.Status == stDead {
+		a.pending = nil
+	}
+}
+
+// backfill reads an agent's log once, so its feed starts with what
+// happened before the monitor did: the selected agent's, and that of every
+// working agent, which may be waiting on a permission asked before.
+func (m *Model) backfill() tea.Cmd {
+	if !m.connected {
+		return nil
+	}
+	var cmds []tea.Cmd
+	for _, a := range m.agents {
+		if a.backfilled || a.filling || a.AgentID != m.selID && a.Status.Status != stWorking {
+			continue
+		}
+		a.filling = true
+		id, d := a.AgentID, m.d
+		cmds = append(cmds, func() tea.Msg {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			envs, err := d.History(ctx, id)
+			return backfillMsg{id: id, envs: envs, err: err}
+		})
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
+	if k.String() == "ctrl+c" {
+		return tea.Quit
+	}
+	switch m.mode {
+	case modeConfirm:
+		id := m.confirm
+		switch {
+		case key.Matches(k, m.keys.Yes):
+			m.mode = modeMain
+			m.flash = "closing " + id + "…"
+			d := m.d
+			return func() tea.Msg {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				err := d.Close(ctx, id)
+				return doneMsg{what: "closed " + id, err: err}
+			}
+		case key.Matches(k, m.keys.No):
+			m.mode, m.flash = modeMain, ""
+		}
+		return nil
+	case modePermit:
+		a := m.selected()
+		if a == nil || len(a.pending) == 0 {
+			m.mode = modeMain
+			return nil
+		}
+		decision := ""
+		switch {
+		case key.Matches(k, m.keys.Allow):
+			decision = verbs.Allow
+		case key.Matches(k, m.keys.Deny):
+			decision = verbs.Deny
+		case key.Matches(k, m.keys.Back):
+			m.mode = modeMain
+			return nil
+		default:
+			return nil
+		}
+		m.mode = modeMain
+		id, req, d := a.AgentID, a.pending[0].req.RequestID, m.d
+		m.flash = "answering " + req + "…"
+		return func() tea.Msg {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err := d.Permit(ctx, id, req, decision)
+			return doneMsg{what: fmt.Sprintf("%s: %s %s", id, decision, req), err: err}
+		}
+	case modeHistory:
+		return m.historyKey(k)
+	}
+	switch {
+	case key.Matches(k, m.keys.Quit):
+		return tea.Quit
+	case key.Matches(k, m.keys.Help):
+		m.showHelp = !m.showHelp
+	case key.Matches(k, m.keys.Back):
+		m.showHelp, m.flash = false, ""
+	case key.Matches(k, m.keys.Up):
+		m.move(-1)
+	case key.Matches(k, m.keys.Down):
+		m.move(1)
+	case key.Matches(k, m.keys.Close):
+		a := m.selected()
+		if a == nil {
+			return nil
+		}
+		if a.Status.Status != stDead {
+			m.mode, m.confirm = modeConfirm, a.AgentID
+			return nil
+		}
+		id, d := a.AgentID, m.d
+		m.flash = "dismissing " + id + "…"
+		return func() tea.Msg {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err := d.Forget(ctx, id)
+			if err != nil {
+				return doneMsg{what: "forget " + id, err: err}
+			}
+			return doneMsg{what: "dismissed " + id, forgot: id}
+		}
+	case key.Matches(k, m.keys.Permit):
+		a := m.selected()
+		if a == nil || len(a.pending) == 0 {
+			m.flash = "no permission request is waiting"
+			return nil
+		}
+		m.mode = modePermit
+	case key.Matches(k, m.keys.History):
+		a := m.selected()
+		if a == nil {
+			return nil
+		}
+		m.mode, m.showHelp = modeHistory, false
+		m.hist = historyView{id: a.AgentID, loading: true, search: m.hist.search, vp: viewport.New()}
+		m.hist.search.Reset()
+		m.layoutHistory()
+		id, d := a.AgentID, m.d
+		return func() tea.Msg {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			envs, err := d.History(ctx, id)
+			return historyMsg{id: id, envs: envs, err: err}
+		}
+	}
+	return nil
+}
+
+func (m *Model) move(by int) {
+	if len(m.agents) == 0 {
+		return
+	}
+	i := m.index(m.selID) + by
+	i = max(0, min(i, len(m.agents)-1))
+	m.selID = m.agents[i].AgentID
+}
+
+func (m *Model) layoutHistory() {
+	m.hist.vp.SetWidth(m.width)
+	m.hist.vp.SetHeight(max(m.height-2, 1))
+	m.hist.search.SetWidth(max(m.width-4, 4))
+}
+
+// renderHistoryLines renders the history at the screen's width, keeping
+// the line at the top of the screen (as a fraction) and the search.
+func (m *Model) renderHistoryLines() {
+	h := &m.hist
+	frac := 0.0
+	if len(h.lines) > 0 {
+		frac = float64(h.vp.YOffset()) / float64(len(h.lines))
+	}
+	atBottom := h.vp.AtBottom()
+	h.lines = renderFeed(h.id, h.envs, nil, max(m.width-1, 10))
+	h.vp.SetContentLines(h.lines)
+	if atBottom {
+		h.vp.GotoBottom()
+	} else {
+		h.vp.SetYOffset(int(frac * float64(len(h.lines))))
+	}
+	m.findMatches()
+}
+
+func (m *Model) historyKey(k tea.KeyPressMsg) tea.Cmd {
+	h := &m.hist
+	if h.typing {
+		switch k.String() {
+		case "enter":
+			h.typing = false
+			h.search.Blur()
+			h.query = h.search.Value()
+			m.findMatches()
+			if len(h.matches) > 0 {
+				// The first match at or below the top of the screen.
+				h.match = 0
+				for i, l := range h.matches {
+					if l >= h.vp.YOffset() {
+						h.match = i
+						break
+					}
+				}
+				h.vp.SetYOffset(h.matches[h.match])
+			}
+			return nil
+		case "esc":
+			h.typing = false
+			h.search.Blur()
+			return nil
+		}
+		var cmd tea.Cmd
+		h.search, cmd = h.search.Update(k)
+		return cmd
+	}
+	switch {
+	case key.Matches(k, m.keys.Back):
+		m.mode = modeMain
+	case key.Matches(k, m.keys.Quit):
+		return tea.Quit
+	case key.Matches(k, m.keys.Top):
+		h.vp.GotoTop()
+	case key.Matches(k, m.keys.Bottom):
+		h.vp.GotoBottom()
+	case key.Matches(k, m.keys.Search):
+		h.typing = true
+		h.search.Reset()
+		return h.search.Focus()
+	case key.Matches(k, m.keys.Next):
+		if len(h.matches) > 0 {
+			h.match = (h.match + 1) % len(h.matches)
+			h.vp.SetYOffset(h.matches[h.match])
+		}
+	default:
+		var cmd tea.Cmd
+		h.vp, cmd = h.vp.Update(k)
+		return cmd
+	}
+	return nil
+}
+
+// findMatches lists the history's lines holding the query, ignoring case
+// and styling.
+func (m *Model) findMatches() {
+	h := &m.hist
+	h.matches, h.match = nil, 0
+	q := strings.ToLower(h.query)
+	if q == "" {
+		return
+	}
+	for i, l := range h.lines {
+		if strings.Contains(strings.ToLower(ansi.Strip(l)), q) {
+			h.matches = append(h.matches, i)
+		}
+	}
+}

@@ -1,0 +1,293 @@
+// Package monitor is `kaimon monitor`: a full-screen terminal UI (bubbletea)
+// over every agent the daemon knows. It reads agent_list once, then
+// follows the event bus (prefix agent:) to keep rows and the selected
+// agent's feed current; it never starts the daemon, and waits for it to
+// come back when it goes away.
+package monitor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/term"
+
+	"github.com/kaimon/kaimon/internal/bus"
+	"github.com/kaimon/kaimon/internal/client"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/eventlog"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// clientDaemon is the Daemon of a real kaimon-agentd.
+type clientDaemon struct{ cl *client.Client }
+
+func (d clientDaemon) List(ctx context.Context) ([]verbs.ListEntry, error) {
+	r, err := d.cl.List(ctx, &verbs.ListArgs{})
+	if err != nil {
+		return nil, err
+	}
+	return r.Agents, nil
+}
+
+func (d clientDaemon) Close(ctx context.Context, id string) error {
+	_, err := d.cl.Close(ctx, &verbs.CloseArgs{AgentID: id})
+	return err
+}
+
+func (d clientDaemon) Forget(ctx context.Context, id string) error {
+	_, err := d.cl.Forget(ctx, &verbs.ForgetArgs{AgentIDs: []string{id}})
+	return err
+}
+
+func (d clientDaemon) Permit(ctx context.Context, id, requestID, decision string) error {
+	_, err := d.cl.Permit(ctx, &verbs.PermitArgs{AgentID: id, RequestID: requestID, Decision: decision})
+	return err
+}
+
+func (d clientDaemon) History(ctx context.Context, id string) ([]event.Envelope, error) {
+	w, err := d.cl.Events(ctx, id, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	var out []event.Envelope
+	for {
+		e, err := w.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, *e)
+	}
+}
+
+// notRunning says the daemon is down, in the monitor's words: it never
+// starts one.
+func notRunning(cl *client.Client) error {
+	return fmt.Errorf("kaimon-agentd is not running (socket %s); the monitor does not start it: run `kaimon daemon start`",
+		cl.Paths.Socket())
+}
+
+// Once prints the agents table once, for scripts and screenshots: plain
+// text unless out is a terminal (colour then, NO_COLOR honoured).
+// noColor (the global --no-color) turns colour off even on a terminal.
+func Once(ctx context.Context, cl *client.Client, out io.Writer, noColor bool) error {
+	cl.NoAutostart = true
+	agents, err := clientDaemon{cl}.List(ctx)
+	if err != nil {
+		var down *client.DaemonDownError
+		if errors.As(err, &down) {
+			return notRunning(cl)
+		}
+		return err
+	}
+	m := New(nil, home())
+	m.applyList(listMsg{gen: 1, agents: agents})
+	// Piped, nothing is elided; on a terminal, the table fits it.
+	width := naturalWidth(m.agents, m.home)
+	if f, ok := out.(*os.File); ok && term.IsTerminal(f.Fd()) {
+		if w, _, err := term.GetSize(f.Fd()); err == nil && w > 0 {
+			width = w
+		}
+	}
+	header, rows := tableLines(m.agents, -1, width, time.Now(), m.home)
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(header, " ") + "\n")
+	for _, r := range rows {
+		b.WriteString(strings.TrimRight(r, " ") + "\n")
+	}
+	if len(rows) == 0 {
+		b.WriteString("no agents (open one with `kaimon open DIR`)\n")
+	}
+	_, err = fmt.Fprint(onceWriter(out, noColor), b.String())
+	return err
+}
+
+// onceWriter is where --once writes: colour downsampled to what out
+// takes (NO_COLOR, TERM=dumb, not a terminal), and none with --no-color.
+func onceWriter(out io.Writer, noColor bool) *colorprofile.Writer {
+	w := colorprofile.NewWriter(out, os.Environ())
+	w.Profile = profile(w.Profile, noColor)
+	return w
+}
+
+// profile is the detected colour profile, lowered to Ascii (no colour;
+// bold and the like stay) by --no-color; never raised: piped output
+// stays plain text.
+func profile(detected colorprofile.Profile, noColor bool) colorprofile.Profile {
+	if noColor {
+		return min(detected, colorprofile.Ascii)
+	}
+	return detected
+}
+
+// programOptions are the full-screen program's options: with --no-color
+// its profile is lowered as --once's, since bubbletea would otherwise go
+// by the environment alone.
+func programOptions(out io.Writer, noColor bool) []tea.ProgramOption {
+	if noColor {
+		return []tea.ProgramOption{tea.WithColorProfile(profile(colorprofile.Detect(out, os.Environ()), true))}
+	}
+	return nil
+}
+
+func home() string {
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+// Run runs the full-screen monitor until the user quits or ctx ends;
+// noColor (the global --no-color) turns colour off.
+func Run(ctx context.Context, cl *client.Client, in io.Reader, out io.Writer, noColor bool) error {
+	if f, ok := out.(*os.File); ok && !term.IsTerminal(f.Fd()) {
+		return errors.New("kaimon monitor needs a terminal; for a script, `kaimon monitor --once` prints the table")
+	}
+	cl.NoAutostart = true
+	return runProgram(ctx, New(clientDaemon{cl}, home()), in, out,
+		func(ctx context.Context, send func(tea.Msg)) { follow(ctx, cl, send) },
+		programOptions(out, noColor)...)
+}
+
+// runProgram runs m until the user quits or parent ends, with feed
+// handing it messages from the side. A panic in the model or in a
+// command (bubbletea recovers those and restores the terminal) or in
+// feed is an error, never a quiet exit 0; only parent's end is a
+// normal one.
+func runProgram(parent context.Context, m tea.Model, in io.Reader, out io.Writer,
+	feed func(context.Context, func(tea.Msg)), opts ...tea.ProgramOption) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	opts = append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out)}, opts...)
+	p := tea.NewProgram(quitOnFeedPanic{m}, opts...)
+	done := make(chan struct{})
+	var feedErr error // written before done is closed
+	go func() {
+		defer close(done)
+		// feed runs outside bubbletea's own recovery: a panic here
+		// would end the process with the terminal still raw. Tell the
+		// program instead, which quits and so restores the terminal.
+		// (Program.Kill from here races with the program's start.)
+		defer func() {
+			if r := recover(); r != nil {
+				feedErr = fmt.Errorf("kaimon monitor: panic while following the bus: %v", r)
+				p.Send(feedPanicMsg{})
+			}
+		}()
+		feed(ctx, p.Send)
+	}()
+	_, err := p.Run()
+	interrupted := parent.Err() != nil // read before cancel() below ends ctx
+	cancel()
+	<-done
+	switch {
+	case feedErr != nil:
+		return feedErr
+	case errors.Is(err, tea.ErrProgramPanic):
+		return fmt.Errorf("kaimon monitor crashed: %w", err)
+	case errors.Is(err, tea.ErrProgramKilled) && interrupted:
+		return nil // interrupted: a normal end
+	}
+	return err
+}
+
+// feedPanicMsg says the feed goroutine panicked (its error is kept
+// aside): the program is to quit.
+type feedPanicMsg struct{}
+
+// quitOnFeedPanic is the model, quitting on feedPanicMsg.
+type quitOnFeedPanic struct{ tea.Model }
+
+func (q quitOnFeedPanic) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if _, ok := msg.(feedPanicMsg); ok {
+		return q, tea.Quit
+	}
+	m, cmd := q.Model.Update(msg)
+	return quitOnFeedPanic{m}, cmd
+}
+
+// retryEvery is how often a monitor whose daemon is down looks for it.
+const retryEvery = 500 * time.Millisecond
+
+// follow keeps a subscription to the bus and hands the model what it reads,
+// reconnecting whenever the daemon goes away, until ctx ends.
+func follow(ctx context.Context, cl *client.Client, send func(tea.Msg)) {
+	for {
+		err := followOnce(ctx, cl, send)
+		if ctx.Err() != nil {
+			return
+		}
+		send(DisconnectedMsg{Err: err})
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retryEvery):
+		}
+	}
+}
+
+// followOnce subscribes to every agent's channel as `kaimon tail` does,
+// says so once the subscription is in force (the model then reads the
+// list: nothing published after that is missed), and forwards envelopes
+// until the bus goes away.
+func followOnce(ctx context.Context, cl *client.Client, send func(tea.Msg)) error {
+	if _, err := cl.Ping(ctx); err != nil {
+		return errors.New("no answer on " + cl.Paths.Socket())
+	}
+	sub, err := bus.Dial(ctx, "ipc://"+cl.Paths.EventsSocket())
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	if err := sub.Subscribe("agent:"); err != nil {
+		return err
+	}
+	if err := sub.Sync(15 * time.Second); err != nil {
+		return err
+	}
+	send(ConnectedMsg{})
+	// A live join per agent, as tail's: when the bus drops envelopes for
+	// a slow reader, the authoritative ones are read back from the log,
+	// in order, so no status or result goes missing.
+	joins := map[string]*bus.Join{}
+	defer func() {
+		for _, j := range joins {
+			j.Close()
+		}
+	}()
+	emit := func(e *event.Envelope) error {
+		send(EnvelopeMsg{Env: *e})
+		return nil
+	}
+	for {
+		msg, err := sub.Next()
+		if err != nil {
+			return fmt.Errorf("the event bus went away: %w", err)
+		}
+		var e event.Envelope
+		if json.Unmarshal(msg.Body, &e) != nil || e.AgentID == "" {
+			continue
+		}
+		j := joins[e.AgentID]
+		if j == nil {
+			j = bus.NewLiveJoin(e.AgentID, eventlog.Path(cl.Paths.CacheDir, e.AgentID), emit)
+			joins[e.AgentID] = j
+		}
+		if err := j.Live(&e); err != nil {
+			// The log could not be read to fill a gap: show what came,
+			// and start this agent's join afresh.
+			j.Close()
+			delete(joins, e.AgentID)
+			send(EnvelopeMsg{Env: e})
+		}
+	}
+}
