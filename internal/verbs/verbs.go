@@ -502,6 +502,12 @@ const (
 	DefaultMaxChars   = 20000
 )
 
+// DefaultProgressSeconds is how often agent_run's MCP tool reports
+// progress while the turn runs, when the client asked for progress. It is
+// here, not in mcpserver, so that `kaimon mcp --help` can state it without
+// linking the MCP server into the CLI.
+const DefaultProgressSeconds = 5
+
 // Ranges of the number arguments.
 var (
 	// TimeoutRange: agent_run blocks its caller, and a week is longer than
