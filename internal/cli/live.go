@@ -164,17 +164,35 @@ func runTurn(c *cli.Context, cl *client.Client, id, text string, timeout time.Du
 		f.p.busy(id, start)
 	}
 	fctx, stopFollow := context.WithCancel(c.Context)
-	// Open the stream before the turn is sent, from the agent's end as it
-	// is now: nothing of the turn is missed, and none of its history is
-	// read. The stream is a courtesy: without it the run goes on.
-	w, werr := cl.EventsFromNow(fctx, id)
-	if werr != nil {
-		w = nil
+	// The stream starts at the agent's end as it is when the daemon takes
+	// the request: none of its history is read. The stream is a courtesy:
+	// without it the run goes on.
+	open := func() *client.Watcher {
+		w, err := cl.EventsFromNow(fctx, id)
+		if err != nil {
+			return nil
+		}
+		return w
 	}
-	go f.follow(fctx, w)
+	hintsDone := make(chan struct{})
+	if live {
+		// Rendering needs the turn from its first event: the stream is in
+		// force before the turn is sent (one round trip on the socket).
+		w := open()
+		go f.follow(fctx, func() *client.Watcher { return w })
+		close(hintsDone)
+	} else {
+		// Piped, the stream only tells of permission requests, which come
+		// after the model's first answer, far later than the stream opens:
+		// it opens beside the send, not before it. pendingHints covers a
+		// request the stream would still have missed.
+		go f.follow(fctx, open)
+		go func() { f.pendingHints(fctx, cl); close(hintsDone) }()
+	}
 	endFollow := func() {
 		stopFollow()
 		<-f.done
+		<-hintsDone
 		f.p.stopSpinner()
 	}
 
@@ -304,16 +322,20 @@ type follower struct {
 	turn     int                  // the run's turn, once its user_text is seen
 	result   chan *event.Envelope // the run's turn's result
 	done     chan struct{}
+
+	mu   sync.Mutex      // (not live) errw and told
+	told map[string]bool // (not live) permission requests told of, by id
 }
 
-// follow reads w (opened from the agent's end before the run sent; nil
-// when it could not be) until ctx ends. The run's turn is the one whose
+// follow reads the stream open returns (from the agent's end; nil when it
+// could not be opened) until ctx ends. The run's turn is the one whose
 // user_text is the run's text, from then on: a turn sent while another
 // runs waits in a queue, and opens later. Not live, it starts reading
 // only after hintDelay; what the stream held meanwhile is not lost (the
 // daemon fills what its queue dropped from the log).
-func (f *follower) follow(ctx context.Context, w *client.Watcher) {
+func (f *follower) follow(ctx context.Context, open func() *client.Watcher) {
 	defer close(f.done)
+	w := open()
 	if w == nil {
 		return
 	}
@@ -365,8 +387,62 @@ func (f *follower) permission(e *event.Envelope) {
 		return
 	}
 	var d event.PermissionData
-	if json.Unmarshal(e.Data, &d) != nil || d.Decision != "" {
+	if json.Unmarshal(e.Data, &d) != nil {
 		return
 	}
-	fmt.Fprintln(f.errw, permissionLines("kaimon: ", e.AgentID, &d))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.told[d.RequestID] {
+		return
+	}
+	f.tell(d.RequestID)
+	if d.Decision == "" {
+		fmt.Fprintln(f.errw, permissionLines("kaimon: ", e.AgentID, &d))
+	}
+}
+
+func (f *follower) tell(requestID string) {
+	if f.told == nil {
+		f.told = map[string]bool{}
+	}
+	f.told[requestID] = true
+}
+
+// hintBackstop is how long after hintDelay a piped run waits for its
+// stream to show a permission request the daemon says is pending, before
+// it tells of it from agent_status instead (without the tool's input).
+const hintBackstop = time.Second
+
+// pendingHints is the backstop of a piped run's stream, which opens beside
+// the send and so, in principle, after a request it should tell of: the
+// requests pending at hintDelay that the stream has not shown (asked, or
+// decided) within hintBackstop are told of from agent_status.
+func (f *follower) pendingHints(ctx context.Context, cl *client.Client) {
+	wait := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+	if !wait(hintDelay) {
+		return
+	}
+	st, err := cl.Status(ctx, &verbs.StatusArgs{AgentID: f.id})
+	if err != nil || len(st.PendingPermissions) == 0 || !wait(hintBackstop) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range st.PendingPermissions {
+		if f.told[p.RequestID] {
+			continue
+		}
+		f.tell(p.RequestID)
+		d := event.PermissionData{RequestID: p.RequestID, ToolCall: event.ToolCall{Title: p.Title}, ExpiresAt: p.ExpiresAt}
+		fmt.Fprintln(f.errw, permissionLines("kaimon: ", f.id, &d))
+	}
 }
