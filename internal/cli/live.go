@@ -135,10 +135,10 @@ func isTerminal(w io.Writer) bool {
 }
 
 // hintDelay is how long a run whose output is not a terminal goes before
-// it reads its stream for permission requests (the stream is open from
-// the start, so none is missed): most turns end quickly and never ask,
-// and a person answering a question takes seconds anyway, so the common
-// turn is spared decoding its stream.
+// it opens its stream for permission requests (and asks agent_status for
+// those already pending, so none is missed): most turns end quickly and
+// never ask, and a person answering a question takes seconds anyway, so
+// the common turn is spared the stream, on its critical path or beside it.
 const hintDelay = 750 * time.Millisecond
 
 // resultWait bounds how long a run that ended waits for its event stream
@@ -174,25 +174,19 @@ func runTurn(c *cli.Context, cl *client.Client, id, text string, timeout time.Du
 		}
 		return w
 	}
-	hintsDone := make(chan struct{})
 	if live {
 		// Rendering needs the turn from its first event: the stream is in
 		// force before the turn is sent (one round trip on the socket).
 		w := open()
 		go f.follow(fctx, func() *client.Watcher { return w })
-		close(hintsDone)
 	} else {
-		// Piped, the stream only tells of permission requests, which come
-		// after the model's first answer, far later than the stream opens:
-		// it opens beside the send, not before it. pendingHints covers a
-		// request the stream would still have missed.
-		go f.follow(fctx, open)
-		go func() { f.pendingHints(fctx, cl); close(hintsDone) }()
+		// Piped, the stream only tells of permission requests: it opens
+		// after hintDelay, if the turn is still running then.
+		go f.follow(fctx, func() *client.Watcher { return f.openForHints(fctx, cl, open) })
 	}
 	endFollow := func() {
 		stopFollow()
 		<-f.done
-		<-hintsDone
 		f.p.stopSpinner()
 	}
 
@@ -322,17 +316,13 @@ type follower struct {
 	turn     int                  // the run's turn, once its user_text is seen
 	result   chan *event.Envelope // the run's turn's result
 	done     chan struct{}
-
-	mu   sync.Mutex      // (not live) errw and told
-	told map[string]bool // (not live) permission requests told of, by id
+	told     map[string]bool // (not live) permission requests told of, by id
 }
 
 // follow reads the stream open returns (from the agent's end; nil when it
 // could not be opened) until ctx ends. The run's turn is the one whose
 // user_text is the run's text, from then on: a turn sent while another
-// runs waits in a queue, and opens later. Not live, it starts reading
-// only after hintDelay; what the stream held meanwhile is not lost (the
-// daemon fills what its queue dropped from the log).
+// runs waits in a queue, and opens later.
 func (f *follower) follow(ctx context.Context, open func() *client.Watcher) {
 	defer close(f.done)
 	w := open()
@@ -341,15 +331,6 @@ func (f *follower) follow(ctx context.Context, open func() *client.Watcher) {
 	}
 	stop := context.AfterFunc(ctx, func() { w.Close() })
 	defer stop()
-	if !f.live {
-		t := time.NewTimer(hintDelay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
 	for {
 		e, err := w.Next()
 		if err != nil {
@@ -390,8 +371,6 @@ func (f *follower) permission(e *event.Envelope) {
 	if json.Unmarshal(e.Data, &d) != nil {
 		return
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.told[d.RequestID] {
 		return
 	}
@@ -408,41 +387,29 @@ func (f *follower) tell(requestID string) {
 	f.told[requestID] = true
 }
 
-// hintBackstop is how long after hintDelay a piped run waits for its
-// stream to show a permission request the daemon says is pending, before
-// it tells of it from agent_status instead (without the tool's input).
-const hintBackstop = time.Second
-
-// pendingHints is the backstop of a piped run's stream, which opens beside
-// the send and so, in principle, after a request it should tell of: the
-// requests pending at hintDelay that the stream has not shown (asked, or
-// decided) within hintBackstop are told of from agent_status.
-func (f *follower) pendingHints(ctx context.Context, cl *client.Client) {
-	wait := func(d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
+// openForHints is a piped run's stream: after hintDelay, if the turn still
+// runs, the stream opened by open (from the agent's end), and a hint for
+// each request agent_status then says is pending (asked before the stream
+// began, so not on it; told without the tool's input, which status does
+// not carry). A request both pending and on the stream is told once.
+func (f *follower) openForHints(ctx context.Context, cl *client.Client, open func() *client.Watcher) *client.Watcher {
+	t := time.NewTimer(hintDelay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-t.C:
+	}
+	w := open()
+	if st, err := cl.Status(ctx, &verbs.StatusArgs{AgentID: f.id}); err == nil {
+		for _, p := range st.PendingPermissions {
+			if f.told[p.RequestID] {
+				continue
+			}
+			f.tell(p.RequestID)
+			d := event.PermissionData{RequestID: p.RequestID, ToolCall: event.ToolCall{Title: p.Title}, ExpiresAt: p.ExpiresAt}
+			fmt.Fprintln(f.errw, permissionLines("kaimon: ", f.id, &d))
 		}
 	}
-	if !wait(hintDelay) {
-		return
-	}
-	st, err := cl.Status(ctx, &verbs.StatusArgs{AgentID: f.id})
-	if err != nil || len(st.PendingPermissions) == 0 || !wait(hintBackstop) {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, p := range st.PendingPermissions {
-		if f.told[p.RequestID] {
-			continue
-		}
-		f.tell(p.RequestID)
-		d := event.PermissionData{RequestID: p.RequestID, ToolCall: event.ToolCall{Title: p.Title}, ExpiresAt: p.ExpiresAt}
-		fmt.Fprintln(f.errw, permissionLines("kaimon: ", f.id, &d))
-	}
+	return w
 }

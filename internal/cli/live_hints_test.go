@@ -14,10 +14,10 @@ import (
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
-// A piped run's stream opens beside the send; a request pending in
-// agent_status that the stream has not shown is told of from the status,
-// once, and one the stream told of is not told again.
-func TestPendingHintsBackstop(t *testing.T) {
+// A piped run's stream opens after hintDelay; a request that agent_status
+// then says is pending is told of from the status, once, and one already
+// told of is not told again.
+func TestHintsOfPendingRequests(t *testing.T) {
 	cl := &client.Client{Paths: config.Paths{SockDir: t.TempDir()}, NoAutostart: true}
 	ln, err := net.Listen("unix", cl.Paths.Socket())
 	if err != nil {
@@ -37,8 +37,11 @@ func TestPendingHintsBackstop(t *testing.T) {
 
 	var errw bytes.Buffer
 	f := &follower{id: "a1", errw: &errw}
-	f.tell("r2") // the stream showed it
-	f.pendingHints(context.Background(), cl)
+	f.tell("r2") // already told
+	opened := false
+	if w := f.openForHints(context.Background(), cl, func() *client.Watcher { opened = true; return nil }); w != nil || !opened {
+		t.Errorf("openForHints = %v, opened %v", w, opened)
+	}
 	out := errw.String()
 	if !strings.Contains(out, "agent a1 asks permission for Bash") || !strings.Contains(out, verbs.PermitCommand("a1", "r1", verbs.Allow)) ||
 		!strings.Contains(out, "waits until 2026-12-01T00:00:00Z") {
