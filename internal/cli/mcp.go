@@ -52,7 +52,8 @@ func mcpCmd() *cli.Command {
 			if c.App.Reader == os.Stdin && c.App.Writer == os.Stdout && c.App.ErrWriter == os.Stderr {
 				// The same process goes on as the server: the MCP client's
 				// signals, pipes and wait reach it as they reached kaimon.
-				return fmt.Errorf("running %s: %w", bin, syscall.Exec(bin, argv, env))
+				err := syscall.Exec(bin, argv, env)
+				return fmt.Errorf("kaimon mcp runs kaimon-agentd's MCP server, and %s could not be run: %w (set KAIMON_AGENTD_BIN to kaimon-agentd)", bin, err)
 			}
 			// Run in-process with other streams (tests): a child on them.
 			cmd := exec.CommandContext(c.Context, bin, argv[1:]...)
