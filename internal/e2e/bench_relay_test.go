@@ -1,0 +1,497 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/testutil/agents"
+	"github.com/kaimon/kaimon/internal/testutil/fakeclaude"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// The benchmarks of this file drive a real kaimon-agentd whose claude
+// agents are fakeclaude (internal/testutil/fakeclaude): a Go program that
+// speaks the claude CLI's stream-json at full speed, so what they measure
+// is kaimon. scripts/bench.sh runs them and prints one table. Counts come
+// from the environment, so that the script can choose:
+//
+//	KAIMON_BENCH_CHUNKS  text deltas per turn (relay: 20000, latency: 2000)
+//	KAIMON_BENCH_AGENTS  agents streaming at once, e.g. "1,10,50"
+//	KAIMON_BENCH_IDLE    idle agents for memory, e.g. "1,100,1000"
+//	KAIMON_BENCH_TURNS   turns on one agent for memory, e.g. 1000
+
+var (
+	fakeOnce sync.Once
+	fakeBin  string
+	fakeErr  error
+)
+
+// fakeClaude builds fakeclaude once, beside the kaimon binaries.
+func fakeClaude(t testing.TB) string {
+	fakeOnce.Do(func() {
+		out := filepath.Join(binDir, "fakeclaude")
+		cmd := exec.Command("go", "build", "-o", out, "./internal/testutil/fakeclaude/cmd/fakeclaude")
+		cmd.Dir = agents.RepoRoot()
+		if b, err := cmd.CombinedOutput(); err != nil {
+			fakeErr = fmt.Errorf("building fakeclaude: %v\n%s", err, b)
+			return
+		}
+		fakeBin = out
+	})
+	if fakeErr != nil {
+		t.Fatal(fakeErr)
+	}
+	return fakeBin
+}
+
+// newFakeEnv is an installation whose claude is fakeclaude.
+func newFakeEnv(t testing.TB, extra ...string) *kenv {
+	return newEnv(t, append([]string{"KAIMON_CLAUDE_BIN", fakeClaude(t)}, extra...)...)
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+func envInts(name string, def []int) []int {
+	var out []int
+	for _, f := range strings.Split(os.Getenv(name), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return def
+	}
+	return out
+}
+
+// daemonPID is the pid of the installation's kaimon-agentd.
+func (e *kenv) daemonPID() int {
+	e.t.Helper()
+	st, err := e.client().Ping(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st.PID
+}
+
+// cpuTime is the CPU time process pid has used so far, all its threads
+// (/proc/<pid>/task/*/schedstat: nanoseconds on a CPU).
+func cpuTime(t testing.TB, pid int) time.Duration {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("no schedstat for pid %d", pid)
+	}
+	var sum time.Duration
+	for _, p := range tasks {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // a thread that just exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) > 0 {
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			sum += time.Duration(ns)
+		}
+	}
+	return sum
+}
+
+// rssMB is the resident set of process pid (VmRSS), in MB.
+func rssMB(t testing.TB, pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	t.Fatalf("no VmRSS for pid %d", pid)
+	return 0
+}
+
+// turnDone reports whether envs hold agent id's whole turn: its result and
+// the status that follows it.
+func turnDone(envs []event.Envelope, id string) bool {
+	result := false
+	for _, e := range envs {
+		if e.AgentID != id {
+			continue
+		}
+		if e.Kind == event.Result {
+			result = true
+		} else if result && e.Kind == event.Status {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTurn fails b unless envs (agent id's, one turn) are the whole turn
+// fakeclaude streamed: chunks deltas plus the fixed events, seq contiguous.
+func checkTurn(b *testing.B, envs []event.Envelope, id string, chunks int) []event.Envelope {
+	var mine []event.Envelope
+	for _, e := range envs {
+		if e.AgentID == id {
+			mine = append(mine, e)
+		}
+	}
+	for j := 1; j < len(mine); j++ {
+		if mine[j].Seq != mine[j-1].Seq+1 {
+			b.Fatalf("agent %s: the subscriber lost seq %d..%d", id, mine[j-1].Seq+1, mine[j].Seq-1)
+		}
+	}
+	if want := chunks + fakeclaude.FixedEvents; len(mine) != want {
+		b.Fatalf("agent %s: %d envelopes, want %d", id, len(mine), want)
+	}
+	return mine
+}
+
+// BenchmarkRelay measures the relay on one core: kaimon-agentd under
+// GOMAXPROCS=1 reads a turn of KAIMON_BENCH_CHUNKS text deltas (default
+// 20000) from fakeclaude's stdout and maps, stamps, logs and publishes it
+// to one ZeroMQ subscriber (this process). One op is one turn.
+//
+//	env/s       envelopes received per second of wall time (agent_run to
+//	            the last envelope received): what one subscriber gets;
+//	env/cpu-s   envelopes per second of the daemon's CPU time: the relay's
+//	            cost per core, whatever else the machine does;
+//	lines/cpu-s stdout lines the daemon read per second of its CPU;
+//	floor-lines/s json.Valid over the same lines, here, on one goroutine;
+//	%floor      lines/cpu-s as a share of the floor (the issue's target:
+//	            ≥ 60).
+//
+// Every envelope of every turn must reach the subscriber, in seq order.
+func BenchmarkRelay(b *testing.B) {
+	chunks := envInt("KAIMON_BENCH_CHUNKS", 20000)
+	e := newFakeEnv(b, "GOMAXPROCS", "1")
+	e.ok("daemon", "start")
+	pid := e.daemonPID()
+	cl := e.client()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o, err := cl.Open(ctx, &verbs.OpenArgs{Cwd: e.work})
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := o.AgentID
+	fast := startFastSub(b, ctx, e)
+	lines := fakeclaude.Lines(chunks)
+	var (
+		wall, cpu time.Duration
+		envs      int
+	)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fast.reset()
+		c0, t0 := cpuTime(b, pid), time.Now()
+		if _, err := cl.Run(ctx, &verbs.RunArgs{AgentID: id, Text: fmt.Sprintf("stream %d chunks", chunks)}); err != nil {
+			b.Fatal(err)
+		}
+		got := fast.until(b, func(envs []event.Envelope) bool { return turnDone(envs, id) })
+		wall += time.Since(t0)
+		cpu += cpuTime(b, pid) - c0
+		envs += len(checkTurn(b, got, id, chunks))
+	}
+	b.StopTimer()
+	floor := validRate(b, lines)
+	perCPU := float64(b.N*len(lines)) / cpu.Seconds()
+	b.ReportMetric(float64(envs)/wall.Seconds(), "env/s")
+	b.ReportMetric(float64(envs)/cpu.Seconds(), "env/cpu-s")
+	b.ReportMetric(perCPU, "lines/cpu-s")
+	b.ReportMetric(floor, "floor-lines/s")
+	b.ReportMetric(100*perCPU/floor, "%floor")
+}
+
+// validRate is json.Valid's rate over lines, lines per second, on this
+// goroutine, over at least 200 ms.
+func validRate(b *testing.B, lines [][]byte) float64 {
+	n, start := 0, time.Now()
+	for time.Since(start) < 200*time.Millisecond {
+		for _, l := range lines {
+			if !json.Valid(l) {
+				b.Fatalf("fakeclaude line is not JSON: %s", l)
+			}
+		}
+		n += len(lines)
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkLatency measures agent stdout → subscriber latency with 1, 10
+// and 50 agents (KAIMON_BENCH_AGENTS) streaming a turn of
+// KAIMON_BENCH_CHUNKS text deltas (default 2000) each at once, at full
+// speed, through one kaimon-agentd to one ZeroMQ subscriber (this
+// process). fakeclaude writes its send time into each delta; the
+// subscriber takes its receive time minus that. One op is one round of
+// turns, every agent's. p50-µs, p99-µs, p999-µs over all deltas of all
+// rounds; env/s is what the subscriber received per second of round.
+func BenchmarkLatency(b *testing.B) {
+	chunks := envInt("KAIMON_BENCH_CHUNKS", 2000)
+	for _, n := range envInts("KAIMON_BENCH_AGENTS", []int{1, 10, 50}) {
+		b.Run(fmt.Sprintf("agents=%d", n), func(b *testing.B) {
+			e := newFakeEnv(b)
+			e.ok("daemon", "start")
+			cl := e.client()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ids := make([]string, n)
+			for i := range ids {
+				o, err := cl.Open(ctx, &verbs.OpenArgs{Cwd: e.work})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids[i] = o.AgentID
+			}
+			fast := startFastSub(b, ctx, e)
+			var (
+				lat  []time.Duration
+				wall time.Duration
+				envs int
+			)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				fast.reset()
+				t0 := time.Now()
+				errs := make(chan error, n)
+				for _, id := range ids {
+					go func() {
+						_, err := cl.Send(ctx, &verbs.SendArgs{AgentID: id, Text: fmt.Sprintf("stream %d chunks", chunks)})
+						errs <- err
+					}()
+				}
+				for range ids {
+					if err := <-errs; err != nil {
+						b.Fatal(err)
+					}
+				}
+				got := fast.until(b, func(envs []event.Envelope) bool {
+					for _, id := range ids {
+						if !turnDone(envs, id) {
+							return false
+						}
+					}
+					return true
+				})
+				wall += time.Since(t0)
+				fast.mu.Lock()
+				recv := slices.Clone(fast.lat)
+				fast.mu.Unlock()
+				for _, id := range ids {
+					checkTurn(b, got, id, chunks)
+				}
+				stamped := 0
+				for j, env := range got {
+					if env.Kind != event.AssistantText || !gjson.GetBytes(env.Data, "delta").Bool() {
+						continue
+					}
+					sent, ok := fakeclaude.Stamp(gjson.GetBytes(env.Data, "content.text").String())
+					if !ok {
+						continue // the closing text's deltas carry no stamp
+					}
+					stamped++
+					lat = append(lat, env.TS.Add(recv[j]).Sub(sent))
+				}
+				if stamped != n*chunks {
+					b.Fatalf("%d stamped deltas, want %d", stamped, n*chunks)
+				}
+				envs += len(got)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(envs)/wall.Seconds(), "env/s")
+			reportLatency(b, lat)
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)*999/1000].Microseconds()), "p999-µs")
+		})
+	}
+}
+
+// BenchmarkMemory measures kaimon-agentd's resident set (VmRSS) with 1,
+// 100 and 1000 idle fakeclaude agents (KAIMON_BENCH_IDLE), opened in one
+// daemon one count after the other; then, in a fresh daemon, on one agent
+// before and after KAIMON_BENCH_TURNS (default 1000) short turns (10
+// deltas each). It does its work once whatever b.N: run it with
+// -benchtime 1x. Metrics: MB-idle<N> for each count, KB/agent (the slope
+// from the first count to the last), MB-turns0, MB-turns<N>, MB-grown.
+func BenchmarkMemory(b *testing.B) {
+	counts := envInts("KAIMON_BENCH_IDLE", []int{1, 100, 1000})
+	turns := envInt("KAIMON_BENCH_TURNS", 1000)
+	ctx := context.Background()
+	b.ResetTimer()
+	idle := func() {
+		e := newFakeEnv(b)
+		e.ok("daemon", "start")
+		pid := e.daemonPID()
+		cl := e.client()
+		open := 0
+		var first, last float64
+		for k, want := range counts {
+			var mu sync.Mutex
+			var firstErr error
+			var wg sync.WaitGroup
+			next := make(chan struct{})
+			for w := 0; w < 4; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range next {
+						if _, err := cl.Open(ctx, &verbs.OpenArgs{Cwd: e.work}); err != nil {
+							mu.Lock()
+							firstErr = err
+							mu.Unlock()
+						}
+					}
+				}()
+			}
+			for ; open < want; open++ {
+				next <- struct{}{}
+			}
+			close(next)
+			wg.Wait()
+			if firstErr != nil {
+				b.Fatal(firstErr)
+			}
+			l, err := cl.List(ctx, &verbs.ListArgs{})
+			if err != nil || len(l.Agents) != want {
+				b.Fatalf("list: %d agents (%v), want %d", len(l.Agents), err, want)
+			}
+			time.Sleep(500 * time.Millisecond) // let the open settle
+			rss := rssMB(b, pid)
+			b.ReportMetric(rss, fmt.Sprintf("MB-idle%d", want))
+			if k == 0 {
+				first = rss
+			}
+			last = rss
+		}
+		if n := counts[len(counts)-1] - counts[0]; n > 0 {
+			b.ReportMetric((last-first)*1024/float64(n), "KB/agent")
+		}
+	}
+	busy := func() {
+		e := newFakeEnv(b)
+		e.ok("daemon", "start")
+		pid := e.daemonPID()
+		cl := e.client()
+		o, err := cl.Open(ctx, &verbs.OpenArgs{Cwd: e.work})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run := func() {
+			if _, err := cl.Run(ctx, &verbs.RunArgs{AgentID: o.AgentID, Text: "stream 10 chunks"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		run()
+		before := rssMB(b, pid)
+		for i := 0; i < turns; i++ {
+			run()
+		}
+		after := rssMB(b, pid)
+		st, err := cl.Status(ctx, &verbs.StatusArgs{AgentID: o.AgentID})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.Turn != turns+1 {
+			b.Fatalf("agent at turn %d, want %d", st.Turn, turns+1)
+		}
+		b.ReportMetric(before, "MB-turns0")
+		b.ReportMetric(after, fmt.Sprintf("MB-turns%d", turns))
+		b.ReportMetric(after-before, "MB-grown")
+	}
+	idle()
+	busy()
+}
+
+// curl runs curl on the daemon's socket: POST body to route; returns the
+// response body and fails b on an error status.
+func (e *kenv) curl(b *testing.B, route, body string) []byte {
+	cmd := exec.Command("curl", "-sS", "--fail-with-body", "--unix-socket", e.paths().Socket(),
+		"-H", "Content-Type: application/json", "-d", body, "http://kaimon"+route)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("curl %s: %v: %s%s", route, err, out.String(), errb.String())
+	}
+	return out.Bytes()
+}
+
+func needCurl(b *testing.B) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		b.Fatal("curl is not installed: run scripts/setup-test.sh")
+	}
+}
+
+// BenchmarkCLIStart measures `kaimon list --json` against curl of the same
+// route, /v1/agent_list, on the same daemon (one fakeclaude agent open),
+// one of each per op, alternating which goes first. Metrics: their medians
+// kaimon-ms and curl-ms, and ratio = kaimon-ms / curl-ms (the issue's
+// target: ≤ 1.1).
+func BenchmarkCLIStart(b *testing.B) {
+	needCurl(b)
+	e := newFakeEnv(b)
+	e.ok("daemon", "start")
+	id := e.ok("open", e.work)
+	var km, cu []time.Duration
+	kaimon := func() {
+		t0 := time.Now()
+		out := e.ok("list", "--json")
+		km = append(km, time.Since(t0))
+		if !strings.Contains(out, id) {
+			b.Fatalf("kaimon list --json lacks %s: %s", id, out)
+		}
+	}
+	curl := func() {
+		t0 := time.Now()
+		out := e.curl(b, "/v1/agent_list", "{}")
+		cu = append(cu, time.Since(t0))
+		if gjson.GetBytes(out, "agents.0.agent_id").String() != id {
+			b.Fatalf("curl agent_list: %s", out)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%2 == 0 {
+			kaimon()
+			curl()
+		} else {
+			curl()
+			kaimon()
+		}
+	}
+	b.StopTimer()
+	k, c := median(km), median(cu)
+	b.ReportMetric(ms(k), "kaimon-ms")
+	b.ReportMetric(ms(c), "curl-ms")
+	b.ReportMetric(k.Seconds()/c.Seconds(), "ratio")
+}
+
+func median(d []time.Duration) time.Duration {
+	d = slices.Clone(d)
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
