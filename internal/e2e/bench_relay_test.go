@@ -32,6 +32,8 @@ import (
 //
 //	KAIMON_BENCH_CHUNKS  text deltas per turn (relay: 20000, latency: 2000)
 //	KAIMON_BENCH_AGENTS  agents streaming at once, e.g. "1,10,50"
+//	KAIMON_BENCH_RATES   deltas/s per agent for latency, 0 = full speed,
+//	                     e.g. "0,500"
 //	KAIMON_BENCH_IDLE    idle agents for memory, e.g. "1,100,1000"
 //	KAIMON_BENCH_TURNS   turns on one agent for memory, e.g. 1000
 
@@ -242,90 +244,110 @@ func validRate(b *testing.B, lines [][]byte) float64 {
 
 // BenchmarkLatency measures agent stdout → subscriber latency with 1, 10
 // and 50 agents (KAIMON_BENCH_AGENTS) streaming a turn of
-// KAIMON_BENCH_CHUNKS text deltas (default 2000) each at once, at full
-// speed, through one kaimon-agentd to one ZeroMQ subscriber (this
-// process). fakeclaude writes its send time into each delta; the
+// KAIMON_BENCH_CHUNKS text deltas (default 2000) each at once, through
+// one kaimon-agentd to one ZeroMQ subscriber (this process): at full speed
+// (rate=full: the agents outrun the relay, so this is the latency of a
+// saturated relay, mostly queueing) and paced at R deltas/s per agent
+// (rate=R, KAIMON_BENCH_RATES, default 500: what the relay adds when it
+// keeps up). fakeclaude writes its send time into each delta; the
 // subscriber takes its receive time minus that. One op is one round of
 // turns, every agent's. p50-µs, p99-µs, p999-µs over all deltas of all
 // rounds; env/s is what the subscriber received per second of round.
 func BenchmarkLatency(b *testing.B) {
 	chunks := envInt("KAIMON_BENCH_CHUNKS", 2000)
-	for _, n := range envInts("KAIMON_BENCH_AGENTS", []int{1, 10, 50}) {
-		b.Run(fmt.Sprintf("agents=%d", n), func(b *testing.B) {
-			e := newFakeEnv(b)
-			e.ok("daemon", "start")
-			cl := e.client()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			ids := make([]string, n)
-			for i := range ids {
-				o, err := cl.Open(ctx, &verbs.OpenArgs{Cwd: e.work})
-				if err != nil {
-					b.Fatal(err)
-				}
-				ids[i] = o.AgentID
+	rates := []int{0, 500}
+	if v := os.Getenv("KAIMON_BENCH_RATES"); v != "" {
+		rates = nil
+		for _, f := range strings.Split(v, ",") {
+			if r, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && r >= 0 {
+				rates = append(rates, r)
 			}
-			fast := startFastSub(b, ctx, e)
-			var (
-				lat  []time.Duration
-				wall time.Duration
-				envs int
-			)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				fast.reset()
-				t0 := time.Now()
-				errs := make(chan error, n)
-				for _, id := range ids {
-					go func() {
-						_, err := cl.Send(ctx, &verbs.SendArgs{AgentID: id, Text: fmt.Sprintf("stream %d chunks", chunks)})
-						errs <- err
-					}()
-				}
-				for range ids {
-					if err := <-errs; err != nil {
-						b.Fatal(err)
-					}
-				}
-				got := fast.until(b, func(envs []event.Envelope) bool {
-					for _, id := range ids {
-						if !turnDone(envs, id) {
-							return false
-						}
-					}
-					return true
-				})
-				wall += time.Since(t0)
-				fast.mu.Lock()
-				recv := slices.Clone(fast.lat)
-				fast.mu.Unlock()
-				for _, id := range ids {
-					checkTurn(b, got, id, chunks)
-				}
-				stamped := 0
-				for j, env := range got {
-					if env.Kind != event.AssistantText || !gjson.GetBytes(env.Data, "delta").Bool() {
-						continue
-					}
-					sent, ok := fakeclaude.Stamp(gjson.GetBytes(env.Data, "content.text").String())
-					if !ok {
-						continue // the closing text's deltas carry no stamp
-					}
-					stamped++
-					lat = append(lat, env.TS.Add(recv[j]).Sub(sent))
-				}
-				if stamped != n*chunks {
-					b.Fatalf("%d stamped deltas, want %d", stamped, n*chunks)
-				}
-				envs += len(got)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(envs)/wall.Seconds(), "env/s")
-			reportLatency(b, lat)
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)*999/1000].Microseconds()), "p999-µs")
-		})
+		}
 	}
+	for _, n := range envInts("KAIMON_BENCH_AGENTS", []int{1, 10, 50}) {
+		for _, rate := range rates {
+			name, text := "full", fmt.Sprintf("stream %d chunks", chunks)
+			if rate > 0 {
+				name, text = strconv.Itoa(rate), fmt.Sprintf("stream %d chunks at %d/s", chunks, rate)
+			}
+			b.Run(fmt.Sprintf("agents=%d/rate=%s", n, name), func(b *testing.B) { latency(b, n, chunks, text) })
+		}
+	}
+}
+
+func latency(b *testing.B, n, chunks int, text string) {
+	e := newFakeEnv(b)
+	e.ok("daemon", "start")
+	cl := e.client()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ids := make([]string, n)
+	for i := range ids {
+		o, err := cl.Open(ctx, &verbs.OpenArgs{Cwd: e.work})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = o.AgentID
+	}
+	fast := startFastSub(b, ctx, e)
+	var (
+		lat  []time.Duration
+		wall time.Duration
+		envs int
+	)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fast.reset()
+		t0 := time.Now()
+		errs := make(chan error, n)
+		for _, id := range ids {
+			go func() {
+				_, err := cl.Send(ctx, &verbs.SendArgs{AgentID: id, Text: text})
+				errs <- err
+			}()
+		}
+		for range ids {
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+		}
+		got := fast.until(b, func(envs []event.Envelope) bool {
+			for _, id := range ids {
+				if !turnDone(envs, id) {
+					return false
+				}
+			}
+			return true
+		})
+		wall += time.Since(t0)
+		fast.mu.Lock()
+		recv := slices.Clone(fast.lat)
+		fast.mu.Unlock()
+		for _, id := range ids {
+			checkTurn(b, got, id, chunks)
+		}
+		stamped := 0
+		for j, env := range got {
+			if env.Kind != event.AssistantText || !gjson.GetBytes(env.Data, "delta").Bool() {
+				continue
+			}
+			sent, ok := fakeclaude.Stamp(gjson.GetBytes(env.Data, "content.text").String())
+			if !ok {
+				continue // the closing text's deltas carry no stamp
+			}
+			stamped++
+			lat = append(lat, env.TS.Add(recv[j]).Sub(sent))
+		}
+		if stamped != n*chunks {
+			b.Fatalf("%d stamped deltas, want %d", stamped, n*chunks)
+		}
+		envs += len(got)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(envs)/wall.Seconds(), "env/s")
+	reportLatency(b, lat)
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)*999/1000].Microseconds()), "p999-µs")
 }
 
 // BenchmarkMemory measures kaimon-agentd's resident set (VmRSS) with 1,

@@ -50,7 +50,10 @@ func Stamp(text string) (time.Time, bool) {
 	return time.Unix(0, ns), true
 }
 
-var streamRE = regexp.MustCompile(`stream (\d+) chunks`)
+var (
+	streamRE = regexp.MustCompile(`stream (\d+) chunks`)
+	rateRE   = regexp.MustCompile(`at (\d+)/s`)
+)
 
 // Chunks is the number of deltas a user text asks for: "stream N chunks",
 // else 1.
@@ -63,13 +66,29 @@ func Chunks(text string) int {
 	return 1
 }
 
+// Rate is the pace a user text asks for, deltas per second: "… at R/s";
+// 0 (full speed) when absent.
+func Rate(text string) int {
+	if m := rateRE.FindStringSubmatch(text); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			return n
+		}
+	}
+	return 0
+}
+
 // Turn renders one turn of n text deltas, calling emit with each line
 // (newline included) as soon as it is built; the slice is reused after
 // emit returns. now stamps each delta (nil: time.Now).
-func Turn(n int, now func() time.Time, emit func(line []byte)) {
+func Turn(n int, now func() time.Time, emit func(line []byte)) { PacedTurn(n, 0, now, emit) }
+
+// PacedTurn is Turn with its deltas paced at rate per second (0: full
+// speed): delta i is written at start + i/rate, never before.
+func PacedTurn(n, rate int, now func() time.Time, emit func(line []byte)) {
 	if now == nil {
 		now = time.Now
 	}
+	start := time.Now()
 	var buf []byte
 	line := func(format string, args ...any) {
 		buf = fmt.Appendf(buf[:0], format, args...)
@@ -84,6 +103,9 @@ func Turn(n int, now func() time.Time, emit func(line []byte)) {
 	line(`{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}},"session_id":"%s","parent_tool_use_id":null,"uuid":"%s"}`, Session, u())
 	var text bytes.Buffer
 	for i := 0; i < n; i++ {
+		if rate > 0 {
+			time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))))
+		}
 		chunk := fmt.Sprintf("tok%d%s%019d ", i, StampPrefix, now().UnixNano())
 		text.WriteString(chunk)
 		line(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"%s"}},"session_id":"%s","parent_tool_use_id":null,"uuid":"%s"}`, chunk, Session, u())

@@ -2,9 +2,9 @@
 // (point KAIMON_CLAUDE_BIN at it). It ignores its arguments, answers every
 // control request on stdin with success, and answers each user message
 // with a turn of "stream N chunks" text deltas (default 1) written at full
-// speed, one write per line, each delta stamped with its send time: see
-// package fakeclaude. Idle, it only waits on stdin, so a thousand of them
-// cost little.
+// speed (or paced: "… at R/s"), one write per line, each delta stamped
+// with its send time: see package fakeclaude. Idle, it only waits on
+// stdin, so a thousand of them cost little.
 package main
 
 import (
@@ -51,7 +51,7 @@ func handle(out *os.File, line []byte) {
 		for _, c := range msg.Message.Content {
 			text += c.Text
 		}
-		fakeclaude.Turn(fakeclaude.Chunks(text), nil, func(l []byte) {
+		fakeclaude.PacedTurn(fakeclaude.Chunks(text), fakeclaude.Rate(text), nil, func(l []byte) {
 			if _, err := out.Write(l); err != nil {
 				os.Exit(1)
 			}
