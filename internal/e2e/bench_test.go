@@ -28,6 +28,8 @@ import (
 //	startup: bare = spawn claude + initialize handshake;
 //	         kaimon = `kaimon open` (CLI exec + daemon + the same spawn)
 //	turn:    bare = write one user line, read to its result;
+//	         kaimon-api = agent_run through the control API in-process;
+//	         curl = agent_run by `curl --unix-socket` (an exec + the API);
 //	         kaimon = `kaimon run ID TEXT` (CLI exec + daemon + the same turn)
 //
 // scripts/bench.sh runs these and prints the ratios.
@@ -79,6 +81,21 @@ func BenchmarkOverhead(b *testing.B) {
 			res, err := cl.Run(context.Background(), &verbs.RunArgs{AgentID: id, Text: "say exactly: ok"})
 			if err != nil || res.Text != "ok" {
 				b.Fatalf("run = %+v, %v", res, err)
+			}
+		}
+	})
+	b.Run("turn/curl", func(b *testing.B) {
+		// The same turn driven by curl on the socket: an exec and one
+		// HTTP request, the least a script can do; `kaimon run` is held
+		// to it.
+		needCurl(b)
+		id := e.ok("open", e.work)
+		defer e.ok("close", id)
+		body, _ := json.Marshal(verbs.RunArgs{AgentID: id, Text: "say exactly: ok"})
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if out := e.curl(b, "/v1/agent_run", string(body)); gjson.GetBytes(out, "text").String() != "ok" {
+				b.Fatalf("curl agent_run = %s", out)
 			}
 		}
 	})
