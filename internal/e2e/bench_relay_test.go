@@ -30,12 +30,13 @@ import (
 // is kaimon. scripts/bench.sh runs them and prints one table. Counts come
 // from the environment, so that the script can choose:
 //
-//	KAIMON_BENCH_CHUNKS  text deltas per turn (relay: 20000, latency: 2000)
-//	KAIMON_BENCH_AGENTS  agents streaming at once, e.g. "1,10,50"
-//	KAIMON_BENCH_RATES   deltas/s per agent for latency, 0 = full speed,
-//	                     e.g. "0,500"
-//	KAIMON_BENCH_IDLE    idle agents for memory, e.g. "1,100,1000"
-//	KAIMON_BENCH_TURNS   turns on one agent for memory, e.g. 1000
+//	KAIMON_BENCH_RELAY_CHUNKS  text deltas of a relay turn (default 20000)
+//	KAIMON_BENCH_CHUNKS        text deltas per agent for latency (2000)
+//	KAIMON_BENCH_AGENTS        agents streaming at once ("1,10,50")
+//	KAIMON_BENCH_RATES         deltas/s per agent for latency, 0 = full
+//	                           speed ("0,500")
+//	KAIMON_BENCH_IDLE          idle agents for memory ("1,100,1000")
+//	KAIMON_BENCH_TURNS         turns on one agent for memory (1000)
 
 var (
 	fakeOnce sync.Once
@@ -172,9 +173,9 @@ func checkTurn(b *testing.B, envs []event.Envelope, id string, chunks int) []eve
 }
 
 // BenchmarkRelay measures the relay on one core: kaimon-agentd under
-// GOMAXPROCS=1 reads a turn of KAIMON_BENCH_CHUNKS text deltas (default
-// 20000) from fakeclaude's stdout and maps, stamps, logs and publishes it
-// to one ZeroMQ subscriber (this process). One op is one turn.
+// GOMAXPROCS=1 reads a turn of KAIMON_BENCH_RELAY_CHUNKS text deltas
+// (default 20000) from fakeclaude's stdout and maps, stamps, logs and
+// publishes it to one ZeroMQ subscriber (this process). One op is one turn.
 //
 //	env/s       envelopes received per second of wall time (agent_run to
 //	            the last envelope received): what one subscriber gets;
@@ -187,7 +188,7 @@ func checkTurn(b *testing.B, envs []event.Envelope, id string, chunks int) []eve
 //
 // Every envelope of every turn must reach the subscriber, in seq order.
 func BenchmarkRelay(b *testing.B) {
-	chunks := envInt("KAIMON_BENCH_CHUNKS", 20000)
+	chunks := envInt("KAIMON_BENCH_RELAY_CHUNKS", 20000)
 	e := newFakeEnv(b, "GOMAXPROCS", "1")
 	e.ok("daemon", "start")
 	pid := e.daemonPID()
