@@ -45,7 +45,7 @@ bench ./internal/eventlog/ 'Append' 2000x "$count" -benchmem
 bench ./internal/bus/ 'BusThroughput|BusLatency' 20000x "$count"
 bench ./internal/e2e/ 'Overhead' "$turns" "$count"
 bench ./internal/e2e/ 'CLIStart' "$cli" "$count"
-bench ./internal/e2e/ 'Relay' 3x "$count"
+bench ./internal/e2e/ 'Relay$' 3x "$count"
 bench ./internal/e2e/ 'Latency' 1x "$count"
 bench ./internal/e2e/ 'BusStalledSubscriber' 2x 1
 bench ./internal/e2e/ 'Memory' 1x 1
