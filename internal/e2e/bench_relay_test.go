@@ -140,42 +140,51 @@ func rssMB(t testing.TB, pid int) float64 {
 	return 0
 }
 
-// turnDone reports whether envs hold agent id's whole turn: its result and
-// the status that follows it.
-func turnDone(envs []event.Envelope, id string) bool {
-	result := false
-	for _, e := range envs {
-		if e.AgentID != id {
-			continue
+// round waits until every agent of ids has ended its turn (the control
+// API says idle at turn) and the subscriber has everything the bus did not
+// drop for it, then checks the accounting: per agent, seq strictly
+// increasing; in all, received + dropped = chunks deltas plus
+// fakeclaude.FixedEvents per agent, exactly. Drops are the bus's design
+// (a subscriber that falls behind is dropped for, not waited on), so they
+// are reported, not fatal; an envelope neither received nor counted as
+// dropped is. d0 is the bus's drop count before the round.
+func (r *rawSub) round(b *testing.B, e *kenv, ids []string, turn, chunks int, d0 uint64) (envs []event.Envelope, at []time.Time, dropped int) {
+	b.Helper()
+	cl := e.client()
+	for _, id := range ids {
+		waitFor(b, "agent "+id+" idle after turn "+strconv.Itoa(turn), 2*time.Minute, func() bool {
+			st, err := cl.Status(context.Background(), &verbs.StatusArgs{AgentID: id})
+			return err == nil && st.Turn >= turn && st.Status == "idle"
+		})
+	}
+	want := len(ids) * (chunks + fakeclaude.FixedEvents)
+	mine := func(envs []event.Envelope) int {
+		n := 0
+		for _, env := range envs {
+			if slices.Contains(ids, env.AgentID) {
+				n++
+			}
 		}
-		if e.Kind == event.Result {
-			result = true
-		} else if result && e.Kind == event.Status {
-			return true
+		return n
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		dropped = int(e.busStats().Dropped - d0)
+		envs, at = r.untilFor(b, 2*time.Second, func(envs []event.Envelope) bool { return mine(envs)+dropped >= want })
+		if got := mine(envs); got+dropped == want {
+			break
+		} else if got+dropped > want || time.Now().After(deadline) {
+			b.Fatalf("received %d envelopes + %d dropped by the bus, want %d in all", got, dropped, want)
 		}
 	}
-	return false
-}
-
-// checkTurn fails b unless envs (agent id's, one turn) are the whole turn
-// fakeclaude streamed: chunks deltas plus the fixed events, seq contiguous.
-func checkTurn(b *testing.B, e *kenv, envs []event.Envelope, id string, chunks int) []event.Envelope {
-	var mine []event.Envelope
-	for _, e := range envs {
-		if e.AgentID == id {
-			mine = append(mine, e)
+	last := map[string]uint64{}
+	for _, env := range envs {
+		if env.Seq <= last[env.AgentID] {
+			b.Fatalf("agent %s: seq %d after %d", env.AgentID, env.Seq, last[env.AgentID])
 		}
+		last[env.AgentID] = env.Seq
 	}
-	for j := 1; j < len(mine); j++ {
-		if mine[j].Seq != mine[j-1].Seq+1 {
-			b.Fatalf("agent %s: the subscriber lost seq %d..%d (the bus counts %d dropped for slow subscribers)",
-				id, mine[j-1].Seq+1, mine[j].Seq-1, e.busStats().Dropped)
-		}
-	}
-	if want := chunks + fakeclaude.FixedEvents; len(mine) != want {
-		b.Fatalf("agent %s: %d envelopes, want %d", id, len(mine), want)
-	}
-	return mine
+	return envs, at, dropped
 }
 
 // rawSub is a ZeroMQ subscriber (internal/bus) that only receives: its
@@ -229,11 +238,11 @@ func startRawSub(t testing.TB, ctx context.Context, e *kenv) *rawSub {
 	return r
 }
 
-// until decodes what has arrived until cond holds for it; returns the
-// envelopes and their receive times.
-func (r *rawSub) until(t testing.TB, cond func([]event.Envelope) bool) ([]event.Envelope, []time.Time) {
+// untilFor decodes what has arrived until cond holds for it or d has
+// passed; returns the envelopes and their receive times.
+func (r *rawSub) untilFor(t testing.TB, d time.Duration, cond func([]event.Envelope) bool) ([]event.Envelope, []time.Time) {
 	t.Helper()
-	timeout := time.After(2 * time.Minute)
+	timeout := time.After(d)
 	for {
 		r.mu.Lock()
 		bodies, recv, ch, err := r.bodies[len(r.envs):], r.recv[len(r.envs):], r.changed, r.err
@@ -255,7 +264,7 @@ func (r *rawSub) until(t testing.TB, cond func([]event.Envelope) bool) ([]event.
 		select {
 		case <-ch:
 		case <-timeout:
-			t.Fatal("subscriber: timed out")
+			return r.envs, r.at
 		}
 	}
 }
@@ -282,10 +291,12 @@ func (r *rawSub) reset() {
 //	%floor      lines/cpu-s as a share of the floor (the target:
 //	            ≥ 60).
 //
-// The daemon runs with its default GOMAXPROCS; KAIMON_BENCH_DAEMON_PROCS=1
-// runs it on one P, where (measured 2026-12-01) the bus drops for this
-// fast subscriber: see BENCHMARKS.md. Every envelope of every turn must
-// reach the subscriber, in seq order, or the benchmark fails.
+// dropped/turn is what the bus dropped for the subscriber (it drops for a
+// subscriber that falls behind rather than slow the agent); an envelope
+// neither received nor counted as dropped, or out of order, fails the
+// benchmark. The daemon runs with its default GOMAXPROCS;
+// KAIMON_BENCH_DAEMON_PROCS=1 runs it on one P, where the bus drops for
+// this subscriber (see BENCHMARKS.md).
 func BenchmarkRelay(b *testing.B) {
 	e := newFakeEnv(b, "GOMAXPROCS", os.Getenv("KAIMON_BENCH_DAEMON_PROCS"))
 	e.ok("daemon", "start")
@@ -351,19 +362,21 @@ func relay(b *testing.B, e *kenv, cpu func() time.Duration) {
 	lines := fakeclaude.Lines(chunks)
 	var (
 		wall, used time.Duration
-		envs       int
+		envs, drop int
 	)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		sub.reset()
+		d0 := e.busStats().Dropped
 		c0, t0 := cpu(), time.Now()
 		if _, err := cl.Run(ctx, &verbs.RunArgs{AgentID: id, Text: fmt.Sprintf("stream %d chunks", chunks)}); err != nil {
 			b.Fatal(err)
 		}
-		got, at := sub.until(b, func(envs []event.Envelope) bool { return turnDone(envs, id) })
+		got, at, dropped := sub.round(b, e, []string{id}, i+1, chunks, d0)
 		wall += at[len(at)-1].Sub(t0)
 		used += cpu() - c0
-		envs += len(checkTurn(b, e, got, id, chunks))
+		envs += len(got)
+		drop += dropped
 	}
 	b.StopTimer()
 	if _, err := cl.Close(ctx, &verbs.CloseArgs{AgentID: id}); err != nil {
@@ -372,7 +385,8 @@ func relay(b *testing.B, e *kenv, cpu func() time.Duration) {
 	floor := validRate(b, lines)
 	perCPU := float64(b.N*len(lines)) / used.Seconds()
 	b.ReportMetric(float64(envs)/wall.Seconds(), "env/s")
-	b.ReportMetric(float64(envs)/used.Seconds(), "env/cpu-s")
+	b.ReportMetric(float64(envs+drop)/used.Seconds(), "env/cpu-s")
+	b.ReportMetric(float64(drop)/float64(b.N), "dropped/turn")
 	b.ReportMetric(perCPU, "lines/cpu-s")
 	b.ReportMetric(floor, "floor-lines/s")
 	b.ReportMetric(100*perCPU/floor, "%floor")
@@ -413,8 +427,10 @@ func validRate(b *testing.B, lines [][]byte) float64 {
 // (rate=R, KAIMON_BENCH_RATES, default 500: what the relay adds when it
 // keeps up). fakeclaude writes its send time into each delta; the
 // subscriber takes its receive time minus that. One op is one round of
-// turns, every agent's. p50-µs, p99-µs, p999-µs over all deltas of all
-// rounds; env/s is what the subscriber received per second of round.
+// turns, every agent's. p50-µs, p99-µs, p999-µs over all deltas received
+// in all rounds; env/s is what the subscriber received per second of
+// round; dropped/round what the bus dropped for it (latency is then over
+// what arrived: read it beside the drops).
 func BenchmarkLatency(b *testing.B) {
 	chunks := envInt("KAIMON_BENCH_CHUNKS", 2000)
 	rates := []int{0, 500}
@@ -458,8 +474,10 @@ func latency(b *testing.B, n, chunks int, text string) {
 		envs int
 	)
 	b.ResetTimer()
+	drop := 0
 	for i := 0; i < b.N; i++ {
 		sub.reset()
+		d0 := e.busStats().Dropped
 		t0 := time.Now()
 		errs := make(chan error, n)
 		for _, id := range ids {
@@ -473,18 +491,9 @@ func latency(b *testing.B, n, chunks int, text string) {
 				b.Fatal(err)
 			}
 		}
-		got, recv := sub.until(b, func(envs []event.Envelope) bool {
-			for _, id := range ids {
-				if !turnDone(envs, id) {
-					return false
-				}
-			}
-			return true
-		})
+		got, recv, dropped := sub.round(b, e, ids, i+1, chunks, d0)
 		wall += recv[len(recv)-1].Sub(t0)
-		for _, id := range ids {
-			checkTurn(b, e, got, id, chunks)
-		}
+		drop += dropped
 		stamped := 0
 		for j, env := range got {
 			if env.Kind != event.AssistantText || !gjson.GetBytes(env.Data, "delta").Bool() {
@@ -497,13 +506,14 @@ func latency(b *testing.B, n, chunks int, text string) {
 			stamped++
 			lat = append(lat, recv[j].Sub(sent))
 		}
-		if stamped != n*chunks {
+		if dropped == 0 && stamped != n*chunks {
 			b.Fatalf("%d stamped deltas, want %d", stamped, n*chunks)
 		}
 		envs += len(got)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(envs)/wall.Seconds(), "env/s")
+	b.ReportMetric(float64(drop)/float64(b.N), "dropped/round")
 	reportLatency(b, lat)
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)*999/1000].Microseconds()), "p999-µs")

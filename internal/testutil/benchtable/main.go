@@ -107,7 +107,8 @@ func main() {
 		add("relay on one core: map+stamp+log+publish→1 sub", kfmt(v)+" lines/cpu-s", "json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), "≥ 60% of floor", verdict(v/fl >= 0.6))
 		e, _ := r.get("Relay", "env/cpu-s")
 		w, _ := r.get("Relay", "env/s")
-		add("  same, envelopes (daemon CPU / wall)", kfmt(e)+" /cpu-s, "+kfmt(w)+" /s", "", "", "", "")
+		d, _ := r.get("Relay", "dropped/turn")
+		add("  same, envelopes (daemon CPU / wall)", kfmt(e)+" /cpu-s, "+kfmt(w)+" /s, dropped "+fmt.Sprintf("%.0f", d)+"/turn", "", "", "", "")
 	}
 	if v, ok := r.get("MapEncode/map+encode", "lines/s"); ok {
 		fl, _ := r.get("MapEncode/floor", "lines/s")
@@ -137,7 +138,12 @@ func main() {
 		if busOK {
 			floor = "bus alone p99 " + msf(busP99)
 		}
-		add("agent→subscriber latency, "+label, "p50 "+msf(p50)+", p99 "+msf(p99)+", p999 "+msf(p999), floor, "", "p99 ≤ 2 ms", verdict(p99 <= 2000))
+		measured := "p50 " + msf(p50) + ", p99 " + msf(p99) + ", p999 " + msf(p999)
+		d, _ := r.get(name, "dropped/round")
+		if d > 0 {
+			measured += fmt.Sprintf("; bus dropped %.0f/round", d)
+		}
+		add("agent→subscriber latency, "+label, measured, floor, "", "p99 ≤ 2 ms, no drops", verdict(p99 <= 2000 && d == 0))
 	}
 	// The bus alone and a stalled subscriber.
 	if v, ok := r.get("BusThroughput/subscribers=1", "env/s"); ok {
