@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -315,6 +316,19 @@ func BenchmarkRelay(b *testing.B) {
 // are for finding where the relay's time goes.
 func BenchmarkRelayInProcess(b *testing.B) {
 	e := newFakeEnv(b)
+	defer inProcessDaemon(b, e)()
+	relay(b, e, func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	})
+}
+
+// inProcessDaemon runs daemon.Run for e in this process, so that it can be
+// profiled, and returns the function that stops it.
+func inProcessDaemon(b *testing.B, e *kenv) (stop func()) {
 	// daemon.Run takes its paths and its agents' environment from the
 	// process's: make them the installation's for the run.
 	b.Setenv("XDG_RUNTIME_DIR", "")
@@ -323,27 +337,64 @@ func BenchmarkRelayInProcess(b *testing.B) {
 		b.Setenv(k, v)
 	}
 	log.SetOutput(io.Discard)
-	defer log.SetOutput(os.Stderr)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- daemon.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Error(err)
-		}
-	}()
 	waitFor(b, "the in-process daemon", 10*time.Second, func() bool {
 		_, err := e.client().Ping(context.Background())
 		return err == nil
 	})
-	relay(b, e, func() time.Duration {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
+		log.SetOutput(os.Stderr)
+	}
+}
+
+// BenchmarkIdleHeap opens the last of KAIMON_BENCH_IDLE (default 300)
+// idle fakeclaude agents in an in-process daemon and reports its live heap
+// (heap-MB, after a GC) and goroutines per agent; with
+// KAIMON_BENCH_HEAPPROFILE=FILE it writes the heap profile there:
+//
+//	KAIMON_BENCH_HEAPPROFILE=heap.out go test -run '^$' -bench IdleHeap \
+//	    -benchtime 1x -o e2e.test ./internal/e2e/
+//	go tool pprof -sample_index=inuse_space -top e2e.test heap.out
+//
+// The heap includes this benchmark's own, small, state.
+func BenchmarkIdleHeap(b *testing.B) {
+	counts := envInts("KAIMON_BENCH_IDLE", []int{300})
+	n := counts[len(counts)-1]
+	e := newFakeEnv(b)
+	defer inProcessDaemon(b, e)()
+	cl := e.client()
+	ctx := context.Background()
+	g0 := runtime.NumGoroutine()
+	for i := 0; i < n; i++ {
+		if _, err := cl.Open(ctx, &verbs.OpenArgs{Cwd: e.work}); err != nil {
 			b.Fatal(err)
 		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	})
+	}
+	if l, err := cl.List(ctx, &verbs.ListArgs{}); err != nil || len(l.Agents) != n {
+		b.Fatalf("list: %v, want %d agents", err, n)
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
+	b.ReportMetric(float64(ms.StackInuse)/(1<<20), "stack-MB")
+	b.ReportMetric(float64(runtime.NumGoroutine()-g0)/float64(n), "goroutines/agent")
+	if path := os.Getenv("KAIMON_BENCH_HEAPPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // relay runs BenchmarkRelay's turns on e's daemon; cpu reads the CPU time

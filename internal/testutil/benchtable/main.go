@@ -104,7 +104,7 @@ func main() {
 	// The relay.
 	if v, ok := r.get("Relay", "lines/cpu-s"); ok {
 		fl, _ := r.get("Relay", "floor-lines/s")
-		add("relay on one core: map+stamp+log+publish→1 sub", kfmt(v)+" lines/cpu-s", "json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), "≥ 60% of floor", verdict(v/fl >= 0.6))
+		add("relay per core: map+stamp+log+publish→1 sub", kfmt(v)+" lines/cpu-s", "json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), "≥ 60% of floor", verdict(v/fl >= 0.6))
 		e, _ := r.get("Relay", "env/cpu-s")
 		w, _ := r.get("Relay", "env/s")
 		d, _ := r.get("Relay", "dropped/turn")
