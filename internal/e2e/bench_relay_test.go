@@ -295,14 +295,22 @@ func (r *rawSub) reset() {
 // dropped/turn is what the bus dropped for the subscriber (it drops for a
 // subscriber that falls behind rather than slow the agent); an envelope
 // neither received nor counted as dropped, or out of order, fails the
-// benchmark. The daemon runs with its default GOMAXPROCS;
-// KAIMON_BENCH_DAEMON_PROCS=1 runs it on one P, where the bus drops for
-// this subscriber (see BENCHMARKS.md).
+// benchmark. procs=all runs the daemon with its default GOMAXPROCS (the
+// table's figure), procs=1 on one P, where the bus drops for this
+// subscriber (see BENCHMARKS.md).
 func BenchmarkRelay(b *testing.B) {
-	e := newFakeEnv(b, "GOMAXPROCS", os.Getenv("KAIMON_BENCH_DAEMON_PROCS"))
-	e.ok("daemon", "start")
-	pid := e.daemonPID()
-	relay(b, e, func() time.Duration { return cpuTime(b, pid) })
+	for _, procs := range []string{"all", "1"} {
+		b.Run("procs="+procs, func(b *testing.B) {
+			gomaxprocs := ""
+			if procs != "all" {
+				gomaxprocs = procs
+			}
+			e := newFakeEnv(b, "GOMAXPROCS", gomaxprocs)
+			e.ok("daemon", "start")
+			pid := e.daemonPID()
+			relay(b, e, func() time.Duration { return cpuTime(b, pid) })
+		})
+	}
 }
 
 // BenchmarkRelayInProcess is BenchmarkRelay with the daemon (daemon.Run)

@@ -102,13 +102,20 @@ func main() {
 		add("CLI start: kaimon list --json", f1(k)+" ms", "curl "+f1(c)+" ms", fx(k/c), "≤ 1.10×", verdict(k/c <= 1.1))
 	}
 	// The relay.
-	if v, ok := r.get("Relay", "lines/cpu-s"); ok {
-		fl, _ := r.get("Relay", "floor-lines/s")
+	if v, ok := r.get("Relay/procs=all", "lines/cpu-s"); ok {
+		fl, _ := r.get("Relay/procs=all", "floor-lines/s")
 		add("relay per core: map+stamp+log+publish→1 sub", kfmt(v)+" lines/cpu-s", "json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), "≥ 60% of floor", verdict(v/fl >= 0.6))
-		e, _ := r.get("Relay", "env/cpu-s")
-		w, _ := r.get("Relay", "env/s")
-		d, _ := r.get("Relay", "dropped/turn")
+		e, _ := r.get("Relay/procs=all", "env/cpu-s")
+		w, _ := r.get("Relay/procs=all", "env/s")
+		d, _ := r.get("Relay/procs=all", "dropped/turn")
 		add("  same, envelopes (daemon CPU / wall)", kfmt(e)+" /cpu-s, "+kfmt(w)+" /s, dropped "+fmt.Sprintf("%.0f", d)+"/turn", "", "", "", "")
+	}
+	if v, ok := r.get("Relay/procs=1", "lines/cpu-s"); ok {
+		fl, _ := r.get("Relay/procs=1", "floor-lines/s")
+		w, _ := r.get("Relay/procs=1", "env/s")
+		d, _ := r.get("Relay/procs=1", "dropped/turn")
+		add("relay, daemon on one P (GOMAXPROCS=1)", kfmt(v)+" lines/cpu-s, "+kfmt(w)+" env/s, dropped "+fmt.Sprintf("%.0f", d)+"/turn",
+			"json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), "≥ 60%, no drops", verdict(v/fl >= 0.6 && d == 0))
 	}
 	if v, ok := r.get("MapEncode/map+encode", "lines/s"); ok {
 		fl, _ := r.get("MapEncode/floor", "lines/s")
