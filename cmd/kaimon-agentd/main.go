@@ -16,6 +16,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == manpage.AgentdMCPArg {
+		os.Exit(serveMCP(os.Args[2:]))
+	}
 	if len(os.Args) > 1 {
 		switch action, _ := manpage.AgentdArg(os.Args[1]); action {
 		case manpage.AgentdVersion:

@@ -8,6 +8,8 @@ import (
 	"errors"
 
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/policy"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // Options are agent_open's options as a backend sees them, validated and
@@ -24,8 +26,12 @@ type Options struct {
 	// DisallowedTools nil means "the default recursion guard"; an empty,
 	// non-nil slice means "no guard" (nested agents allowed).
 	DisallowedTools []string
-	MCPConfig       string
-	SystemPrompt    string
+	// Policy is the permission policy resolved from the options above,
+	// once, when the agent is opened (see ResolvePolicy). Backends and the
+	// door ask it and never resolve presets themselves.
+	Policy       *policy.Policy
+	MCPConfig    string
+	SystemPrompt string
 	// Resume is the vendor's session id to continue (agent_open with
 	// resume): the conversation is restored instead of begun. "" starts a
 	// fresh one.
@@ -47,6 +53,30 @@ type Options struct {
 	// lets the agent program apply its own default.
 	Ask Asker
 }
+
+// PolicyOptions are o's permission options as agent_open gave them.
+func (o *Options) PolicyOptions() policy.Options {
+	return policy.Options{Preset: o.Permission, PermissionMode: o.PermissionMode,
+		AllowedTools: o.AllowedTools, Only: o.Only, DisallowedTools: o.DisallowedTools}
+}
+
+// ResolvePolicy returns o.Policy, resolving it from o's permission options
+// first if it is not yet: the session manager does so once at open, and
+// options built by hand (tests, tools) get theirs on first use.
+func (o *Options) ResolvePolicy() (*policy.Policy, error) {
+	if o.Policy != nil {
+		return o.Policy, nil
+	}
+	p, err := policy.Resolve(o.PolicyOptions())
+	if err != nil {
+		return nil, err
+	}
+	o.Policy = p
+	return p, nil
+}
+
+// Efforts are the effort levels accepted by effort and a model's suffix.
+var Efforts = verbs.Efforts
 
 // Sink receives what a backend observes. Emit may be called from any one
 // goroutine of the backend at a time; Exited is called once, last.

@@ -68,15 +68,13 @@ func (j *Join) Replay() error {
 // Skip moves past the log's records without emitting them: the join then
 // starts at the agent's end as the log has it now (what is live from here
 // on is emitted, and gaps are filled from the log as ever). Bad does not
-// hear of the lines skipped.
+// hear of the lines skipped. It reads the log from its end, not through.
 func (j *Join) Skip() error {
-	bad := j.Bad
-	j.Bad = nil
-	defer func() { j.Bad = bad }()
-	return j.cur.Read(j.last, 0, func(r *event.Record) error {
-		j.last = r.Seq
-		return nil
-	})
+	last, ok, err := j.cur.SkipToEnd()
+	if ok && last > j.last {
+		j.last = last
+	}
+	return err
 }
 
 func (j *Join) emitRecord(r *event.Record) error {

@@ -22,6 +22,7 @@ import (
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/verbs"
 	"github.com/kaimon/kaimon/internal/version"
 )
@@ -212,8 +213,8 @@ func openFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "model alias or id, optionally with /low|/medium|/high effort", Value: verbs.DefaultModel},
 		&cli.StringFlag{Name: "effort", Usage: "thinking effort `LEVEL`: " + strings.Join(backend.Efforts, "|")},
-		&cli.StringFlag{Name: "permission", Aliases: []string{"p"}, Usage: "permission `PRESET`: " + strings.Join(backend.PresetNames, "|"), Value: verbs.DefaultPermission},
-		&cli.StringFlag{Name: "permission-mode", Usage: "override the preset's claude permission `MODE`: " + strings.Join(backend.PermissionModes, "|")},
+		&cli.StringFlag{Name: "permission", Aliases: []string{"p"}, Usage: "permission `PRESET`: " + strings.Join(policy.PresetNames, "|"), Value: verbs.DefaultPermission},
+		&cli.StringFlag{Name: "permission-mode", Usage: "override the preset's claude permission `MODE`: " + strings.Join(policy.PermissionModes, "|")},
 		&cli.StringSliceFlag{Name: "allow", Usage: "allow `TOOL` (repeatable); composes with the preset"},
 		&cli.BoolFlag{Name: "only", Usage: "make the --allow tools the agent's whole tool set"},
 		&cli.StringSliceFlag{Name: "disallow", Usage: "forbid `TOOL` (repeatable); replaces the default recursion guard"},

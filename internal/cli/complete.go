@@ -13,6 +13,7 @@ import (
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -499,7 +500,7 @@ func enumCandidates(a verbs.Arg) []candidate {
 	var enum []candidate
 	for _, e := range a.Enum {
 		c := candidate{value: e}
-		if p, ok := backend.Presets[e]; ok && a.Name == "permission" {
+		if p, ok := policy.Presets[e]; ok && a.Name == "permission" {
 			c.desc = p.Doc
 		}
 		enum = append(enum, c)

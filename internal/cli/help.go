@@ -3,7 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -129,11 +131,56 @@ func finishTree(app *cli.App) {
 			}
 			walk(path, c.Subcommands)
 			if c.CustomHelpTemplate == "" {
-				c.CustomHelpTemplate = helpTemplate(commandDoc(app, path, c))
+				c.CustomHelpTemplate = lazyHelp + path
 			}
 		}
 	}
 	walk(app.Name, app.Commands)
+	lazyHelpOnce.Do(func() { cli.HelpPrinter = helpPrinter(cli.HelpPrinter) })
+}
+
+// lazyHelp, followed by a command's path, is the help template finishTree
+// gives a command: helpPrinter makes the help when it is shown. Making
+// every command's help at start cost each run of a one-line verb more than
+// its request to the daemon.
+const lazyHelp = "{{/* kaimon: the help of */}}"
+
+var lazyHelpOnce sync.Once
+
+// helpPrinter wraps urfave/cli's help printer, next, to make the help
+// templates finishTree left for later.
+func helpPrinter(next func(w io.Writer, templ string, data any)) func(w io.Writer, templ string, data any) {
+	return func(w io.Writer, templ string, data any) {
+		if path, ok := strings.CutPrefix(templ, lazyHelp); ok {
+			templ = helpTemplate(docOf(path))
+		}
+		next(w, templ, data)
+	}
+}
+
+// docOf describes the command at path (from "kaimon"). It reads a fresh
+// tree: the command whose help is shown has been through urfave/cli's
+// setup, which adds its own help flag and command (and rewrites HelpName).
+func docOf(path string) manpage.Command {
+	app := NewApp()
+	cmds := app.Commands
+	var c *cli.Command
+	for _, name := range strings.Fields(path)[1:] {
+		c = nil
+		for _, sub := range cmds {
+			if sub.Name == name {
+				c = sub
+			}
+		}
+		if c == nil {
+			break
+		}
+		cmds = c.Subcommands
+	}
+	if c == nil { // not a path finishTree gave
+		return manpage.Command{Path: path}
+	}
+	return commandDoc(app, path, c)
 }
 
 // unknownCommand is the usage error for name among cmds, with the nearest

@@ -135,10 +135,10 @@ func isTerminal(w io.Writer) bool {
 }
 
 // hintDelay is how long a run whose output is not a terminal goes before
-// it reads its stream for permission requests (the stream is open from
-// the start, so none is missed): most turns end quickly and never ask,
-// and a person answering a question takes seconds anyway, so the common
-// turn is spared decoding its stream.
+// it opens its stream for permission requests (and asks agent_status for
+// those already pending, so none is missed): most turns end quickly and
+// never ask, and a person answering a question takes seconds anyway, so
+// the common turn is spared the stream, on its critical path or beside it.
 const hintDelay = 750 * time.Millisecond
 
 // resultWait bounds how long a run that ended waits for its event stream
@@ -164,14 +164,26 @@ func runTurn(c *cli.Context, cl *client.Client, id, text string, timeout time.Du
 		f.p.busy(id, start)
 	}
 	fctx, stopFollow := context.WithCancel(c.Context)
-	// Open the stream before the turn is sent, from the agent's end as it
-	// is now: nothing of the turn is missed, and none of its history is
-	// read. The stream is a courtesy: without it the run goes on.
-	w, werr := cl.EventsFromNow(fctx, id)
-	if werr != nil {
-		w = nil
+	// The stream starts at the agent's end as it is when the daemon takes
+	// the request: none of its history is read. The stream is a courtesy:
+	// without it the run goes on.
+	open := func() *client.Watcher {
+		w, err := cl.EventsFromNow(fctx, id)
+		if err != nil {
+			return nil
+		}
+		return w
 	}
-	go f.follow(fctx, w)
+	if live {
+		// Rendering needs the turn from its first event: the stream is in
+		// force before the turn is sent (one round trip on the socket).
+		w := open()
+		go f.follow(fctx, func() *client.Watcher { return w })
+	} else {
+		// Piped, the stream only tells of permission requests: it opens
+		// after hintDelay, if the turn is still running then.
+		go f.follow(fctx, func() *client.Watcher { return f.openForHints(fctx, cl, open) })
+	}
 	endFollow := func() {
 		stopFollow()
 		<-f.done
@@ -304,30 +316,21 @@ type follower struct {
 	turn     int                  // the run's turn, once its user_text is seen
 	result   chan *event.Envelope // the run's turn's result
 	done     chan struct{}
+	told     map[string]bool // (not live) permission requests told of, by id
 }
 
-// follow reads w (opened from the agent's end before the run sent; nil
-// when it could not be) until ctx ends. The run's turn is the one whose
+// follow reads the stream open returns (from the agent's end; nil when it
+// could not be opened) until ctx ends. The run's turn is the one whose
 // user_text is the run's text, from then on: a turn sent while another
-// runs waits in a queue, and opens later. Not live, it starts reading
-// only after hintDelay; what the stream held meanwhile is not lost (the
-// daemon fills what its queue dropped from the log).
-func (f *follower) follow(ctx context.Context, w *client.Watcher) {
+// runs waits in a queue, and opens later.
+func (f *follower) follow(ctx context.Context, open func() *client.Watcher) {
 	defer close(f.done)
+	w := open()
 	if w == nil {
 		return
 	}
 	stop := context.AfterFunc(ctx, func() { w.Close() })
 	defer stop()
-	if !f.live {
-		t := time.NewTimer(hintDelay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
 	for {
 		e, err := w.Next()
 		if err != nil {
@@ -365,8 +368,48 @@ func (f *follower) permission(e *event.Envelope) {
 		return
 	}
 	var d event.PermissionData
-	if json.Unmarshal(e.Data, &d) != nil || d.Decision != "" {
+	if json.Unmarshal(e.Data, &d) != nil {
 		return
 	}
-	fmt.Fprintln(f.errw, permissionLines("kaimon: ", e.AgentID, &d))
+	if f.told[d.RequestID] {
+		return
+	}
+	f.tell(d.RequestID)
+	if d.Decision == "" {
+		fmt.Fprintln(f.errw, permissionLines("kaimon: ", e.AgentID, &d))
+	}
+}
+
+func (f *follower) tell(requestID string) {
+	if f.told == nil {
+		f.told = map[string]bool{}
+	}
+	f.told[requestID] = true
+}
+
+// openForHints is a piped run's stream: after hintDelay, if the turn still
+// runs, the stream opened by open (from the agent's end), and a hint for
+// each request agent_status then says is pending (asked before the stream
+// began, so not on it; told without the tool's input, which status does
+// not carry). A request both pending and on the stream is told once.
+func (f *follower) openForHints(ctx context.Context, cl *client.Client, open func() *client.Watcher) *client.Watcher {
+	t := time.NewTimer(hintDelay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-t.C:
+	}
+	w := open()
+	if st, err := cl.Status(ctx, &verbs.StatusArgs{AgentID: f.id}); err == nil {
+		for _, p := range st.PendingPermissions {
+			if f.told[p.RequestID] {
+				continue
+			}
+			f.tell(p.RequestID)
+			d := event.PermissionData{RequestID: p.RequestID, ToolCall: event.ToolCall{Title: p.Title}, ExpiresAt: p.ExpiresAt}
+			fmt.Fprintln(f.errw, permissionLines("kaimon: ", f.id, &d))
+		}
+	}
+	return w
 }

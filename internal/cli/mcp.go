@@ -1,18 +1,18 @@
 package cli
 
 import (
-	"log"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
 
-	"github.com/mark3labs/mcp-go/server"
 	"github.com/urfave/cli/v2"
 
-	"github.com/kaimon/kaimon/internal/mcpserver"
+	"github.com/kaimon/kaimon/internal/manpage"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
-
-// mcpWorkers is how many tool calls `kaimon mcp` runs at once: agent_run
-// blocks for a whole turn, so a client driving several agents needs more
-// than mcp-go's default of 5.
-const mcpWorkers = 32
 
 func mcpCmd() *cli.Command {
 	return &cli.Command{
@@ -26,7 +26,7 @@ func mcpCmd() *cli.Command {
 			"agent_run sends progress notifications while a turn runs when the call carries a progressToken; " +
 			"for long turns, agent_send then agent_output polls without blocking.",
 		Flags: []cli.Flag{
-			&cli.DurationFlag{Name: "progress", Usage: "interval of agent_run's progress notifications", Value: mcpserver.DefaultProgress},
+			&cli.DurationFlag{Name: "progress", Usage: "interval of agent_run's progress notifications", Value: verbs.DefaultProgressSeconds * time.Second},
 		},
 		Action: func(c *cli.Context) error {
 			if err := needArgs(c, 0, "no arguments"); err != nil {
@@ -36,14 +36,46 @@ func mcpCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			s := server.NewStdioServer(mcpserver.New(cl, mcpserver.Options{Progress: c.Duration("progress")}))
-			s.SetErrorLogger(log.New(c.App.ErrWriter, "kaimon mcp: ", log.LstdFlags))
-			server.WithWorkerPoolSize(mcpWorkers)(s)
-			err = s.Listen(c.Context, c.App.Reader, c.App.Writer)
-			if c.Context.Err() != nil {
-				return nil // stopped by a signal: not an error
+			// The server is kaimon-agentd's (manpage.AgentdMCPArg), which
+			// links the MCP library anyway: its package init costs
+			// milliseconds, which every `kaimon list` would pay were it
+			// linked here.
+			bin, err := cl.DaemonPath()
+			if err != nil {
+				return fmt.Errorf("kaimon mcp runs kaimon-agentd's MCP server: %w", err)
 			}
-			return err
+			argv := []string{bin, manpage.AgentdMCPArg, "-progress", c.Duration("progress").String()}
+			env := os.Environ()
+			if cl.NoAutostart {
+				env = append(withoutEnv(env, "KAIMON_NO_AUTOSTART"), "KAIMON_NO_AUTOSTART=1")
+			}
+			if c.App.Reader == os.Stdin && c.App.Writer == os.Stdout && c.App.ErrWriter == os.Stderr {
+				// The same process goes on as the server: the MCP client's
+				// signals, pipes and wait reach it as they reached kaimon.
+				err := syscall.Exec(bin, argv, env)
+				return fmt.Errorf("kaimon mcp runs kaimon-agentd's MCP server, and %s could not be run: %w (set KAIMON_AGENTD_BIN to kaimon-agentd)", bin, err)
+			}
+			// Run in-process with other streams (tests): a child on them.
+			cmd := exec.CommandContext(c.Context, bin, argv[1:]...)
+			cmd.Env = env
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = c.App.Reader, c.App.Writer, c.App.ErrWriter
+			cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+			cmd.WaitDelay = 5 * time.Second
+			if err := cmd.Run(); err != nil && c.Context.Err() == nil {
+				return fmt.Errorf("kaimon-agentd's MCP server: %w", err)
+			}
+			return nil
 		},
 	}
+}
+
+// withoutEnv is env without the entries of the variable name.
+func withoutEnv(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/confine"
 	"github.com/kaimon/kaimon/internal/mcpserver"
+	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -53,7 +54,7 @@ type caller struct {
 	id    string
 	token string
 	opts  backend.Options
-	pol   backend.Policy
+	pol   *policy.Policy
 }
 
 type callerKey struct{}
@@ -118,11 +119,12 @@ func (d *Door) Serve(ctx context.Context) error {
 // Admit lets agent o.ID in with o's policy and returns its fresh token,
 // replacing an earlier one of the same id.
 func (d *Door) Admit(o backend.Options) string {
-	pol, err := backend.Resolve(&o)
+	pol, err := o.ResolvePolicy() // resolved at open; by hand only in tests
 	if err != nil {
 		// The manager validated o already; a policy that fails now denies
 		// everything.
-		pol = backend.Policy{Preset: backend.Presets["specialist"], Deny: []string{backend.KaimonServer}}
+		pol = policy.DenyAll()
+		pol.Only = o.Only
 	}
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
@@ -204,7 +206,7 @@ func (d *Door) check(ctx context.Context, v *verbs.Verb, args any) error {
 	if c == nil {
 		return errors.New("kaimon's MCP door does not know the calling agent")
 	}
-	err := c.pol.DoorCheck(&c.opts, v.Name)
+	err := c.pol.DoorCheck(v.Name)
 	if err == nil {
 		switch a := args.(type) {
 		case *verbs.PermitArgs:
@@ -227,7 +229,7 @@ func (d *Door) check(ctx context.Context, v *verbs.Verb, args any) error {
 // not name.
 func (d *Door) visible(ctx context.Context, v *verbs.Verb) bool {
 	c := callerOf(ctx)
-	return c != nil && c.pol.DoorVisible(&c.opts, v.Name)
+	return c != nil && c.pol.DoorVisible(v.Name)
 }
 
 // Info is what <sock_dir>/door.json records.

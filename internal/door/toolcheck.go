@@ -26,17 +26,10 @@ func (d *Door) serveToolCheck(w http.ResponseWriter, r *http.Request, c *caller)
 		http.Error(w, "body must be a JSON object with a tool name", http.StatusBadRequest)
 		return
 	}
-	tool := backend.NativeToolName(req.Tool, "")
-	res := backend.ToolCheckResult{Allow: true, Tool: tool}
-	if verb, ok := backend.KaimonVerb(tool); ok {
-		if err := c.pol.DoorCheck(&c.opts, verb); err != nil {
-			res.Allow, res.Reason = false, err.Error()
-		}
-	} else if v, why := c.pol.Permission(&c.opts, tool); v == backend.VerdictDeny {
-		res.Allow, res.Reason = false, why
-	}
+	var res backend.ToolCheckResult
+	res.Tool, res.Allow, res.Reason = c.pol.ToolCheck(req.Tool)
 	if !res.Allow {
-		log.Printf("door: agent %s: bridge refuses %s (%s): %s", c.id, req.Tool, tool, res.Reason)
+		log.Printf("door: agent %s: bridge refuses %s (%s): %s", c.id, req.Tool, res.Tool, res.Reason)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(res)

@@ -49,6 +49,14 @@ var AgentdOptions = []AgentdOption{
 	{Args: []string{"-v", "--version", "version"}, Usage: "print the version and commit and exit", Action: AgentdVersion},
 }
 
+// AgentdMCPArg is not an option of kaimon-agentd but how `kaimon mcp`
+// runs it: as an MCP server on stdio that is a client of the running
+// daemon (kaimon mcp's exec, so that the kaimon CLI links no MCP server and
+// its one-line verbs do not pay for its package init), hence absent from
+// AgentdOptions and from the documentation, as `kaimon __complete` is.
+// Its arguments follow: -progress DURATION.
+const AgentdMCPArg = "__mcp"
+
 // AgentdArg is the action of kaimon-agentd's argument arg; false when it
 // takes no such argument.
 func AgentdArg(arg string) (AgentdAction, bool) {

@@ -25,7 +25,7 @@ import (
 
 // DefaultProgress is how often agent_run reports progress while the turn
 // runs, when the client asked for progress.
-const DefaultProgress = 5 * time.Second
+const DefaultProgress = verbs.DefaultProgressSeconds * time.Second
 
 // Options adapt the server to where it runs.
 type Options struct {

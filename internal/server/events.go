@@ -3,7 +3,6 @@ package server
 import (
 	"net/http"
 	"os"
-	"regexp"
 	"strconv"
 	"time"
 
@@ -15,8 +14,6 @@ import (
 
 // BusStats is what daemon status reports of the event bus.
 type BusStats interface{ Stats() bus.Stats }
-
-var agentIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // serveEvents is GET /v1/agents/{id}/events?since=SEQ&follow=1: the agent's
 // envelopes after seq SEQ as NDJSON, one per line. since=latest is the
@@ -32,7 +29,7 @@ var agentIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // what the queue dropped is filled from the log when it was authoritative.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !agentIDRE.MatchString(id) {
+	if !verbs.ValidAgentID(id) {
 		writeErr(w, verbs.BadArg("agent id %q is not an agent id", id))
 		return
 	}

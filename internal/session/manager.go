@@ -337,7 +337,8 @@ func (m *Manager) openOptions(id string, a verbs.OpenArgs, old *Agent) (verbs.Op
 	a.Cwd = cwd
 	opts := m.backendOptions(&a)
 	opts.Resume = session
-	if _, err := backend.Resolve(&opts); err != nil {
+	// The one place the policy is resolved: the agent carries it.
+	if _, err := opts.ResolvePolicy(); err != nil {
 		return a, backend.Options{}, verbs.BadArg("agent_open: %v", err)
 	}
 	return a, opts, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/permit"
+	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -85,10 +86,10 @@ func (ag *Agent) ask(ctx context.Context, req backend.PermissionRequest) backend
 
 	var d backend.PermissionDecision
 	decided := false
-	if pol, err := backend.Resolve(&opts); err != nil {
+	if pol, err := opts.ResolvePolicy(); err != nil {
 		d, decided = backend.PermissionDecision{By: event.DecidedByPolicy, Message: "kaimon: " + err.Error()}, true
-	} else if v, why := pol.Permission(&opts, req.Tool); v != backend.VerdictAsk {
-		d, decided = backend.PermissionDecision{Allow: v == backend.VerdictAllow, By: event.DecidedByPolicy, Message: why}, true
+	} else if v, why := pol.Permission(req.Tool); v != policy.Ask {
+		d, decided = backend.PermissionDecision{Allow: v == policy.Allow, By: event.DecidedByPolicy, Message: why}, true
 	} else if allow, ok := m.permits.Rule(ag.id, req.Tool); ok {
 		d, decided = backend.PermissionDecision{Allow: allow, Always: true, By: event.DecidedByPolicy,
 			Message: "an earlier answer with always holds for " + req.Tool}, true

@@ -11,6 +11,7 @@ import (
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -248,5 +249,25 @@ func TestAskTimeoutAndClose(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a closed agent's request still waits")
+	}
+}
+
+// The policy is resolved once, at open: the backend and the door get the
+// same resolved value, and a bad preset is refused before either sees it.
+func TestPolicyResolvedAtOpen(t *testing.T) {
+	r := newPermRig(t)
+	o := r.open(t, verbs.OpenArgs{ID: "n", Permission: "notebook", AllowedTools: []string{"WebFetch"}})
+	if o.Policy == nil || o.Policy.Preset.Name != "notebook" || !policy.NamesTool(o.Policy.Allow, "WebFetch") {
+		t.Fatalf("backend got policy %+v", o.Policy)
+	}
+	r.door.mu.Lock()
+	admitted := r.door.admits[len(r.door.admits)-1].Policy
+	r.door.mu.Unlock()
+	if admitted != o.Policy {
+		t.Errorf("the door got another policy than the backend: %p, %p", admitted, o.Policy)
+	}
+	a := verbs.OpenArgs{ID: "y", Permission: "yolo", Cwd: t.TempDir()}
+	if _, err := r.m.Open(bg, &a); err == nil || !strings.Contains(err.Error(), "unknown permission preset") {
+		t.Errorf("open with an unknown preset: %v", err)
 	}
 }

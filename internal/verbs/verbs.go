@@ -493,6 +493,25 @@ type PermitResult struct {
 	Permitted bool `json:"permitted"`
 }
 
+// ValidAgentID says whether id can name an agent: 1 to 64 of
+// [A-Za-z0-9._-], starting with a letter or digit. It is a loop, not a
+// regexp, because a package-level regexp compiles at init in every program
+// linking it, the CLI included.
+func ValidAgentID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // Defaults of the verbs' optional arguments.
 const (
 	DefaultModel      = "sonnet"
@@ -501,6 +520,12 @@ const (
 	DefaultWhich      = "last_message"
 	DefaultMaxChars   = 20000
 )
+
+// DefaultProgressSeconds is how often agent_run's MCP tool reports
+// progress while the turn runs, when the client asked for progress. It is
+// here, not in mcpserver, so that `kaimon mcp --help` can state it without
+// linking the MCP server into the CLI.
+const DefaultProgressSeconds = 5
 
 // Ranges of the number arguments.
 var (

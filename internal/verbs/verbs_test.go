@@ -3,6 +3,7 @@ package verbs
 import (
 	"errors"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -252,6 +253,17 @@ func TestAgentArgs(t *testing.T) {
 			if got := v.AgentArg(); got == nil || got.Name != a.Name {
 				t.Errorf("%s: AgentArg is %v, want %s", v.Name, got, a.Name)
 			}
+		}
+	}
+}
+
+// ValidAgentID is the rule the session manager states as a regexp.
+func TestValidAgentID(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	for _, id := range []string{"", "a", "A9", "0", "a.b_c-d", ".a", "-a", "_a", "a/b", "a b", "é", "a\n",
+		strings.Repeat("x", 64), strings.Repeat("x", 65), "x" + strings.Repeat(".", 63), "x" + strings.Repeat(".", 64), "ab:c"} {
+		if got, want := ValidAgentID(id), re.MatchString(id); got != want {
+			t.Errorf("ValidAgentID(%q) = %v, the regexp says %v", id, got, want)
 		}
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"log"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,28 +30,21 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/backend/host"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/proc"
 )
 
 // Timeouts.
 const (
 	// StopGrace is how long Close lets the agent's group exit on SIGTERM.
-	StopGrace = 3 * time.Second
+	StopGrace = host.StopGrace
 	// InterruptTimeout bounds the wait for a cancelled turn to end.
 	InterruptTimeout = 5 * time.Second
-	// writeTimeout bounds one write to the agent's stdin.
-	writeTimeout = 10 * time.Second
-	// drainDelay is how long the reader may go on after the agent exited.
-	drainDelay = 2 * time.Second
-	// hangupGrace is how long the agent may live on after its stdout
-	// closed (an exiting process closes it a moment before it is
-	// reaped); then it is stopped, as it can never be heard again.
-	hangupGrace = 2 * time.Second
 	// announceWait bounds how long a permission request waits for the
 	// announce of its tool call (which names the tool) to be mapped.
-	announceWait    = 300 * time.Millisecond
-	stderrTailBytes = 2048
+	announceWait = 300 * time.Millisecond
 )
 
 // Backend is one ACP agent process with one session. It implements
@@ -62,27 +54,22 @@ type Backend struct {
 	sink    backend.Sink
 	agent   *Agent
 	model   string // asked for at open, "" for the agent's default
-	pol     backend.Policy
+	pol     *policy.Policy
 	bin     string
 	env     []string
 	logPath string
 	jail    *Jail
 
-	// emitMu serializes the mapper and every call to sink.Emit, and
+	// life's lock serializes the mapper and every call to sink.Emit, and
 	// guards the state below it.
-	emitMu    sync.Mutex
+	life      host.Life
 	m         *Mapper
-	started   bool
-	ready     bool
-	exited    bool
-	closing   bool
 	loading   bool          // session/load replays the old conversation: not events
-	hungUp    bool          // the agent closed its stdout and lived on: kaimon stopped it
 	lines     *lineWatch    // the agent's stdout as the SDK reads it
 	turnEnded chan struct{} // closed and replaced when a turn ends
 
-	writeMu sync.Mutex
-	stdin   *os.File
+	// p is the agent's process once spawned (host.Process is nil-safe).
+	p atomic.Pointer[host.Process]
 
 	conn      *sdk.ClientSideConnection
 	sessionID sdk.SessionId
@@ -93,21 +80,14 @@ type Backend struct {
 	modelMethod bool
 	models      []string
 
-	asksMu  sync.Mutex
-	asks    map[int]context.CancelFunc
-	askSeq  int
-	askCtx  context.Context
-	askStop context.CancelFunc
+	asks    *host.Asks      // permission requests being decided
 	runCtx  context.Context // ends when the process is gone
 	runStop context.CancelFunc
 
 	infoMu   sync.Mutex
 	curModel string
 	queues   bool
-	pid      proc.Identity
 
-	child     *proc.Child
-	logStart  int64
 	done      chan struct{}
 	closeOnce sync.Once
 	generated []string // files and dirs removed at exit
@@ -125,11 +105,11 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	if o.Effort != "" {
 		return nil, fmt.Errorf("effort is a claude CLI option; acp:%s takes none (drop --effort)", a.Name)
 	}
-	pol, err := backend.Resolve(&o)
+	pol, err := o.ResolvePolicy()
 	if err != nil {
 		return nil, err
 	}
-	if o.Only && o.MCPConfig != "" {
+	if pol.Only && o.MCPConfig != "" {
 		return nil, errors.New("only refuses a caller-supplied mcp_config: under only kaimon attaches its own server alone; drop mcp_config or only")
 	}
 	env := o.Env
@@ -142,14 +122,13 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	}
 	b := &Backend{
 		opts: o, sink: sink, agent: a, model: model, pol: pol, bin: bin,
-		env:       setEnv(env, "KAIMON_AGENT_SESSION", o.ID),
+		env:       host.SetEnv(env, "KAIMON_AGENT_SESSION", o.ID),
 		m:         NewMapper(),
 		turnEnded: make(chan struct{}),
-		asks:      map[int]context.CancelFunc{},
+		asks:      host.NewAsks(),
 		done:      make(chan struct{}),
 		curModel:  model,
 	}
-	b.askCtx, b.askStop = context.WithCancel(context.Background())
 	b.runCtx, b.runStop = context.WithCancel(context.Background())
 	if o.CacheDir != "" {
 		b.logPath = filepath.Join(o.CacheDir, o.ID+".log")
@@ -158,11 +137,7 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 }
 
 // Process identifies the agent's process, for the pid file.
-func (b *Backend) Process() proc.Identity {
-	b.infoMu.Lock()
-	defer b.infoMu.Unlock()
-	return b.pid
-}
+func (b *Backend) Process() proc.Identity { return b.p.Load().ID() }
 
 // Argv is the command line Start runs.
 func (b *Backend) Argv() []string { return append([]string{b.bin}, b.agent.Args...) }
@@ -173,25 +148,18 @@ func (b *Backend) Argv() []string { return append([]string{b.bin}, b.agent.Args.
 // returns once a turn can be sent. On failure the process is gone and the
 // error is the whole report.
 func (b *Backend) Start(ctx context.Context) error {
-	b.emitMu.Lock()
-	if b.started || b.closing {
-		b.emitMu.Unlock()
-		return errors.New("acp backend: Start called twice, or after Close")
+	if err := b.life.Begin("acp backend"); err != nil {
+		return err
 	}
-	b.started = true
-	b.emitMu.Unlock()
 
-	if st, err := os.Stat(b.opts.Cwd); err != nil || !st.IsDir() {
-		if err == nil {
-			err = errors.New("not a directory")
-		}
-		return fmt.Errorf("agent cwd %q: %w", b.opts.Cwd, err)
+	if err := host.CheckDir(b.opts.Cwd); err != nil {
+		return err
 	}
 	jail, err := NewJail(b.opts.Cwd)
 	if err != nil {
 		return fmt.Errorf("agent cwd %q: %w", b.opts.Cwd, err)
 	}
-	if !b.pol.Preset.FS {
+	if !b.pol.FS() {
 		jail.Allowed = false
 		jail.Why = fmt.Sprintf("the %s preset denies the agent's native file tools, so kaimon refuses fs/* (use kaimon's tools)", b.pol.Preset.Name)
 	}
@@ -205,7 +173,7 @@ func (b *Backend) Start(ctx context.Context) error {
 		b.generated = append(b.generated, opencodeDir(&b.opts))
 		for _, kv := range add {
 			k, v, _ := strings.Cut(kv, "=")
-			env = setEnv(env, k, v)
+			env = host.SetEnv(env, k, v)
 		}
 	}
 	if b.agent.Name == "gemini" {
@@ -215,13 +183,14 @@ func (b *Backend) Start(ctx context.Context) error {
 	b.env = env
 	err = b.startWith(ctx, b.agent.Args)
 	if err != nil && b.agent.FallbackArgs != nil && b.rejectedArgs() {
+		b.retry()
 		err = b.startWith(ctx, b.agent.FallbackArgs)
 	}
 	if err != nil {
 		b.removeGenerated()
 		return err
 	}
-	if msg := Enforcement(b.agent, b.pol, &b.opts); msg != "" {
+	if msg := Enforcement(b.agent, b.pol); msg != "" {
 		b.emit(event.NewError(0, msg, map[string]any{"route": b.agent.Route.String(), "preset": b.pol.Preset.Name}))
 	}
 	if b.opts.SystemPrompt != "" && b.agent.Route == RoutePermissionOnly {
@@ -230,92 +199,54 @@ func (b *Backend) Start(ctx context.Context) error {
 	return nil
 }
 
+// retry readies the backend for another process after one that failed to
+// start: that one's end marked it exited and stopped its permission
+// requests and its run context, which would refuse the next one's.
+func (b *Backend) retry() {
+	b.life.Retry()
+	b.asks = host.NewAsks()
+	b.runCtx, b.runStop = context.WithCancel(context.Background())
+}
+
 // rejectedArgs says whether the last start failed because the program did
 // not know its arguments (yargs: "Unknown argument").
 func (b *Backend) rejectedArgs() bool {
-	return strings.Contains(strings.ToLower(b.stderrTail()), "unknown argument")
+	return strings.Contains(strings.ToLower(b.p.Load().StderrTail()), "unknown argument")
 }
 
 func (b *Backend) emit(ev event.Event) {
-	b.emitMu.Lock()
-	defer b.emitMu.Unlock()
-	if !b.exited {
+	b.life.Lock()
+	defer b.life.Unlock()
+	if !b.life.Exited() {
 		b.sink.Emit(ev)
 	}
 }
 
 // startWith spawns the program with args and runs the session setup.
 func (b *Backend) startWith(ctx context.Context, args []string) error {
-	var stderr *os.File
-	if b.logPath != "" {
-		if err := os.MkdirAll(filepath.Dir(b.logPath), 0o700); err != nil {
-			return fmt.Errorf("agent stderr log: %w", err)
-		}
-		f, err := os.OpenFile(b.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		if err != nil {
-			return fmt.Errorf("agent stderr log: %w", err)
-		}
-		defer f.Close()
-		if st, err := f.Stat(); err == nil {
-			b.logStart = st.Size()
-		}
-		stderr = f
-	}
-	inR, inW, err := os.Pipe()
+	p, err := host.Spawn(host.Spec{Name: "acp:" + b.agent.Name, Bin: b.bin, Args: args, Dir: b.opts.Cwd, Env: b.env, LogPath: b.logPath})
 	if err != nil {
 		return err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return err
-	}
-	cmd := exec.Command(b.bin, args...)
-	cmd.Dir = b.opts.Cwd
-	cmd.Env = b.env
-	cmd.Stdin, cmd.Stdout = inR, outW
-	if stderr != nil {
-		cmd.Stderr = stderr
-	}
-	child, err := proc.Start(cmd)
-	inR.Close()
-	outW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		return fmt.Errorf("starting acp:%s (%s): %w", b.agent.Name, b.bin, err)
 	}
 	done := make(chan struct{})
-	b.emitMu.Lock()
-	b.child, b.done = child, done
-	b.emitMu.Unlock()
-	b.writeMu.Lock()
-	b.stdin = inW
-	b.writeMu.Unlock()
-	b.infoMu.Lock()
-	b.pid = child.ID
-	b.infoMu.Unlock()
+	b.life.Lock() // Close takes both at once
+	b.p.Store(p)
+	b.done = done
+	b.life.Unlock()
 
-	b.lines = &lineWatch{r: outR, max: SDKMaxLine}
-	conn := sdk.NewClientSideConnection(&client{b: b}, deadlineWriter{b}, b.lines)
+	b.lines = &lineWatch{r: p.Stdout, max: SDKMaxLine}
+	conn := sdk.NewClientSideConnection(&client{b: b}, p, b.lines)
 	conn.SetLogger(slog.New(slog.NewTextHandler(logWriter{prefix: "agent " + b.opts.ID + ": acp: "}, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	b.conn = conn
-	go b.watch(child, conn, outR, done)
+	go b.watch(p, conn, done)
 
 	err = b.setup(ctx)
-	if err == nil {
-		b.emitMu.Lock()
-		if b.exited {
-			err = b.exitedEarly()
-		} else {
-			b.ready = true
-		}
-		b.emitMu.Unlock()
+	if err == nil && !b.life.MarkReady() {
+		err = b.exitedEarly()
 	}
 	if err != nil {
-		b.inputClose()
-		child.Stop(StopGrace)
+		p.CloseInput()
+		p.Child.Stop(StopGrace)
 		<-done
 		return err
 	}
@@ -393,7 +324,7 @@ func (b *Backend) setSession(id sdk.SessionId) {
 // time, or answered with an error.
 func (b *Backend) refused(ctx context.Context, what string, err error) error {
 	select {
-	case <-b.child.Done():
+	case <-b.p.Load().Child.Done():
 		return b.exitedEarly()
 	default:
 	}
@@ -431,13 +362,13 @@ func (b *Backend) session(ctx context.Context, caps sdk.AgentCapabilities, serve
 		b.setSession(sess.SessionId)
 		return sessionState{sess.ConfigOptions, sess.Models, sess.Modes}, nil
 	case caps.LoadSession:
-		b.emitMu.Lock()
+		b.life.Lock()
 		b.loading = true
-		b.emitMu.Unlock()
+		b.life.Unlock()
 		sess, err := b.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: b.opts.Cwd, McpServers: servers, Meta: meta})
-		b.emitMu.Lock()
+		b.life.Lock()
 		b.loading = false
-		b.emitMu.Unlock()
+		b.life.Unlock()
 		if err != nil {
 			return sessionState{}, fail("session/load of session "+string(id), err)
 		}
@@ -526,74 +457,34 @@ func rpcMessage(err error) string {
 	return err.Error()
 }
 
-// watch waits for the process and its stdout, then reports the exit.
-// Whichever ends first, the other is waited for only so long: a straggler
-// holding stdout after the exit is cut off, and an agent living on after
-// its stdout closed (or the JSON-RPC stream broke) is stopped.
-func (b *Backend) watch(child *proc.Child, conn *sdk.ClientSideConnection, out *os.File, done chan struct{}) {
-	select {
-	case <-child.Done():
-		select {
-		case <-conn.Done():
-		case <-time.After(drainDelay):
-			out.Close() // a straggler holds stdout: stop reading
-			<-conn.Done()
-		}
-	case <-conn.Done():
-		select {
-		case <-child.Done():
-		case <-time.After(hangupGrace):
-			b.emitMu.Lock()
-			b.hungUp = !b.closing
-			b.emitMu.Unlock()
-			child.Stop(StopGrace)
-		}
-	}
-	out.Close()
-	b.finish(child, done)
+// watch waits for the process and its stdout (here, the JSON-RPC
+// stream), then reports the exit (see host.Process.Watch).
+func (b *Backend) watch(p *host.Process, conn *sdk.ClientSideConnection, done chan struct{}) {
+	p.Watch(conn.Done(), b.life.HangUp)
+	b.finish(p, done)
 }
 
 // finish reports the process's exit: once, after everything it printed.
-func (b *Backend) finish(child *proc.Child, done chan struct{}) {
-	desc := child.ExitDescription()
-	code := child.ExitCode()
-	child.Stop(0) // the leader is gone; so must be its group
+func (b *Backend) finish(p *host.Process, done chan struct{}) {
+	b.life.Lock()
+	msg := p.Ended(b.life.HungUp(), "closed its stdout (or broke the JSON-RPC stream)")
+	b.life.Unlock()
+	if b.lines.overlong() {
+		msg = fmt.Sprintf("acp:%s printed a stdout line of %d bytes or more, over the ACP SDK's limit, which ends the JSON-RPC stream; kaimon stopped it (%s)", b.agent.Name, SDKMaxLine, p.Child.ExitDescription())
+	}
+	p.Child.Stop(0) // the leader is gone; so must be its group
 	b.runStop()
-	b.askStop()
-	b.inputClose()
+	b.asks.Stop()
+	p.CloseInput()
 
-	b.emitMu.Lock()
-	b.exited = true
-	report := b.ready
+	b.life.Lock()
+	report := b.life.Exit()
 	var exitErr error
 	if report {
-		if b.closing {
-			for _, ev := range b.m.Abort(event.StopCancelled, "the agent was closed") {
-				b.sink.Emit(ev)
-			}
-		} else {
-			msg := fmt.Sprintf("acp:%s exited with code %d", b.agent.Name, code)
-			switch {
-			case b.lines.overlong():
-				msg = fmt.Sprintf("acp:%s printed a stdout line of %d bytes or more, over the ACP SDK's limit, which ends the JSON-RPC stream; kaimon stopped it (%s)", b.agent.Name, SDKMaxLine, desc)
-			case b.hungUp:
-				msg = "acp:" + b.agent.Name + " closed its stdout (or broke the JSON-RPC stream) but kept running, so kaimon stopped it (" + desc + ")"
-			case !strings.HasPrefix(desc, "exit code"):
-				msg = "acp:" + b.agent.Name + " was " + desc
-			}
-			tail := b.stderrTail()
-			b.sink.Emit(event.NewError(b.m.Current(), msg, map[string]any{"exitCode": code, "stderrTail": tail}))
-			for _, ev := range b.m.Abort(event.StopError, msg) {
-				b.sink.Emit(ev)
-			}
-			if tail != "" {
-				msg += "; its stderr ends:\n" + tail
-			}
-			exitErr = errors.New(msg)
-		}
+		exitErr = p.Report(b.sink, b.m, b.life.Closing(), msg)
 		b.signalTurnEnd()
 	}
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if report {
 		b.removeGenerated()
 		b.sink.Exited(exitErr)
@@ -607,44 +498,27 @@ func (b *Backend) removeGenerated() {
 	}
 }
 
-// signalTurnEnd wakes Interrupt's wait; emitMu held.
+// signalTurnEnd wakes Interrupt's wait; life's lock held.
 func (b *Backend) signalTurnEnd() {
 	close(b.turnEnded)
 	b.turnEnded = make(chan struct{})
 }
 
-func (b *Backend) exitedEarly() error {
-	<-b.child.Done()
-	msg := "acp:" + b.agent.Name + " exited before it was ready: " + b.child.ExitDescription()
-	if tail := b.stderrTail(); tail != "" {
-		msg += "; its stderr ends:\n" + tail
-	} else if b.logPath != "" {
-		msg += " (nothing on stderr; log " + b.logPath + ")"
-	}
-	return errors.New(msg)
-}
-
-func (b *Backend) stderrTail() string {
-	return proc.LogTail(b.logPath, b.logStart, stderrTailBytes)
-}
+func (b *Backend) exitedEarly() error { return b.p.Load().ExitedEarly(false) }
 
 // Send sends turn, or queues it behind the turn in flight: kaimon sends
 // one prompt at a time (see Mapper), whatever the agent declares.
 func (b *Backend) Send(turn int, text string) error {
-	b.emitMu.Lock()
-	switch {
-	case !b.ready:
-		b.emitMu.Unlock()
-		return errors.New("acp agent is not started")
-	case b.exited || b.closing:
-		b.emitMu.Unlock()
-		return proc.ErrExited
+	b.life.Lock()
+	if err := b.life.SendErr("acp agent"); err != nil {
+		b.life.Unlock()
+		return err
 	}
 	evs, active := b.m.Push(turn, text)
 	for _, ev := range evs {
 		b.sink.Emit(ev)
 	}
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if active {
 		go b.prompt(Turn{Number: turn, Text: text})
 	}
@@ -658,9 +532,9 @@ func (b *Backend) prompt(t Turn) {
 	if err != nil && b.runCtx.Err() != nil {
 		return // the process is gone: finish reports the turn
 	}
-	b.emitMu.Lock()
-	if b.exited {
-		b.emitMu.Unlock()
+	b.life.Lock()
+	if b.life.Exited() {
+		b.life.Unlock()
 		return
 	}
 	var evs []event.Event
@@ -669,7 +543,7 @@ func (b *Backend) prompt(t Turn) {
 		select {
 		case <-b.conn.Done():
 			// The agent went away mid-turn: finish says how.
-			b.emitMu.Unlock()
+			b.life.Unlock()
 			return
 		default:
 		}
@@ -681,7 +555,7 @@ func (b *Backend) prompt(t Turn) {
 		b.sink.Emit(ev)
 	}
 	b.signalTurnEnd()
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if next != nil {
 		b.prompt(*next)
 	}
@@ -692,15 +566,15 @@ func (b *Backend) prompt(t Turn) {
 // for the turn to end. False, and no error, if no turn was in flight; an
 // error if the turn did not end within InterruptTimeout (it may run on).
 func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
-	b.emitMu.Lock()
+	b.life.Lock()
 	turn, ok := b.m.Active()
-	if !ok || !b.ready || b.exited || b.closing {
-		b.emitMu.Unlock()
+	if !ok || !b.life.Live() {
+		b.life.Unlock()
 		return false, nil
 	}
 	b.m.MarkInterrupted(turn)
 	ended := b.turnEnded
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if err := b.conn.Cancel(ctx, sdk.CancelNotification{SessionId: b.sessionID}); err != nil {
 		return false, fmt.Errorf("session/cancel: %s", rpcMessage(err))
 	}
@@ -737,9 +611,9 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 	if id == "" {
 		return false, errors.New("no model named")
 	}
-	b.emitMu.Lock()
-	live := b.ready && !b.exited && !b.closing
-	b.emitMu.Unlock()
+	b.life.Lock()
+	live := b.life.Live()
+	b.life.Unlock()
 	if !live {
 		return false, nil
 	}
@@ -754,19 +628,19 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 // (claude-agent-acp does not exit on stdin close).
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
-		b.emitMu.Lock()
-		b.closing = true
-		child, done := b.child, b.done
-		b.emitMu.Unlock()
-		if child == nil {
+		b.life.Lock()
+		b.life.SetClosing()
+		p, done := b.p.Load(), b.done
+		b.life.Unlock()
+		if p == nil {
 			return
 		}
-		b.inputClose()
+		p.CloseInput()
 		// The leader first: claude-agent-acp's claude CLI writes the
 		// session's transcript (which a resume loads) a moment after a
 		// turn, and a SIGTERM of its own loses what is unwritten; told by
 		// its input ending, it writes it and exits.
-		child.StopLeaderFirst(StopGrace)
+		p.Child.StopLeaderFirst(StopGrace)
 		<-done
 	})
 	return nil
@@ -781,30 +655,6 @@ func (b *Backend) Info() backend.Info {
 		model += ":" + b.curModel
 	}
 	return backend.Info{SessionID: string(b.sessionID), Model: model, QueuesPrompts: b.queues}
-}
-
-func (b *Backend) inputClose() {
-	b.writeMu.Lock()
-	defer b.writeMu.Unlock()
-	if b.stdin != nil {
-		b.stdin.Close()
-		b.stdin = nil
-	}
-}
-
-// deadlineWriter is the agent's stdin with a deadline on every write, so
-// that an agent that stopped reading cannot hang kaimon.
-type deadlineWriter struct{ b *Backend }
-
-func (w deadlineWriter) Write(p []byte) (int, error) {
-	w.b.writeMu.Lock()
-	f := w.b.stdin
-	w.b.writeMu.Unlock()
-	if f == nil {
-		return 0, proc.ErrExited
-	}
-	_ = f.SetWriteDeadline(time.Now().Add(writeTimeout))
-	return f.Write(p)
 }
 
 // logWriter sends the SDK's diagnostics to the daemon's log.

@@ -145,3 +145,30 @@ func TestInterruptNotEnded(t *testing.T) {
 		t.Fatalf("interrupt of a mute agent: %v, %v", ok, err)
 	}
 }
+
+// An agent that refuses its arguments is started again with its fallback
+// ones, and the second process works: its turns end.
+func TestFallbackArgsAgentWorks(t *testing.T) {
+	b, s := standin(t, "oldflags")
+	if got := b.Argv(); len(got) == 0 {
+		t.Fatal("no argv")
+	}
+	if err := b.Send(1, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, ev := range s.events() {
+			if ev.Kind == event.Result && ev.Turn == 1 {
+				var r event.ResultData
+				_ = json.Unmarshal(ev.Data, &r)
+				if r.StopReason != event.StopEndTurn {
+					t.Fatalf("turn 1 ended %s: %s", r.StopReason, r.Error)
+				}
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("turn 1 never ended on the fallback process: %v", s.events())
+}

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/backend/host"
 )
 
 // Prefix is the model prefix that selects this backend.
@@ -108,27 +109,7 @@ func lookPath(name, path string) (string, error) {
 	return "", exec.ErrNotFound
 }
 
-// lookupEnv returns the last value of key in env.
-func lookupEnv(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
-}
-
-// setEnv returns env with key set to value (replacing earlier values).
-func setEnv(env []string, key, value string) []string {
-	out := make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k != key {
-			out = append(out, kv)
-		}
-	}
-	return append(out, key+"="+value)
-}
+var lookupEnv = host.LookupEnv
 
 // defaultEnv sets key unless env already has it.
 func defaultEnv(env []string, key, value string) []string {

@@ -25,9 +25,9 @@ var _ sdk.Client = (*client)(nil)
 // SessionUpdate maps an update to events.
 func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
 	b := c.b
-	b.emitMu.Lock()
-	defer b.emitMu.Unlock()
-	if b.exited || b.loading {
+	b.life.Lock()
+	defer b.life.Unlock()
+	if b.life.Exited() || b.loading {
 		return nil
 	}
 	out := b.m.Update(n)
@@ -55,18 +55,18 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 		// this request (notifications and requests are handled apart).
 		deadline := time.Now().Add(announceWait)
 		for {
-			b.emitMu.Lock()
+			b.life.Lock()
 			known := b.m.Knows(id)
-			b.emitMu.Unlock()
+			b.life.Unlock()
 			if known || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	b.emitMu.Lock()
-	if b.exited {
-		b.emitMu.Unlock()
+	b.life.Lock()
+	if b.life.Exited() {
+		b.life.Unlock()
 		return cancelled, nil
 	}
 	evs, call, tool := b.m.Permission(p.ToolCall)
@@ -74,7 +74,7 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 		b.sink.Emit(ev)
 	}
 	turn := b.m.Current()
-	b.emitMu.Unlock()
+	b.life.Unlock()
 
 	opts := make([]event.PermissionOption, 0, len(p.Options))
 	for _, o := range p.Options {
@@ -101,30 +101,11 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 // the request is withdrawn (ctx), the turn is interrupted, or the process
 // is gone.
 func (b *Backend) registerAsk(ctx context.Context) (context.Context, func()) {
-	actx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(b.askCtx, cancel)
-	b.asksMu.Lock()
-	b.askSeq++
-	n := b.askSeq
-	b.asks[n] = cancel
-	b.asksMu.Unlock()
-	return actx, func() {
-		stop()
-		cancel()
-		b.asksMu.Lock()
-		delete(b.asks, n)
-		b.asksMu.Unlock()
-	}
+	return b.asks.Begin(ctx, "")
 }
 
 // cancelAsks ends every pending permission request (an interrupt).
-func (b *Backend) cancelAsks() {
-	b.asksMu.Lock()
-	defer b.asksMu.Unlock()
-	for _, cancel := range b.asks {
-		cancel()
-	}
-}
+func (b *Backend) cancelAsks() { b.asks.CancelAll() }
 
 // ReadTextFile reads inside the cwd only (fs.go); a missing file reads as
 // empty.
@@ -149,9 +130,9 @@ func (c *client) WriteTextFile(ctx context.Context, p sdk.WriteTextFileRequest) 
 // logRefusal publishes a refused fs callback as an error event, so that a
 // confinement at work is visible on the stream.
 func (b *Backend) logRefusal(method, path string, err error) {
-	b.emitMu.Lock()
-	defer b.emitMu.Unlock()
-	if !b.exited {
+	b.life.Lock()
+	defer b.life.Unlock()
+	if !b.life.Exited() {
 		b.sink.Emit(event.NewError(b.m.Current(), "kaimon refused "+method+" "+path+": "+err.Error(),
 			map[string]any{"method": method, "path": path}))
 	}

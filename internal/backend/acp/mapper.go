@@ -10,6 +10,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/policy"
 )
 
 // Mapper translates an ACP agent's session/update notifications and prompt
@@ -272,7 +273,7 @@ func (m *Mapper) Permission(tc sdk.ToolCallUpdate) ([]event.Event, event.ToolCal
 		call.Locations = jsonList(tc.Locations)
 	}
 	call.Status = "pending"
-	return evs, call, backend.NativeToolName(c.name, c.call.Kind)
+	return evs, call, policy.NativeToolName(c.name, c.call.Kind)
 }
 
 // Knows says whether the mapper has seen tool call id.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/policy"
 )
 
 // opencode runs with a per-session generated config (spec: "Each session
@@ -33,7 +34,7 @@ const pluginVersion = "1.18.33"
 
 // writeOpencodeConfig generates the agent's config home and returns the
 // environment opencode needs on top of env.
-func writeOpencodeConfig(o *backend.Options, pol backend.Policy, model string, env []string) ([]string, error) {
+func writeOpencodeConfig(o *backend.Options, pol *policy.Policy, model string, env []string) ([]string, error) {
 	if o.CacheDir == "" {
 		return nil, fmt.Errorf("acp:opencode needs a cache dir for its generated config")
 	}
@@ -46,7 +47,7 @@ func writeOpencodeConfig(o *backend.Options, pol backend.Policy, model string, e
 		}
 	}
 	user := userOpencodeConfig(env)
-	perm := OpencodePermission(pol, o)
+	perm := OpencodePermission(pol)
 	cfg := map[string]any{
 		"$schema":    "https://opencode.ai/config.json",
 		"permission": perm,

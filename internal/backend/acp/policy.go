@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/policy"
 )
 
 // Route is how a preset reaches an ACP agent's own tools. ACP itself has no
@@ -67,14 +68,14 @@ var opencodeKeys = []struct {
 // under specialist or only, everything the allowlist does not name, deny.
 // Bash(pattern) entries become opencode's per-command patterns. What opencode
 // asks comes to kaimon as session/request_permission.
-func OpencodePermission(pol backend.Policy, o *backend.Options) map[string]any {
+func OpencodePermission(pol *policy.Policy) map[string]any {
 	base := map[string]string{}
 	for _, k := range opencodeKeys {
 		base[k.key] = "allow"
 	}
 	base["external_directory"] = "ask"
 	switch {
-	case pol.SkipPermissions || pol.Mode == "bypassPermissions":
+	case pol.Bypass():
 		base["external_directory"] = "allow"
 	case pol.Mode == "plan":
 		base["edit"], base["bash"], base["webfetch"] = "deny", "ask", "ask"
@@ -83,15 +84,15 @@ func OpencodePermission(pol backend.Policy, o *backend.Options) map[string]any {
 	default: // acceptEdits, auto (opencode has no classifier: as acceptEdits)
 		base["bash"], base["webfetch"] = "ask", "ask"
 	}
-	whole := pol.Preset.ReplaceAllow || o.Only
+	whole := pol.WholeSet()
 	out := map[string]any{}
 	bashPatterns := map[string]any{}
 	for _, k := range opencodeKeys {
 		v := base[k.key]
 		allowed, denied := false, false
 		for _, t := range k.tools {
-			allowed = allowed || backend.NamesTool(pol.Allow, t)
-			denied = denied || backend.NamesTool(pol.Deny, t)
+			allowed = allowed || policy.NamesTool(pol.Allow, t)
+			denied = denied || policy.NamesTool(pol.Deny, t)
 		}
 		if allowed {
 			v = "allow"
@@ -122,7 +123,7 @@ func OpencodePermission(pol backend.Policy, o *backend.Options) map[string]any {
 // claudeMeta is session/new's _meta for claude-agent-acp: the deny list
 // (and under only the whole tool set) in claudeCode.options, and the
 // system prompt to append.
-func claudeMeta(pol backend.Policy, o *backend.Options) map[string]any {
+func claudeMeta(pol *policy.Policy, o *backend.Options) map[string]any {
 	opts := map[string]any{}
 	if len(pol.Deny) > 0 {
 		opts["disallowedTools"] = pol.Deny
@@ -130,8 +131,8 @@ func claudeMeta(pol backend.Policy, o *backend.Options) map[string]any {
 	if len(pol.Allow) > 0 {
 		opts["allowedTools"] = pol.Allow
 	}
-	if o.Only {
-		tools := onlyTools(pol.Allow)
+	if pol.Only {
+		tools, _ := pol.OnlyTools()
 		if tools == nil {
 			tools = []string{}
 		}
@@ -144,33 +145,11 @@ func claudeMeta(pol backend.Policy, o *backend.Options) map[string]any {
 	return meta
 }
 
-// onlyTools is the built-in tool set for only: the non-MCP tools allow
-// names, each once, without argument patterns.
-func onlyTools(allow []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, t := range allow {
-		if strings.HasPrefix(t, "mcp__") {
-			continue
-		}
-		name := t
-		if i := strings.IndexByte(name, '('); i >= 0 {
-			name = name[:i]
-		}
-		name = strings.TrimSpace(name)
-		if name != "" && !seen[name] {
-			seen[name] = true
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
 // sessionMode is the ACP session mode the policy's permission mode stands
 // for on an agent whose session/new offered modes (claude-agent-acp:
 // default, acceptEdits, plan, bypassPermissions; gemini-cli: default,
 // autoEdit, plan, yolo), "" for none that fits.
-func sessionMode(pol backend.Policy, available []string) string {
+func sessionMode(pol *policy.Policy, available []string) string {
 	mode := pol.Mode
 	if pol.SkipPermissions {
 		mode = "bypassPermissions"
@@ -195,13 +174,13 @@ func sessionMode(pol backend.Policy, available []string) string {
 // own tools are held to and what not: "" when the route holds all of it.
 // Kaimon reports a non-empty answer as an error event at spawn, so that a
 // preset never reads as configured when it is not.
-func Enforcement(a *Agent, pol backend.Policy, o *backend.Options) string {
+func Enforcement(a *Agent, pol *policy.Policy) string {
 	if a.Route != RoutePermissionOnly {
 		return ""
 	}
 	var native []string
 	for _, t := range pol.Deny {
-		if !strings.HasPrefix(t, "mcp__") && !contains(backend.Subagents, t) {
+		if !strings.HasPrefix(t, "mcp__") && !contains(policy.Subagents, t) {
 			native = append(native, t)
 		}
 	}
@@ -210,7 +189,7 @@ func Enforcement(a *Agent, pol backend.Policy, o *backend.Options) string {
 	if len(native) > 0 {
 		why = append(why, fmt.Sprintf("it denies %s", strings.Join(native, ", ")))
 	}
-	if pol.Preset.ReplaceAllow || o.Only {
+	if pol.WholeSet() {
 		why = append(why, "allowed_tools is meant to be the whole tool set")
 	}
 	if len(why) == 0 {

@@ -13,10 +13,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/policy"
 )
 
 // DefaultModel is the model an agent gets when agent_open names none: the
@@ -81,14 +83,14 @@ func validEffort(e string) bool {
 
 // Args returns the claude CLI's argv after the binary for an agent opened
 // with o. It validates everything it reads: the model and effort, the
-// permission options (through backend.Resolve), only's restrictions, and
+// permission options (o's policy, resolved at open), only's restrictions, and
 // that an mcp_config file exists.
 func Args(o *backend.Options) ([]string, error) {
 	model, effort, err := ParseModel(o.Model, o.Effort)
 	if err != nil {
 		return nil, err
 	}
-	pol, err := backend.Resolve(o)
+	pol, err := o.ResolvePolicy()
 	if err != nil {
 		return nil, err
 	}
@@ -107,11 +109,11 @@ func Args(o *backend.Options) ([]string, error) {
 		// control requests, which agent_permit can answer.
 		args = append(args, "--permission-prompt-tool", "stdio")
 	}
-	if o.Only {
+	if pol.Only {
 		if o.MCPConfig != "" {
 			return nil, errOnlyMCPConfig
 		}
-		tools, namesMCP := onlyTools(pol.Allow)
+		tools, namesMCP := onlyTools(pol)
 		if namesMCP && o.Door == nil {
 			// Kaimon's generated MCP config (with the header that tells
 			// the agent's calls apart) needs the door's port; until it
@@ -178,28 +180,12 @@ func Args(o *backend.Options) ([]string, error) {
 	return args, nil
 }
 
-// onlyTools returns the --tools list for only: the built-in tools named in
-// allow, each once and without its argument pattern (Bash(git *) loads all
-// of Bash), plus ToolSearch when allow names MCP tools, which the CLI loads
+// onlyTools returns the --tools list for only: the policy's OnlyTools, plus
+// ToolSearch when the allowlist names MCP tools, which the CLI loads
 // through it. namesMCP says whether it does.
-func onlyTools(allow []string) (tools []string, namesMCP bool) {
-	seen := map[string]bool{}
-	for _, t := range allow {
-		if strings.HasPrefix(t, "mcp__") {
-			namesMCP = true
-			continue
-		}
-		name := t
-		if i := strings.IndexByte(name, '('); i >= 0 {
-			name = name[:i]
-		}
-		name = strings.TrimSpace(name)
-		if name != "" && !seen[name] {
-			seen[name] = true
-			tools = append(tools, name)
-		}
-	}
-	if namesMCP && !seen["ToolSearch"] {
+func onlyTools(pol *policy.Policy) (tools []string, namesMCP bool) {
+	tools, namesMCP = pol.OnlyTools()
+	if namesMCP && !slices.Contains(tools, "ToolSearch") {
 		tools = append(tools, "ToolSearch")
 	}
 	return tools, namesMCP

@@ -8,10 +8,11 @@ import (
 	"testing"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/policy"
 )
 
 // guard is the default recursion guard as --disallowedTools elements.
-var guard = backend.RecursionGuard()
+var guard = policy.RecursionGuard()
 
 func withBase(rest ...string) []string {
 	return append(append([]string{}, baseArgs...), rest...)
@@ -31,7 +32,7 @@ func TestArgs(t *testing.T) {
 	if err := os.WriteFile(mcpFile, []byte(`{"mcpServers":{}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	native := backend.NativeFileTools
+	native := policy.NativeFileTools
 	deny := func(extra ...string) []string { return cat([]string{"--disallowedTools"}, extra, guard) }
 
 	tests := []struct {

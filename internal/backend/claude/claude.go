@@ -1,9 +1,7 @@
 package claude
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/backend/host"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/proc"
 )
@@ -24,24 +23,11 @@ import (
 const (
 	// StopGrace is how long Close lets the CLI's group exit on SIGTERM
 	// before it is killed.
-	StopGrace = 3 * time.Second
+	StopGrace = host.StopGrace
 	// InterruptTimeout bounds the wait for an interrupt's acknowledgement.
 	InterruptTimeout = 5 * time.Second
 	// SetModelTimeout bounds the wait for a set_model's acknowledgement.
 	SetModelTimeout = 10 * time.Second
-	// writeTimeout bounds one write to the CLI's stdin, so that a CLI that
-	// stopped reading cannot hang a caller forever.
-	writeTimeout = 10 * time.Second
-	// drainDelay is how long the reader may go on after the CLI exited,
-	// for a straggler that inherited its stdout.
-	drainDelay = 2 * time.Second
-	// hangupGrace is how long the CLI may live on after its stdout
-	// closed: an exiting process closes stdout a moment before it is
-	// reaped, but one that lingers can never be heard again and is
-	// stopped.
-	hangupGrace = 2 * time.Second
-	// stderrTailBytes is how much of the stderr log an exit report quotes.
-	stderrTailBytes = 2048
 )
 
 // Backend is one claude CLI process in stream-json mode: one process, many
@@ -60,30 +46,21 @@ type Backend struct {
 	env     []string
 	logPath string // stderr log, "" without a cache dir
 
-	// emitMu serializes the mapper and every call to sink.Emit, and
-	// guards the state below it.
-	emitMu  sync.Mutex
-	m       *Mapper
-	started bool // Start was called
-	ready   bool // Start succeeded
-	exited  bool // the process is gone and the reader done: no more Emit
-	closing bool // Close was called
-	hungUp  bool // the CLI closed its stdout and lived on: kaimon stopped it
+	// life's lock serializes the mapper and every call to sink.Emit, and
+	// guards m.
+	life host.Life
+	m    *Mapper
 
-	writeMu sync.Mutex
-	stdin   *os.File
+	// p is the CLI's process once spawned (host.Process is nil-safe).
+	p atomic.Pointer[host.Process]
 
 	ctlMu     sync.Mutex
 	pending   map[string]chan ControlResponse
 	ctlClosed bool
 
 	// asks are the CLI's permission requests kaimon is deciding, by the
-	// CLI's request id (see permission.go); askCtx ends them all when the
-	// process is gone.
-	asksMu    sync.Mutex
-	asks      map[string]context.CancelFunc
-	askCtx    context.Context
-	askStop   context.CancelFunc
+	// CLI's request id (see permission.go).
+	asks      *host.Asks
 	mcpConfig string // the generated MCP config, removed at exit
 
 	// infoMu guards what Info and Process report. It is never held while
@@ -92,10 +69,7 @@ type Backend struct {
 	sessionID  string
 	model      string
 	transcript string
-	pid        proc.Identity
 
-	child     *proc.Child
-	logStart  int64         // size of the stderr log when this process started
 	done      chan struct{} // closed when the reader goroutine has finished
 	closeOnce sync.Once
 	seq       atomic.Uint64
@@ -142,13 +116,12 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 		env:     agentEnv(env, o.ID),
 		m:       NewMapper(),
 		pending: map[string]chan ControlResponse{},
-		asks:    map[string]context.CancelFunc{},
+		asks:    host.NewAsks(),
 		model:   model,
 		done:    make(chan struct{}),
 		// A resumed session is known before its first turn.
 		sessionID: o.Resume, transcript: transcript,
 	}
-	b.askCtx, b.askStop = context.WithCancel(context.Background())
 	if o.CacheDir != "" {
 		b.logPath = filepath.Join(o.CacheDir, o.ID+".log")
 	}
@@ -179,27 +152,12 @@ func findBinary(env []string) (string, error) {
 	return filepath.Abs(path)
 }
 
-// lookupEnv returns the last value of key in env.
-func lookupEnv(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
-}
+var lookupEnv = host.LookupEnv
 
 // agentEnv is env with KAIMON_AGENT_SESSION set to id, so that the agent's
 // calls back into kaimon say whose they are.
 func agentEnv(env []string, id string) []string {
-	out := make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "KAIMON_AGENT_SESSION=") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, "KAIMON_AGENT_SESSION="+id)
+	return host.SetEnv(env, "KAIMON_AGENT_SESSION", id)
 }
 
 // Argv returns the command line the backend runs: the binary, then Args.
@@ -207,30 +165,19 @@ func (b *Backend) Argv() []string { return append([]string{b.bin}, b.args...) }
 
 // Process identifies the CLI's process (the leader of its group), for the
 // session manager's pid file. It is the zero Identity before Start.
-func (b *Backend) Process() proc.Identity {
-	b.infoMu.Lock()
-	defer b.infoMu.Unlock()
-	return b.pid
-}
+func (b *Backend) Process() proc.Identity { return b.p.Load().ID() }
 
 // Start spawns the CLI in its own process group, sends it an initialize
 // control request and returns once the CLI has answered it: the CLI prints
 // nothing else before the first user message. If the process exits first,
 // or ctx ends, the process is stopped and Start returns an error.
 func (b *Backend) Start(ctx context.Context) error {
-	b.emitMu.Lock()
-	if b.started || b.closing {
-		b.emitMu.Unlock()
-		return errors.New("claude backend: Start called twice, or after Close")
+	if err := b.life.Begin("claude backend"); err != nil {
+		return err
 	}
-	b.started = true
-	b.emitMu.Unlock()
 
-	if st, err := os.Stat(b.opts.Cwd); err != nil || !st.IsDir() {
-		if err == nil {
-			err = errors.New("not a directory")
-		}
-		return fmt.Errorf("agent cwd %q: %w", b.opts.Cwd, err)
+	if err := host.CheckDir(b.opts.Cwd); err != nil {
+		return err
 	}
 	if _, err := os.Stat(b.bin); err != nil {
 		return fmt.Errorf("%w: %s: %v: install the claude CLI (`npm install -g @anthropic-ai/claude-code`) or set KAIMON_CLAUDE_BIN", backend.ErrNotFound, b.bin, err)
@@ -243,59 +190,14 @@ func (b *Backend) Start(ctx context.Context) error {
 		}
 		b.mcpConfig = path
 	}
-	var stderr *os.File
-	if b.logPath != "" {
-		if err := os.MkdirAll(filepath.Dir(b.logPath), 0o700); err != nil {
-			return fmt.Errorf("claude stderr log: %w", err)
-		}
-		f, err := os.OpenFile(b.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		if err != nil {
-			return fmt.Errorf("claude stderr log: %w", err)
-		}
-		defer f.Close() // the child has its own copy
-		if st, err := f.Stat(); err == nil {
-			b.logStart = st.Size()
-		}
-		stderr = f
-	}
-	inR, inW, err := os.Pipe()
+	p, err := host.Spawn(host.Spec{Name: "claude", Bin: b.bin, Args: b.args, Dir: b.opts.Cwd, Env: b.env, LogPath: b.logPath})
 	if err != nil {
 		return err
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return err
-	}
-	cmd := exec.Command(b.bin, b.args...)
-	cmd.Dir = b.opts.Cwd
-	cmd.Env = b.env
-	cmd.Stdin = inR
-	cmd.Stdout = outW
-	if stderr != nil {
-		cmd.Stderr = stderr
-	}
-	child, err := proc.Start(cmd)
-	inR.Close()
-	outW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		return fmt.Errorf("starting claude (%s): %w", b.bin, err)
-	}
-	b.emitMu.Lock()
-	b.child = child
-	b.emitMu.Unlock()
-	b.writeMu.Lock()
-	b.stdin = inW
-	b.writeMu.Unlock()
-	b.infoMu.Lock()
-	b.pid = child.ID
-	b.infoMu.Unlock()
+	b.p.Store(p)
 
 	ack := b.expect("init-1")
-	go b.run(outR)
+	go b.run(p)
 
 	err = b.writeJSON(controlRequest{Type: "control_request", RequestID: "init-1",
 		Request: map[string]any{"subtype": "initialize"}})
@@ -304,7 +206,7 @@ func (b *Backend) Start(ctx context.Context) error {
 		select {
 		case <-b.done:
 			err = b.exitedEarly()
-		case <-time.After(drainDelay + time.Second):
+		case <-time.After(host.DrainDelay + time.Second):
 			err = fmt.Errorf("writing initialize to claude: %w", err)
 		}
 	} else {
@@ -323,18 +225,12 @@ func (b *Backend) Start(ctx context.Context) error {
 		}
 	}
 	b.forget("init-1")
-	if err == nil {
-		b.emitMu.Lock()
-		if b.exited {
-			err = b.exitedEarly()
-		} else {
-			b.ready = true
-		}
-		b.emitMu.Unlock()
+	if err == nil && !b.life.MarkReady() {
+		err = b.exitedEarly()
 	}
 	if err != nil {
-		b.inputClose()
-		child.Stop(StopGrace)
+		p.CloseInput()
+		p.Child.Stop(StopGrace)
 		<-b.done
 		b.removeMCPConfig()
 		return err
@@ -344,24 +240,12 @@ func (b *Backend) Start(ctx context.Context) error {
 
 // exitedEarly describes a CLI that exited before it was ready.
 func (b *Backend) exitedEarly() error {
-	<-b.child.Done()
-	msg := "claude exited before it was ready: " + b.child.ExitDescription()
-	b.emitMu.Lock()
-	if b.hungUp {
-		msg = "claude closed its stdout before it was ready, and was stopped"
-	}
-	b.emitMu.Unlock()
-	if tail := b.stderrTail(); tail != "" {
-		msg += "; its stderr ends:\n" + tail
-	} else if b.logPath != "" {
-		msg += " (nothing on stderr; log " + b.logPath + ")"
-	}
-	return errors.New(msg)
-}
-
-// stderrTail returns the end of what this process wrote to its stderr log.
-func (b *Backend) stderrTail() string {
-	return proc.LogTail(b.logPath, b.logStart, stderrTailBytes)
+	p := b.p.Load()
+	<-p.Child.Done()
+	b.life.Lock()
+	hungUp := b.life.HungUp()
+	b.life.Unlock()
+	return p.ExitedEarly(hungUp)
 }
 
 // MaxLine bounds one line of the CLI's stdout. Lines can be many megabytes
@@ -370,83 +254,30 @@ func (b *Backend) stderrTail() string {
 // daemon's memory. A variable so that tests can lower it.
 var MaxLine = 64 << 20
 
-// readLine reads one line of at most max bytes (its newline included). A
-// longer one is read to its end and discarded: line is nil and skipped is
-// its size. err is the reader's, as with ReadBytes.
-func readLine(br *bufio.Reader, max int) (line []byte, skipped int64, err error) {
-	for {
-		frag, err := br.ReadSlice('\n')
-		if skipped == 0 && len(line)+len(frag) <= max {
-			line = append(line, frag...)
-		} else {
-			if skipped == 0 {
-				skipped, line = int64(len(line)), nil
-			}
-			skipped += int64(len(frag))
-		}
-		if err != bufio.ErrBufferFull {
-			return line, skipped, err
-		}
-	}
-}
-
 // run reads the CLI's stdout line by line until it closes, maps each line,
 // and then reports the exit. A line over MaxLine is skipped with an error
 // event; the turn goes on.
-func (b *Backend) run(out *os.File) {
-	eof := make(chan struct{})
+func (b *Backend) run(p *host.Process) {
+	read := make(chan struct{})
 	go func() {
-		// A straggler that inherited stdout must not keep the reader
-		// alive once the CLI is gone.
-		select {
-		case <-eof:
-		case <-b.child.Done():
-			select {
-			case <-eof:
-			case <-time.After(drainDelay):
-				out.Close()
-			}
-		}
+		defer close(read)
+		p.ReadLines(MaxLine, b.handle, b.skipped)
 	}()
-	br := bufio.NewReaderSize(out, 64<<10)
-	for {
-		line, skipped, err := readLine(br, MaxLine)
-		if skipped > 0 {
-			b.skipped(skipped)
-		}
-		if len(line) > 0 {
-			b.handle(line)
-		}
-		if err != nil {
-			break
-		}
-	}
-	close(eof)
-	out.Close()
-	select {
-	case <-b.child.Done():
-	case <-time.After(hangupGrace):
-		// Its stdout is closed but it lives: nothing it does can reach
-		// us, so its turn would never end. Stop it; finish reports it.
-		b.emitMu.Lock()
-		b.hungUp = !b.closing
-		b.emitMu.Unlock()
-		b.child.Stop(StopGrace)
-	}
-	b.finish()
+	p.Watch(read, b.life.HangUp)
+	b.finish(p)
 }
 
 // skipped reports a stdout line over MaxLine that was read past.
 func (b *Backend) skipped(size int64) {
 	msg := fmt.Sprintf("claude printed a stdout line of %d bytes, over kaimon's limit of %d bytes; kaimon skipped it", size, MaxLine)
-	b.emitMu.Lock()
+	b.life.Lock()
 	b.sink.Emit(event.NewError(b.m.Current(), msg, map[string]int64{"bytes": size, "limit": int64(MaxLine)}))
-	b.emitMu.Unlock()
+	b.life.Unlock()
 }
 
 // handle maps one line and acts on its side outputs.
 func (b *Backend) handle(line []byte) {
-	b.emitMu.Lock()
+	b.life.Lock()
 	o := b.m.Map(line)
 	turn := b.m.Current()
 	if o.Init {
@@ -469,7 +300,7 @@ func (b *Backend) handle(line []byte) {
 	for _, ev := range o.Events {
 		b.sink.Emit(ev)
 	}
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if o.Control != nil {
 		b.deliver(*o.Control)
 	}
@@ -498,13 +329,14 @@ func (b *Backend) handle(line []byte) {
 }
 
 // finish reports the process's exit: once, after everything it printed.
-func (b *Backend) finish() {
-	desc := b.child.ExitDescription()
-	code := b.child.ExitCode()
+func (b *Backend) finish(p *host.Process) {
+	b.life.Lock()
+	msg := p.Ended(b.life.HungUp(), "closed its stdout")
+	b.life.Unlock()
 	// The leader is gone; so must be anything it left in its group.
-	b.child.Stop(0)
+	p.Child.Stop(0)
 	// Nobody is left to take an answer to a permission request.
-	b.askStop()
+	b.asks.Stop()
 	b.removeMCPConfig()
 
 	b.ctlMu.Lock()
@@ -515,43 +347,18 @@ func (b *Backend) finish() {
 	}
 	b.ctlMu.Unlock()
 
-	b.emitMu.Lock()
-	b.exited = true
-	report := b.ready
+	b.life.Lock()
+	report := b.life.Exit()
 	var exitErr error
 	if report {
-		if b.closing {
-			for _, ev := range b.m.Abort(event.StopCancelled, "the agent was closed") {
-				b.sink.Emit(ev)
-			}
-		} else {
-			msg := "claude exited with code " + fmt.Sprint(code)
-			switch {
-			case b.hungUp:
-				msg = "claude closed its stdout but kept running, so kaimon stopped it (" + desc + ")"
-			case !strings.HasPrefix(desc, "exit code"):
-				msg = "claude was " + desc
-			}
-			tail := b.stderrTail()
-			b.sink.Emit(event.NewError(b.lastTurn(), msg, map[string]any{"exitCode": code, "stderrTail": tail}))
-			for _, ev := range b.m.Abort(event.StopError, msg) {
-				b.sink.Emit(ev)
-			}
-			if tail != "" {
-				msg += "; its stderr ends:\n" + tail
-			}
-			exitErr = errors.New(msg)
-		}
+		exitErr = p.Report(b.sink, b.m, b.life.Closing(), msg)
 	}
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if report {
 		b.sink.Exited(exitErr)
 	}
 	close(b.done)
 }
-
-// lastTurn is the turn an event outside any result belongs to; emitMu held.
-func (b *Backend) lastTurn() int { return b.m.Current() }
 
 // Send sends user turn turn. If no turn is in flight, it is written to the
 // CLI now and its user_text and turn_started are emitted; otherwise it is
@@ -559,21 +366,17 @@ func (b *Backend) lastTurn() int { return b.m.Current() }
 // Kaimon queues rather than the CLI because the CLI merges all the messages
 // queued during a turn into one turn.
 func (b *Backend) Send(turn int, text string) error {
-	b.emitMu.Lock()
-	switch {
-	case !b.ready:
-		b.emitMu.Unlock()
-		return errors.New("claude is not started")
-	case b.exited || b.closing:
-		b.emitMu.Unlock()
-		return proc.ErrExited
+	b.life.Lock()
+	if err := b.life.SendErr("claude"); err != nil {
+		b.life.Unlock()
+		return err
 	}
 	// Pushed before the write: the CLI's answer must find the turn.
 	evs, active := b.m.Push(turn, text)
 	for _, ev := range evs {
 		b.sink.Emit(ev)
 	}
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if !active {
 		return nil
 	}
@@ -593,8 +396,8 @@ func (b *Backend) submit(t Turn, report bool) error {
 	}
 	err = fmt.Errorf("writing turn %d to claude: %w", t.Number, err)
 	var next *Turn
-	b.emitMu.Lock()
-	if !b.exited {
+	b.life.Lock()
+	if !b.life.Exited() {
 		if report {
 			b.sink.Emit(event.NewError(t.Number, err.Error(), nil))
 			b.sink.Emit(event.New(event.Result, t.Number, event.ResultData{StopReason: event.StopError, Error: err.Error()}))
@@ -605,7 +408,7 @@ func (b *Backend) submit(t Turn, report bool) error {
 			b.sink.Emit(ev)
 		}
 	}
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	if next != nil {
 		go b.submit(*next, true)
 	}
@@ -617,14 +420,14 @@ func (b *Backend) submit(t Turn, report bool) error {
 // error, if no turn was in flight; an error if the CLI refused, went away,
 // or did not acknowledge within InterruptTimeout (the turn may run on).
 func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
-	b.emitMu.Lock()
+	b.life.Lock()
 	turn, ok := b.m.Active()
-	if !ok || !b.ready || b.exited || b.closing {
-		b.emitMu.Unlock()
+	if !ok || !b.life.Live() {
+		b.life.Unlock()
 		return false, nil
 	}
 	b.m.MarkInterrupted(turn)
-	b.emitMu.Unlock()
+	b.life.Unlock()
 	r, err := b.control(ctx, "interrupt", map[string]any{"subtype": "interrupt"}, InterruptTimeout)
 	switch {
 	case errors.Is(err, proc.ErrExited):
@@ -650,9 +453,9 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	b.emitMu.Lock()
-	live := b.ready && !b.exited && !b.closing
-	b.emitMu.Unlock()
+	b.life.Lock()
+	live := b.life.Live()
+	b.life.Unlock()
 	if !live {
 		return false, nil
 	}
@@ -725,31 +528,7 @@ func (b *Backend) deliver(r ControlResponse) {
 }
 
 // writeJSON writes v as one line on the CLI's stdin.
-func (b *Backend) writeJSON(v any) error {
-	line, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	line = append(line, '\n')
-	b.writeMu.Lock()
-	defer b.writeMu.Unlock()
-	if b.stdin == nil {
-		return proc.ErrExited
-	}
-	_ = b.stdin.SetWriteDeadline(time.Now().Add(writeTimeout))
-	_, err = b.stdin.Write(line)
-	return err
-}
-
-// inputClose closes the CLI's stdin.
-func (b *Backend) inputClose() {
-	b.writeMu.Lock()
-	defer b.writeMu.Unlock()
-	if b.stdin != nil {
-		b.stdin.Close()
-		b.stdin = nil
-	}
-}
+func (b *Backend) writeJSON(v any) error { return b.p.Load().WriteJSON(v) }
 
 // Close stops the CLI: stdin closed, then SIGTERM to its process group,
 // then SIGKILL after StopGrace. It returns once the reader has finished and
@@ -757,16 +536,16 @@ func (b *Backend) inputClose() {
 // cancelled. Close may be called more than once.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
-		b.emitMu.Lock()
-		b.closing = true
-		child := b.child
-		b.emitMu.Unlock()
-		if child == nil {
+		b.life.Lock()
+		b.life.SetClosing()
+		p := b.p.Load()
+		b.life.Unlock()
+		if p == nil {
 			return
 		}
 		// Closing stdin alone does not stop a turn in progress.
-		b.inputClose()
-		child.Stop(StopGrace)
+		p.CloseInput()
+		p.Child.Stop(StopGrace)
 		<-b.done
 	})
 	return nil

@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -773,26 +772,5 @@ while read -r line; do :; done
 	}
 	if !found {
 		t.Fatalf("no error event naming the skipped line's size:\n%s", dump(sink.turn(1)))
-	}
-}
-
-// readLine never holds more than max bytes of a line.
-func TestReadLineBounded(t *testing.T) {
-	in := strings.Repeat("x", 100) + "\nshort\n" + strings.Repeat("y", 50)
-	br := bufio.NewReaderSize(strings.NewReader(in), 16)
-	var got []string
-	for {
-		line, skipped, err := readLine(br, 10)
-		if line != nil && len(line) > 10 {
-			t.Fatalf("line of %d bytes held", len(line))
-		}
-		got = append(got, fmt.Sprintf("%q/%d", line, skipped))
-		if err != nil {
-			break
-		}
-	}
-	want := `""/101 "short\n"/0 ""/50`
-	if strings.Join(got, " ") != want {
-		t.Errorf("got %s, want %s", strings.Join(got, " "), want)
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // The MCP server name under which the agent sees kaimon's door; its tools
-// are then mcp__kaimon__<verb> (backend.KaimonServer).
+// are then mcp__kaimon__<verb> (policy.KaimonServer).
 const kaimonServerName = "kaimon"
 
 // MCPConfigPath is where the agent's generated MCP config lives:

@@ -27,17 +27,9 @@ type permissionAnswer struct {
 // Options.Ask, which may block for minutes) on its own goroutine, and
 // answers the CLI with the decision.
 func (b *Backend) startAsk(req ControlRequest, turn int) {
-	ctx, cancel := context.WithCancel(b.askCtx)
-	b.asksMu.Lock()
-	b.asks[req.RequestID] = cancel
-	b.asksMu.Unlock()
+	ctx, done := b.asks.Begin(context.Background(), req.RequestID)
 	go func() {
-		defer func() {
-			b.asksMu.Lock()
-			delete(b.asks, req.RequestID)
-			b.asksMu.Unlock()
-			cancel()
-		}()
+		defer done()
 		r := gjson.ParseBytes(req.Request)
 		tool := r.Get("tool_name").String()
 		input := r.Get("input").Raw
@@ -51,7 +43,7 @@ func (b *Backend) startAsk(req ControlRequest, turn int) {
 		if d.Allow {
 			ans = permissionAnswer{Behavior: "allow", UpdatedInput: json.RawMessage(input)}
 		}
-		if ctx.Err() != nil && b.askCtx.Err() != nil {
+		if ctx.Err() != nil && b.asks.Stopped() {
 			return // the process is gone: nobody to answer
 		}
 		_ = b.writeJSON(controlResponse{Type: "control_response", Response: controlResponseBody{
@@ -61,14 +53,7 @@ func (b *Backend) startAsk(req ControlRequest, turn int) {
 }
 
 // cancelAsk ends the wait for a request the CLI withdrew.
-func (b *Backend) cancelAsk(id string) {
-	b.asksMu.Lock()
-	cancel := b.asks[id]
-	b.asksMu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-}
+func (b *Backend) cancelAsk(id string) { b.asks.Cancel(id) }
 
 // removeMCPConfig removes the agent's generated MCP config: its token is
 // revoked with the agent anyway, but a secret need not outlive its use.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/policy"
 )
 
 // gate applies the agent's preset to the built-in tools, as the claude
@@ -15,23 +16,25 @@ import (
 // same purpose (tools.go: Native), and allowed_tools and disallowed_tools
 // may name either.
 type gate struct {
-	pol backend.Policy
-	o   backend.Options // with the tools' own names mapped to the CLI's
-	ask backend.Asker
+	// pol is the agent's policy, with the tools' own names in its lists
+	// mapped to the CLI's.
+	pol *policy.Policy
+	// deny is the caller's own disallowed_tools, mapped alike.
+	deny []string
+	ask  backend.Asker
 }
 
-// newGate resolves the policy of o.
+// newGate takes the policy o carries (resolved once, at open) and views it
+// in the CLI's tool names: the lists are mapped, nothing is resolved again.
 func newGate(o *backend.Options) (*gate, error) {
-	n := *o
-	n.AllowedTools = nativeNames(o.AllowedTools)
-	if o.DisallowedTools != nil {
-		n.DisallowedTools = nativeNames(o.DisallowedTools)
-	}
-	pol, err := backend.Resolve(&n)
+	pol, err := o.ResolvePolicy()
 	if err != nil {
 		return nil, err
 	}
-	return &gate{pol: pol, o: n, ask: o.Ask}, nil
+	view := *pol
+	view.Allow = nativeNames(pol.Allow)
+	view.Deny = nativeNames(pol.Deny)
+	return &gate{pol: &view, deny: nativeNames(o.DisallowedTools), ask: o.Ask}, nil
 }
 
 // nativeNames maps the built-in tools' names in a tool list to the CLI's.
@@ -50,12 +53,11 @@ func nativeNames(list []string) []string {
 // allowed_tools is the whole tool set, a tool it names is allowed although
 // the preset denies the native tools: the built-in tools are kaimon's own,
 // and naming one is how a specialist gets it. disallowed_tools still wins.
-func (g *gate) verdict(t toolDef) (backend.Verdict, string) {
-	whole := g.pol.Preset.ReplaceAllow || g.o.Only
-	if whole && backend.NamesTool(g.pol.Allow, t.Native) && !backend.NamesTool(g.o.DisallowedTools, t.Native) {
-		return backend.VerdictAllow, t.Name + " is in this agent's allowed tools"
+func (g *gate) verdict(t toolDef) (policy.Verdict, string) {
+	if g.pol.WholeSet() && policy.NamesTool(g.pol.Allow, t.Native) && !policy.NamesTool(g.deny, t.Native) {
+		return policy.Allow, t.Name + " is in this agent's allowed tools"
 	}
-	return g.pol.Permission(&g.o, t.Native)
+	return g.pol.Permission(t.Native)
 }
 
 // offered says whether the model is offered tool t: not when the deny list
@@ -63,7 +65,7 @@ func (g *gate) verdict(t toolDef) (backend.Verdict, string) {
 // only, when the allowlist does not name it.
 func (g *gate) offered(t toolDef) bool {
 	v, _ := g.verdict(t)
-	return v != backend.VerdictDeny
+	return v != policy.Deny
 }
 
 // offeredTools are the tools the model is offered.
@@ -86,9 +88,9 @@ func (g *gate) offeredTools() []toolDef {
 func (g *gate) allow(ctx context.Context, turn int, t toolDef, call event.ToolCall) (bool, string) {
 	v, why := g.verdict(t)
 	switch v {
-	case backend.VerdictAllow:
+	case policy.Allow:
 		return true, why
-	case backend.VerdictDeny:
+	case policy.Deny:
 		return false, why
 	}
 	switch t.Kind {

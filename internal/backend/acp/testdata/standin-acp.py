@@ -5,6 +5,8 @@ session/prompt does what KAIMON_STANDIN says:
   hangup  close its stdout and live on (until stopped)
   mute    never answer the prompt, and ignore session/cancel
   longline  print a line over the ACP SDK's 10 MiB limit, then answer
+  oldflags  refuse --acp as an unknown argument (an older gemini-cli, which
+            takes --experimental-acp), then answer prompts
 """
 import json
 import os
@@ -12,6 +14,10 @@ import sys
 import time
 
 mode = os.environ.get("KAIMON_STANDIN", "")
+
+if mode == "oldflags" and "--acp" in sys.argv[1:]:
+    print("Unknown argument: acp", file=sys.stderr, flush=True)
+    sys.exit(1)
 
 
 def reply(id_, result):
@@ -33,6 +39,8 @@ for line in sys.stdin:
             time.sleep(600)
         if mode == "longline":
             sys.stdout.write("x" * (11 << 20) + "\n")
+            reply(id_, {"stopReason": "end_turn"})
+        if mode == "oldflags":
             reply(id_, {"stopReason": "end_turn"})
         # mute: no answer, ever
     elif id_ is not None:

@@ -1,0 +1,117 @@
+package host
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// ReadLine never holds more than max bytes of a line.
+func TestReadLineBounded(t *testing.T) {
+	in := strings.Repeat("x", 100) + "\nshort\n" + strings.Repeat("y", 50)
+	br := bufio.NewReaderSize(strings.NewReader(in), 16)
+	var got []string
+	for {
+		line, skipped, err := ReadLine(br, 10)
+		if line != nil && len(line) > 10 {
+			t.Fatalf("line of %d bytes held", len(line))
+		}
+		got = append(got, fmt.Sprintf("%q/%d", line, skipped))
+		if err != nil {
+			break
+		}
+	}
+	want := `""/101 "short\n"/0 ""/50`
+	if strings.Join(got, " ") != want {
+		t.Errorf("got %s, want %s", strings.Join(got, " "), want)
+	}
+}
+
+// A spawned program's stdout lines, its stderr in the log, its exit.
+func TestSpawnReadWatch(t *testing.T) {
+	log := t.TempDir() + "/a.log"
+	p, err := Spawn(Spec{Name: "sh", Bin: "/bin/sh", Args: []string{"-c", "read x; echo got $x; echo oops >&2; exit 3"}, Dir: t.TempDir(), LogPath: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WriteJSON("hi"); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		p.ReadLines(1<<20, func(l []byte) { lines = append(lines, string(l)) }, func(int64) { t.Error("skipped") })
+	}()
+	p.Watch(read, func() { t.Error("hung up") })
+	p.Child.Stop(0)
+	if strings.Join(lines, "") != "got \"hi\"\n" {
+		t.Errorf("lines %q", lines)
+	}
+	if got := p.Ended(false, ""); got != "sh exited with code 3" {
+		t.Errorf("Ended = %q", got)
+	}
+	if tail := p.StderrTail(); !strings.Contains(tail, "oops") {
+		t.Errorf("stderr tail %q", tail)
+	}
+	p.CloseInput()
+	if _, err := p.Write([]byte("x")); err == nil {
+		t.Error("write after CloseInput")
+	}
+	var nilp *Process
+	if _, err := nilp.Write(nil); err == nil || nilp.ID().PID != 0 {
+		t.Error("a nil process takes writes")
+	}
+}
+
+// An agent that closes its stdout and lives on is stopped after the grace.
+func TestWatchHangup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits HangupGrace")
+	}
+	p, err := Spawn(Spec{Name: "sh", Bin: "/bin/sh", Args: []string{"-c", "exec >&-; sleep 30"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		p.ReadLines(1<<20, func([]byte) {}, func(int64) {})
+	}()
+	hung := false
+	p.Watch(read, func() { hung = true })
+	<-p.Child.Done()
+	if !hung {
+		t.Error("hangup not called")
+	}
+	if got := p.Ended(true, "closed its stdout"); !strings.HasPrefix(got, "sh closed its stdout but kept running, so kaimon stopped it (") {
+		t.Errorf("Ended = %q", got)
+	}
+}
+
+func TestAsks(t *testing.T) {
+	a := NewAsks()
+	c1, done1 := a.Begin(context.Background(), "r1")
+	c2, done2 := a.Begin(context.Background(), "")
+	defer done2()
+	a.Cancel("r1")
+	if c1.Err() == nil || c2.Err() != nil {
+		t.Fatalf("Cancel(r1): %v %v", c1.Err(), c2.Err())
+	}
+	done1()
+	a.CancelAll()
+	if c2.Err() == nil {
+		t.Fatal("CancelAll left a request")
+	}
+	if a.Stopped() {
+		t.Fatal("stopped early")
+	}
+	a.Stop()
+	c3, done3 := a.Begin(context.Background(), "r3")
+	defer done3()
+	if c3.Err() == nil || !a.Stopped() {
+		t.Fatal("a request begun after Stop lives")
+	}
+}
