@@ -76,10 +76,10 @@ func main() {
 	msOf := func(name string) (float64, bool) { v, ok := r.get(name, "ns/op"); return v / 1e6, ok }
 
 	// The warm turn and the agent's start (BenchmarkOverhead).
-	bare, okB := msOf("Overhead/turn/bare")
-	api, okA := msOf("Overhead/turn/kaimon-api")
-	curl, okC := msOf("Overhead/turn/curl")
-	run, okR := msOf("Overhead/turn/kaimon")
+	bare, okB := r.get("Overhead/turn", "bare-ms")
+	api, okA := r.get("Overhead/turn", "api-ms")
+	curl, okC := r.get("Overhead/turn", "curl-ms")
+	run, okR := r.get("Overhead/turn", "kaimon-ms")
 	if okB {
 		add("warm turn: bare claude CLI (fake API)", f1(bare)+" ms", "", "", "", "")
 	}
