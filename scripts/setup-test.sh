@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install what the tests need, when it is missing: Go modules, the pinned
 # agent programs and MCP Inspector (package.json, npm ci), and a libzmq
-# subscriber for the bus tests (Debian's python3-zmq), and man (man-db,
-# groff-base) for the man page tests. Quick when all is there already.
+# subscriber for the bus tests (Debian's python3-zmq), man (man-db,
+# groff-base) for the man page tests, and curl (scripts/bench.sh drives the
+# socket with it). Quick when all is there already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== go modules"
@@ -19,12 +20,13 @@ node_modules/.bin/opencode --version
 node_modules/.bin/gemini --version
 test -x node_modules/.bin/claude-agent-acp
 echo "== Debian packages: python3-zmq (a libzmq subscriber for the bus tests), man-db and groff-base"
-echo "   (the man pages render clean), bash, zsh, fish and tmux (completion and monitor tests)"
+echo "   (the man pages render clean), bash, zsh, fish and tmux (completion and monitor tests),"
+echo "   curl (the benchmarks' bare client of the socket)"
 missing=
 /usr/bin/python3 -c 'import zmq' 2>/dev/null || missing="$missing python3-zmq"
 command -v man >/dev/null || missing="$missing man-db"
 command -v groff >/dev/null || missing="$missing groff-base"
-for p in bash zsh fish tmux; do command -v $p >/dev/null || missing="$missing $p"; done
+for p in bash zsh fish tmux curl; do command -v $p >/dev/null || missing="$missing $p"; done
 if [ -n "$missing" ]; then
 	sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
 	$sudo apt-get update
@@ -32,4 +34,4 @@ if [ -n "$missing" ]; then
 fi
 /usr/bin/python3 -c 'import zmq; print("libzmq", zmq.zmq_version())'
 man --version
-bash --version | head -1; zsh --version; fish --version; tmux -V
+bash --version | head -1; zsh --version; fish --version; tmux -V; curl --version | head -1

@@ -28,9 +28,12 @@ import (
 //	startup: bare = spawn claude + initialize handshake;
 //	         kaimon = `kaimon open` (CLI exec + daemon + the same spawn)
 //	turn:    bare = write one user line, read to its result;
-//	         kaimon = `kaimon run ID TEXT` (CLI exec + daemon + the same turn)
+//	         api = agent_run through the control API in-process;
+//	         curl = agent_run by `curl --unix-socket` (an exec + the API);
+//	         kaimon = `kaimon run ID TEXT` (CLI exec + daemon + the same turn);
+//	         interleaved, one of each per op, medians reported.
 //
-// scripts/bench.sh runs these and prints the ratios.
+// scripts/bench.sh runs these and prints them in its table.
 //
 // Both sides run the CLI with the same argv: the bare one copies it from a
 // live kaimon agent (its MCP config names the daemon's door with that
@@ -60,36 +63,64 @@ func BenchmarkOverhead(b *testing.B) {
 			b.StartTimer()
 		}
 	})
-	b.Run("turn/bare", func(b *testing.B) {
+	b.Run("turn", func(b *testing.B) {
+		// One turn of each side per op, their order rotating, so that
+		// drift in the machine's load falls on every side alike; each
+		// side's median over all ops is reported (ns/op is the four).
+		//   bare: the CLI driven by hand on its stdin;
+		//   api: agent_run through the control API in-process (the
+		//        daemon's share, without any exec);
+		//   curl: agent_run by curl on the socket (an exec and one
+		//        request, the least a script can do);
+		//   kaimon: `kaimon run` (its output piped), held to curl.
+		needCurl(b)
 		c := startBare(b, e)
 		defer c.stop()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			c.turn(b, "say exactly: ok")
-		}
-	})
-	b.Run("turn/kaimon-api", func(b *testing.B) {
-		// The same turn through the control API in-process: the daemon's
-		// share of the overhead, without the CLI's exec.
 		cl := &client.Client{Paths: config.Paths{SockDir: filepath.Join(e.home, "sock"), CacheDir: filepath.Join(e.home, "cache", "agents")}, NoAutostart: true}
+		// One agent for the three kaimon sides: they differ only in the
+		// client.
 		id := e.ok("open", e.work)
 		defer e.ok("close", id)
+		body, _ := json.Marshal(verbs.RunArgs{AgentID: id, Text: "say exactly: ok"})
+		sides := []struct {
+			name string
+			turn func()
+		}{
+			{"bare", func() { c.turn(b, "say exactly: ok") }},
+			{"api", func() {
+				res, err := cl.Run(context.Background(), &verbs.RunArgs{AgentID: id, Text: "say exactly: ok"})
+				if err != nil || res.Text != "ok" {
+					b.Fatalf("run = %+v, %v", res, err)
+				}
+			}},
+			{"curl", func() {
+				if out := e.curl(b, "/v1/agent_run", string(body)); gjson.GetBytes(out, "text").String() != "ok" {
+					b.Fatalf("curl agent_run = %s", out)
+				}
+			}},
+			{"kaimon", func() {
+				if out := e.ok("run", id, "say exactly: ok"); out != "ok" {
+					b.Fatalf("run = %q", out)
+				}
+			}},
+		}
+		// A warm-up turn each: the first turn of an agent is not warm.
+		for _, s := range sides {
+			s.turn()
+		}
+		took := map[string][]time.Duration{}
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			res, err := cl.Run(context.Background(), &verbs.RunArgs{AgentID: id, Text: "say exactly: ok"})
-			if err != nil || res.Text != "ok" {
-				b.Fatalf("run = %+v, %v", res, err)
+			for k := range sides {
+				s := sides[(i+k)%len(sides)]
+				t0 := time.Now()
+				s.turn()
+				took[s.name] = append(took[s.name], time.Since(t0))
 			}
 		}
-	})
-	b.Run("turn/kaimon", func(b *testing.B) {
-		id := e.ok("open", e.work)
-		defer e.ok("close", id)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if out := e.ok("run", id, "say exactly: ok"); out != "ok" {
-				b.Fatalf("run = %q", out)
-			}
+		b.StopTimer()
+		for _, s := range sides {
+			b.ReportMetric(ms(median(took[s.name])), s.name+"-ms")
 		}
 	})
 }

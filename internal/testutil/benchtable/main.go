@@ -1,0 +1,260 @@
+// Command benchtable reads `go test -bench` output of kaimon's benchmarks
+// on stdin and prints the one table scripts/bench.sh shows: each figure,
+// the median of its runs, beside its floor or bare run from the same
+// benchmark run, their ratio, the issue's target (issue 12) and whether it
+// is met. A figure whose benchmark did not run prints as "-".
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// results maps benchmark name (no -procs suffix) → unit → values.
+type results map[string]map[string][]float64
+
+var procsRE = regexp.MustCompile(`-\d+$`)
+
+func parse(r io.Reader) results {
+	res := results{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name := procsRE.ReplaceAllString(strings.TrimPrefix(f[0], "Benchmark"), "")
+		if res[name] == nil {
+			res[name] = map[string][]float64{}
+		}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			res[name][f[i+1]] = append(res[name][f[i+1]], v)
+		}
+	}
+	return res
+}
+
+// get is the median of name's unit, and whether it was measured.
+func (r results) get(name, unit string) (float64, bool) {
+	v := slices.Clone(r[name][unit])
+	if len(v) == 0 {
+		return 0, false
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2], true
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2, true
+}
+
+// row is one line of the table.
+type row struct{ figure, measured, floor, ratio, target, met string }
+
+func main() {
+	r := parse(os.Stdin)
+	var rows []row
+	add := func(figure, measured, floor, ratio, target, met string) {
+		rows = append(rows, row{figure, measured, floor, ratio, target, met})
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "MET"
+		}
+		return "NOT MET"
+	}
+	msOf := func(name string) (float64, bool) { v, ok := r.get(name, "ns/op"); return v / 1e6, ok }
+
+	// The warm turn and the agent's start (BenchmarkOverhead).
+	bare, okB := r.get("Overhead/turn", "bare-ms")
+	api, okA := r.get("Overhead/turn", "api-ms")
+	curl, okC := r.get("Overhead/turn", "curl-ms")
+	run, okR := r.get("Overhead/turn", "kaimon-ms")
+	if okB {
+		add("warm turn: bare claude CLI (fake API)", f1(bare)+" ms", "", "", "", "")
+	}
+	if okA && okB {
+		add("warm turn: control API (in-process client)", f1(api)+" ms", "bare "+f1(bare)+" ms", plus(api-bare)+" ms", "≤ +1 ms", verdict(api-bare <= 1))
+	}
+	if okC && okB {
+		add("warm turn: curl --unix-socket agent_run", f1(curl)+" ms", "bare "+f1(bare)+" ms", plus(curl-bare)+" ms", "", "")
+	}
+	if okR && okC {
+		add("warm turn: kaimon run", f1(run)+" ms", "curl "+f1(curl)+" ms", plus(run-curl)+" ms", "≤ +3 ms over curl", verdict(run-curl <= 3))
+	}
+	if s, ok := msOf("Overhead/startup/kaimon"); ok {
+		sb, _ := msOf("Overhead/startup/bare")
+		add("agent start: kaimon open", f1(s)+" ms", "bare spawn "+f1(sb)+" ms", plus(s-sb)+" ms", "", "")
+	}
+	// CLI start.
+	if k, ok := r.get("CLIStart", "kaimon-ms"); ok {
+		c, _ := r.get("CLIStart", "curl-ms")
+		add("CLI start: kaimon list --json", f1(k)+" ms", "curl "+f1(c)+" ms", fx(k/c), "≤ 1.10×", verdict(k/c <= 1.1))
+	}
+	// The relay.
+	if v, ok := r.get("Relay/procs=all", "lines/cpu-s"); ok {
+		fl, _ := r.get("Relay/procs=all", "floor-lines/s")
+		add("relay per core: map+stamp+log+publish→1 sub", kfmt(v)+" lines/cpu-s", "json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), "≥ 60% of floor", verdict(v/fl >= 0.6))
+		e, _ := r.get("Relay/procs=all", "env/cpu-s")
+		w, _ := r.get("Relay/procs=all", "env/s")
+		d, _ := r.get("Relay/procs=all", "dropped/turn")
+		add("  same, envelopes (daemon CPU / wall)", kfmt(e)+" /cpu-s, "+kfmt(w)+" /s, dropped "+fmt.Sprintf("%.0f", d)+"/turn", "", "", "", "")
+	}
+	if v, ok := r.get("Relay/procs=1", "lines/cpu-s"); ok {
+		fl, _ := r.get("Relay/procs=1", "floor-lines/s")
+		w, _ := r.get("Relay/procs=1", "env/s")
+		d, _ := r.get("Relay/procs=1", "dropped/turn")
+		add("relay, daemon on one P (GOMAXPROCS=1)", kfmt(v)+" lines/cpu-s, "+kfmt(w)+" env/s, dropped "+fmt.Sprintf("%.0f", d)+"/turn",
+			"json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), "≥ 60%, no drops", verdict(v/fl >= 0.6 && d == 0))
+	}
+	if v, ok := r.get("MapEncode/map+encode", "lines/s"); ok {
+		fl, _ := r.get("MapEncode/floor", "lines/s")
+		add("Mapper.Map + envelope encode, one core", kfmt(v)+" lines/s", "json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), "≥ 80% of floor", verdict(v/fl >= 0.8))
+		a, _ := r.get("MapEncode/map+encode", "allocs/op")
+		by, _ := r.get("MapEncode/map+encode", "B/op")
+		add("  allocations per line", fmt.Sprintf("%.0f allocs, %.0f B", a, by), "", "", "≤ 1 alloc", verdict(a <= 1))
+	}
+	// Latency, agent stdout → subscriber.
+	var lat []string
+	for name := range r {
+		if strings.HasPrefix(name, "Latency/") {
+			lat = append(lat, name)
+		}
+	}
+	slices.SortFunc(lat, func(a, b string) int { return latKey(a) - latKey(b) })
+	busP99, busOK := r.get("BusLatency", "p99-µs")
+	for _, name := range lat {
+		p50, _ := r.get(name, "p50-µs")
+		p99, _ := r.get(name, "p99-µs")
+		p999, _ := r.get(name, "p999-µs")
+		label := strings.NewReplacer("Latency/", "", "/", ", ", "rate=full", "full speed", "rate=", "").Replace(name)
+		if !strings.Contains(label, "full") {
+			label += "/s each"
+		}
+		floor := ""
+		if busOK {
+			floor = "bus alone p99 " + msf(busP99)
+		}
+		measured := "p50 " + msf(p50) + ", p99 " + msf(p99) + ", p999 " + msf(p999)
+		d, _ := r.get(name, "dropped/round")
+		if d > 0 {
+			measured += fmt.Sprintf("; bus dropped %.0f/round", d)
+		}
+		add("agent→subscriber latency, "+label, measured, floor, "", "p99 ≤ 2 ms, no drops", verdict(p99 <= 2000 && d == 0))
+	}
+	// The bus alone and a stalled subscriber.
+	if v, ok := r.get("BusThroughput/subscribers=1", "env/s"); ok {
+		add("bus alone: 1 subscriber, throughput", kfmt(v)+" env/s", "", "", "", "")
+	}
+	if busOK {
+		p50, _ := r.get("BusLatency", "p50-µs")
+		add("bus alone: publish→receive, one at a time", "p50 "+msf(p50)+", p99 "+msf(busP99), "", "", "", "")
+	}
+	if v, ok := r.get("BusStalledSubscriber", "ratio"); ok {
+		a, _ := r.get("BusStalledSubscriber", "alone-ms")
+		d, _ := r.get("BusStalledSubscriber", "dropped/turn")
+		add("claude turn of 5000 deltas + a stalled subscriber", fmt.Sprintf("%.0f ms (%.0f dropped)", a*v, d), "alone "+fmt.Sprintf("%.0f ms", a), fx(v), "", "")
+	}
+	// Memory.
+	var idle []int
+	for unit := range r["Memory"] {
+		if n, err := strconv.Atoi(strings.TrimPrefix(unit, "MB-idle")); err == nil && strings.HasPrefix(unit, "MB-idle") {
+			idle = append(idle, n)
+		}
+	}
+	slices.Sort(idle)
+	for _, n := range idle {
+		v, _ := r.get("Memory", fmt.Sprintf("MB-idle%d", n))
+		target, met := "", ""
+		if n == 1000 {
+			target, met = "≤ 40 MB", verdict(v <= 40)
+		}
+		add(fmt.Sprintf("daemon RSS, idle agents: %d", n), f1(v)+" MB", "", "", target, met)
+	}
+	if v, ok := r.get("Memory", "KB/agent"); ok {
+		add("  RSS per idle agent (slope)", fmt.Sprintf("%.0f KB", v), "", "", "", "")
+	}
+	for unit := range r["Memory"] {
+		if !strings.HasPrefix(unit, "MB-turns") || unit == "MB-turns0" {
+			continue
+		}
+		after, _ := r.get("Memory", unit)
+		before, _ := r.get("Memory", "MB-turns0")
+		grown, _ := r.get("Memory", "MB-grown")
+		add("daemon RSS after "+strings.TrimPrefix(unit, "MB-turns")+" turns on one agent", f1(after)+" MB", "before "+f1(before)+" MB", plus(grown)+" MB", "flat (grown < 1 MB)", verdict(grown < 1))
+	}
+	// The event log.
+	if v, ok := r.get("Append/nosync", "ns/op"); ok {
+		s, _ := r.get("Append/fsync", "ns/op")
+		a, _ := r.get("Append/nosync", "allocs/op")
+		add("event log append, one record, no fsync", fmt.Sprintf("%.1f µs, %.0f allocs", v/1e3, a), "", "", "", "")
+		add("event log append + fsync (kaimon: once a turn)", fmt.Sprintf("%.0f µs", s/1e3), "no fsync "+fmt.Sprintf("%.1f µs", v/1e3), fx(s/v), "", "")
+	}
+	print(rows)
+}
+
+func latKey(name string) int {
+	var n, rate int
+	fmt.Sscanf(strings.TrimPrefix(name, "Latency/agents="), "%d", &n)
+	if i := strings.Index(name, "rate="); i >= 0 {
+		rate, _ = strconv.Atoi(name[i+5:])
+	}
+	return rate*1000 + n // full speed (0) first, then by agents
+}
+
+func print(rows []row) {
+	head := row{"figure", "measured", "floor / bare, same run", "ratio", "target", "met?"}
+	all := append([]row{head}, rows...)
+	w := make([]int, 6)
+	cells := func(r row) []string { return []string{r.figure, r.measured, r.floor, r.ratio, r.target, r.met} }
+	for _, r := range all {
+		for i, c := range cells(r) {
+			w[i] = max(w[i], len([]rune(c)))
+		}
+	}
+	line := func(r row) {
+		var b strings.Builder
+		b.WriteString("|")
+		for i, c := range cells(r) {
+			b.WriteString(" " + c + strings.Repeat(" ", w[i]-len([]rune(c))) + " |")
+		}
+		fmt.Println(b.String())
+	}
+	line(head)
+	var b strings.Builder
+	b.WriteString("|")
+	for i := range w {
+		b.WriteString(strings.Repeat("-", w[i]+2) + "|")
+	}
+	fmt.Println(b.String())
+	for _, r := range rows {
+		line(r)
+	}
+}
+
+func f1(v float64) string   { return strconv.FormatFloat(v, 'f', 1, 64) }
+func plus(v float64) string { return fmt.Sprintf("%+.1f", v) }
+func fx(v float64) string   { return fmt.Sprintf("%.2f×", v) }
+func pct(v float64) string  { return fmt.Sprintf("%.0f%%", 100*v) }
+func msf(us float64) string {
+	if us >= 1000 {
+		return fmt.Sprintf("%.1f ms", us/1000)
+	}
+	return fmt.Sprintf("%.0f µs", us)
+}
+func kfmt(v float64) string {
+	if v >= 1e6 {
+		return fmt.Sprintf("%.2fM", v/1e6)
+	}
+	return fmt.Sprintf("%.0fk", v/1e3)
+}
