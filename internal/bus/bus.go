@@ -148,14 +148,31 @@ type message struct {
 func (m *message) size() int { return len(m.topic) + len(m.body) + 64 }
 
 // Publish queues env for every subscriber whose subscriptions match its
-// topic. It never blocks on a subscriber.
+// topic. It never blocks on a subscriber. The envelope is encoded once
+// for all of them (event.AppendEnvelope), and not at all when nobody
+// subscribed to it.
 func (b *Bus) Publish(env *event.Envelope) {
-	body, err := event.Marshal(env)
-	if err != nil {
-		b.opts.Logf("event bus: encoding an envelope of agent %s: %v", env.AgentID, err)
+	b.published.Add(1)
+	subs := *b.list.Load()
+	if len(subs) == 0 {
 		return
 	}
-	b.PublishRaw(Topic(env.AgentID), body)
+	var m *message
+	topic := Topic(env.AgentID)
+	for _, s := range subs {
+		if !s.matches(topic) {
+			continue
+		}
+		if m == nil {
+			body, err := event.AppendEnvelope(make([]byte, 0, len(env.Data)+len(env.AgentID)+128), env)
+			if err != nil {
+				b.opts.Logf("event bus: encoding an envelope of agent %s: %v", env.AgentID, err)
+				return
+			}
+			m = &message{topic: []byte(topic), body: body}
+		}
+		s.push(m)
+	}
 }
 
 // PublishRaw queues a message with topic and body as they are.

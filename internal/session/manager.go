@@ -718,7 +718,7 @@ func (ag *Agent) stampLocked(ev event.Event) event.Envelope {
 	}
 	now := time.Now().UTC()
 	ag.activity = now
-	return event.Envelope{Kind: ev.Kind, Turn: ev.Turn, Data: ev.Data, AgentID: ag.id, Seq: ag.seq, TS: now}
+	return ev.Stamp(ag.id, ag.seq, now)
 }
 
 // broadcastLocked wakes everyone waiting for a change of this agent.
@@ -735,8 +735,7 @@ func (ag *Agent) logLocked(env *event.Envelope) error {
 	if ag.log == nil || ag.logErr != nil || !event.Authoritative(env.Kind, env.Data) {
 		return nil
 	}
-	rec := env.Record()
-	err := ag.log.Append(&rec)
+	err := ag.log.AppendEnvelope(env)
 	if err == nil && env.Kind == event.Result {
 		err = ag.log.Sync()
 	}
