@@ -119,9 +119,22 @@ func Authoritative(kind Kind, data []byte) bool {
 		return false
 	}
 	if kind == AssistantText || kind == Thought {
-		return !gjson.GetBytes(data, "delta").Bool()
+		return !IsDelta(data)
 	}
 	return true
+}
+
+// IsDelta reports whether the data of an assistant_text or thought is a
+// streamed chunk (delta:true). The data NewText builds begins with its
+// delta, so that most need no parse.
+func IsDelta(data []byte) bool {
+	switch {
+	case bytes.HasPrefix(data, []byte(`{"delta":true,`)):
+		return true
+	case bytes.HasPrefix(data, []byte(`{"delta":false,`)):
+		return false
+	}
+	return gjson.GetBytes(data, "delta").Bool()
 }
 
 // UsageFigures is the spec's usage object. CostUSD is held at 0.0: the

@@ -56,3 +56,23 @@ func TestUsageAddAndFailed(t *testing.T) {
 		}
 	}
 }
+
+func TestIsDelta(t *testing.T) {
+	for _, c := range []struct {
+		data string
+		want bool
+	}{
+		{`{"delta":true,"content":{}}`, true}, {`{"delta":false,"content":{}}`, false},
+		{`{"content":{"type":"text","text":"x"},"delta":true}`, true}, {`{ "delta" : true }`, true},
+		{`{"content":{}}`, false}, {`{"delta":false}`, false},
+	} {
+		if got := IsDelta([]byte(c.data)); got != c.want {
+			t.Errorf("IsDelta(%s) = %v", c.data, got)
+		}
+	}
+	for _, d := range []bool{false, true} {
+		if got := IsDelta(NewText(Thought, 1, d, "x").Data); got != d {
+			t.Errorf("IsDelta(NewText delta %v) = %v", d, got)
+		}
+	}
+}

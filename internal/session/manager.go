@@ -186,13 +186,13 @@ type Agent struct {
 	info      backend.Info
 	saved     string        // the session id the record holds
 	book      *book         // nil for an agent loaded from its record: read its log
-	changed   chan struct{} // closed and replaced on every change
+	changed   chan struct{} // closed on the next change; nil until a waiter asks (changedLocked)
 	exitErr   error
 	closedReq string // the reason given to close, "" if none
 }
 
 func (m *Manager) newAgent(id string) *Agent {
-	return &Agent{m: m, id: id, changed: make(chan struct{})}
+	return &Agent{m: m, id: id}
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -721,10 +721,22 @@ func (ag *Agent) stampLocked(ev event.Event) event.Envelope {
 	return ev.Stamp(ag.id, ag.seq, now)
 }
 
-// broadcastLocked wakes everyone waiting for a change of this agent.
+// broadcastLocked wakes everyone waiting for a change of this agent. A
+// channel is made only when someone waits (changedLocked): not once per
+// streamed chunk.
 func (ag *Agent) broadcastLocked() {
-	close(ag.changed)
-	ag.changed = make(chan struct{})
+	if ag.changed != nil {
+		close(ag.changed)
+		ag.changed = nil
+	}
+}
+
+// changedLocked is a channel closed at the agent's next change.
+func (ag *Agent) changedLocked() chan struct{} {
+	if ag.changed == nil {
+		ag.changed = make(chan struct{})
+	}
+	return ag.changed
 }
 
 // logLocked logs env when authoritative, and flushes the log to disk after
@@ -992,7 +1004,7 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 		ag.mu.Lock()
 		t := ag.book.get(n)
 		status := ag.status
-		ch := ag.changed
+		ch := ag.changedLocked()
 		var done bool
 		var text, stop, msg string
 		if t != nil {
