@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/claude"
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/tidwall/gjson"
@@ -24,7 +26,19 @@ import (
 // per second of the whole process's CPU time (rusage), subscriber
 // included: the per-core figure the target (≥ 60% of
 // claude.BenchmarkValidFloor's lines/s) is about.
-func BenchmarkRelay(b *testing.B) {
+// relayRig is an open agent of the scripted backend, whose sink the
+// benchmark feeds, with the real bus and one SUB subscriber of its topic.
+type relayRig struct {
+	sink backend.Sink
+	ag   *Agent
+	bus  *bus.Bus
+	mu   sync.Mutex
+	cond *sync.Cond
+	last uint64    // the last seq the subscriber received
+	at   time.Time // when
+}
+
+func newRelayRig(b *testing.B) *relayRig {
 	r := newRig(b, 10)
 	id := r.open(b, "relay")
 	r.mu.Lock()
@@ -54,11 +68,8 @@ func BenchmarkRelay(b *testing.B) {
 	if err := sub.Sync(10 * time.Second); err != nil {
 		b.Fatal(err)
 	}
-	var (
-		mu   sync.Mutex
-		cond = sync.NewCond(&mu)
-		last uint64
-	)
+	rr := &relayRig{sink: sink, ag: sink.(*Agent), bus: bs}
+	rr.cond = sync.NewCond(&rr.mu)
 	go func() {
 		for {
 			m, err := sub.Next()
@@ -67,27 +78,39 @@ func BenchmarkRelay(b *testing.B) {
 			}
 			// Only the seq: what the subscriber does is not kaimon's cost.
 			seq := gjson.GetBytes(m.Body, "seq").Uint()
-			mu.Lock()
-			last = seq
-			cond.Broadcast()
-			mu.Unlock()
+			now := time.Now()
+			rr.mu.Lock()
+			rr.last, rr.at = seq, now
+			rr.cond.Broadcast()
+			rr.mu.Unlock()
 		}
 	}()
-	wait := func(seq uint64) {
-		mu.Lock()
-		for last < seq {
-			cond.Wait()
-		}
-		mu.Unlock()
+	return rr
+}
+
+// wait waits for the subscriber to have received seq, and says when it
+// did.
+func (rr *relayRig) wait(seq uint64) time.Time {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	for rr.last < seq {
+		rr.cond.Wait()
 	}
+	return rr.at
+}
+
+// seq is the last seq stamped.
+func (rr *relayRig) seq() uint64 {
+	rr.ag.mu.Lock()
+	defer rr.ag.mu.Unlock()
+	return rr.ag.seq
+}
+
+func BenchmarkRelay(b *testing.B) {
+	rr := newRelayRig(b)
+	sink, bs, wait, seq := rr.sink, rr.bus, func(s uint64) { rr.wait(s) }, rr.seq
 	lines := claude.SyntheticTurn(1000)
 	m := claude.NewMapper()
-	ag := sink.(*Agent)
-	seq := func() uint64 {
-		ag.mu.Lock()
-		defer ag.mu.Unlock()
-		return ag.seq
-	}
 	turn := 1000 // past the rig's turns
 	before := cpu()
 	b.ResetTimer()
@@ -115,6 +138,46 @@ func BenchmarkRelay(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "lines/s")
 	b.ReportMetric(float64(n)/used.Seconds(), "lines/cpu-s")
+}
+
+// BenchmarkRelayLatency feeds the relay one line at a time and waits for
+// its events to reach the subscriber: p50/p99/p999 are the latency from
+// the line's arrival (before Map) to the subscriber's receipt of its last
+// event, over every line that yields events, nothing else in flight.
+// Stalls on the agent's path (a record save, a log write) show as its
+// tail. A b.N of 5 is five turns of 1016 lines.
+func BenchmarkRelayLatency(b *testing.B) {
+	rr := newRelayRig(b)
+	lines := claude.SyntheticTurn(1000)
+	m := claude.NewMapper()
+	lat := make([]time.Duration, 0, b.N*len(lines))
+	turn := 1000
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		turn++
+		evs, _ := m.Push(turn, "hi")
+		for _, ev := range evs {
+			rr.sink.Emit(ev)
+		}
+		for _, l := range lines {
+			start := time.Now()
+			evs := m.Map(l).Events
+			if len(evs) == 0 {
+				continue
+			}
+			for _, ev := range evs {
+				rr.sink.Emit(ev)
+			}
+			lat = append(lat, rr.wait(rr.seq()).Sub(start))
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	q := func(p float64) float64 { return float64(lat[int(float64(len(lat)-1)*p)].Microseconds()) }
+	b.ReportMetric(q(0.5), "p50-µs")
+	b.ReportMetric(q(0.99), "p99-µs")
+	b.ReportMetric(q(0.999), "p999-µs")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
 }
 
 // cpu is the process's CPU time so far, user and system.
