@@ -78,6 +78,10 @@ type Manager struct {
 	pubs    []Publisher
 	closing bool
 
+	// saves counts the record saves running in the background
+	// (publishOne); Shutdown waits for them.
+	saves sync.WaitGroup
+
 	// faults counts the event log writes that failed (LogFaults).
 	faultMu sync.Mutex
 	faults  logFaults
@@ -178,8 +182,9 @@ type Agent struct {
 	activity  time.Time
 	turn      int // last turn assigned
 	seq       uint64
-	seqCeil   uint64 // the record's SeqCeiling
-	newCeil   bool   // seq passed the last ceiling: save before fan-out
+	seqCeil   uint64 // the record's SeqCeiling, as the next save writes it
+	diskCeil  uint64 // the SeqCeiling of the record last written
+	newCeil   bool   // seqCeil was raised: save (see publishOne)
 	usage     event.UsageFigures
 	pending   int // turns sent whose result has not come
 	be        backend.Backend
@@ -424,6 +429,7 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	// per id, across reopen and daemon restarts.
 	ag.seq = max(ag.seq, tail.LastSeq)
 	ag.seqCeil = ag.seq
+	ag.diskCeil = ag.seq
 	ag.turn = tail.LastTurn
 	ag.book = b
 	ag.be = be
@@ -528,7 +534,7 @@ func (ag *Agent) fromRecord(r *Record) {
 	ag.args, ag.model = r.OpenArgs, r.Model
 	ag.created, ag.activity = r.CreatedAt, r.LastActivity
 	ag.turn, ag.usage = r.Turn, r.Usage
-	ag.seqCeil = r.SeqCeiling
+	ag.seqCeil, ag.diskCeil = r.SeqCeiling, r.SeqCeiling
 	ag.info = backend.Info{SessionID: r.SessionID, Transcript: r.Transcript, Model: r.Model, QueuesPrompts: r.QueuesPrompts}
 	ag.saved = r.SessionID
 	ag.status, ag.reason = r.Status, r.Reason
@@ -570,9 +576,15 @@ func (ag *Agent) save() {
 	r := ag.recordLocked()
 	ag.saved = r.SessionID
 	ag.mu.Unlock()
-	if err := writeRecord(RecordPath(ag.m.paths.CacheDir, ag.id), r); err != nil {
+	err := writeRecord(RecordPath(ag.m.paths.CacheDir, ag.id), r)
+	if err != nil {
 		log.Printf("agent %s: writing its record: %v", ag.id, err)
 	}
+	// Tried, even if it failed (logged): as before, one attempt per
+	// ceiling raised, not one per event.
+	ag.mu.Lock()
+	ag.diskCeil = r.SeqCeiling
+	ag.mu.Unlock()
 }
 
 // closeLost writes the ending a lost daemon could not write for an agent
@@ -694,11 +706,24 @@ func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 	ag.broadcastLocked()
 	newCeil := ag.newCeil
 	ag.newCeil = false
+	over := ag.seq > ag.diskCeil
 	ag.mu.Unlock()
 
-	if newCeil {
-		// The new ceiling is on disk before any seq under it goes out.
+	switch {
+	case over:
+		// No seq goes out over the ceiling on disk: this one waits for
+		// the record (at an agent's first event, or when the disk fell
+		// behind the background save below).
 		ag.save()
+	case newCeil:
+		// The ceiling was raised ahead of need (stampLocked): saved in
+		// the background, off the agent's path, while the seqs under
+		// the old one go out.
+		ag.m.saves.Add(1)
+		go func() {
+			defer ag.m.saves.Done()
+			ag.save()
+		}()
 	}
 	ag.fanOut(&env)
 	if idle != nil {
@@ -707,12 +732,16 @@ func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 	return persist
 }
 
-// seqBlock is how many seq numbers a record reserves at a time.
+// seqBlock is how many seq numbers a record reserves at a time. The
+// ceiling is raised when half of them are left, so that its save (an
+// fsync) runs in the background while the other half go out, never on an
+// event's way (issue 12: a save in the middle of a streamed turn held up
+// every chunk behind it).
 const seqBlock = 4096
 
 func (ag *Agent) stampLocked(ev event.Event) event.Envelope {
 	ag.seq++
-	if ag.seq > ag.seqCeil {
+	if ag.seq+seqBlock/2 > ag.seqCeil {
 		ag.seqCeil = ag.seq + seqBlock
 		ag.newCeil = true
 	}
@@ -1278,6 +1307,7 @@ func (m *Manager) Shutdown() {
 		go func() { defer wg.Done(); ag.close(ReasonDaemonExited) }()
 	}
 	wg.Wait()
+	m.saves.Wait()
 }
 
 // Counts reports live and dead agents, for daemon status.
