@@ -156,6 +156,13 @@ type Agent struct {
 	m  *Manager
 	id string
 
+	// The queue of events to publish, in order, and whether drain runs
+	// (queue.go); qcond wakes an Emit waiting for room.
+	qmu      sync.Mutex
+	qcond    *sync.Cond
+	queue    []queued
+	draining bool
+
 	// pubMu orders stamping, logging and fan-out, so seq order is fan-out
 	// order.
 	pubMu sync.Mutex
@@ -197,7 +204,9 @@ type Agent struct {
 }
 
 func (m *Manager) newAgent(id string) *Agent {
-	return &Agent{m: m, id: id}
+	ag := &Agent{m: m, id: id}
+	ag.qcond = sync.NewCond(&ag.qmu)
+	return ag
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -477,11 +486,10 @@ func (ag *Agent) state() string {
 	return ag.status
 }
 
-// Emit implements backend.Sink.
-func (ag *Agent) Emit(ev event.Event) { ag.publish(ev) }
-
-// Exited implements backend.Sink.
+// Exited implements backend.Sink. It comes after the backend's last Emit,
+// and ends the agent once that is published.
 func (ag *Agent) Exited(err error) {
+	ag.flush()
 	ag.mu.Lock()
 	if ag.be != nil {
 		ag.info = ag.be.Info()
@@ -641,18 +649,12 @@ func (ag *Agent) transition(to string, turn int) bool {
 	return true
 }
 
-// publish stamps ev with agent_id, seq and ts, updates the agent's state
-// from it, logs it when authoritative, and fans it out. The log is written
-// before anyone sees the event. A result that ends the last pending turn
-// moves the FSM to idle in the same step, so no send can slip in between.
-// A status change, a turn's end or a new vendor session is then saved in
-// the agent's record.
-func (ag *Agent) publish(ev event.Event) {
-	if ag.publishOne(ev) {
-		ag.save()
-	}
-}
-
+// publishOne stamps ev with agent_id, seq and ts, updates the agent's
+// state from it, logs it when authoritative, and fans it out; it reports
+// whether the record is to be saved. The log is written before anyone
+// sees the event. A result that ends the last pending turn moves the FSM
+// to idle in the same step. Called by drain only (queue.go), one event at
+// a time.
 func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 	// Bound tool-result PNGs before anyone sees or logs them.
 	ev = imaging.ShrinkEvent(ev, ag.m.cfg.AgentImageMaxLongEdge)
@@ -1013,6 +1015,9 @@ func (ag *Agent) send(text string) (int, error) {
 		ag.publish(event.New(event.Result, n, event.ResultData{StopReason: event.StopError, Error: err.Error()}))
 		return 0, verbs.WrongState("agent %s: sending turn %d: %v", ag.id, n, err)
 	}
+	// What the backend emitted for the turn (its user_text) is published
+	// when agent_send returns.
+	ag.flush()
 	return n, nil
 }
 
@@ -1040,6 +1045,11 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 			done, text, stop, msg = t.done, t.lastMessage(), t.stopReason, t.errMsg
 		}
 		ag.mu.Unlock()
+		if done {
+			// The turn's end is published and its record saved (queue.go)
+			// when agent_run returns.
+			ag.flush()
+		}
 		switch {
 		case done && event.Failed(stop):
 			if msg == "" {
@@ -1074,6 +1084,7 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 	)
 	ag, err := m.get(a.AgentID)
 	if err == nil {
+		ag.flush() // what the agent emitted before the call is reflected
 		ag.mu.Lock()
 		if ag.book != nil {
 			text, t, n = ag.book.text(a.Turn, which, a.IncludeTools)
@@ -1126,6 +1137,7 @@ func (m *Manager) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.Statu
 	if err != nil {
 		return nil, err
 	}
+	ag.flush() // what the agent emitted before the call is reflected
 	s := ag.statusObj()
 	return &s, nil
 }

@@ -99,8 +99,9 @@ func (rr *relayRig) wait(seq uint64) time.Time {
 	return rr.at
 }
 
-// seq is the last seq stamped.
+// seq is the last seq stamped, once everything emitted is.
 func (rr *relayRig) seq() uint64 {
+	rr.ag.flush()
 	rr.ag.mu.Lock()
 	defer rr.ag.mu.Unlock()
 	return rr.ag.seq
