@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
-
-	"github.com/kaimon/kaimon/internal/event"
 )
 
 // benchLines is a turn of 1000 deltas, the lines of most turns being
@@ -75,7 +73,7 @@ func BenchmarkMapEncode(b *testing.B) {
 		for _, l := range benchLines {
 			for _, ev := range m.Map(l).Events {
 				seq++
-				env := event.Envelope{Kind: ev.Kind, Turn: ev.Turn, Data: ev.Data, AgentID: "9f3a1c20", Seq: seq, TS: time.Now().UTC()}
+				env := ev.Stamp("9f3a1c20", seq, time.Now().UTC())
 				buf = encodeEnvelope(buf[:0], &env)
 			}
 		}

@@ -4,9 +4,9 @@ import "github.com/kaimon/kaimon/internal/event"
 
 // encodeEnvelope encodes env as the bus does.
 func encodeEnvelope(dst []byte, env *event.Envelope) []byte {
-	b, err := event.Marshal(env)
+	b, err := event.AppendEnvelope(dst, env)
 	if err != nil {
 		panic(err)
 	}
-	return append(dst, b...)
+	return b
 }
