@@ -118,11 +118,12 @@ func (m *Mapper) Map(line []byte) Output {
 	}
 	// No copy: gjson's results point into line, which the caller owns
 	// only for this call. Nothing taken from v is kept past it uncopied.
-	v := gjson.Parse(unsafe.String(unsafe.SliceData(line), len(line)))
-	// One walk of the top level for what every line needs.
-	var top [3]gjson.Result // type, event, parent_tool_use_id
-	pick(v, topKeys, top[:])
-	switch top[0].String() {
+	raw := unsafe.String(unsafe.SliceData(line), len(line))
+	v := gjson.Parse(raw)
+	// One pass over the top level for what every line needs (scan.go).
+	var top [3]string // type, event, parent_tool_use_id
+	pickRaw(raw, topKeys, top[:])
+	switch str(top[0]) {
 	case "system":
 		if v.Get("subtype").String() == "init" {
 			m.SessionID = strings.Clone(v.Get("session_id").String())
@@ -185,8 +186,8 @@ func (m *Mapper) Map(line []byte) Output {
 // (the CLI's Task/Agent tools), whose text is not this agent's reply. The
 // subagent's call and result appear at the top level as a tool_use and a
 // tool_result.
-func subagent(p gjson.Result) bool {
-	return p.Exists() && p.Type != gjson.Null && p.String() != ""
+func subagent(raw string) bool {
+	return raw != "" && raw != "null" && str(raw) != ""
 }
 
 var (
@@ -195,57 +196,40 @@ var (
 	deltaKeys = []string{"type", "text", "thinking", "partial_json"}
 )
 
-// pick fills out[i] with the value of keys[i] in object v, in one walk of
-// it (where a Get per key would walk it again each time). A key that
-// appears twice keeps its first value, as with Get.
-func pick(v gjson.Result, keys []string, out []gjson.Result) {
-	left := len(keys)
-	v.ForEach(func(k, val gjson.Result) bool {
-		for i, key := range keys {
-			if k.Str == key && !out[i].Exists() {
-				out[i] = val
-				left--
-				break
-			}
-		}
-		return left > 0
-	})
-}
-
-// streamEvent maps a streamed event: at most one event, the hot path of a
-// turn (a text delta).
-func (m *Mapper) streamEvent(e gjson.Result) (event.Event, bool) {
+// streamEvent maps a streamed event (the raw text of its object): at most
+// one event, the hot path of a turn (a text delta).
+func (m *Mapper) streamEvent(e string) (event.Event, bool) {
 	turn := m.Current()
-	var f [4]gjson.Result // type, index, delta, content_block
-	pick(e, eventKeys, f[:])
-	switch f[0].String() {
+	var f [4]string // type, index, delta, content_block
+	pickRaw(e, eventKeys, f[:])
+	switch str(f[0]) {
 	case "message_start":
 		clear(m.blocks)
 	case "content_block_start":
-		cb := f[3]
+		cb := gjson.Parse(f[3])
 		if cb.Get("type").String() == "tool_use" {
 			id := strings.Clone(cb.Get("id").String())
 			if m.blocks == nil {
 				m.blocks = map[int64]string{}
 			}
-			m.blocks[f[1].Int()] = id
+			m.blocks[gjson.Parse(f[1]).Int()] = id
 			return event.New(event.ToolUse, turn, event.ToolUseData{Call: toolCall(id, cb.Get("name").String(), "")}), true
 		}
 	case "content_block_delta":
-		var d [4]gjson.Result // type, text, thinking, partial_json
-		pick(f[2], deltaKeys, d[:])
-		switch d[0].String() {
+		var d [4]string // type, text, thinking, partial_json
+		pickRaw(f[2], deltaKeys, d[:])
+		switch str(d[0]) {
 		case "text_delta":
-			if t := d[1].String(); t != "" {
+			if t := str(d[1]); t != "" {
 				return event.NewText(event.AssistantText, turn, true, t), true
 			}
 		case "thinking_delta":
-			if t := d[2].String(); t != "" {
+			if t := str(d[2]); t != "" {
 				return event.NewText(event.Thought, turn, true, t), true
 			}
 		case "input_json_delta":
-			id, ok := m.blocks[f[1].Int()]
-			if p := d[3].String(); ok && p != "" {
+			id, ok := m.blocks[gjson.Parse(f[1]).Int()]
+			if p := str(d[3]); ok && p != "" {
 				return event.NewToolInputDelta(turn, id, p), true
 			}
 		}
