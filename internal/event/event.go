@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -122,6 +123,27 @@ func Authoritative(kind Kind, data []byte) bool {
 		return !IsDelta(data)
 	}
 	return true
+}
+
+// TextOf returns the text of an assistant_text, thought or user_text's
+// data (content.text). The data NewText builds is read without a parse
+// but of the string itself; the string returned may share data's memory
+// (data is never changed once built): copy it to keep it.
+func TextOf(data []byte) string {
+	for _, head := range []string{`{"delta":true,"content":{"type":"text","text":"`, `{"delta":false,"content":{"type":"text","text":"`} {
+		if len(data) > len(head) && string(data[:len(head)]) == head {
+			rest := data[len(head):]
+			for i := 0; i < len(rest); i++ {
+				switch rest[i] {
+				case '\\':
+					return gjson.ParseBytes(data).Get("content.text").String() // escapes: unescape
+				case '"':
+					return unsafe.String(unsafe.SliceData(rest), i)
+				}
+			}
+		}
+	}
+	return gjson.Get(unsafe.String(unsafe.SliceData(data), len(data)), "content.text").String()
 }
 
 // IsDelta reports whether the data of an assistant_text or thought is a

@@ -76,3 +76,16 @@ func TestIsDelta(t *testing.T) {
 		}
 	}
 }
+
+func TestTextOf(t *testing.T) {
+	for _, s := range appendStrings {
+		for _, d := range []bool{false, true} {
+			if got := TextOf(NewText(AssistantText, 1, d, s).Data); got != strings.ToValidUTF8(s, "\uFFFD") {
+				t.Errorf("TextOf(NewText(%q)) = %q", s, got)
+			}
+		}
+	}
+	if got := TextOf([]byte(`{"content": {"text": "a\nb", "type": "text"}, "delta": true}`)); got != "a\nb" {
+		t.Errorf("TextOf of other data = %q", got)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unsafe"
 
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/tidwall/gjson"
@@ -78,7 +77,7 @@ func (b *book) add(kind event.Kind, turnN int, data []byte) {
 		t := b.turn(turnN)
 		// Read in place (data is never changed once built); the text
 		// is copied where it is kept.
-		text := gjson.Get(unsafe.String(unsafe.SliceData(data), len(data)), "content.text").String()
+		text := event.TextOf(data)
 		if event.IsDelta(data) {
 			t.streaming.WriteString(text)
 			return
