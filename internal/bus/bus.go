@@ -140,7 +140,7 @@ func (b *Bus) accept(ln net.Listener) {
 
 // message is one published envelope, shared by every queue it is in.
 type message struct {
-	topic []byte
+	topic string
 	body  []byte
 	pong  []byte // a PONG command to send instead (heartbeat answer)
 }
@@ -148,20 +148,37 @@ type message struct {
 func (m *message) size() int { return len(m.topic) + len(m.body) + 64 }
 
 // Publish queues env for every subscriber whose subscriptions match its
-// topic. It never blocks on a subscriber.
+// topic. It never blocks on a subscriber. The envelope is encoded once
+// for all of them (event.AppendEnvelope), and not at all when nobody
+// subscribed to it.
 func (b *Bus) Publish(env *event.Envelope) {
-	body, err := event.Marshal(env)
-	if err != nil {
-		b.opts.Logf("event bus: encoding an envelope of agent %s: %v", env.AgentID, err)
+	b.published.Add(1)
+	subs := *b.list.Load()
+	if len(subs) == 0 {
 		return
 	}
-	b.PublishRaw(Topic(env.AgentID), body)
+	var m *message
+	topic := Topic(env.AgentID)
+	for _, s := range subs {
+		if !s.matches(topic) {
+			continue
+		}
+		if m == nil {
+			body, err := event.AppendEnvelope(make([]byte, 0, len(env.Data)+len(env.AgentID)+128), env)
+			if err != nil {
+				b.opts.Logf("event bus: encoding an envelope of agent %s: %v", env.AgentID, err)
+				return
+			}
+			m = &message{topic: topic, body: body}
+		}
+		s.push(m)
+	}
 }
 
 // PublishRaw queues a message with topic and body as they are.
 func (b *Bus) PublishRaw(topic string, body []byte) {
 	b.published.Add(1)
-	m := &message{topic: []byte(topic), body: body}
+	m := &message{topic: topic, body: body}
 	for _, s := range *b.list.Load() {
 		if s.matches(topic) {
 			s.push(m)
@@ -378,7 +395,7 @@ func (s *subscriber) drain() error {
 		if m.pong != nil {
 			err = s.zc.SendCmd(zmq4.CmdPong, m.pong)
 		} else {
-			err = s.zc.SendMsg(zmq4.NewMsgFrom(m.topic, m.body))
+			err = writeMessage(s.bc.w, m.topic, m.body)
 			s.sent.Add(1)
 		}
 		if err != nil {
@@ -400,7 +417,7 @@ func (s *subscriber) read() {
 	counts := map[string]int{} // ZeroMQ counts repeated subscriptions
 	apply := func(sub bool, topic string) {
 		if sub && strings.HasPrefix(topic, SyncPrefix) {
-			s.push(&message{topic: []byte(topic), body: []byte{}})
+			s.push(&message{topic: topic, body: []byte{}})
 			return
 		}
 		if sub {
@@ -452,6 +469,35 @@ func (s *subscriber) read() {
 		case len(f.body) > 0 && (f.body[0] == 1 || f.body[0] == 0):
 			apply(f.body[0] == 1, string(f.body[1:]))
 		}
+	}
+}
+
+// writeMessage writes a two-frame ZMTP 3 message (topic, body) to w, as
+// zmq4's Conn.SendMsg does under NULL security (flags, a 1- or 8-byte
+// size, the body), without its allocations per message.
+func writeMessage(w *bufio.Writer, topic string, body []byte) error {
+	writeHeader(w, true, len(topic))
+	w.WriteString(topic)
+	writeHeader(w, false, len(body))
+	_, err := w.Write(body)
+	return err
+}
+
+// writeHeader writes a frame's flags and size (byte by byte: a header
+// array handed to Write would escape, an allocation per frame).
+func writeHeader(w *bufio.Writer, more bool, size int) {
+	var flags byte
+	if more {
+		flags = 0x01
+	}
+	if size <= 255 {
+		w.WriteByte(flags)
+		w.WriteByte(byte(size))
+		return
+	}
+	w.WriteByte(flags | 0x02)
+	for shift := 56; shift >= 0; shift -= 8 {
+		w.WriteByte(byte(uint64(size) >> shift))
 	}
 }
 

@@ -400,3 +400,20 @@ func TestLocal(t *testing.T) {
 		t.Fatalf("after Close: %v", err)
 	}
 }
+
+// A body over 255 bytes goes in a long frame, which a subscriber reads
+// back whole.
+func TestLongFrame(t *testing.T) {
+	bs, ep := newBus(t, Options{})
+	s := dial(t, ep, "agent:")
+	data := json.RawMessage(`{"text":"` + strings.Repeat("x", 70000) + `"}`)
+	bs.Publish(&event.Envelope{Kind: event.AssistantText, Turn: 1, Data: data, AgentID: "a", Seq: 1, TS: time.Now().UTC()})
+	m, err := s.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e event.Envelope
+	if err := json.Unmarshal(m.Body, &e); err != nil || e.Seq != 1 || string(e.Data) != string(data) || string(m.Topic) != "agent:a" {
+		t.Fatalf("got %.80s (%v)", m.Body, err)
+	}
+}

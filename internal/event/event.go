@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -43,6 +44,10 @@ type Event struct {
 	Kind Kind
 	Turn int
 	Data json.RawMessage
+	// compact says Data was encoded by this package (New and the like):
+	// valid, compact JSON that an encoder appends as it is. Data from
+	// elsewhere (a log read back, a backend's literal) is checked.
+	compact bool
 }
 
 // New builds an Event, encoding data. Data that cannot be encoded is a
@@ -54,7 +59,12 @@ func New(kind Kind, turn int, data any) Event {
 		b, _ = Marshal(map[string]any{"message": "kaimon: cannot encode " + string(kind) + " data: " + err.Error(), "data": nil})
 		kind = Error
 	}
-	return Event{Kind: kind, Turn: turn, Data: b}
+	return Event{Kind: kind, Turn: turn, Data: b, compact: true}
+}
+
+// Stamp makes the envelope of ev: ev with agent_id, seq and ts.
+func (ev Event) Stamp(agentID string, seq uint64, ts time.Time) Envelope {
+	return Envelope{Kind: ev.Kind, Turn: ev.Turn, Data: ev.Data, AgentID: agentID, Seq: seq, TS: ts, compact: ev.compact}
 }
 
 // Marshal encodes v as JSON without escaping <, > and &: tool output such as
@@ -79,6 +89,8 @@ type Envelope struct {
 	AgentID string          `json:"agent_id"`
 	Seq     uint64          `json:"seq"`
 	TS      time.Time       `json:"ts"`
+
+	compact bool // as Event's
 }
 
 // Record is one line of the on-disk event log: {ts, seq, kind, turn, data}.
@@ -108,9 +120,43 @@ func Authoritative(kind Kind, data []byte) bool {
 		return false
 	}
 	if kind == AssistantText || kind == Thought {
-		return !gjson.GetBytes(data, "delta").Bool()
+		return !IsDelta(data)
 	}
 	return true
+}
+
+// TextOf returns the text of an assistant_text, thought or user_text's
+// data (content.text). The data NewText builds is read without a parse
+// but of the string itself; the string returned may share data's memory
+// (data is never changed once built): copy it to keep it.
+func TextOf(data []byte) string {
+	for _, head := range []string{`{"delta":true,"content":{"type":"text","text":"`, `{"delta":false,"content":{"type":"text","text":"`} {
+		if len(data) > len(head) && string(data[:len(head)]) == head {
+			rest := data[len(head):]
+			for i := 0; i < len(rest); i++ {
+				switch rest[i] {
+				case '\\':
+					return gjson.ParseBytes(data).Get("content.text").String() // escapes: unescape
+				case '"':
+					return unsafe.String(unsafe.SliceData(rest), i)
+				}
+			}
+		}
+	}
+	return gjson.Get(unsafe.String(unsafe.SliceData(data), len(data)), "content.text").String()
+}
+
+// IsDelta reports whether the data of an assistant_text or thought is a
+// streamed chunk (delta:true). The data NewText builds begins with its
+// delta, so that most need no parse.
+func IsDelta(data []byte) bool {
+	switch {
+	case bytes.HasPrefix(data, []byte(`{"delta":true,`)):
+		return true
+	case bytes.HasPrefix(data, []byte(`{"delta":false,`)):
+		return false
+	}
+	return gjson.GetBytes(data, "delta").Bool()
 }
 
 // UsageFigures is the spec's usage object. CostUSD is held at 0.0: the
@@ -146,9 +192,32 @@ type TextData struct {
 	Content Text `json:"content"`
 }
 
-// NewText builds an assistant_text/thought/user_text event.
+// NewText builds an assistant_text/thought/user_text event: the data
+// New(kind, turn, TextData{…}) builds, encoded by hand in one allocation
+// (it is most of what a turn streams).
 func NewText(kind Kind, turn int, delta bool, text string) Event {
-	return New(kind, turn, TextData{Delta: delta, Content: Text{Type: "text", Text: text}})
+	const head, tail = `{"delta":false,"content":{"type":"text","text":`, `}}`
+	b := make([]byte, 0, len(head)+len(text)+len(tail)+8)
+	if delta {
+		b = append(b, `{"delta":true`...)
+	} else {
+		b = append(b, `{"delta":false`...)
+	}
+	b = append(b, `,"content":{"type":"text","text":`...)
+	b = AppendString(b, text)
+	b = append(b, tail...)
+	return Event{Kind: kind, Turn: turn, Data: b, compact: true}
+}
+
+// NewToolInputDelta builds a tool_input_delta event, as NewText does.
+func NewToolInputDelta(turn int, toolCallID, partialJSON string) Event {
+	b := make([]byte, 0, len(toolCallID)+len(partialJSON)+48)
+	b = append(b, `{"toolCallId":`...)
+	b = AppendString(b, toolCallID)
+	b = append(b, `,"partialJson":`...)
+	b = AppendString(b, partialJSON)
+	b = append(b, '}')
+	return Event{Kind: ToolInputDelta, Turn: turn, Data: b, compact: true}
 }
 
 // ToolCall is the ACP tool call carried by tool_use.

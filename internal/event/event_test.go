@@ -56,3 +56,36 @@ func TestUsageAddAndFailed(t *testing.T) {
 		}
 	}
 }
+
+func TestIsDelta(t *testing.T) {
+	for _, c := range []struct {
+		data string
+		want bool
+	}{
+		{`{"delta":true,"content":{}}`, true}, {`{"delta":false,"content":{}}`, false},
+		{`{"content":{"type":"text","text":"x"},"delta":true}`, true}, {`{ "delta" : true }`, true},
+		{`{"content":{}}`, false}, {`{"delta":false}`, false},
+	} {
+		if got := IsDelta([]byte(c.data)); got != c.want {
+			t.Errorf("IsDelta(%s) = %v", c.data, got)
+		}
+	}
+	for _, d := range []bool{false, true} {
+		if got := IsDelta(NewText(Thought, 1, d, "x").Data); got != d {
+			t.Errorf("IsDelta(NewText delta %v) = %v", d, got)
+		}
+	}
+}
+
+func TestTextOf(t *testing.T) {
+	for _, s := range appendStrings {
+		for _, d := range []bool{false, true} {
+			if got := TextOf(NewText(AssistantText, 1, d, s).Data); got != strings.ToValidUTF8(s, "\uFFFD") {
+				t.Errorf("TextOf(NewText(%q)) = %q", s, got)
+			}
+		}
+	}
+	if got := TextOf([]byte(`{"content": {"text": "a\nb", "type": "text"}, "delta": true}`)); got != "a\nb" {
+		t.Errorf("TextOf of other data = %q", got)
+	}
+}

@@ -182,13 +182,31 @@ func (w *Writer) Append(r *event.Record) error {
 	if err != nil {
 		return err
 	}
+	w.buf = append(append(w.buf[:0], b...), '\n')
+	return w.write()
+}
+
+// AppendEnvelope is Append of e's record, encoded by hand into the
+// writer's buffer (event.AppendRecord: the same bytes, without Marshal's
+// reflection and without re-compacting data this process encoded). It is
+// the session manager's path, once per authoritative event.
+func (w *Writer) AppendEnvelope(e *event.Envelope) error {
+	b, err := event.AppendRecord(w.buf[:0], e)
+	if err != nil {
+		return err
+	}
+	w.buf = append(b, '\n')
+	return w.write()
+}
+
+// write writes w.buf, one whole line, or nothing (see Append).
+func (w *Writer) write() error {
 	if w.torn {
 		if err := w.f.Truncate(w.end); err != nil {
 			return fmt.Errorf("writing event log %s: still cannot cut the torn record of an earlier failed write: %w", w.path, err)
 		}
 		w.torn = false
 	}
-	w.buf = append(append(w.buf[:0], b...), '\n')
 	n, err := w.f.Write(w.buf)
 	if err == nil && n == len(w.buf) {
 		w.end += int64(n)

@@ -157,12 +157,19 @@ func TestScanReportsBadLines(t *testing.T) {
 }
 
 // BenchmarkAppend: one record of a typical assistant text, with and
-// without an fsync after it; go test -bench Append ./internal/eventlog.
+// without an fsync after it, by Append (Marshal) and by AppendEnvelope
+// (the session manager's path); go test -bench Append ./internal/eventlog.
 func BenchmarkAppend(b *testing.B) {
-	for _, sync := range []bool{false, true} {
+	for _, c := range []struct {
+		sync, env bool
+	}{{false, false}, {true, false}, {false, true}} {
+		sync := c.sync
 		name := "nosync"
 		if sync {
 			name = "fsync"
+		}
+		if c.env {
+			name = "envelope-nosync"
 		}
 		b.Run(name, func(b *testing.B) {
 			w, _, err := Open(Path(b.TempDir(), "a1"))
@@ -171,10 +178,19 @@ func BenchmarkAppend(b *testing.B) {
 			}
 			defer w.Close()
 			r := rec(1, strings.Repeat("some words of a reply ", 20))
+			env := event.NewText(event.AssistantText, 1, false, strings.Repeat("some words of a reply ", 20)).Stamp("a1", 1, time.Now())
+			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				r.Seq = uint64(i + 1)
-				if err := w.Append(r); err != nil {
+				env.Seq = r.Seq
+				var err error
+				if c.env {
+					err = w.AppendEnvelope(&env)
+				} else {
+					err = w.Append(r)
+				}
+				if err != nil {
 					b.Fatal(err)
 				}
 				if sync {

@@ -75,13 +75,15 @@ func (b *book) add(kind event.Kind, turnN int, data []byte) {
 		b.turn(turnN)
 	case event.AssistantText:
 		t := b.turn(turnN)
-		text := gjson.GetBytes(data, "content.text").String()
-		if gjson.GetBytes(data, "delta").Bool() {
+		// Read in place (data is never changed once built); the text
+		// is copied where it is kept.
+		text := event.TextOf(data)
+		if event.IsDelta(data) {
 			t.streaming.WriteString(text)
 			return
 		}
 		t.streaming.Reset()
-		t.blocks = append(t.blocks, block{kind: textBlock, text: text})
+		t.blocks = append(t.blocks, block{kind: textBlock, text: strings.Clone(text)})
 	case event.ToolUse:
 		raw := gjson.GetBytes(data, "call.rawInput")
 		if !raw.Exists() {

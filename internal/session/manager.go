@@ -78,6 +78,10 @@ type Manager struct {
 	pubs    []Publisher
 	closing bool
 
+	// saves counts the record saves running in the background
+	// (publishOne); Shutdown waits for them.
+	saves sync.WaitGroup
+
 	// faults counts the event log writes that failed (LogFaults).
 	faultMu sync.Mutex
 	faults  logFaults
@@ -152,6 +156,13 @@ type Agent struct {
 	m  *Manager
 	id string
 
+	// The queue of events to publish, in order, and whether drain runs
+	// (queue.go); qcond wakes an Emit waiting for room.
+	qmu      sync.Mutex
+	qcond    *sync.Cond
+	queue    []queued
+	draining bool
+
 	// pubMu orders stamping, logging and fan-out, so seq order is fan-out
 	// order.
 	pubMu sync.Mutex
@@ -178,21 +189,24 @@ type Agent struct {
 	activity  time.Time
 	turn      int // last turn assigned
 	seq       uint64
-	seqCeil   uint64 // the record's SeqCeiling
-	newCeil   bool   // seq passed the last ceiling: save before fan-out
+	seqCeil   uint64 // the record's SeqCeiling, as the next save writes it
+	diskCeil  uint64 // the SeqCeiling of the record last written
+	newCeil   bool   // seqCeil was raised: save (see publishOne)
 	usage     event.UsageFigures
 	pending   int // turns sent whose result has not come
 	be        backend.Backend
 	info      backend.Info
 	saved     string        // the session id the record holds
 	book      *book         // nil for an agent loaded from its record: read its log
-	changed   chan struct{} // closed and replaced on every change
+	changed   chan struct{} // closed on the next change; nil until a waiter asks (changedLocked)
 	exitErr   error
 	closedReq string // the reason given to close, "" if none
 }
 
 func (m *Manager) newAgent(id string) *Agent {
-	return &Agent{m: m, id: id, changed: make(chan struct{})}
+	ag := &Agent{m: m, id: id}
+	ag.qcond = sync.NewCond(&ag.qmu)
+	return ag
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -424,6 +438,7 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	// per id, across reopen and daemon restarts.
 	ag.seq = max(ag.seq, tail.LastSeq)
 	ag.seqCeil = ag.seq
+	ag.diskCeil = ag.seq
 	ag.turn = tail.LastTurn
 	ag.book = b
 	ag.be = be
@@ -471,11 +486,10 @@ func (ag *Agent) state() string {
 	return ag.status
 }
 
-// Emit implements backend.Sink.
-func (ag *Agent) Emit(ev event.Event) { ag.publish(ev) }
-
-// Exited implements backend.Sink.
+// Exited implements backend.Sink. It comes after the backend's last Emit,
+// and ends the agent once that is published.
 func (ag *Agent) Exited(err error) {
+	ag.flush()
 	ag.mu.Lock()
 	if ag.be != nil {
 		ag.info = ag.be.Info()
@@ -528,7 +542,7 @@ func (ag *Agent) fromRecord(r *Record) {
 	ag.args, ag.model = r.OpenArgs, r.Model
 	ag.created, ag.activity = r.CreatedAt, r.LastActivity
 	ag.turn, ag.usage = r.Turn, r.Usage
-	ag.seqCeil = r.SeqCeiling
+	ag.seqCeil, ag.diskCeil = r.SeqCeiling, r.SeqCeiling
 	ag.info = backend.Info{SessionID: r.SessionID, Transcript: r.Transcript, Model: r.Model, QueuesPrompts: r.QueuesPrompts}
 	ag.saved = r.SessionID
 	ag.status, ag.reason = r.Status, r.Reason
@@ -570,9 +584,15 @@ func (ag *Agent) save() {
 	r := ag.recordLocked()
 	ag.saved = r.SessionID
 	ag.mu.Unlock()
-	if err := writeRecord(RecordPath(ag.m.paths.CacheDir, ag.id), r); err != nil {
+	err := writeRecord(RecordPath(ag.m.paths.CacheDir, ag.id), r)
+	if err != nil {
 		log.Printf("agent %s: writing its record: %v", ag.id, err)
 	}
+	// Tried, even if it failed (logged): as before, one attempt per
+	// ceiling raised, not one per event.
+	ag.mu.Lock()
+	ag.diskCeil = r.SeqCeiling
+	ag.mu.Unlock()
 }
 
 // closeLost writes the ending a lost daemon could not write for an agent
@@ -629,18 +649,12 @@ func (ag *Agent) transition(to string, turn int) bool {
 	return true
 }
 
-// publish stamps ev with agent_id, seq and ts, updates the agent's state
-// from it, logs it when authoritative, and fans it out. The log is written
-// before anyone sees the event. A result that ends the last pending turn
-// moves the FSM to idle in the same step, so no send can slip in between.
-// A status change, a turn's end or a new vendor session is then saved in
-// the agent's record.
-func (ag *Agent) publish(ev event.Event) {
-	if ag.publishOne(ev) {
-		ag.save()
-	}
-}
-
+// publishOne stamps ev with agent_id, seq and ts, updates the agent's
+// state from it, logs it when authoritative, and fans it out; it reports
+// whether the record is to be saved. The log is written before anyone
+// sees the event. A result that ends the last pending turn moves the FSM
+// to idle in the same step. Called by drain only (queue.go), one event at
+// a time.
 func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 	// Bound tool-result PNGs before anyone sees or logs them.
 	ev = imaging.ShrinkEvent(ev, ag.m.cfg.AgentImageMaxLongEdge)
@@ -694,11 +708,24 @@ func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 	ag.broadcastLocked()
 	newCeil := ag.newCeil
 	ag.newCeil = false
+	over := ag.seq > ag.diskCeil
 	ag.mu.Unlock()
 
-	if newCeil {
-		// The new ceiling is on disk before any seq under it goes out.
+	switch {
+	case over:
+		// No seq goes out over the ceiling on disk: this one waits for
+		// the record (at an agent's first event, or when the disk fell
+		// behind the background save below).
 		ag.save()
+	case newCeil:
+		// The ceiling was raised ahead of need (stampLocked): saved in
+		// the background, off the agent's path, while the seqs under
+		// the old one go out.
+		ag.m.saves.Add(1)
+		go func() {
+			defer ag.m.saves.Done()
+			ag.save()
+		}()
 	}
 	ag.fanOut(&env)
 	if idle != nil {
@@ -707,24 +734,40 @@ func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 	return persist
 }
 
-// seqBlock is how many seq numbers a record reserves at a time.
+// seqBlock is how many seq numbers a record reserves at a time. The
+// ceiling is raised when half of them are left, so that its save (an
+// fsync) runs in the background while the other half go out, never on an
+// event's way (issue 12: a save in the middle of a streamed turn held up
+// every chunk behind it).
 const seqBlock = 4096
 
 func (ag *Agent) stampLocked(ev event.Event) event.Envelope {
 	ag.seq++
-	if ag.seq > ag.seqCeil {
+	if ag.seq+seqBlock/2 > ag.seqCeil {
 		ag.seqCeil = ag.seq + seqBlock
 		ag.newCeil = true
 	}
 	now := time.Now().UTC()
 	ag.activity = now
-	return event.Envelope{Kind: ev.Kind, Turn: ev.Turn, Data: ev.Data, AgentID: ag.id, Seq: ag.seq, TS: now}
+	return ev.Stamp(ag.id, ag.seq, now)
 }
 
-// broadcastLocked wakes everyone waiting for a change of this agent.
+// broadcastLocked wakes everyone waiting for a change of this agent. A
+// channel is made only when someone waits (changedLocked): not once per
+// streamed chunk.
 func (ag *Agent) broadcastLocked() {
-	close(ag.changed)
-	ag.changed = make(chan struct{})
+	if ag.changed != nil {
+		close(ag.changed)
+		ag.changed = nil
+	}
+}
+
+// changedLocked is a channel closed at the agent's next change.
+func (ag *Agent) changedLocked() chan struct{} {
+	if ag.changed == nil {
+		ag.changed = make(chan struct{})
+	}
+	return ag.changed
 }
 
 // logLocked logs env when authoritative, and flushes the log to disk after
@@ -735,8 +778,7 @@ func (ag *Agent) logLocked(env *event.Envelope) error {
 	if ag.log == nil || ag.logErr != nil || !event.Authoritative(env.Kind, env.Data) {
 		return nil
 	}
-	rec := env.Record()
-	err := ag.log.Append(&rec)
+	err := ag.log.AppendEnvelope(env)
 	if err == nil && env.Kind == event.Result {
 		err = ag.log.Sync()
 	}
@@ -973,6 +1015,9 @@ func (ag *Agent) send(text string) (int, error) {
 		ag.publish(event.New(event.Result, n, event.ResultData{StopReason: event.StopError, Error: err.Error()}))
 		return 0, verbs.WrongState("agent %s: sending turn %d: %v", ag.id, n, err)
 	}
+	// What the backend emitted for the turn (its user_text) is published
+	// when agent_send returns.
+	ag.flush()
 	return n, nil
 }
 
@@ -993,13 +1038,18 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 		ag.mu.Lock()
 		t := ag.book.get(n)
 		status := ag.status
-		ch := ag.changed
+		ch := ag.changedLocked()
 		var done bool
 		var text, stop, msg string
 		if t != nil {
 			done, text, stop, msg = t.done, t.lastMessage(), t.stopReason, t.errMsg
 		}
 		ag.mu.Unlock()
+		if done {
+			// The turn's end is published and its record saved (queue.go)
+			// when agent_run returns.
+			ag.flush()
+		}
 		switch {
 		case done && event.Failed(stop):
 			if msg == "" {
@@ -1034,6 +1084,7 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 	)
 	ag, err := m.get(a.AgentID)
 	if err == nil {
+		ag.flush() // what the agent emitted before the call is reflected
 		ag.mu.Lock()
 		if ag.book != nil {
 			text, t, n = ag.book.text(a.Turn, which, a.IncludeTools)
@@ -1086,6 +1137,7 @@ func (m *Manager) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.Statu
 	if err != nil {
 		return nil, err
 	}
+	ag.flush() // what the agent emitted before the call is reflected
 	s := ag.statusObj()
 	return &s, nil
 }
@@ -1267,6 +1319,7 @@ func (m *Manager) Shutdown() {
 		go func() { defer wg.Done(); ag.close(ReasonDaemonExited) }()
 	}
 	wg.Wait()
+	m.saves.Wait()
 }
 
 // Counts reports live and dead agents, for daemon status.

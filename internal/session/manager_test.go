@@ -88,7 +88,7 @@ type rig struct {
 	paths config.Paths
 }
 
-func newRig(t *testing.T, deadKept int) *rig {
+func newRig(t testing.TB, deadKept int) *rig {
 	t.Helper()
 	dir := t.TempDir()
 	r := &rig{paths: config.Paths{CacheDir: dir + "/cache", SockDir: dir + "/sock", ConfigFile: dir + "/c.json"}}
@@ -128,7 +128,7 @@ func decoded[A any](a *A) *A {
 	return a
 }
 
-func (r *rig) open(t *testing.T, id string) string {
+func (r *rig) open(t testing.TB, id string) string {
 	t.Helper()
 	res, err := r.m.Open(bg, &verbs.OpenArgs{Cwd: t.TempDir(), ID: id})
 	if err != nil {

@@ -1,9 +1,12 @@
 package claude
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -35,6 +38,8 @@ type Mapper struct {
 	// blocks maps a streamed content block's index to the tool call it
 	// carries, for input_json_delta; reset at each message_start.
 	blocks map[int64]string
+	// evs backs Output.Events of a line that yields one event.
+	evs []event.Event
 }
 
 // Output is everything one stdout line yields.
@@ -82,51 +87,65 @@ type ControlRequest struct {
 
 // NewMapper returns a Mapper with no turn in flight.
 func NewMapper() *Mapper {
-	return &Mapper{blocks: map[int64]string{}}
+	return &Mapper{blocks: map[int64]string{}, evs: make([]event.Event, 0, 1)}
 }
 
 // Line maps one stdout line to events; Map also returns side outputs.
-func (m *Mapper) Line(line []byte) []event.Event { return m.Map(line).Events }
+func (m *Mapper) Line(line []byte) []event.Event { return slices.Clone(m.Map(line).Events) }
 
-// Map maps one stdout line (with or without its newline).
+// Map maps one stdout line (with or without its newline). Output.Events
+// is the mapper's own buffer, valid until the next call: the caller hands
+// the events on (their Data is their own) and drops the slice.
+//
+// The line is read in place: validated once (gjson.ValidBytes), then the
+// fields a kind needs are picked from it without a copy; what outlives
+// the call is copied (strings.Clone, encoded event data).
 func (m *Mapper) Map(line []byte) Output {
 	var out Output
-	trimmed := strings.TrimSpace(string(line))
-	if trimmed == "" {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
 		return out
 	}
-	if !gjson.Valid(trimmed) || !gjson.Parse(trimmed).IsObject() {
+	if !gjson.ValidBytes(line) || line[0] != '{' {
 		msg := "not a JSON object"
 		var v any
-		if err := json.Unmarshal([]byte(trimmed), &v); err != nil {
+		if err := json.Unmarshal(line, &v); err != nil {
 			msg = err.Error()
 		}
-		out.Events = append(out.Events, event.NewError(m.Current(), "malformed line from claude: "+msg,
-			map[string]any{"line": head(trimmed, 200)}))
+		out.Events = append(m.evs[:0], event.NewError(m.Current(), "malformed line from claude: "+msg,
+			map[string]any{"line": head(string(line), 200)}))
 		return out
 	}
-	v := gjson.Parse(trimmed)
-	switch v.Get("type").String() {
+	// No copy: gjson's results point into line, which the caller owns
+	// only for this call. Nothing taken from v is kept past it uncopied.
+	raw := unsafe.String(unsafe.SliceData(line), len(line))
+	v := gjson.Parse(raw)
+	// One pass over the top level for what every line needs (scan.go).
+	var top [3]string // type, event, parent_tool_use_id
+	pickRaw(raw, topKeys, top[:])
+	switch str(top[0]) {
 	case "system":
 		if v.Get("subtype").String() == "init" {
-			m.SessionID = v.Get("session_id").String()
+			m.SessionID = strings.Clone(v.Get("session_id").String())
 			if model := v.Get("model").String(); model != "" {
-				m.Model = model
+				m.Model = strings.Clone(model)
 			}
 			out.Init = true
 		}
 	case "stream_event":
-		if fromSubagent(v) {
+		if subagent(top[2]) {
 			break
 		}
-		out.Events = m.streamEvent(v.Get("event"))
+		if ev, ok := m.streamEvent(top[1]); ok {
+			out.Events = append(m.evs[:0], ev)
+		}
 	case "assistant":
-		if fromSubagent(v) {
+		if subagent(top[2]) {
 			break
 		}
 		out.Events = m.assistant(v)
 	case "user":
-		if fromSubagent(v) {
+		if subagent(top[2]) {
 			break
 		}
 		out.Events = m.user(v)
@@ -135,9 +154,9 @@ func (m *Mapper) Map(line []byte) Output {
 	case "control_response":
 		r := v.Get("response")
 		out.Control = &ControlResponse{
-			RequestID: r.Get("request_id").String(),
+			RequestID: strings.Clone(r.Get("request_id").String()),
 			Success:   r.Get("subtype").String() == "success",
-			Error:     r.Get("error").String(),
+			Error:     strings.Clone(r.Get("error").String()),
 		}
 		if p := r.Get("response"); p.Exists() {
 			out.Control.Payload = json.RawMessage(p.Raw)
@@ -145,8 +164,8 @@ func (m *Mapper) Map(line []byte) Output {
 	case "control_request":
 		req := v.Get("request")
 		out.Request = &ControlRequest{
-			RequestID: v.Get("request_id").String(),
-			Subtype:   req.Get("subtype").String(),
+			RequestID: strings.Clone(v.Get("request_id").String()),
+			Subtype:   strings.Clone(req.Get("subtype").String()),
 			Request:   json.RawMessage(req.Raw),
 		}
 		if out.Request.Subtype != "can_use_tool" {
@@ -155,53 +174,67 @@ func (m *Mapper) Map(line []byte) Output {
 				map[string]any{"request_id": out.Request.RequestID, "subtype": out.Request.Subtype}))
 		}
 	case "control_cancel_request":
-		out.Cancel = v.Get("request_id").String()
+		out.Cancel = strings.Clone(v.Get("request_id").String())
 	}
 	// Anything else (rate_limit_event, keep_alive, control_cancel_request,
 	// types of later CLI versions) carries nothing for the event stream.
 	return out
 }
 
-// fromSubagent says whether a line belongs to a subagent's conversation
+// subagent says whether a line whose parent_tool_use_id is p belongs to a
+// subagent's conversation
 // (the CLI's Task/Agent tools), whose text is not this agent's reply. The
 // subagent's call and result appear at the top level as a tool_use and a
 // tool_result.
-func fromSubagent(v gjson.Result) bool {
-	p := v.Get("parent_tool_use_id")
-	return p.Exists() && p.Type != gjson.Null && p.String() != ""
+func subagent(raw string) bool {
+	return raw != "" && raw != "null" && str(raw) != ""
 }
 
-func (m *Mapper) streamEvent(e gjson.Result) []event.Event {
+var (
+	topKeys   = []string{"type", "event", "parent_tool_use_id"}
+	eventKeys = []string{"type", "index", "delta", "content_block"}
+	deltaKeys = []string{"type", "text", "thinking", "partial_json"}
+)
+
+// streamEvent maps a streamed event (the raw text of its object): at most
+// one event, the hot path of a turn (a text delta).
+func (m *Mapper) streamEvent(e string) (event.Event, bool) {
 	turn := m.Current()
-	switch e.Get("type").String() {
+	var f [4]string // type, index, delta, content_block
+	pickRaw(e, eventKeys, f[:])
+	switch str(f[0]) {
 	case "message_start":
-		m.blocks = map[int64]string{}
+		clear(m.blocks)
 	case "content_block_start":
-		cb := e.Get("content_block")
+		cb := gjson.Parse(f[3])
 		if cb.Get("type").String() == "tool_use" {
-			id := cb.Get("id").String()
-			m.blocks[e.Get("index").Int()] = id
-			return []event.Event{event.New(event.ToolUse, turn, event.ToolUseData{Call: toolCall(id, cb.Get("name").String(), "")})}
+			id := strings.Clone(cb.Get("id").String())
+			if m.blocks == nil {
+				m.blocks = map[int64]string{}
+			}
+			m.blocks[gjson.Parse(f[1]).Int()] = id
+			return event.New(event.ToolUse, turn, event.ToolUseData{Call: toolCall(id, cb.Get("name").String(), "")}), true
 		}
 	case "content_block_delta":
-		d := e.Get("delta")
-		switch d.Get("type").String() {
+		var d [4]string // type, text, thinking, partial_json
+		pickRaw(f[2], deltaKeys, d[:])
+		switch str(d[0]) {
 		case "text_delta":
-			if t := d.Get("text").String(); t != "" {
-				return []event.Event{event.NewText(event.AssistantText, turn, true, t)}
+			if t := str(d[1]); t != "" {
+				return event.NewText(event.AssistantText, turn, true, t), true
 			}
 		case "thinking_delta":
-			if t := d.Get("thinking").String(); t != "" {
-				return []event.Event{event.NewText(event.Thought, turn, true, t)}
+			if t := str(d[2]); t != "" {
+				return event.NewText(event.Thought, turn, true, t), true
 			}
 		case "input_json_delta":
-			id, ok := m.blocks[e.Get("index").Int()]
-			if p := d.Get("partial_json").String(); ok && p != "" {
-				return []event.Event{event.New(event.ToolInputDelta, turn, event.ToolInputDeltaData{ToolCallID: id, PartialJSON: p})}
+			id, ok := m.blocks[gjson.Parse(f[1]).Int()]
+			if p := str(d[3]); ok && p != "" {
+				return event.NewToolInputDelta(turn, id, p), true
 			}
 		}
 	}
-	return nil
+	return event.Event{}, false
 }
 
 // assistant maps an assistant line. The CLI prints each content block of a

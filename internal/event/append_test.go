@@ -1,0 +1,64 @@
+package event
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+var appendStrings = []string{"", "chunk0 ", "a \"quoted\" \\ back", "tab\tnl\nret\rbs\bff\f", "\x00\x01\x1f\x7f",
+	"<tool_use_error> & </x>", "héllo wörld ✓ 🎉", "bad \xff utf8 \xc3", "\u2028 and \u2029", "日本語"}
+
+// The hand encoders write what Marshal writes, byte for byte.
+func TestAppendMatchesMarshal(t *testing.T) {
+	ts := time.Date(2026, 11, 30, 6, 46, 27, 430_001_000, time.UTC)
+	for _, s := range appendStrings {
+		for _, delta := range []bool{false, true} {
+			got := NewText(AssistantText, 3, delta, s)
+			want, _ := Marshal(TextData{Delta: delta, Content: Text{Type: "text", Text: s}})
+			if !bytes.Equal(got.Data, want) {
+				t.Errorf("NewText(%q, %v) = %s, want %s", s, delta, got.Data, want)
+			}
+		}
+		got := NewToolInputDelta(2, "toolu_"+s, s)
+		want, _ := Marshal(ToolInputDeltaData{ToolCallID: "toolu_" + s, PartialJSON: s})
+		if !bytes.Equal(got.Data, want) {
+			t.Errorf("NewToolInputDelta(%q) = %s, want %s", s, got.Data, want)
+		}
+		for _, ev := range []Event{NewText(Thought, 1, true, s), {Kind: Kind(s), Turn: -4, Data: json.RawMessage("{ \"a\" : [1, 2] }")}, {Kind: Status}} {
+			env := ev.Stamp("id-"+s, 1<<40, ts)
+			got, err := AppendEnvelope([]byte("x"), &env)
+			want, _ := Marshal(&env)
+			if err != nil || !bytes.Equal(got[1:], want) {
+				t.Errorf("AppendEnvelope = %s (%v), want %s", got, err, want)
+			}
+			rec := env.Record()
+			got, err = AppendRecord(nil, &env)
+			want, _ = Marshal(&rec)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("AppendRecord = %s (%v), want %s", got, err, want)
+			}
+		}
+	}
+	// Data that is not JSON is refused, as Marshal refuses it.
+	env := Event{Kind: Error, Data: json.RawMessage(`{"a":`)}.Stamp("x", 1, ts)
+	if got, err := AppendEnvelope([]byte("keep"), &env); err == nil || string(got) != "keep" {
+		t.Errorf("AppendEnvelope of bad data = %s, %v", got, err)
+	}
+	if _, err := AppendRecord(nil, &env); err == nil {
+		t.Error("AppendRecord of bad data: no error")
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range appendStrings {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := Marshal(s)
+		if got := AppendString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
