@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -52,12 +53,40 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// parallelized holds the tests that parallel has let go.
+var parallelized sync.Map
+
+// parallel runs test t beside the other tests that have an installation
+// of their own (go test's -parallel, GOMAXPROCS by default). Each has its
+// own KAIMON_HOME, HOME, sockets, fake model API and daemon, and every
+// check of processes is scoped by the installation's environment, so
+// they share nothing; most of their time is spent waiting on agent
+// programs, which is what running two at once on two cores wins back.
+// A test with a second installation is let go once.
+func parallel(t testing.TB) {
+	tt, ok := t.(*testing.T)
+	if !ok {
+		return // a benchmark: measured alone
+	}
+	if _, done := parallelized.LoadOrStore(tt, true); !done {
+		tt.Parallel()
+	}
+}
+
 // needClaude skips without the real CLI, except in CI, where .ci/run
 // installs it and its absence is a failure.
+// Tests run in parallel: claudeBin is set once, under claudeMu, and read
+// only after a needClaude of the reader's own.
 func needClaude(t testing.TB) {
 	t.Helper()
-	claudeBin = agents.Claude(t)
+	claudeMu.Lock()
+	defer claudeMu.Unlock()
+	if claudeBin == "" {
+		claudeBin = agents.Claude(t)
+	}
 }
+
+var claudeMu sync.Mutex
 
 // kenv is one isolated kaimon installation: its own KAIMON_HOME (so its own
 // socket, cache and logs), a HOME for claude, and a fake model API.
@@ -72,6 +101,7 @@ type kenv struct {
 
 func newEnv(t testing.TB, extra ...string) *kenv {
 	t.Helper()
+	parallel(t)
 	needClaude(t)
 	// Unix socket paths are limited to 108 bytes: keep the root short.
 	home, err := os.MkdirTemp("", "km")

@@ -16,8 +16,9 @@ import (
 )
 
 // kaimonVars finds the KAIMON_ variables named in the repository's non-test
-// Go files and its scripts (scripts/*.sh but the test harness's, whose
-// knobs are for tests as _test.go files' are), by file, skipping dir (this
+// Go files and its scripts (scripts/*.sh but the test harness's and the
+// benchmarks', whose knobs are for tests and measurements as _test.go
+// files' are), by file, skipping dir (this
 // package, whose table names them all).
 func kaimonVars(t *testing.T, skip string) map[string][]string {
 	t.Helper()
@@ -58,7 +59,7 @@ func isGoSource(path string) bool {
 
 func isScript(root, path string) bool {
 	return filepath.Dir(path) == filepath.Join(root, "scripts") && strings.HasSuffix(path, ".sh") &&
-		!strings.Contains(filepath.Base(path), "test")
+		!strings.Contains(filepath.Base(path), "test") && !strings.HasPrefix(filepath.Base(path), "bench")
 }
 
 // Every KAIMON_ variable the code names is in the table, and every one the
