@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/backend/host"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/confine"
 	"github.com/kaimon/kaimon/internal/event"
@@ -99,7 +100,7 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 			return nil, err
 		}
 	}
-	getenv := func(k string) string { return lookup(o.Env, k) }
+	getenv := func(k string) string { return host.LookupEnv(o.Env, k) }
 	var api chatAPI
 	if family == Ollama {
 		api = &ollama{base: OllamaURL(getenv, cfg.OllamaURL), think: cfg.OllamaThink, keepAlive: cfg.OllamaKeepAlive}
@@ -155,17 +156,6 @@ func newBackend(o backend.Options, sink backend.Sink, family, tag string, api ch
 	b.tools = g.offeredTools()
 	b.runCtx, b.runStop = context.WithCancel(context.Background())
 	return b, nil
-}
-
-// lookup is the value of name in environ, the last one winning.
-func lookup(environ []string, name string) string {
-	v := ""
-	for _, kv := range environ {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
-			v = val
-		}
-	}
-	return v
 }
 
 // Start begins the conversation, or with Options.Resume reloads the one of
