@@ -19,6 +19,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/render"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -292,15 +293,14 @@ wait:
 
 // usageLine is the one-line summary of a turn's result.
 func usageLine(e *event.Envelope, elapsed time.Duration) string {
-	var d event.ResultData
-	_ = json.Unmarshal(e.Data, &d)
-	u := d.Usage
-	s := fmt.Sprintf("turn %d · %s · tokens in %d, out %d", e.Turn, d.StopReason, u.InputTokens, u.OutputTokens)
+	r := render.ResultOf(e)
+	u := r.Usage
+	s := fmt.Sprintf("turn %d · %s · tokens in %d, out %d", e.Turn, r.StopReason, u.InputTokens, u.OutputTokens)
 	if u.CacheReadTokens+u.CacheCreationTokens > 0 {
 		s += fmt.Sprintf(", cache read %d, write %d", u.CacheReadTokens, u.CacheCreationTokens)
 	}
 	s += " · " + elapsed.Round(100*time.Millisecond).String()
-	if event.Failed(d.StopReason) {
+	if r.Failed {
 		return red.Sprint("✗ " + s)
 	}
 	return faint.Sprint("✓ " + s)

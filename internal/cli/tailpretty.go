@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/fatih/color"
-	"github.com/mattn/go-isatty"
 	"golang.org/x/sys/unix"
 
 	"github.com/kaimon/kaimon/internal/event"
@@ -340,8 +339,7 @@ func (p *pretty) lastShown(id string) string {
 // spinnerTo says whether w can show a spinner: a terminal whose TERM is not
 // dumb, since the spinner draws and erases itself with cursor escapes.
 func spinnerTo(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isatty.IsTerminal(f.Fd()) && os.Getenv("TERM") != "dumb"
+	return isTerminal(w) && os.Getenv("TERM") != "dumb"
 }
 
 // termWidth returns a function that reports w's terminal width, as it is

@@ -39,12 +39,7 @@ type daemonBuild struct {
 	PID int `json:"pid"`
 }
 
-func (b Build) String() string {
-	if b.Commit != "" {
-		return b.Version + " (commit " + b.Commit + ")"
-	}
-	return b.Version
-}
+func (b Build) String() string { return version.Format(b.Version, b.Commit) }
 
 // cliBuild is this binary's stamp.
 func cliBuild() Build { return Build{Version: version.String(), Commit: version.CommitString()} }

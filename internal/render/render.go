@@ -25,8 +25,9 @@ func Clip(s string, n int) string {
 type Result struct {
 	Failed bool
 	// Head is "✓ turn N STOP_REASON", or "✗ turn N failed (STOP_REASON: ERROR)".
-	Head  string
-	Usage event.UsageFigures
+	Head       string
+	StopReason string
+	Usage      event.UsageFigures
 }
 
 // ResultOf decodes a result envelope.
@@ -38,9 +39,9 @@ func ResultOf(e *event.Envelope) Result {
 		if d.Error != "" {
 			msg += ": " + d.Error
 		}
-		return Result{Failed: true, Head: fmt.Sprintf("✗ turn %d failed (%s)", e.Turn, msg), Usage: d.Usage}
+		return Result{Failed: true, Head: fmt.Sprintf("✗ turn %d failed (%s)", e.Turn, msg), StopReason: d.StopReason, Usage: d.Usage}
 	}
-	return Result{Head: fmt.Sprintf("✓ turn %d %s", e.Turn, d.StopReason), Usage: d.Usage}
+	return Result{Head: fmt.Sprintf("✓ turn %d %s", e.Turn, d.StopReason), StopReason: d.StopReason, Usage: d.Usage}
 }
 
 // PlanLines are a plan envelope's entries, one "[STATUS] CONTENT" each.

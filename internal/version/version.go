@@ -49,11 +49,15 @@ func CommitString() string {
 // Full is the version followed by the commit when one is known, as
 // `kaimon --version` and `kaimon-agentd --version` print it (`kaimon
 // version` prints the same for the CLI and the daemon from their stamps).
-func Full() string {
-	if c := CommitString(); c != "" {
-		return String() + " (commit " + c + ")"
+func Full() string { return Format(String(), CommitString()) }
+
+// Format is how kaimon shows a build: the version, followed by the commit
+// when one is known.
+func Format(version, commit string) string {
+	if commit != "" {
+		return version + " (commit " + commit + ")"
 	}
-	return String()
+	return version
 }
 
 func setting(bi *debug.BuildInfo, key string) string {
