@@ -75,7 +75,7 @@ func ParseModel(s string) (*Agent, string, error) {
 // findBinary returns the absolute path of the agent's program: $BinEnv,
 // else Bin on PATH (as env sets it).
 func (a *Agent) findBinary(env []string) (string, error) {
-	if p := lookupEnv(env, a.BinEnv); p != "" {
+	if p := host.LookupEnv(env, a.BinEnv); p != "" {
 		path, err := exec.LookPath(p)
 		if err != nil && !errors.Is(err, exec.ErrDot) {
 			return "", fmt.Errorf("%w: %s=%s is not an executable %s (%v): point it at one, or unset it to use %s on PATH",
@@ -83,7 +83,7 @@ func (a *Agent) findBinary(env []string) (string, error) {
 		}
 		return filepath.Abs(path)
 	}
-	path, err := lookPath(a.Bin, lookupEnv(env, "PATH"))
+	path, err := lookPath(a.Bin, host.LookupEnv(env, "PATH"))
 	if err != nil {
 		return "", fmt.Errorf("%w: %s (the ACP agent %s) is not on PATH: install it with `%s`, or set %s to its path",
 			backend.ErrNotFound, a.Bin, a.Name, a.Install, a.BinEnv)
@@ -108,8 +108,6 @@ func lookPath(name, path string) (string, error) {
 	}
 	return "", exec.ErrNotFound
 }
-
-var lookupEnv = host.LookupEnv
 
 // defaultEnv sets key unless env already has it.
 func defaultEnv(env []string, key, value string) []string {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/backend/host"
 	"github.com/kaimon/kaimon/internal/policy"
 )
 
@@ -107,9 +108,9 @@ func writeOpencodeConfig(o *backend.Options, pol *policy.Policy, model string, e
 // ~/.config/opencode, opencode.json, opencode.jsonc, config.json), merged
 // key by key, later files winning.
 func userOpencodeConfig(env []string) map[string]any {
-	dir := lookupEnv(env, "XDG_CONFIG_HOME")
+	dir := host.LookupEnv(env, "XDG_CONFIG_HOME")
 	if dir == "" {
-		home := lookupEnv(env, "HOME")
+		home := host.LookupEnv(env, "HOME")
 		if home == "" {
 			home, _ = os.UserHomeDir()
 		}
@@ -117,7 +118,7 @@ func userOpencodeConfig(env []string) map[string]any {
 	}
 	dir = filepath.Join(dir, "opencode")
 	paths := []string{filepath.Join(dir, "config.json"), filepath.Join(dir, "opencode.json"), filepath.Join(dir, "opencode.jsonc")}
-	if p := lookupEnv(env, "OPENCODE_CONFIG"); p != "" {
+	if p := host.LookupEnv(env, "OPENCODE_CONFIG"); p != "" {
 		paths = append(paths, p)
 	}
 	out := map[string]any{}

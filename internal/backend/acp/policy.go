@@ -151,7 +151,7 @@ func claudeMeta(pol *policy.Policy, o *backend.Options) map[string]any {
 // autoEdit, plan, yolo), "" for none that fits.
 func sessionMode(pol *policy.Policy, available []string) string {
 	mode := pol.Mode
-	if pol.SkipPermissions {
+	if pol.Bypass() {
 		mode = "bypassPermissions"
 	}
 	want := map[string][]string{

@@ -138,7 +138,7 @@ const (
 
 // findBinary returns the absolute path of the claude CLI.
 func findBinary(env []string) (string, error) {
-	if p := lookupEnv(env, BinEnv); p != "" {
+	if p := host.LookupEnv(env, BinEnv); p != "" {
 		path, err := exec.LookPath(p)
 		if err != nil && !errors.Is(err, exec.ErrDot) {
 			return "", fmt.Errorf("%w: %s=%s is not an executable claude CLI (%v): point it at one, or unset it to use %s on PATH", backend.ErrNotFound, BinEnv, p, err, Bin)
@@ -151,8 +151,6 @@ func findBinary(env []string) (string, error) {
 	}
 	return filepath.Abs(path)
 }
-
-var lookupEnv = host.LookupEnv
 
 // agentEnv is env with KAIMON_AGENT_SESSION set to id, so that the agent's
 // calls back into kaimon say whose they are.
@@ -180,7 +178,7 @@ func (b *Backend) Start(ctx context.Context) error {
 		return err
 	}
 	if _, err := os.Stat(b.bin); err != nil {
-		return fmt.Errorf("%w: %s: %v: install the claude CLI (`npm install -g @anthropic-ai/claude-code`) or set KAIMON_CLAUDE_BIN", backend.ErrNotFound, b.bin, err)
+		return fmt.Errorf("%w: %s: %v: install the claude CLI (`%s`) or set %s", backend.ErrNotFound, b.bin, err, Install, BinEnv)
 	}
 
 	if b.opts.Door != nil {
@@ -567,9 +565,9 @@ func (b *Backend) Info() backend.Info {
 // than 200 characters is cut and suffixed with a hash of the path, which is
 // found by globbing, so such a transcript is "" until the CLI created it.
 func TranscriptPath(env []string, cwd, id string) string {
-	dir := lookupEnv(env, "CLAUDE_CONFIG_DIR")
+	dir := host.LookupEnv(env, "CLAUDE_CONFIG_DIR")
 	if dir == "" {
-		home := lookupEnv(env, "HOME")
+		home := host.LookupEnv(env, "HOME")
 		if home == "" {
 			home, _ = os.UserHomeDir()
 		}

@@ -570,11 +570,11 @@ func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
 func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 	model = strings.TrimSpace(model)
 	tag := model
-	if fam, rest, ok := strings.Cut(model, ":"); ok && (fam == Ollama || fam == VMLX || fam == "acp" || fam == "replay") {
-		if fam != b.family {
-			return false, fmt.Errorf("agent_set_model switches between models of one server: this agent is %s:, not %s:; close it and open a new one", b.family, fam)
+	if p, ok := backend.PrefixOf(model); ok {
+		if p.Backend != b.family {
+			return false, fmt.Errorf("agent_set_model switches between models of one server: this agent is %s:, not %s; close it and open a new one", b.family, p.Prefix)
 		}
-		tag = rest
+		tag = model[len(p.Prefix):]
 	}
 	if tag == "" {
 		return false, errors.New("no model named")
