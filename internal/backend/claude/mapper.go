@@ -97,16 +97,21 @@ func (m *Mapper) Line(line []byte) []event.Event { return slices.Clone(m.Map(lin
 // is the mapper's own buffer, valid until the next call: the caller hands
 // the events on (their Data is their own) and drops the slice.
 //
-// The line is read in place: validated once (gjson.ValidBytes), then the
-// fields a kind needs are picked from it without a copy; what outlives
-// the call is copied (strings.Clone, encoded event data).
+// The line is read in place: validated in one pass that picks the fields
+// of the hot path (scanLine), then the rest a kind needs read from it
+// without a copy; what outlives the call is copied (strings.Clone,
+// encoded event data).
 func (m *Mapper) Map(line []byte) Output {
 	var out Output
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
 		return out
 	}
-	if !gjson.ValidBytes(line) || line[0] != '{' {
+	// No copy: what is read from line points into it, and the caller owns
+	// it only for this call. Nothing taken from it is kept past it uncopied.
+	raw := unsafe.String(unsafe.SliceData(line), len(line))
+	var f picked
+	if !scanLine(raw, lineFields, f[:]) || line[0] != '{' {
 		msg := "not a JSON object"
 		var v any
 		if err := json.Unmarshal(line, &v); err != nil {
@@ -116,14 +121,8 @@ func (m *Mapper) Map(line []byte) Output {
 			map[string]any{"line": head(string(line), 200)}))
 		return out
 	}
-	// No copy: gjson's results point into line, which the caller owns
-	// only for this call. Nothing taken from v is kept past it uncopied.
-	raw := unsafe.String(unsafe.SliceData(line), len(line))
 	v := gjson.Parse(raw)
-	// One pass over the top level for what every line needs (scan.go).
-	var top [3]string // type, event, parent_tool_use_id
-	pickRaw(raw, topKeys, top[:])
-	switch str(top[0]) {
+	switch str(f[fType]) {
 	case "system":
 		if v.Get("subtype").String() == "init" {
 			m.SessionID = strings.Clone(v.Get("session_id").String())
@@ -133,19 +132,19 @@ func (m *Mapper) Map(line []byte) Output {
 			out.Init = true
 		}
 	case "stream_event":
-		if subagent(top[2]) {
+		if subagent(f[fParent]) {
 			break
 		}
-		if ev, ok := m.streamEvent(top[1]); ok {
+		if ev, ok := m.streamEvent(&f); ok {
 			out.Events = append(m.evs[:0], ev)
 		}
 	case "assistant":
-		if subagent(top[2]) {
+		if subagent(f[fParent]) {
 			break
 		}
 		out.Events = m.assistant(v)
 	case "user":
-		if subagent(top[2]) {
+		if subagent(f[fParent]) {
 			break
 		}
 		out.Events = m.user(v)
@@ -190,46 +189,73 @@ func subagent(raw string) bool {
 	return raw != "" && raw != "null" && str(raw) != ""
 }
 
-var (
-	topKeys   = []string{"type", "event", "parent_tool_use_id"}
-	eventKeys = []string{"type", "index", "delta", "content_block"}
-	deltaKeys = []string{"type", "text", "thinking", "partial_json"}
+// lineFields are what scanLine picks from every line: what tells lines
+// apart, and all a stream event (most of a turn's lines) needs.
+var lineFields = []field{
+	{key: "type", slot: fType},
+	{key: "event", slot: fEvent, kids: []field{
+		{key: "type", slot: fEventType},
+		{key: "index", slot: fIndex},
+		{key: "delta", slot: fDelta, kids: []field{
+			{key: "type", slot: fDeltaType},
+			{key: "text", slot: fText},
+			{key: "thinking", slot: fThinking},
+			{key: "partial_json", slot: fPartialJSON},
+		}},
+		{key: "content_block", slot: fContentBlock},
+	}},
+	{key: "parent_tool_use_id", slot: fParent},
+}
+
+// The slots of lineFields.
+const (
+	fType         = iota // type
+	fEvent               // event
+	fParent              // parent_tool_use_id
+	fEventType           // event.type
+	fIndex               // event.index
+	fDelta               // event.delta
+	fContentBlock        // event.content_block
+	fDeltaType           // event.delta.type
+	fText                // event.delta.text
+	fThinking            // event.delta.thinking
+	fPartialJSON         // event.delta.partial_json
+	nFields
 )
 
-// streamEvent maps a streamed event (the raw text of its object): at most
-// one event, the hot path of a turn (a text delta).
-func (m *Mapper) streamEvent(e string) (event.Event, bool) {
+// picked is the raw text of lineFields' values in a line, "" when absent.
+type picked [nFields]string
+
+// streamEvent maps a streamed event (its fields picked from the line): at
+// most one event, the hot path of a turn (a text delta).
+func (m *Mapper) streamEvent(f *picked) (event.Event, bool) {
 	turn := m.Current()
-	var f [4]string // type, index, delta, content_block
-	pickRaw(e, eventKeys, f[:])
-	switch str(f[0]) {
+	switch str(f[fEventType]) {
 	case "message_start":
 		clear(m.blocks)
 	case "content_block_start":
-		cb := gjson.Parse(f[3])
+		cb := gjson.Parse(f[fContentBlock])
 		if cb.Get("type").String() == "tool_use" {
 			id := strings.Clone(cb.Get("id").String())
 			if m.blocks == nil {
 				m.blocks = map[int64]string{}
 			}
-			m.blocks[gjson.Parse(f[1]).Int()] = id
+			m.blocks[gjson.Parse(f[fIndex]).Int()] = id
 			return event.New(event.ToolUse, turn, event.ToolUseData{Call: toolCall(id, cb.Get("name").String(), "")}), true
 		}
 	case "content_block_delta":
-		var d [4]string // type, text, thinking, partial_json
-		pickRaw(f[2], deltaKeys, d[:])
-		switch str(d[0]) {
+		switch str(f[fDeltaType]) {
 		case "text_delta":
-			if t := str(d[1]); t != "" {
+			if t := str(f[fText]); t != "" {
 				return event.NewText(event.AssistantText, turn, true, t), true
 			}
 		case "thinking_delta":
-			if t := str(d[2]); t != "" {
+			if t := str(f[fThinking]); t != "" {
 				return event.NewText(event.Thought, turn, true, t), true
 			}
 		case "input_json_delta":
-			id, ok := m.blocks[gjson.Parse(f[1]).Int()]
-			if p := str(d[3]); ok && p != "" {
+			id, ok := m.blocks[gjson.Parse(f[fIndex]).Int()]
+			if p := str(f[fPartialJSON]); ok && p != "" {
 				return event.NewToolInputDelta(turn, id, p), true
 			}
 		}
