@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/kaimon/kaimon/internal/event"
 )
@@ -30,7 +33,9 @@ func checkEvents(t *testing.T, evs []event.Event) {
 // FuzzMapper feeds arbitrary stdout through a Mapper with two turns pushed,
 // one line per newline, as the backend does. Seeds: every line of the
 // recorded stdout, alone and in runs of four (whole files are slow for the
-// fuzzer to minimize).
+// fuzzer to minimize). Run it with -fuzzminimizetime 1x: minimizing the
+// large inputs it finds interesting stalls the fuzzer otherwise (no execs
+// for minutes, seen with Go 1.26).
 func FuzzMapper(f *testing.F) {
 	dir := fixtureDir(f)
 	paths, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
@@ -53,6 +58,15 @@ func FuzzMapper(f *testing.F) {
 		for _, l := range bytes.Split(in, []byte("\n")) {
 			out := m.Map(l)
 			checkEvents(t, out.Events)
+			// A line is malformed exactly when json.Valid refuses it or it
+			// is not an object, whatever it holds.
+			trimmed := bytes.TrimSpace(l)
+			bad := len(trimmed) > 0 && (!json.Valid(trimmed) || trimmed[0] != '{')
+			malformed := len(out.Events) == 1 && out.Events[0].Kind == event.Error &&
+				strings.HasPrefix(gjson.GetBytes(out.Events[0].Data, "message").String(), "malformed line from claude: ")
+			if bad != malformed {
+				t.Fatalf("%q: malformed %v, json.Valid says %v", l, malformed, !bad)
+			}
 			if out.Ended < 0 {
 				t.Fatalf("ended turn %d", out.Ended)
 			}
