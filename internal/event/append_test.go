@@ -62,3 +62,47 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// appendTime writes what Marshal writes for a time.Time, whether the
+// second is the one it formatted last (UTC) or not, and refuses what
+// Marshal refuses.
+func TestAppendTimeMatchesMarshal(t *testing.T) {
+	base := time.Date(2026, 11, 30, 6, 46, 27, 0, time.UTC)
+	var times []time.Time
+	for _, ns := range []int{0, 1, 10, 430_000_000, 430_001_000, 999_999_999, 100_000_000, 123_456_789} {
+		times = append(times, base.Add(time.Duration(ns)), base.Add(time.Duration(ns)), base.Add(time.Second+time.Duration(ns)))
+	}
+	times = append(times,
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 500_000_000, time.UTC), time.Date(1600, 2, 29, 12, 0, 0, 5, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 12, 31, 23, 59, 59, 0, time.UTC),
+		base.In(time.FixedZone("", 0)), base.In(time.FixedZone("X", 5*3600+30*60)).Add(7), base.Local(), time.Time{},
+		time.Now(), time.Now().UTC(), base.Add(500*time.Millisecond), base,
+	)
+	for _, ts := range times {
+		want, werr := json.Marshal(ts)
+		got, err := appendTime([]byte("x"), ts)
+		if (err != nil) != (werr != nil) || err == nil && !bytes.Equal(got[1:], want) {
+			t.Errorf("appendTime(%v) = %s, %v; Marshal gives %s, %v", ts, got, err, want, werr)
+		}
+	}
+}
+
+func FuzzAppendTime(f *testing.F) {
+	f.Add(int64(1796014000), int64(430_001_000), false)
+	f.Add(int64(-62167219200), int64(0), false)
+	f.Add(int64(253402300799), int64(999_999_999), true)
+	f.Fuzz(func(t *testing.T, sec, ns int64, zone bool) {
+		ts := time.Unix(sec, ns).UTC()
+		if zone {
+			ts = ts.In(time.FixedZone("Z", int(sec%50000)))
+		}
+		for range 2 { // the second formatted anew, then the one formatted last
+			want, werr := json.Marshal(ts)
+			got, err := appendTime(nil, ts)
+			if (err != nil) != (werr != nil) || err == nil && !bytes.Equal(got, want) {
+				t.Fatalf("appendTime(%v) = %s, %v; Marshal gives %s, %v", ts, got, err, want, werr)
+			}
+		}
+	})
+}
