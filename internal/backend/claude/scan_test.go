@@ -168,3 +168,29 @@ func FuzzScanLine(f *testing.F) {
 		checkScan(t, s)
 	})
 }
+
+// BenchmarkScanLine is scanLine over a turn's lines beside json.Valid
+// over the same: the part of BenchmarkMapEncode that reads the line.
+// One op is one line.
+func BenchmarkScanLine(b *testing.B) {
+	lines := make([]string, len(benchLines))
+	for i, l := range benchLines {
+		lines[i] = string(l)
+	}
+	b.Run("json.Valid", func(b *testing.B) {
+		b.SetBytes(lineBytes(benchLines) / int64(len(lines)))
+		for i := 0; i < b.N; i++ {
+			json.Valid(benchLines[i%len(benchLines)])
+		}
+	})
+	b.Run("scanLine", func(b *testing.B) {
+		b.SetBytes(lineBytes(benchLines) / int64(len(lines)))
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			var f picked
+			if !scanLine(lines[i%len(lines)], lineFields, f[:]) {
+				b.Fatal("invalid line")
+			}
+		}
+	})
+}
