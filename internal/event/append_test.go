@@ -3,6 +3,7 @@ package event
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -105,4 +106,29 @@ func FuzzAppendTime(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Goroutines stamping different seconds at once each get their own: the
+// second appendTime keeps is replaced, never written over.
+func TestAppendTimeConcurrent(t *testing.T) {
+	base := time.Date(2026, 11, 30, 6, 46, 27, 0, time.UTC)
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			for i := range 500 {
+				ts := base.Add(time.Duration(g)*time.Second + time.Duration(i)*time.Microsecond)
+				want, _ := json.Marshal(ts)
+				if got, err := appendTime(nil, ts); err != nil || !bytes.Equal(got, want) {
+					done <- fmt.Errorf("appendTime(%v) = %s, %v; want %s", ts, got, err, want)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
 }
