@@ -743,8 +743,11 @@ func (ag *Agent) publishOne(ev event.Event, f *fanBuf) (persist bool) {
 // ceiling is raised when half of them are left, so that its save (an
 // fsync) runs in the background while the other half go out, never on an
 // event's way (issue 12: a save in the middle of a streamed turn held up
-// every chunk behind it).
-const seqBlock = 4096
+// every chunk behind it). A large block makes the saves rare (a record
+// write is two fsyncs: at 4096, a 20000-delta turn made ten of them);
+// its only price is a larger jump in seq after a crash, which readers
+// take as they take any gap.
+const seqBlock = 1 << 16
 
 func (ag *Agent) stampLocked(ev event.Event) event.Envelope {
 	ag.seq++
