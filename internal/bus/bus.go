@@ -559,29 +559,13 @@ type frame struct {
 // maxInbound bounds what a subscriber may send us in one frame: a topic.
 const maxInbound = 64 << 10
 
-// readFrame reads one ZMTP 3 frame: flags, a 1- or 8-byte size, the body.
+// readFrame reads one ZMTP 3 frame from a subscriber: flags, a 1- or
+// 8-byte size, the body.
 func readFrame(r *bufio.Reader) (frame, error) {
 	var f frame
-	flags, err := r.ReadByte()
+	size, err := readHeader(r, &f)
 	if err != nil {
 		return f, err
-	}
-	f.more, f.command = flags&0x01 != 0, flags&0x04 != 0
-	var size uint64
-	if flags&0x02 != 0 {
-		var b [8]byte
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return f, err
-		}
-		for _, x := range b {
-			size = size<<8 | uint64(x)
-		}
-	} else {
-		x, err := r.ReadByte()
-		if err != nil {
-			return f, err
-		}
-		size = uint64(x)
 	}
 	if size > maxInbound {
 		return f, fmt.Errorf("frame of %d bytes from a subscriber: a subscriber only sends topics", size)
@@ -589,6 +573,28 @@ func readFrame(r *bufio.Reader) (frame, error) {
 	f.body = make([]byte, size)
 	_, err = io.ReadFull(r, f.body)
 	return f, err
+}
+
+// readHeader reads a frame's flags into f and returns its size.
+func readHeader(r *bufio.Reader, f *frame) (uint64, error) {
+	flags, err := r.ReadByte()
+	if err != nil {
+		return 0, err
+	}
+	f.more, f.command = flags&0x01 != 0, flags&0x04 != 0
+	if flags&0x02 == 0 {
+		x, err := r.ReadByte()
+		return uint64(x), err
+	}
+	var size uint64
+	for range 8 {
+		x, err := r.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		size = size<<8 | uint64(x)
+	}
+	return size, nil
 }
 
 // parseCommand splits a ZMTP command body into its name and data.
