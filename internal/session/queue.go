@@ -24,8 +24,13 @@ import (
 // drain runs only while there is something queued, so an idle agent has
 // no goroutine.
 
-// maxQueued bounds an agent's queue of events not yet published.
-const maxQueued = 4096
+// maxQueued bounds an agent's queue of events not yet published. What
+// waits here waits for the relay, so the bound is also the worst delay an
+// agent that outruns the relay adds to its own events: 512 is about 2 ms
+// at the relay's rate, and eight batches (maxBatch), enough to keep drain
+// fed while the reader refills it; beyond it the agent waits on its
+// stdout instead, which costs nothing.
+const maxQueued = 512
 
 type queued struct {
 	ev event.Event
