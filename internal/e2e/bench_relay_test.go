@@ -68,9 +68,12 @@ func fakeClaude(t testing.TB) string {
 	return fakeBin
 }
 
-// newFakeEnv is an installation whose claude is fakeclaude.
+// newFakeEnv is an installation whose claude is fakeclaude. A
+// KAIMON_AGENTD_CPUPROFILE set for the benchmark is passed on to its
+// daemon (run one benchmark at a time: each daemon writes the file anew).
 func newFakeEnv(t testing.TB, extra ...string) *kenv {
-	return newEnv(t, append([]string{"KAIMON_CLAUDE_BIN", fakeClaude(t)}, extra...)...)
+	return newEnv(t, append([]string{"KAIMON_CLAUDE_BIN", fakeClaude(t),
+		"KAIMON_AGENTD_CPUPROFILE", os.Getenv("KAIMON_AGENTD_CPUPROFILE")}, extra...)...)
 }
 
 func envInt(name string, def int) int {
