@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/kaimon/kaimon/internal/daemon"
@@ -36,8 +37,36 @@ func main() {
 	log.SetPrefix("kaimon-agentd: ")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := daemon.Run(ctx); err != nil {
+	stopProfile := cpuProfile(os.Getenv("KAIMON_AGENTD_CPUPROFILE"))
+	err := daemon.Run(ctx)
+	stopProfile()
+	if err != nil {
 		log.Printf("%v", err)
 		os.Exit(1)
+	}
+}
+
+// cpuProfile starts a CPU profile of the daemon into path, when set, and
+// returns what ends it: the daemon's own cost measured where it runs, for
+// `go tool pprof` (BENCHMARKS.md). A profile that cannot start is logged
+// and the daemon runs without it.
+func cpuProfile(path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		log.Printf("KAIMON_AGENTD_CPUPROFILE: %v; running without a profile", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/go-zeromq/zmq4"
 	"github.com/go-zeromq/zmq4/security/null"
@@ -147,32 +148,56 @@ type message struct {
 
 func (m *message) size() int { return len(m.topic) + len(m.body) + 64 }
 
-// Publish queues env for every subscriber whose subscriptions match its
-// topic. It never blocks on a subscriber. The envelope is encoded once
-// for all of them (event.AppendEnvelope), and not at all when nobody
-// subscribed to it.
-func (b *Bus) Publish(env *event.Envelope) {
-	b.published.Add(1)
+// Publish queues envs, in order, for every subscriber whose
+// subscriptions match their topic. It never blocks on a subscriber. Each
+// envelope is encoded once for all of them (event.AppendEnvelope), and
+// not at all when nobody subscribed to it; each subscriber's writer is
+// woken once, after the last envelope, so that a batch goes out in one
+// write.
+func (b *Bus) Publish(envs ...*event.Envelope) {
+	b.published.Add(uint64(len(envs)))
 	subs := *b.list.Load()
 	if len(subs) == 0 {
 		return
 	}
-	var m *message
-	topic := Topic(env.AgentID)
-	for _, s := range subs {
-		if !s.matches(topic) {
-			continue
-		}
-		if m == nil {
-			body, err := event.AppendEnvelope(make([]byte, 0, len(env.Data)+len(env.AgentID)+128), env)
-			if err != nil {
-				b.opts.Logf("event bus: encoding an envelope of agent %s: %v", env.AgentID, err)
-				return
+	var small [8]bool
+	woken := wokenSet(len(subs), &small)
+	for _, env := range envs {
+		var m *message
+		for i, s := range subs {
+			if !s.matchesAgent(env.AgentID) {
+				continue
 			}
-			m = &message{topic: topic, body: body}
+			if m == nil {
+				if m = b.encode(env); m == nil {
+					break
+				}
+			}
+			if n := s.q.add(m, m.size()); n > 0 {
+				b.dropped.Add(uint64(n))
+			}
+			woken[i] = true
 		}
-		s.push(m)
 	}
+	for i, s := range subs {
+		if woken[i] {
+			s.q.signal()
+		}
+	}
+}
+
+// encode makes env's message: its topic and its body in one allocation.
+func (b *Bus) encode(env *event.Envelope) *message {
+	const prefix = "agent:"
+	buf := make([]byte, 0, len(prefix)+len(env.AgentID)+len(env.Data)+len(env.AgentID)+128)
+	buf = append(append(buf, prefix...), env.AgentID...)
+	n := len(buf)
+	buf, err := event.AppendEnvelope(buf, env)
+	if err != nil {
+		b.opts.Logf("event bus: encoding an envelope of agent %s: %v", env.AgentID, err)
+		return nil
+	}
+	return &message{topic: unsafe.String(&buf[0], n), body: buf[n:]}
 }
 
 // PublishRaw queues a message with topic and body as they are.
@@ -356,6 +381,25 @@ type subscriber struct {
 
 // matches is ZeroMQ's rule: a message goes to a subscriber that has a
 // subscription which is a prefix of its topic ("" matches everything).
+// matchesAgent is matches(Topic(id)), without building the topic.
+func (s *subscriber) matchesAgent(id string) bool {
+	for _, t := range *s.topics.Load() {
+		if topicHasPrefix(id, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// topicHasPrefix reports whether Topic(id) begins with t.
+func topicHasPrefix(id, t string) bool {
+	const prefix = "agent:"
+	if len(t) <= len(prefix) {
+		return prefix[:len(t)] == t
+	}
+	return t[:len(prefix)] == prefix && strings.HasPrefix(id, t[len(prefix):])
+}
+
 func (s *subscriber) matches(topic string) bool {
 	for _, t := range *s.topics.Load() {
 		if strings.HasPrefix(topic, t) {
@@ -515,29 +559,13 @@ type frame struct {
 // maxInbound bounds what a subscriber may send us in one frame: a topic.
 const maxInbound = 64 << 10
 
-// readFrame reads one ZMTP 3 frame: flags, a 1- or 8-byte size, the body.
+// readFrame reads one ZMTP 3 frame from a subscriber: flags, a 1- or
+// 8-byte size, the body.
 func readFrame(r *bufio.Reader) (frame, error) {
 	var f frame
-	flags, err := r.ReadByte()
+	size, err := readHeader(r, &f)
 	if err != nil {
 		return f, err
-	}
-	f.more, f.command = flags&0x01 != 0, flags&0x04 != 0
-	var size uint64
-	if flags&0x02 != 0 {
-		var b [8]byte
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return f, err
-		}
-		for _, x := range b {
-			size = size<<8 | uint64(x)
-		}
-	} else {
-		x, err := r.ReadByte()
-		if err != nil {
-			return f, err
-		}
-		size = uint64(x)
 	}
 	if size > maxInbound {
 		return f, fmt.Errorf("frame of %d bytes from a subscriber: a subscriber only sends topics", size)
@@ -545,6 +573,28 @@ func readFrame(r *bufio.Reader) (frame, error) {
 	f.body = make([]byte, size)
 	_, err = io.ReadFull(r, f.body)
 	return f, err
+}
+
+// readHeader reads a frame's flags into f and returns its size.
+func readHeader(r *bufio.Reader, f *frame) (uint64, error) {
+	flags, err := r.ReadByte()
+	if err != nil {
+		return 0, err
+	}
+	f.more, f.command = flags&0x01 != 0, flags&0x04 != 0
+	if flags&0x02 == 0 {
+		x, err := r.ReadByte()
+		return uint64(x), err
+	}
+	var size uint64
+	for range 8 {
+		x, err := r.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		size = size<<8 | uint64(x)
+	}
+	return size, nil
 }
 
 // parseCommand splits a ZMTP command body into its name and data.

@@ -82,9 +82,7 @@ func TestPrefixFiltering(t *testing.T) {
 	one := dial(t, ep, "agent:a1")
 	none := dial(t, ep, "other:")
 	b.Publish(env("a1", 1, "x"))
-	b.Publish(env("b2", 1, "y"))
-	b.Publish(env("a1", 2, "z"))
-	b.Publish(env("a10", 1, "w"))
+	b.Publish(env("b2", 1, "y"), env("a1", 2, "z"), env("a10", 1, "w")) // a batch: in order
 	var got []string
 	for range 4 {
 		topic, e := next(t, all)
@@ -108,6 +106,17 @@ func TestPrefixFiltering(t *testing.T) {
 	st := b.Stats()
 	if st.Subscribers != 3 || st.Published != 4 || st.Dropped != 0 {
 		t.Fatalf("stats = %+v", st)
+	}
+}
+
+// topicHasPrefix is strings.HasPrefix(Topic(id), t) without the topic.
+func TestTopicHasPrefix(t *testing.T) {
+	for _, id := range []string{"", "a", "a1", "a10", "b2"} {
+		for _, p := range []string{"", "a", "agen", "agent", "agent:", "agent:a", "agent:a1", "agent:a10", "agent:b", "agenx", "other:", "agent:a1x"} {
+			if got, want := topicHasPrefix(id, p), strings.HasPrefix(Topic(id), p); got != want {
+				t.Errorf("topicHasPrefix(%q, %q) = %v, want %v", id, p, got, want)
+			}
+		}
 	}
 }
 
@@ -374,8 +383,7 @@ func TestLocal(t *testing.T) {
 	a := l.Subscribe("agent:a")
 	all := l.Subscribe("agent:")
 	for i := uint64(1); i <= 3; i++ {
-		l.Publish(env("a", i, "x"))
-		l.Publish(env("b", i, "y"))
+		l.Publish(env("a", i, "x"), env("b", i, "y")) // a batch, in order
 	}
 	ctx := context.Background()
 	for _, want := range []uint64{2, 3} { // 1 dropped: queue of 2

@@ -3,7 +3,6 @@ package bus
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -71,17 +70,31 @@ func (l *Local) storeLocked() {
 	l.list.Store(&list)
 }
 
-// Publish queues env for every matching subscription; it never blocks.
-func (l *Local) Publish(env *event.Envelope) {
-	topic := Topic(env.AgentID)
-	var e *event.Envelope
-	for _, s := range *l.list.Load() {
-		if strings.HasPrefix(topic, s.prefix) {
-			if e == nil {
-				c := *env
-				e = &c
+// Publish queues envs, in order, for every matching subscription; it
+// never blocks, and wakes each subscription once, after the last.
+func (l *Local) Publish(envs ...*event.Envelope) {
+	subs := *l.list.Load()
+	if len(subs) == 0 {
+		return
+	}
+	var small [8]bool
+	woken := wokenSet(len(subs), &small)
+	for _, env := range envs {
+		var e *event.Envelope
+		for i, s := range subs {
+			if topicHasPrefix(env.AgentID, s.prefix) {
+				if e == nil {
+					c := *env
+					e = &c
+				}
+				s.q.add(e, len(e.Data)+128)
+				woken[i] = true
 			}
-			s.q.push(e, len(e.Data)+128)
+		}
+	}
+	for i, s := range subs {
+		if woken[i] {
+			s.q.signal()
 		}
 	}
 }

@@ -23,8 +23,17 @@ func newQueue[T any](maxLen, maxBytes int) *queue[T] {
 	return &queue[T]{maxLen: maxLen, maxBytes: maxBytes, wake: make(chan struct{}, 1)}
 }
 
-// push appends v (of size bytes) and reports how many entries it dropped.
+// push appends v (of size bytes), wakes the consumer, and reports how
+// many entries it dropped.
 func (q *queue[T]) push(v T, size int) (dropped int) {
+	dropped = q.add(v, size)
+	q.signal()
+	return dropped
+}
+
+// add appends v as push does, without waking the consumer: a batch's
+// publisher calls signal once after its last add.
+func (q *queue[T]) add(v T, size int) (dropped int) {
 	q.mu.Lock()
 	for q.n > 0 && (q.n >= q.maxLen || q.bytes+size > q.maxBytes) {
 		q.popLocked()
@@ -39,11 +48,15 @@ func (q *queue[T]) push(v T, size int) (dropped int) {
 	q.bytes += size
 	q.dropped += uint64(dropped)
 	q.mu.Unlock()
+	return dropped
+}
+
+// signal wakes the consumer, if it waits.
+func (q *queue[T]) signal() {
 	select {
 	case q.wake <- struct{}{}:
 	default:
 	}
-	return dropped
 }
 
 // growLocked doubles the ring, up to maxLen, so idle subscribers stay small.
@@ -83,4 +96,14 @@ func (q *queue[T]) stats() (n, bytes int, dropped uint64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.n, q.bytes, q.dropped
+}
+
+// wokenSet is where a batch's publisher marks which of its n consumers'
+// queues it added to, to signal each once after the batch; small keeps
+// the common case off the heap.
+func wokenSet(n int, small *[8]bool) []bool {
+	if n <= len(small) {
+		return small[:n]
+	}
+	return make([]bool, n)
 }

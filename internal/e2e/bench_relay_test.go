@@ -68,9 +68,12 @@ func fakeClaude(t testing.TB) string {
 	return fakeBin
 }
 
-// newFakeEnv is an installation whose claude is fakeclaude.
+// newFakeEnv is an installation whose claude is fakeclaude. A
+// KAIMON_AGENTD_CPUPROFILE set for the benchmark is passed on to its
+// daemon (run one benchmark at a time: each daemon writes the file anew).
 func newFakeEnv(t testing.TB, extra ...string) *kenv {
-	return newEnv(t, append([]string{"KAIMON_CLAUDE_BIN", fakeClaude(t)}, extra...)...)
+	return newEnv(t, append([]string{"KAIMON_CLAUDE_BIN", fakeClaude(t),
+		"KAIMON_AGENTD_CPUPROFILE", os.Getenv("KAIMON_AGENTD_CPUPROFILE")}, extra...)...)
 }
 
 func envInt(name string, def int) int {
@@ -534,6 +537,7 @@ func latency(b *testing.B, n, chunks int, text string) {
 	)
 	b.ResetTimer()
 	drop := 0
+	var diag []string
 	for i := 0; i < b.N; i++ {
 		sub.reset()
 		d0 := e.busStats().Dropped
@@ -564,6 +568,11 @@ func latency(b *testing.B, n, chunks int, text string) {
 			}
 			stamped++
 			lat = append(lat, recv[j].Sub(sent))
+			if os.Getenv("DIAG") != "" {
+				txt := gjson.GetBytes(env.Data, "content.text").String()
+				idx, _ := strconv.Atoi(txt[3:strings.Index(txt, "@")])
+				diag = append(diag, fmt.Sprintf("%d %d %s %d", idx, recv[j].Sub(sent).Microseconds(), env.AgentID, recv[j].UnixMicro()))
+			}
 		}
 		if dropped == 0 && stamped != n*chunks {
 			b.Fatalf("%d stamped deltas, want %d", stamped, n*chunks)
@@ -571,6 +580,9 @@ func latency(b *testing.B, n, chunks int, text string) {
 		envs += len(got)
 	}
 	b.StopTimer()
+	if p := os.Getenv("DIAG"); p != "" {
+		os.WriteFile(p, []byte(strings.Join(diag, "\n")), 0o644)
+	}
 	b.ReportMetric(float64(envs)/wall.Seconds(), "env/s")
 	b.ReportMetric(float64(drop)/float64(b.N), "dropped/round")
 	reportLatency(b, lat)

@@ -37,6 +37,9 @@ var Env = []EnvVar{
 		Doc: "1: fail instead of starting kaimon-agentd when it is not running (as --no-autostart)."},
 	{Name: "KAIMON_AGENTD_BIN", Default: "kaimon-agentd beside kaimon, else on PATH", ReadBy: ByCLI,
 		Doc: "The kaimon-agentd program kaimon starts."},
+	{Name: "KAIMON_AGENTD_CPUPROFILE", ReadBy: ByDaemon,
+		Doc: "A file to write a CPU profile of kaimon-agentd to, from its start to its exit, for go tool pprof: " +
+			"what the daemon itself spends, for performance work (BENCHMARKS.md)."},
 	{Name: "KAIMON_CLAUDE_BIN", Default: "claude on PATH", ReadBy: ByDaemon,
 		Doc: "The claude CLI the claude backend runs; wins over claude_bin in the config file."},
 	{Name: "KAIMON_OPENCODE_BIN", Default: "opencode on PATH", ReadBy: ByDaemon,

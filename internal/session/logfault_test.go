@@ -39,9 +39,11 @@ type envRec struct {
 	evs []event.Envelope
 }
 
-func (p *envRec) Publish(env *event.Envelope) {
+func (p *envRec) Publish(envs ...*event.Envelope) {
 	p.mu.Lock()
-	p.evs = append(p.evs, *env)
+	for _, env := range envs {
+		p.evs = append(p.evs, *env)
+	}
 	p.mu.Unlock()
 }
 

@@ -62,7 +62,10 @@ type Factory func(o backend.Options, sink backend.Sink) (backend.Backend, error)
 // Publisher receives every envelope, deltas included, in seq order per agent,
 // after it has been logged. The bus plugs in here.
 type Publisher interface {
-	Publish(env *event.Envelope)
+	// Publish hands on envs, in order; a batch lets a publisher wake
+	// its consumers once for all of them. It must not keep envs (the
+	// slice nor the envelopes) after it returns.
+	Publish(envs ...*event.Envelope)
 }
 
 // Manager owns every agent. It implements verbs.Service.
@@ -163,8 +166,9 @@ type Agent struct {
 	queue    []queued
 	draining bool
 
-	// pubMu orders stamping, logging and fan-out, so seq order is fan-out
-	// order.
+	// pubMu guards the log writer: stamping and logging happen under it
+	// (publishOne), and die closes the log under it. Fan-out order is
+	// kept by drain, the one goroutine that publishes an agent's events.
 	pubMu sync.Mutex
 	log   *eventlog.Writer
 	// logErr is the write that failed, when the log could not take an
@@ -652,10 +656,11 @@ func (ag *Agent) transition(to string, turn int) bool {
 // publishOne stamps ev with agent_id, seq and ts, updates the agent's
 // state from it, logs it when authoritative, and fans it out; it reports
 // whether the record is to be saved. The log is written before anyone
-// sees the event. A result that ends the last pending turn moves the FSM
+// sees the event: its envelopes are appended to f, which drain fans out
+// after the batch (queue.go). A result that ends the last pending turn moves the FSM
 // to idle in the same step. Called by drain only (queue.go), one event at
 // a time.
-func (ag *Agent) publishOne(ev event.Event) (persist bool) {
+func (ag *Agent) publishOne(ev event.Event, f *fanBuf) (persist bool) {
 	// Bound tool-result PNGs before anyone sees or logs them.
 	ev = imaging.ShrinkEvent(ev, ag.m.cfg.AgentImageMaxLongEdge)
 	ag.pubMu.Lock()
@@ -727,9 +732,9 @@ func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 			ag.save()
 		}()
 	}
-	ag.fanOut(&env)
+	f.envs = append(f.envs, env)
 	if idle != nil {
-		ag.fanOut(idle)
+		f.envs = append(f.envs, *idle)
 	}
 	return persist
 }
@@ -738,8 +743,11 @@ func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 // ceiling is raised when half of them are left, so that its save (an
 // fsync) runs in the background while the other half go out, never on an
 // event's way (issue 12: a save in the middle of a streamed turn held up
-// every chunk behind it).
-const seqBlock = 4096
+// every chunk behind it). A large block makes the saves rare (a record
+// write is two fsyncs: at 4096, a 20000-delta turn made ten of them);
+// its only price is a larger jump in seq after a crash, which readers
+// take as they take any gap.
+const seqBlock = 1 << 16
 
 func (ag *Agent) stampLocked(ev event.Event) event.Envelope {
 	ag.seq++
@@ -828,14 +836,14 @@ func failedResult(ev event.Event, err error) event.Event {
 	return event.New(event.Result, ev.Turn, d)
 }
 
-// fanOut hands env to every publisher. Called with pubMu held, after
-// logLocked, so seq order is log order is fan-out order.
-func (ag *Agent) fanOut(env *event.Envelope) {
+// fanOut hands envs to every publisher. Called by drain only, after
+// their logLocked, so seq order is log order is fan-out order.
+func (ag *Agent) fanOut(envs []*event.Envelope) {
 	ag.m.mu.Lock()
 	pubs := ag.m.pubs
 	ag.m.mu.Unlock()
 	for _, p := range pubs {
-		p.Publish(env)
+		p.Publish(envs...)
 	}
 }
 

@@ -43,15 +43,17 @@ type permRec struct {
 	evs []event.PermissionData
 }
 
-func (p *permRec) Publish(env *event.Envelope) {
-	if env.Kind != event.Permission {
-		return
+func (p *permRec) Publish(envs ...*event.Envelope) {
+	for _, env := range envs {
+		if env.Kind != event.Permission {
+			continue
+		}
+		var d event.PermissionData
+		json.Unmarshal(env.Data, &d)
+		p.mu.Lock()
+		p.evs = append(p.evs, d)
+		p.mu.Unlock()
 	}
-	var d event.PermissionData
-	json.Unmarshal(env.Data, &d)
-	p.mu.Lock()
-	p.evs = append(p.evs, d)
-	p.mu.Unlock()
 }
 
 func (p *permRec) all() []event.PermissionData {
