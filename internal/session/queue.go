@@ -26,7 +26,8 @@ const maxQueued = 4096
 type queued struct {
 	ev event.Event
 	// done, when not nil, is closed once ev is published and its record
-	// saved (a waiting publish); barrier items have no event.
+	// saved, or its save started for a turn's end (a waiting publish);
+	// barrier items have no event.
 	done    chan struct{}
 	barrier bool
 }
@@ -80,10 +81,15 @@ func (ag *Agent) drain() {
 		ag.queue = ag.queue[1:]
 		ag.qcond.Broadcast()
 		ag.qmu.Unlock()
-		if !q.barrier && ag.publishOne(q.ev) {
+		if !q.barrier {
 			// A status change, a turn's end or a new vendor session
 			// is saved in the agent's record.
-			ag.save()
+			switch ag.publishOne(q.ev) {
+			case saveNow:
+				ag.save()
+			case saveLater:
+				ag.saveInBackground()
+			}
 		}
 		if q.done != nil {
 			close(q.done)
