@@ -668,12 +668,12 @@ func (ag *Agent) move(to string, turn int) (event.Event, bool) {
 
 // publishOne stamps ev with agent_id, seq and ts, updates the agent's
 // state from it, logs it when authoritative, and fans it out; it reports
-// whether the record is to be saved, now or in the background
-// (saveLater). The log is written before anyone
+// whether the record is to be saved before the event's publish returns (a
+// turn's end is saved in the background). The log is written before anyone
 // sees the event. A result that ends the last pending turn moves the FSM
 // to idle in the same step. Called by drain only (queue.go), one event at
 // a time.
-func (ag *Agent) publishOne(ev event.Event) (persist saving) {
+func (ag *Agent) publishOne(ev event.Event) (persist bool) {
 	// Bound tool-result PNGs before anyone sees or logs them.
 	ev = imaging.ShrinkEvent(ev, ag.m.cfg.AgentImageMaxLongEdge)
 	ag.pubMu.Lock()
@@ -694,6 +694,7 @@ func (ag *Agent) publishOne(ev event.Event) (persist saving) {
 		ag.book.add(ev.Kind, ev.Turn, ev.Data)
 	}
 	var idle *event.Envelope
+	later := false
 	switch ev.Kind {
 	case event.Result:
 		// A turn's end (its usage, the turn count, idle) is saved in
@@ -701,7 +702,7 @@ func (ag *Agent) publishOne(ev event.Event) (persist saving) {
 		// way of agent_run's answer, which needs only the log's (issue
 		// 12). The log has the turn's result already; the next save
 		// (a status change, a close) waits for this one (saveMu).
-		persist = saveLater
+		later = true
 		if r := ag.book.get(ev.Turn); r != nil {
 			ag.usage = ag.usage.Add(r.usage)
 		}
@@ -718,17 +719,22 @@ func (ag *Agent) publishOne(ev event.Event) (persist saving) {
 		// Not for working: the turn's result saves what it changes, and
 		// a record that says idle mid-turn is read on load as live, the
 		// same as working.
-		if ag.status != Working {
-			persist = saveNow
-		}
+		persist = ag.status != Working
 	default:
 		// The claude CLI names its session only once the first turn
 		// began: keep it as soon as it is known, so that a crash in that
 		// turn still leaves it resumable. (Info is a field read under the
 		// backend's lock: cheap enough for every delta.)
-		if ag.be != nil && ag.status != Dead && ag.be.Info().SessionID != ag.saved {
-			persist = saveNow
+		if ag.be != nil && ag.status != Dead {
+			persist = ag.be.Info().SessionID != ag.saved
 		}
+	}
+	if later {
+		// Started before the waiters are woken, not after: the
+		// goroutine readied last is the one this P runs next, and
+		// that should be agent_run's, not the save's. The save reads
+		// the state once it has mu: all of it, as of this event.
+		ag.saveInBackground()
 	}
 	ag.broadcastLocked()
 	newCeil := ag.newCeil
@@ -754,15 +760,6 @@ func (ag *Agent) publishOne(ev event.Event) (persist saving) {
 	}
 	return persist
 }
-
-// saving says whether and how publishOne's event is saved in the record.
-type saving int
-
-const (
-	saveNot   saving = iota
-	saveNow          // before the event's publish returns
-	saveLater        // in the background (saveInBackground)
-)
 
 // saveInBackground saves the record in a goroutine of its own, which
 // Shutdown waits for. One waiting to start is enough: it reads the state

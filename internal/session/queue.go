@@ -81,15 +81,11 @@ func (ag *Agent) drain() {
 		ag.queue = ag.queue[1:]
 		ag.qcond.Broadcast()
 		ag.qmu.Unlock()
-		if !q.barrier {
-			// A status change, a turn's end or a new vendor session
-			// is saved in the agent's record.
-			switch ag.publishOne(q.ev) {
-			case saveNow:
-				ag.save()
-			case saveLater:
-				ag.saveInBackground()
-			}
+		if !q.barrier && ag.publishOne(q.ev) {
+			// A status change or a new vendor session is saved in
+			// the agent's record (a turn's end too, in the
+			// background: publishOne).
+			ag.save()
 		}
 		if q.done != nil {
 			close(q.done)
