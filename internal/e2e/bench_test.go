@@ -104,6 +104,27 @@ func BenchmarkOverhead(b *testing.B) {
 				}
 			}},
 		}
+		// KAIMON_BENCH_BASE_AGENTD: a second installation whose daemon is
+		// that binary (an older build), as a side of its own ("base"),
+		// so that a change to the daemon is measured against its base
+		// interleaved, in the same run; the curl and kaimon sides are
+		// left out then.
+		if base := os.Getenv("KAIMON_BENCH_BASE_AGENTD"); base != "" {
+			e2 := newEnv(b, "KAIMON_AGENTD_BIN", base)
+			e2.ok("daemon", "start")
+			id2 := e2.ok("open", e2.work)
+			defer e2.ok("close", id2)
+			cl2 := &client.Client{Paths: config.Paths{SockDir: filepath.Join(e2.home, "sock"), CacheDir: filepath.Join(e2.home, "cache", "agents")}, NoAutostart: true}
+			sides = append(sides[:2], struct {
+				name string
+				turn func()
+			}{"base", func() {
+				res, err := cl2.Run(context.Background(), &verbs.RunArgs{AgentID: id2, Text: "say exactly: ok"})
+				if err != nil || res.Text != "ok" {
+					b.Fatalf("base run = %+v, %v", res, err)
+				}
+			}})
+		}
 		// A warm-up turn each: the first turn of an agent is not warm.
 		for _, s := range sides {
 			s.turn()

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kaimon/kaimon/internal/backend"
@@ -82,7 +83,7 @@ type Manager struct {
 	closing bool
 
 	// saves counts the record saves running in the background
-	// (publishOne); Shutdown waits for them.
+	// (saveInBackground); Shutdown waits for them.
 	saves sync.WaitGroup
 
 	// faults counts the event log writes that failed (LogFaults).
@@ -179,6 +180,10 @@ type Agent struct {
 	// saveMu orders writes of the record, each of the state at its time.
 	saveMu    sync.Mutex
 	forgotten bool // the record is removed: write no more
+	// bgSave: a background save is started and has not yet read the
+	// state (saveInBackground); bgSaves counts those running.
+	bgSave  atomic.Bool
+	bgSaves sync.WaitGroup
 	// resuming: a resume not yet started keeps the dead agent's record
 	// as it is, so that a resume that fails changes nothing.
 	resuming bool
@@ -525,6 +530,9 @@ func (ag *Agent) die(reason string, err error) {
 		return
 	}
 	ag.transition(Dead, 0)
+	// No save of this agent's is still to land once it is dead: a reopen
+	// of the slot is another Agent, with a record of its own to write.
+	ag.bgSaves.Wait()
 	ag.mu.Lock()
 	ag.seqCeil = ag.seq // the last one: a reopen numbers on from here
 	ag.mu.Unlock()
@@ -635,6 +643,16 @@ func (ag *Agent) closeLost(was string) {
 // transition moves the FSM and publishes the status event. A transition
 // the table does not allow is refused (and logged): it would be a bug.
 func (ag *Agent) transition(to string, turn int) bool {
+	ev, ok := ag.move(to, turn)
+	if ok {
+		ag.publish(ev)
+	}
+	return ok
+}
+
+// move moves the FSM and returns the status event to publish; see
+// transition.
+func (ag *Agent) move(to string, turn int) (event.Event, bool) {
 	ag.mu.Lock()
 	from := ag.status
 	if !allowed(from, to) {
@@ -642,20 +660,20 @@ func (ag *Agent) transition(to string, turn int) bool {
 		if from != to {
 			log.Printf("agent %s: refused transition %q → %q", ag.id, from, to)
 		}
-		return false
+		return event.Event{}, false
 	}
 	ag.status = to
 	if turn == 0 {
 		turn = ag.turn
 	}
 	ag.mu.Unlock()
-	ag.publish(event.New(event.Status, turn, event.StatusData{Status: to}))
-	return true
+	return event.New(event.Status, turn, event.StatusData{Status: to}), true
 }
 
 // publishOne stamps ev with agent_id, seq and ts, updates the agent's
 // state from it, logs it when authoritative, and fans it out; it reports
-// whether the record is to be saved. The log is written before anyone
+// whether the record is to be saved before the event's publish returns (a
+// turn's end is saved in the background). The log is written before anyone
 // sees the event: its envelopes are appended to f, which drain fans out
 // after the batch (queue.go). A result that ends the last pending turn moves the FSM
 // to idle in the same step. Called by drain only (queue.go), one event at
@@ -681,9 +699,15 @@ func (ag *Agent) publishOne(ev event.Event, f *fanBuf) (persist bool) {
 		ag.book.add(ev.Kind, ev.Turn, ev.Data)
 	}
 	var idle *event.Envelope
+	later := false
 	switch ev.Kind {
 	case event.Result:
-		persist = true
+		// A turn's end (its usage, the turn count, idle) is saved in
+		// the background: the record's save (two fsyncs) is not on the
+		// way of agent_run's answer, which needs only the log's (issue
+		// 12). The log has the turn's result already; the next save
+		// (a status change, a close) waits for this one (saveMu).
+		later = true
 		if r := ag.book.get(ev.Turn); r != nil {
 			ag.usage = ag.usage.Add(r.usage)
 		}
@@ -710,6 +734,13 @@ func (ag *Agent) publishOne(ev event.Event, f *fanBuf) (persist bool) {
 			persist = ag.be.Info().SessionID != ag.saved
 		}
 	}
+	if later {
+		// Started before the waiters are woken, not after: the
+		// goroutine readied last is the one this P runs next, and
+		// that should be agent_run's, not the save's. The save reads
+		// the state once it has mu: all of it, as of this event.
+		ag.saveInBackground()
+	}
 	ag.broadcastLocked()
 	newCeil := ag.newCeil
 	ag.newCeil = false
@@ -726,17 +757,30 @@ func (ag *Agent) publishOne(ev event.Event, f *fanBuf) (persist bool) {
 		// The ceiling was raised ahead of need (stampLocked): saved in
 		// the background, off the agent's path, while the seqs under
 		// the old one go out.
-		ag.m.saves.Add(1)
-		go func() {
-			defer ag.m.saves.Done()
-			ag.save()
-		}()
+		ag.saveInBackground()
 	}
 	f.envs = append(f.envs, env)
 	if idle != nil {
 		f.envs = append(f.envs, *idle)
 	}
 	return persist
+}
+
+// saveInBackground saves the record in a goroutine of its own, which
+// Shutdown waits for. One waiting to start is enough: it reads the state
+// as of when it runs, so a change made before then is in its save.
+func (ag *Agent) saveInBackground() {
+	if !ag.bgSave.CompareAndSwap(false, true) {
+		return
+	}
+	ag.m.saves.Add(1)
+	ag.bgSaves.Add(1)
+	go func() {
+		defer ag.m.saves.Done()
+		defer ag.bgSaves.Done()
+		ag.bgSave.Store(false) // before save reads the state
+		ag.save()
+	}()
 }
 
 // seqBlock is how many seq numbers a record reserves at a time. The
@@ -989,14 +1033,16 @@ func (m *Manager) Send(ctx context.Context, a *verbs.SendArgs) (*verbs.SendResul
 	if err != nil {
 		return nil, err
 	}
-	n, err := ag.send(a.Text)
+	n, err := ag.send(a.Text, true)
 	if err != nil {
 		return nil, err
 	}
 	return &verbs.SendResult{Turn: n}, nil
 }
 
-func (ag *Agent) send(text string) (int, error) {
+// send sends a turn; with wait, it returns once the turn's first events
+// (status, user_text, turn_started) are published.
+func (ag *Agent) send(text string, wait bool) (int, error) {
 	if strings.TrimSpace(text) == "" {
 		return 0, verbs.BadArg("agent_send: text is empty")
 	}
@@ -1016,16 +1062,26 @@ func (ag *Agent) send(text string) (int, error) {
 	wasIdle := ag.status == Idle
 	ag.mu.Unlock()
 	if wasIdle {
-		ag.transition(Working, n)
+		// Queued, not waited for: the turn's line goes to the agent
+		// without waiting for the log write and fan-out of its status
+		// (issue 12: they were on every turn's way). The queue keeps
+		// the order: status, then what Send emits (user_text,
+		// turn_started), then the turn's events, each logged before it
+		// fans out.
+		if ev, ok := ag.move(Working, n); ok {
+			ag.enqueue(queued{ev: ev})
+		}
 	}
 	if err := be.Send(n, text); err != nil {
 		ag.publish(event.NewError(n, "sending turn: "+err.Error(), nil))
 		ag.publish(event.New(event.Result, n, event.ResultData{StopReason: event.StopError, Error: err.Error()}))
 		return 0, verbs.WrongState("agent %s: sending turn %d: %v", ag.id, n, err)
 	}
-	// What the backend emitted for the turn (its user_text) is published
-	// when agent_send returns.
-	ag.flush()
+	if wait {
+		// What the backend emitted for the turn (its user_text) is
+		// published when agent_send returns.
+		ag.flush()
+	}
 	return n, nil
 }
 
@@ -1036,7 +1092,9 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 		return nil, err
 	}
 	timeout := a.Timeout // in verbs.TimeoutRange: Decode checked it
-	n, err := ag.send(a.Text)
+	// Not waiting for the turn's first events to be published: its
+	// result comes after them in the agent's queue (queue.go).
+	n, err := ag.send(a.Text, false)
 	if err != nil {
 		return nil, err
 	}
@@ -1053,11 +1111,10 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 			done, text, stop, msg = t.done, t.lastMessage(), t.stopReason, t.errMsg
 		}
 		ag.mu.Unlock()
-		if done {
-			// The turn's end is published and its record saved (queue.go)
-			// when agent_run returns.
-			ag.flush()
-		}
+		// done is set once the result is in the log and fsynced
+		// (publishOne): the answer may go. Its fan-out and the record's
+		// save follow in the agent's queue and the background, not on
+		// the caller's way (issue 12).
 		switch {
 		case done && event.Failed(stop):
 			if msg == "" {

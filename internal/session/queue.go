@@ -13,8 +13,13 @@ import (
 // the backend's own lock, held through Emit, is never held across I/O.
 // Every other publish (status transitions, a failed send, a log fault,
 // the end of a lost agent) goes through the same queue and waits for its
-// turn to be done, so an agent's events keep one order: seq order is
-// queue order is log order is fan-out order.
+// turn to be done (but a turn's working status, which send queues ahead
+// of the turn's line to the agent without waiting), so an agent's events
+// keep one order: seq order is queue order is log order is fan-out order.
+//
+// agent_run waits for none of it but its turn's result in the book, put
+// there once the result is logged and fsynced; the fan-out and the
+// record's save follow (issue 12: they were on every turn's way).
 //
 // The queue is bounded (maxQueued). When it is full, Emit waits: the
 // backend's reader stops reading, and the agent blocks on its stdout.
@@ -35,7 +40,8 @@ const maxQueued = 512
 type queued struct {
 	ev event.Event
 	// done, when not nil, is closed once ev is published and its record
-	// saved (a waiting publish); barrier items have no event.
+	// saved, or its save started for a turn's end (a waiting publish);
+	// barrier items have no event.
 	done    chan struct{}
 	barrier bool
 }
@@ -134,8 +140,9 @@ func (ag *Agent) drain() {
 		for i := range batch[:n] {
 			q := &batch[i]
 			if !q.barrier && ag.publishOne(q.ev, f) {
-				// A status change, a turn's end or a new vendor session
-				// is saved in the agent's record.
+				// A status change or a new vendor session is saved in
+				// the agent's record (a turn's end too, in the
+				// background: publishOne).
 				ag.save()
 			}
 			if q.done != nil {

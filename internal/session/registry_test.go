@@ -64,7 +64,7 @@ func (r *rig) restart(t *testing.T) (*Manager, *[]backend.Options) {
 }
 
 // The record follows the agent: written at open, at each turn's end with
-// the usage, at close with the reason.
+// the usage (in the background), at close with the reason.
 func TestRecordFollowsTheAgent(t *testing.T) {
 	r := newRig(t, 0)
 	cwd := t.TempDir()
@@ -81,6 +81,8 @@ func TestRecordFollowsTheAgent(t *testing.T) {
 	}
 	r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: "rec", Text: "one"}))
 	r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: "rec", Text: "two"}))
+	// A turn's end is saved in the background, off agent_run's way.
+	r.m.saves.Wait()
 	rec = readRecord(t, r.paths.CacheDir, "rec")
 	if rec.Turn != 2 || rec.Usage.InputTokens != 200 || rec.Status != Idle {
 		t.Fatalf("record after two turns = %+v", rec)
