@@ -7,7 +7,6 @@
 package host
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -215,11 +214,12 @@ func (p *Process) Watch(readDone <-chan struct{}, hangup func()) {
 // ReadLines reads the agent's stdout line by line until it ends, handing
 // each line (its newline included) to line. A line over max bytes is not
 // buffered whole but read past, and its size handed to skipped, so that a
-// runaway agent cannot take the daemon's memory.
+// runaway agent cannot take the daemon's memory. While the agent prints
+// nothing, the reader holds no buffer (LineReader).
 func (p *Process) ReadLines(max int, line func([]byte), skipped func(int64)) {
-	br := bufio.NewReaderSize(p.Stdout, 64<<10)
+	lr := NewLineReader(p.Stdout)
 	for {
-		l, n, err := ReadLine(br, max)
+		l, n, err := lr.ReadLine(max)
 		if n > 0 {
 			skipped(n)
 		}
@@ -228,26 +228,6 @@ func (p *Process) ReadLines(max int, line func([]byte), skipped func(int64)) {
 		}
 		if err != nil {
 			return
-		}
-	}
-}
-
-// ReadLine reads one line of at most max bytes (its newline included). A
-// longer one is read to its end and discarded: line is nil and skipped is
-// its size. err is the reader's, as with ReadBytes.
-func ReadLine(br *bufio.Reader, max int) (line []byte, skipped int64, err error) {
-	for {
-		frag, err := br.ReadSlice('\n')
-		if skipped == 0 && len(line)+len(frag) <= max {
-			line = append(line, frag...)
-		} else {
-			if skipped == 0 {
-				skipped, line = int64(len(line)), nil
-			}
-			skipped += int64(len(frag))
-		}
-		if err != bufio.ErrBufferFull {
-			return line, skipped, err
 		}
 	}
 }

@@ -1,33 +1,10 @@
 package host
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 )
-
-// ReadLine never holds more than max bytes of a line.
-func TestReadLineBounded(t *testing.T) {
-	in := strings.Repeat("x", 100) + "\nshort\n" + strings.Repeat("y", 50)
-	br := bufio.NewReaderSize(strings.NewReader(in), 16)
-	var got []string
-	for {
-		line, skipped, err := ReadLine(br, 10)
-		if line != nil && len(line) > 10 {
-			t.Fatalf("line of %d bytes held", len(line))
-		}
-		got = append(got, fmt.Sprintf("%q/%d", line, skipped))
-		if err != nil {
-			break
-		}
-	}
-	want := `""/101 "short\n"/0 ""/50`
-	if strings.Join(got, " ") != want {
-		t.Errorf("got %s, want %s", strings.Join(got, " "), want)
-	}
-}
 
 // A spawned program's stdout lines, its stderr in the log, its exit.
 func TestSpawnReadWatch(t *testing.T) {
