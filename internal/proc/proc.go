@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Identity names one process instance: its pid and the start time the kernel
@@ -129,10 +131,42 @@ func Start(cmd *exec.Cmd) (*Child, error) {
 	c.ID.PID = cmd.Process.Pid
 	c.ID.StartTime, _ = StartTime(c.ID.PID)
 	go func() {
+		awaitExit(c.ID.PID)
 		c.err = cmd.Wait()
 		close(c.done)
 	}()
 	return c, nil
+}
+
+// awaitExit returns when process pid (a child not yet waited for) has
+// exited, or at once when it cannot tell. cmd.Wait blocks in waitid(2),
+// which holds an OS thread for each child for its whole life: a daemon
+// with a thousand idle agents had a thousand threads, each with its
+// stack. A pidfd becomes readable when its process exits, so the wait
+// parks on the runtime's poller instead, and the Wait after it returns at
+// once. Without pidfds (Linux before 5.3) Wait blocks, as before.
+func awaitExit(pid int) {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), "pidfd") // non-blocking: the poller's
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Read(func(fd uintptr) bool {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			n, err := unix.Poll(fds, 0)
+			if err == unix.EINTR {
+				continue
+			}
+			// Exited, or poll failed (then Wait blocks).
+			return n > 0 || err != nil
+		}
+	})
 }
 
 // Done is closed when the process has exited and been reaped.
