@@ -2,8 +2,8 @@ package proc
 
 import (
 	"os"
-	"runtime"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
