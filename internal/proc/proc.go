@@ -113,6 +113,10 @@ type Child struct {
 	done chan struct{}
 	err  error
 	once sync.Once
+
+	exitMu sync.Mutex
+	exited bool
+	onExit []func()
 }
 
 // Start starts cmd in its own process group and begins waiting on it. The
@@ -127,6 +131,10 @@ func Start(cmd *exec.Cmd) (*Child, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	// The child has its environment; the Cmd is kept for its exit state
+	// for the child's life, and a copy of the environment (a kilobyte of
+	// headers) need not be.
+	cmd.Env = nil
 	c := &Child{Cmd: cmd, done: make(chan struct{})}
 	c.ID.PID = cmd.Process.Pid
 	c.ID.StartTime, _ = StartTime(c.ID.PID)
@@ -134,8 +142,31 @@ func Start(cmd *exec.Cmd) (*Child, error) {
 		awaitExit(c.ID.PID)
 		c.err = cmd.Wait()
 		close(c.done)
+		c.exitMu.Lock()
+		c.exited = true
+		fs := c.onExit
+		c.onExit = nil
+		c.exitMu.Unlock()
+		for _, f := range fs {
+			f()
+		}
 	}()
 	return c, nil
+}
+
+// AfterExit calls f once the process has exited and been reaped (Done is
+// closed), in the goroutine that waited for it, or at once when it has
+// already. f must not block: it is for arming a timer, where a goroutine
+// of its own waiting on Done would cost a stack for the child's life.
+func (c *Child) AfterExit(f func()) {
+	c.exitMu.Lock()
+	if !c.exited {
+		c.onExit = append(c.onExit, f)
+		c.exitMu.Unlock()
+		return
+	}
+	c.exitMu.Unlock()
+	f()
 }
 
 // awaitExit returns when process pid (a child not yet waited for) has

@@ -233,3 +233,36 @@ func waiting(t *testing.T) int {
 	}
 	return count
 }
+
+// AfterExit's functions run once the child is reaped, whether they were
+// given before its exit or after.
+func TestAfterExit(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "read x")
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(0)
+	before := make(chan bool, 1)
+	c.AfterExit(func() {
+		select {
+		case <-c.Done():
+			before <- true
+		default:
+			before <- false
+		}
+	})
+	w.Close()
+	if !<-before {
+		t.Error("AfterExit ran before Done")
+	}
+	ran := false
+	c.AfterExit(func() { ran = true })
+	if !ran {
+		t.Error("AfterExit after the exit did not run at once")
+	}
+}

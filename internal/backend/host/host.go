@@ -211,6 +211,35 @@ func (p *Process) Watch(readDone <-chan struct{}, hangup func()) {
 	p.Stdout.Close()
 }
 
+// Serve is ReadLines and Watch in the caller's goroutine, one fewer for
+// each agent's life (a daemon may host a thousand idle ones): the drain
+// after an exit is a timer armed when the child is reaped (AfterExit),
+// cutting stdout off after DrainDelay; the hangup grace follows the read
+// as in Watch. Stdout is closed when Serve returns.
+func (p *Process) Serve(max int, line func([]byte), skipped func(int64), hangup func()) {
+	read := make(chan struct{})
+	p.Child.AfterExit(func() {
+		time.AfterFunc(DrainDelay, func() {
+			select {
+			case <-read:
+			default:
+				p.Stdout.Close() // a straggler holds stdout: stop reading
+			}
+		})
+	})
+	p.ReadLines(max, line, skipped)
+	close(read)
+	select {
+	case <-p.Child.Done():
+	case <-time.After(HangupGrace):
+		// Its stdout is closed but it lives: nothing it does can reach
+		// us, so its turn would never end.
+		hangup()
+		p.Child.Stop(StopGrace)
+	}
+	p.Stdout.Close()
+}
+
 // ReadLines reads the agent's stdout line by line until it ends, handing
 // each line (its newline included) to line. A line over max bytes is not
 // buffered whole but read past, and its size handed to skipped, so that a

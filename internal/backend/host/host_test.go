@@ -92,3 +92,62 @@ func TestAsks(t *testing.T) {
 		t.Fatal("a request begun after Stop lives")
 	}
 }
+
+// Serve reads a program's lines and returns after its exit, in one
+// goroutine.
+func TestServe(t *testing.T) {
+	p, err := Spawn(Spec{Name: "sh", Bin: "/bin/sh", Args: []string{"-c", "read x; echo got $x; exit 3"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Child.Stop(0)
+	if err := p.WriteJSON("hi"); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	p.Serve(1<<20, func(l []byte) { lines = append(lines, string(l)) }, func(int64) { t.Error("skipped") }, func() { t.Error("hung up") })
+	if strings.Join(lines, "") != "got \"hi\"\n" {
+		t.Errorf("lines %q", lines)
+	}
+	if got := p.Ended(false, ""); got != "sh exited with code 3" {
+		t.Errorf("Ended = %q", got)
+	}
+}
+
+// A straggler holding stdout after the program exited is cut off after
+// DrainDelay, and what it printed before is read.
+func TestServeStraggler(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits DrainDelay")
+	}
+	p, err := Spawn(Spec{Name: "sh", Bin: "/bin/sh", Args: []string{"-c", "echo first; sleep 30 & exit 0"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Child.Stop(0) // the straggler is in its group
+	var lines []string
+	p.Serve(1<<20, func(l []byte) { lines = append(lines, string(l)) }, func(int64) {}, func() { t.Error("hung up") })
+	if strings.Join(lines, "") != "first\n" {
+		t.Errorf("lines %q", lines)
+	}
+	if got := p.Ended(false, ""); got != "sh exited with code 0" {
+		t.Errorf("Ended = %q", got)
+	}
+}
+
+// An agent that closes its stdout and lives on is stopped after the grace.
+func TestServeHangup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits HangupGrace")
+	}
+	p, err := Spawn(Spec{Name: "sh", Bin: "/bin/sh", Args: []string{"-c", "exec >&-; sleep 30"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hung := false
+	p.Serve(1<<20, func([]byte) {}, func(int64) {}, func() { hung = true })
+	<-p.Child.Done()
+	if !hung {
+		t.Error("hangup not called")
+	}
+}
