@@ -334,7 +334,20 @@ func LookupEnv(env []string, key string) string {
 }
 
 // SetEnv returns env with key set to value (replacing earlier values).
+// When env already sets key to value only, once, it is returned itself,
+// not copied: a backend keeps its agent's environment for the agent's
+// life, and the session manager's already names the agent (never write
+// into either in place).
 func SetEnv(env []string, key, value string) []string {
+	n, last := 0, ""
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); ok && k == key {
+			n, last = n+1, kv
+		}
+	}
+	if n == 1 && last == key+"="+value {
+		return env
+	}
 	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k != key {

@@ -151,3 +151,18 @@ func TestServeHangup(t *testing.T) {
 		t.Error("hangup not called")
 	}
 }
+
+func TestSetEnv(t *testing.T) {
+	env := []string{"A=1", "K=old", "B=2", "K=older"}
+	got := SetEnv(env, "K", "new")
+	if strings.Join(got, " ") != "A=1 B=2 K=new" || strings.Join(env, " ") != "A=1 K=old B=2 K=older" {
+		t.Errorf("SetEnv = %q (env now %q)", got, env)
+	}
+	// Already so: the same slice, not a copy.
+	if again := SetEnv(got, "K", "new"); &again[0] != &got[0] || len(again) != len(got) {
+		t.Errorf("SetEnv copied an env that had the value: %q", again)
+	}
+	if v := LookupEnv(SetEnv([]string{"K=new", "K=x"}, "K", "new"), "K"); v != "new" {
+		t.Errorf("SetEnv over two values: K=%q", v)
+	}
+}
