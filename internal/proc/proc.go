@@ -131,10 +131,10 @@ func Start(cmd *exec.Cmd) (*Child, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	// The child has its environment; the Cmd is kept for its exit state
-	// for the child's life, and a copy of the environment (a kilobyte of
-	// headers) need not be.
-	cmd.Env = nil
+	// The child has its environment and arguments; the Cmd is kept for
+	// its exit state for the child's life, and copies of them (a
+	// kilobyte of headers each, for a claude agent) need not be.
+	cmd.Env, cmd.Args = nil, nil
 	c := &Child{Cmd: cmd, done: make(chan struct{})}
 	c.ID.PID = cmd.Process.Pid
 	c.ID.StartTime, _ = StartTime(c.ID.PID)
