@@ -808,7 +808,7 @@ func (ag *Agent) logFault(err error) {
 	turn, pending := ag.turn, ag.pending
 	var open []int
 	for n := turn - pending + 1; n <= turn; n++ {
-		if t := ag.book.get(n); n > 0 && (t == nil || !t.done) {
+		if t := ag.book.get(n); n > 0 && !ag.book.dropped(n) && (t == nil || !t.done) { // dropped: done
 			open = append(open, n)
 		}
 	}
