@@ -366,7 +366,7 @@ func inProcessDaemon(b *testing.B, e *kenv) (stop func()) {
 
 // BenchmarkIdleHeap opens the last of KAIMON_BENCH_IDLE (default 300)
 // idle fakeclaude agents in an in-process daemon and reports its live heap
-// (heap-MB, after a GC) and goroutines per agent; with
+// (heap-MB, after a GC), goroutines and OS threads per agent; with
 // KAIMON_BENCH_HEAPPROFILE=FILE it writes the heap profile there:
 //
 //	KAIMON_BENCH_HEAPPROFILE=heap.out go test -run '^$' -bench IdleHeap \
@@ -381,7 +381,7 @@ func BenchmarkIdleHeap(b *testing.B) {
 	defer inProcessDaemon(b, e)()
 	cl := e.client()
 	ctx := context.Background()
-	g0 := runtime.NumGoroutine()
+	g0, t0 := runtime.NumGoroutine(), threads(b)
 	for i := 0; i < n; i++ {
 		if _, err := cl.Open(ctx, &verbs.OpenArgs{Cwd: e.work}); err != nil {
 			b.Fatal(err)
@@ -396,16 +396,84 @@ func BenchmarkIdleHeap(b *testing.B) {
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
 	b.ReportMetric(float64(ms.StackInuse)/(1<<20), "stack-MB")
 	b.ReportMetric(float64(runtime.NumGoroutine()-g0)/float64(n), "goroutines/agent")
-	if path := os.Getenv("KAIMON_BENCH_HEAPPROFILE"); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			b.Fatal(err)
+	b.ReportMetric(float64(threads(b)-t0)/float64(n), "threads/agent")
+	writeHeapProfile(b, os.Getenv("KAIMON_BENCH_HEAPPROFILE"))
+}
+
+// threads is this process's count of OS threads. A goroutine blocked in a
+// system call (a wait for a child's exit) holds one, with its own stack.
+func threads(b *testing.B) int {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "Threads:" {
+			n, _ := strconv.Atoi(f[1])
+			return n
 		}
-		defer f.Close()
-		if err := pprof.WriteHeapProfile(f); err != nil {
+	}
+	b.Fatal("no Threads in /proc/self/status")
+	return 0
+}
+
+// writeHeapProfile writes the heap profile to path, unless path is "".
+func writeHeapProfile(b *testing.B, path string) {
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkTurnsHeap runs KAIMON_BENCH_TURNS (default 1000) short turns
+// (10 deltas each) on one fakeclaude agent of an in-process daemon and
+// reports the live heap (after a GC) before and after them, and what it
+// grew by: what BenchmarkMemory's MB-grown is made of, without the
+// runtime's slack. With KAIMON_BENCH_HEAPPROFILE=FILE it writes the heap
+// profiles before (FILE.base) and after (FILE); what grew is
+//
+//	go tool pprof -sample_index=inuse_space -diff_base heap.out.base -top e2e.test heap.out
+func BenchmarkTurnsHeap(b *testing.B) {
+	turns := envInt("KAIMON_BENCH_TURNS", 1000)
+	e := newFakeEnv(b)
+	defer inProcessDaemon(b, e)()
+	cl := e.client()
+	ctx := context.Background()
+	o, err := cl.Open(ctx, &verbs.OpenArgs{Cwd: e.work})
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := func() {
+		if _, err := cl.Run(ctx, &verbs.RunArgs{AgentID: o.AgentID, Text: "stream 10 chunks"}); err != nil {
 			b.Fatal(err)
 		}
 	}
+	heap := func() float64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return float64(ms.HeapInuse) / (1 << 20)
+	}
+	run()
+	before := heap()
+	if path := os.Getenv("KAIMON_BENCH_HEAPPROFILE"); path != "" {
+		writeHeapProfile(b, path+".base")
+	}
+	for i := 0; i < turns; i++ {
+		run()
+	}
+	after := heap()
+	writeHeapProfile(b, os.Getenv("KAIMON_BENCH_HEAPPROFILE"))
+	b.ReportMetric(before, "heap-MB-turns0")
+	b.ReportMetric(after, fmt.Sprintf("heap-MB-turns%d", turns))
+	b.ReportMetric(after-before, "heap-MB-grown")
 }
 
 // relay runs BenchmarkRelay's turns on e's daemon; cpu reads the CPU time

@@ -233,6 +233,10 @@ func (w *Writer) Sync() error {
 // Path is the file written.
 func (w *Writer) Path() string { return w.path }
 
+// Size is the end of the last whole record written: what a reader may
+// scan (ScanBadTo) without meeting a record being written.
+func (w *Writer) Size() int64 { return w.end }
+
 // Close closes the file.
 func (w *Writer) Close() error { return w.f.Close() }
 
@@ -246,12 +250,23 @@ func Scan(path string, since uint64, fn func(*event.Record) bool) error {
 // ScanBad is Scan that hands each line that is not a whole record to bad
 // (when not nil), whatever its seq would have been.
 func ScanBad(path string, since uint64, fn func(*event.Record) bool, bad func(Bad)) error {
+	return ScanBadTo(path, -1, since, fn, bad)
+}
+
+// ScanBadTo is ScanBad of the log's first end bytes (all of it when end is
+// negative): with end a Writer's Size, the records it had written then,
+// whatever it appends while the scan reads.
+func ScanBadTo(path string, end int64, since uint64, fn func(*event.Record) bool, bad func(Bad)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 64<<10)
+	var r io.Reader = f
+	if end >= 0 {
+		r = io.LimitReader(f, end)
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
 	var off int64
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')

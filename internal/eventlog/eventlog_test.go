@@ -92,3 +92,44 @@ func TestUnfinishedTurns(t *testing.T) {
 		t.Fatalf("tail = %+v, want turns 2 and 4 unfinished", tail)
 	}
 }
+
+// ScanBadTo reads what the writer had written at its Size, not what it
+// wrote after, nor a record being written (a torn tail past the size).
+func TestScanBadTo(t *testing.T) {
+	path := Path(t.TempDir(), "a1")
+	w, _, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	appendN := func(from, to int) {
+		for i := from; i <= to; i++ {
+			r := event.Record{TS: time.Now(), Seq: uint64(i), Kind: event.Status, Turn: 1, Data: []byte(`{"status":"idle"}`)}
+			if err := w.Append(&r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendN(1, 2)
+	size := w.Size()
+	appendN(3, 4)
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"ts":"2026-01-01T00:00:00Z","seq":5,"ki`)
+	f.Close()
+	scan := func(end int64) (seqs []uint64, bad int) {
+		err := ScanBadTo(path, end, 0, func(r *event.Record) bool { seqs = append(seqs, r.Seq); return true }, func(Bad) { bad++ })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seqs, bad
+	}
+	if seqs, bad := scan(size); fmt.Sprint(seqs) != "[1 2]" || bad != 0 {
+		t.Errorf("to the size then: %v, %d bad; want [1 2], 0", seqs, bad)
+	}
+	if seqs, bad := scan(w.Size()); fmt.Sprint(seqs) != "[1 2 3 4]" || bad != 0 {
+		t.Errorf("to the size now: %v, %d bad; want [1 2 3 4], 0", seqs, bad)
+	}
+	if seqs, bad := scan(-1); fmt.Sprint(seqs) != "[1 2 3 4]" || bad != 1 {
+		t.Errorf("all of it: %v, %d bad; want [1 2 3 4], 1", seqs, bad)
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Identity names one process instance: its pid and the start time the kernel
@@ -111,6 +113,10 @@ type Child struct {
 	done chan struct{}
 	err  error
 	once sync.Once
+
+	exitMu sync.Mutex
+	exited bool
+	onExit []func()
 }
 
 // Start starts cmd in its own process group and begins waiting on it. The
@@ -125,14 +131,73 @@ func Start(cmd *exec.Cmd) (*Child, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	// The child has its environment and arguments; the Cmd is kept for
+	// its exit state for the child's life, and copies of them (a
+	// kilobyte of headers each, for a claude agent) need not be.
+	cmd.Env, cmd.Args = nil, nil
 	c := &Child{Cmd: cmd, done: make(chan struct{})}
 	c.ID.PID = cmd.Process.Pid
 	c.ID.StartTime, _ = StartTime(c.ID.PID)
 	go func() {
+		awaitExit(c.ID.PID)
 		c.err = cmd.Wait()
 		close(c.done)
+		c.exitMu.Lock()
+		c.exited = true
+		fs := c.onExit
+		c.onExit = nil
+		c.exitMu.Unlock()
+		for _, f := range fs {
+			f()
+		}
 	}()
 	return c, nil
+}
+
+// AfterExit calls f once the process has exited and been reaped (Done is
+// closed), in the goroutine that waited for it, or at once when it has
+// already. f must not block: it is for arming a timer, where a goroutine
+// of its own waiting on Done would cost a stack for the child's life.
+func (c *Child) AfterExit(f func()) {
+	c.exitMu.Lock()
+	if !c.exited {
+		c.onExit = append(c.onExit, f)
+		c.exitMu.Unlock()
+		return
+	}
+	c.exitMu.Unlock()
+	f()
+}
+
+// awaitExit returns when process pid (a child not yet waited for) has
+// exited, or at once when it cannot tell. cmd.Wait blocks in waitid(2),
+// which holds an OS thread for each child for its whole life: a daemon
+// with a thousand idle agents had a thousand threads, each with its
+// stack. A pidfd becomes readable when its process exits, so the wait
+// parks on the runtime's poller instead, and the Wait after it returns at
+// once. Without pidfds (Linux before 5.3) Wait blocks, as before.
+func awaitExit(pid int) {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), "pidfd") // non-blocking: the poller's
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Read(func(fd uintptr) bool {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			n, err := unix.Poll(fds, 0)
+			if err == unix.EINTR {
+				continue
+			}
+			// Exited, or poll failed (then Wait blocks).
+			return n > 0 || err != nil
+		}
+	})
 }
 
 // Done is closed when the process has exited and been reaped.

@@ -3,6 +3,9 @@ package proc
 import (
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -148,5 +151,118 @@ func TestStopReachesDescendantsInTheirOwnGroup(t *testing.T) {
 			t.Errorf("%s left the descendant %d running", name, pid)
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
+	}
+}
+
+// Waiting for children holds no OS thread each (a pidfd on the poller, not
+// a blocking waitid), and each exit is still seen, with its code.
+func TestWaitHoldsNoThread(t *testing.T) {
+	threads := func() int {
+		raw, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(raw), "\n") {
+			if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+				n, _ := strconv.Atoi(strings.TrimSpace(v))
+				return n
+			}
+		}
+		t.Fatal("no Threads in /proc/self/status")
+		return 0
+	}
+	const n = 40
+	before := threads()
+	var kids []*Child
+	var stdins []*os.File
+	defer func() {
+		for _, f := range stdins {
+			f.Close()
+		}
+		for _, c := range kids {
+			c.Stop(time.Second)
+		}
+	}()
+	for i := 0; i < n; i++ {
+		cmd := exec.Command("/bin/sh", "-c", "read x; exit 7")
+		w, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Start(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kids = append(kids, c)
+		stdins = append(stdins, w.(*os.File))
+	}
+	// Each child is running (it waits on its stdin); once each is waited
+	// for, count the threads.
+	for waiting(t) < n {
+		runtime.Gosched()
+	}
+	if got := threads() - before; got >= n/2 {
+		t.Errorf("%d threads more for %d children waited for", got, n)
+	}
+	for i, f := range stdins {
+		f.Close()
+		<-kids[i].Done()
+		if code := kids[i].ExitCode(); code != 7 {
+			t.Errorf("child %d: exit code %d, want 7", i, code)
+		}
+	}
+}
+
+// waiting counts the goroutines of Start blocked in a wait for their
+// child, in the poller or in a system call.
+func waiting(t *testing.T) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "proc.Start.func1") && (strings.Contains(g, "[IO wait") || strings.Contains(g, "[syscall")) {
+			count++
+		}
+	}
+	return count
+}
+
+// AfterExit's functions run once the child is reaped, whether they were
+// given before its exit or after.
+func TestAfterExit(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "read x")
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(0)
+	before := make(chan bool, 1)
+	c.AfterExit(func() {
+		select {
+		case <-c.Done():
+			before <- true
+		default:
+			before <- false
+		}
+	})
+	w.Close()
+	if !<-before {
+		t.Error("AfterExit ran before Done")
+	}
+	ran := false
+	c.AfterExit(func() { ran = true })
+	if !ran {
+		t.Error("AfterExit after the exit did not run at once")
 	}
 }

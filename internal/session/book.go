@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kaimon/kaimon/internal/event"
@@ -13,9 +14,18 @@ import (
 // blocks and one-line tool summaries, plus the text still streaming. It is
 // fed every envelope (deltas included) of a live agent, or the authoritative
 // records of a log for an agent that is gone.
+//
+// A live agent's book (newLiveBook) keeps only the turns not done and the
+// last one done: an agent may run for thousands of turns, and their text
+// is in the log, which is where the others are read from when asked for
+// (Agent.output). It drops each done turn when a later one ends; pruned is
+// the last turn it dropped, so a turn up to it that it lacks is in the log.
+// A book read from a log keeps every turn.
 type book struct {
-	turns map[int]*turnRec
-	last  int
+	turns  map[int]*turnRec
+	last   int
+	live   bool
+	pruned int
 	// bad names the lines of the log read into the book that are not
 	// records: what agent_output reads from it may lack them.
 	bad []string
@@ -45,6 +55,24 @@ type turnRec struct {
 
 func newBook() *book { return &book{turns: map[int]*turnRec{}} }
 
+// newLiveBook is the book of a live agent, which drops the turns done.
+func newLiveBook() *book { return &book{turns: map[int]*turnRec{}, live: true} }
+
+// dropped says whether turn n was done and dropped: the log has it.
+func (b *book) dropped(n int) bool {
+	return b != nil && n > 0 && n <= b.pruned && b.turns[n] == nil
+}
+
+// prune drops the turns done before turn n, which just ended.
+func (b *book) prune(n int) {
+	for k, t := range b.turns {
+		if k < n && t.done {
+			delete(b.turns, k)
+			b.pruned = max(b.pruned, k)
+		}
+	}
+}
+
 // get returns turn n's record, nil if there is none (or no book).
 func (b *book) get(n int) *turnRec {
 	if b == nil {
@@ -67,7 +95,9 @@ func (b *book) turn(n int) *turnRec {
 
 // add feeds one event.
 func (b *book) add(kind event.Kind, turnN int, data []byte) {
-	if turnN <= 0 {
+	if turnN <= 0 || b.dropped(turnN) {
+		// A straggler of a dropped turn would start a partial copy of
+		// it: the log has the whole.
 		return
 	}
 	switch kind {
@@ -121,7 +151,17 @@ func (b *book) add(kind event.Kind, turnN int, data []byte) {
 		t.errMsg = r.Error
 		t.usage = r.Usage
 		t.streaming.Reset()
+		if b.live {
+			b.prune(turnN)
+		}
 	}
+}
+
+// clone copies what the turn's text is rendered from.
+func (t *turnRec) clone() *turnRec {
+	c := &turnRec{blocks: slices.Clone(t.blocks), done: t.done, stopReason: t.stopReason, errMsg: t.errMsg, usage: t.usage}
+	c.streaming.WriteString(t.streaming.String())
+	return c
 }
 
 func oneLine(s string, max int) string {

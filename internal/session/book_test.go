@@ -73,3 +73,39 @@ func TestOneLine(t *testing.T) {
 		t.Errorf("oneLine cut = %q", got)
 	}
 }
+
+// A live book keeps the turns not done and the last one done; a turn it
+// dropped is known to be in the log, and a straggler of it is not taken.
+func TestLiveBookDropsDoneTurns(t *testing.T) {
+	b := newLiveBook()
+	turn := func(n int, text string, done bool) {
+		feed(b, event.New(event.TurnStarted, n, struct{}{}), event.NewText(event.AssistantText, n, false, text))
+		if done {
+			feed(b, event.New(event.Result, n, event.ResultData{StopReason: "end_turn"}))
+		}
+	}
+	turn(1, "one", false) // never ended (a daemon lost mid-turn)
+	turn(2, "two", true)
+	turn(3, "three", true)
+	turn(4, "four", false) // running
+	if len(b.turns) != 3 || b.turns[1] == nil || b.turns[3] == nil || b.turns[4] == nil {
+		t.Fatalf("turns kept: %v, want 1 (not done), 3 (last done), 4 (running)", b.turns)
+	}
+	if !b.dropped(2) || b.dropped(1) || b.dropped(3) || b.dropped(4) || b.dropped(5) {
+		t.Errorf("dropped: 2 %v, 1 %v, 3 %v, 4 %v, 5 %v; want only 2", b.dropped(2), b.dropped(1), b.dropped(3), b.dropped(4), b.dropped(5))
+	}
+	feed(b, event.NewText(event.AssistantText, 2, false, "late"))
+	if b.turns[2] != nil {
+		t.Error("a straggler of a dropped turn started a copy of it")
+	}
+	feed(b, event.New(event.Result, 4, event.ResultData{StopReason: "end_turn"}))
+	if got, tr, n := b.text(0, "last_message", false); got != "four" || !tr.done || n != 4 || b.turns[3] != nil || !b.dropped(3) {
+		t.Errorf("after turn 4 ended: %q, %d, turn 3 kept %v", got, n, b.turns[3] != nil)
+	}
+	// A book read from a log keeps every turn.
+	all := newBook()
+	feed(all, event.New(event.Result, 1, event.ResultData{}), event.New(event.Result, 2, event.ResultData{}))
+	if len(all.turns) != 2 || all.dropped(1) {
+		t.Errorf("log book: %d turns", len(all.turns))
+	}
+}

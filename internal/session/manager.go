@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -207,6 +208,7 @@ type Agent struct {
 	info      backend.Info
 	saved     string        // the session id the record holds
 	book      *book         // nil for an agent loaded from its record: read its log
+	logStart  int64         // the log's size when the book was read from it
 	changed   chan struct{} // closed on the next change; nil until a waiter asks (changedLocked)
 	exitErr   error
 	closedReq string // the reason given to close, "" if none
@@ -421,9 +423,9 @@ func openError(err error) error {
 // start opens the reserved slot's log and record and starts its backend.
 func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	m := ag.m
-	// The book begins with the slot's earlier turns, which agent_output
-	// still reads.
-	b := newBook()
+	// The book begins with the slot's last turn; agent_output reads the
+	// earlier ones from the log (newLiveBook).
+	b := newLiveBook()
 	w, tail, err := eventlog.OpenEach(eventlog.Path(m.paths.CacheDir, ag.id), func(r *event.Record) { b.add(r.Kind, r.Turn, r.Data) })
 	if err != nil {
 		_ = be.Close() // never started: this frees what New took
@@ -450,6 +452,7 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	ag.diskCeil = ag.seq
 	ag.turn = tail.LastTurn
 	ag.book = b
+	ag.logStart = w.Size()
 	ag.be = be
 	ag.mu.Unlock()
 	ag.transition(Starting, 0)
@@ -857,7 +860,7 @@ func (ag *Agent) logFault(err error) {
 	turn, pending := ag.turn, ag.pending
 	var open []int
 	for n := turn - pending + 1; n <= turn; n++ {
-		if t := ag.book.get(n); n > 0 && (t == nil || !t.done) {
+		if t := ag.book.get(n); n > 0 && !ag.book.dropped(n) && (t == nil || !t.done) { // dropped: done
 			open = append(open, n)
 		}
 	}
@@ -1103,14 +1106,25 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 	for {
 		ag.mu.Lock()
 		t := ag.book.get(n)
+		dropped := ag.book.dropped(n)
 		status := ag.status
 		ch := ag.changedLocked()
+		logStart := ag.logStart
 		var done bool
 		var text, stop, msg string
 		if t != nil {
 			done, text, stop, msg = t.done, t.lastMessage(), t.stopReason, t.errMsg
 		}
 		ag.mu.Unlock()
+		if dropped {
+			// Done, and dropped from the book for a later turn that
+			// ended before this call looked: the log has it.
+			lb, _, lerr := ag.readLog(logStart, func(k int) bool { return k == n })
+			if t = lb.get(n); t == nil || !t.done {
+				return nil, verbs.Errorf(verbs.CodeInternal, "agent %s turn %d ended, and its end is not in the event log: %v", ag.id, n, lerr)
+			}
+			done, text, stop, msg = t.done, t.lastMessage(), t.stopReason, t.errMsg
+		}
 		// done is set once the result is in the log and fsynced
 		// (publishOne): the answer may go. Its fan-out and the record's
 		// save follow in the agent's queue and the background, not on
@@ -1145,26 +1159,22 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 		t      *turnRec
 		n      int
 		status = Dead
-		b      *book
+		bad    []string
+		read   bool
 	)
 	ag, err := m.get(a.AgentID)
 	if err == nil {
 		ag.flush() // what the agent emitted before the call is reflected
-		ag.mu.Lock()
-		if ag.book != nil {
-			text, t, n = ag.book.text(a.Turn, which, a.IncludeTools)
-		}
-		b, status = ag.book, ag.status
-		ag.mu.Unlock()
+		text, t, n, bad, status, read = ag.output(a.Turn, which, a.IncludeTools)
 	}
-	if b == nil {
+	if !read {
 		// An agent of an earlier daemon (or a forgotten one whose log was
 		// kept) is read from its log.
 		var ve *verbs.Error
 		if err != nil && (!errors.As(err, &ve) || ve.Code != verbs.CodeNotFound || !idRE.MatchString(a.AgentID)) {
 			return nil, err
 		}
-		b = newBook()
+		b := newBook()
 		path := eventlog.Path(m.paths.CacheDir, a.AgentID)
 		serr := eventlog.ScanBad(path, 0, func(r *event.Record) bool { b.add(r.Kind, r.Turn, r.Data); return true },
 			func(bad eventlog.Bad) { b.bad = append(b.bad, fmt.Sprintf("event log %s %v", path, bad)) })
@@ -1175,6 +1185,7 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 			return nil, err
 		}
 		text, t, n = b.text(a.Turn, which, a.IncludeTools)
+		bad = b.bad
 	}
 	if a.Turn > 0 && t == nil {
 		return nil, verbs.NotFound("agent %s has no turn %d", a.AgentID, a.Turn)
@@ -1184,8 +1195,8 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 		res.Done = t.done
 		res.Usage = t.usage
 	}
-	if len(b.bad) > 0 {
-		res.LogErrors = append([]string(nil), b.bad...)
+	if len(bad) > 0 {
+		res.LogErrors = append([]string(nil), bad...)
 	}
 	if r := []rune(text); len(r) > maxChars {
 		res.Truncated = true
@@ -1194,6 +1205,73 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 	}
 	res.Text = text
 	return res, nil
+}
+
+// output renders which of turn n (0: the latest) as agent_output reads
+// it: from the book for the turns it keeps, from the log for those it
+// dropped (and for which "all", every turn). bad names the lines of the
+// log that are not records. read is false when the agent has no book
+// (loaded from its record: the caller reads its log).
+func (ag *Agent) output(n int, which string, tools bool) (text string, t *turnRec, tn int, bad []string, status string, read bool) {
+	ag.mu.Lock()
+	b := ag.book
+	status = ag.status
+	if b == nil {
+		ag.mu.Unlock()
+		return "", nil, 0, nil, status, false
+	}
+	bad = slices.Clone(b.bad)
+	if which != "all" && !b.dropped(n) {
+		text, t, tn = b.text(n, which, tools)
+		ag.mu.Unlock()
+		return text, t, tn, bad, status, true
+	}
+	// The turns the book keeps, as they are now; the log has the others,
+	// done before now, so read to its size after this.
+	var kept map[int]*turnRec
+	if which == "all" {
+		kept = make(map[int]*turnRec, len(b.turns))
+		for k, kt := range b.turns {
+			kept[k] = kt.clone()
+		}
+	}
+	last, logStart := b.last, ag.logStart
+	ag.mu.Unlock()
+	lb, lbad, err := ag.readLog(logStart, func(k int) bool { return which == "all" || k == n })
+	if err != nil {
+		lbad = append(lbad, fmt.Sprintf("event log %s: %v", eventlog.Path(ag.m.paths.CacheDir, ag.id), err))
+	}
+	for k, kt := range kept {
+		lb.turns[k] = kt
+	}
+	lb.last = last
+	text, t, tn = lb.text(n, which, tools)
+	return text, t, tn, append(bad, lbad...), status, true
+}
+
+// readLog reads the agent's log into a book of the turns keep takes, up to
+// what is written when it is called. bad names the lines that are not
+// records past logStart (those before it are in the live book's bad).
+func (ag *Agent) readLog(logStart int64, keep func(turn int) bool) (b *book, bad []string, err error) {
+	end := int64(-1) // the log is closed: all of it
+	ag.pubMu.Lock()
+	if ag.log != nil {
+		end = ag.log.Size()
+	}
+	ag.pubMu.Unlock()
+	path := eventlog.Path(ag.m.paths.CacheDir, ag.id)
+	b = newBook()
+	err = eventlog.ScanBadTo(path, end, 0, func(r *event.Record) bool {
+		if keep(r.Turn) {
+			b.add(r.Kind, r.Turn, r.Data)
+		}
+		return true
+	}, func(bl eventlog.Bad) {
+		if bl.Offset >= logStart {
+			bad = append(bad, fmt.Sprintf("event log %s %v", path, bl))
+		}
+	})
+	return b, bad, err
 }
 
 // Status implements agent_status.

@@ -325,3 +325,88 @@ func TestRunWakesOnResult(t *testing.T) {
 		t.Fatal("run did not return after the result")
 	}
 }
+
+// The agent's book keeps the last turn: agent_output reads the earlier
+// ones from the log, each the same as when it was kept.
+func TestOutputOfEarlierTurnsFromTheLog(t *testing.T) {
+	r := newRig(t, 10)
+	id := r.open(t, "")
+	for i := 1; i <= 5; i++ {
+		if _, err := r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: fmt.Sprint("t", i)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ag, err := r.m.get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag.mu.Lock()
+	kept := len(ag.book.turns)
+	ag.mu.Unlock()
+	if kept != 1 {
+		t.Errorf("the book keeps %d turns, want 1", kept)
+	}
+	out := func(turn int, which string) *verbs.OutputResult {
+		t.Helper()
+		res, err := r.m.Output(bg, decoded(&verbs.OutputArgs{AgentID: id, Turn: turn, Which: which}))
+		if err != nil {
+			t.Fatalf("output turn %d %s: %v", turn, which, err)
+		}
+		return res
+	}
+	if o := out(2, "last_message"); o.Text != "re: t2" || !o.Done || o.Turn != 2 || o.Usage.InputTokens != 100 || o.Status != Idle || o.LogErrors != nil {
+		t.Errorf("turn 2 = %+v", o)
+	}
+	if o := out(3, "full_turn"); o.Text != "re: t3" || !o.Done {
+		t.Errorf("turn 3 full = %+v", o)
+	}
+	if o := out(0, "last_message"); o.Text != "re: t5" || o.Turn != 5 {
+		t.Errorf("latest = %+v", o)
+	}
+	var want []string
+	for i := 1; i <= 5; i++ {
+		want = append(want, fmt.Sprintf("— turn %d —\nre: t%d", i, i))
+	}
+	if o := out(0, "all"); o.Text != strings.Join(want, "\n\n") || o.Turn != 5 || !o.Done {
+		t.Errorf("all = %+v", o)
+	}
+	if _, err := r.m.Output(bg, decoded(&verbs.OutputArgs{AgentID: id, Turn: 9})); err == nil {
+		t.Error("turn 9 found")
+	}
+
+	// agent_run of a turn that another ended after: whether the book
+	// still has it when Run looks or it is read from the log, the answer
+	// is the same.
+	for i := 0; i < 5; i++ {
+		r.mu.Lock()
+		s := r.last
+		r.mu.Unlock()
+		s.mu.Lock()
+		s.hold = true
+		s.mu.Unlock()
+		ran := make(chan error, 1)
+		go func() {
+			res, err := r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "held"}))
+			if err == nil && res.Text != "re: released" {
+				err = fmt.Errorf("run = %q", res.Text)
+			}
+			ran <- err
+		}()
+		for {
+			s.mu.Lock()
+			n := len(s.held)
+			s.mu.Unlock()
+			if n == 1 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if _, err := r.m.Send(bg, &verbs.SendArgs{AgentID: id, Text: "next"}); err != nil {
+			t.Fatal(err)
+		}
+		s.release()
+		if err := <-ran; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

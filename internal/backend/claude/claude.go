@@ -256,12 +256,7 @@ var MaxLine = 64 << 20
 // and then reports the exit. A line over MaxLine is skipped with an error
 // event; the turn goes on.
 func (b *Backend) run(p *host.Process) {
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		p.ReadLines(MaxLine, b.handle, b.skipped)
-	}()
-	p.Watch(read, b.life.HangUp)
+	p.Serve(MaxLine, b.handle, b.skipped, b.life.HangUp)
 	b.finish(p)
 }
 

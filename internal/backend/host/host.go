@@ -7,7 +7,6 @@
 package host
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -212,14 +211,44 @@ func (p *Process) Watch(readDone <-chan struct{}, hangup func()) {
 	p.Stdout.Close()
 }
 
+// Serve is ReadLines and Watch in the caller's goroutine, one fewer for
+// each agent's life (a daemon may host a thousand idle ones): the drain
+// after an exit is a timer armed when the child is reaped (AfterExit),
+// cutting stdout off after DrainDelay; the hangup grace follows the read
+// as in Watch. Stdout is closed when Serve returns.
+func (p *Process) Serve(max int, line func([]byte), skipped func(int64), hangup func()) {
+	read := make(chan struct{})
+	p.Child.AfterExit(func() {
+		time.AfterFunc(DrainDelay, func() {
+			select {
+			case <-read:
+			default:
+				p.Stdout.Close() // a straggler holds stdout: stop reading
+			}
+		})
+	})
+	p.ReadLines(max, line, skipped)
+	close(read)
+	select {
+	case <-p.Child.Done():
+	case <-time.After(HangupGrace):
+		// Its stdout is closed but it lives: nothing it does can reach
+		// us, so its turn would never end.
+		hangup()
+		p.Child.Stop(StopGrace)
+	}
+	p.Stdout.Close()
+}
+
 // ReadLines reads the agent's stdout line by line until it ends, handing
 // each line (its newline included) to line. A line over max bytes is not
 // buffered whole but read past, and its size handed to skipped, so that a
-// runaway agent cannot take the daemon's memory.
+// runaway agent cannot take the daemon's memory. While the agent prints
+// nothing, the reader holds no buffer (LineReader).
 func (p *Process) ReadLines(max int, line func([]byte), skipped func(int64)) {
-	br := bufio.NewReaderSize(p.Stdout, 64<<10)
+	lr := NewLineReader(p.Stdout)
 	for {
-		l, n, err := ReadLine(br, max)
+		l, n, err := lr.ReadLine(max)
 		if n > 0 {
 			skipped(n)
 		}
@@ -228,26 +257,6 @@ func (p *Process) ReadLines(max int, line func([]byte), skipped func(int64)) {
 		}
 		if err != nil {
 			return
-		}
-	}
-}
-
-// ReadLine reads one line of at most max bytes (its newline included). A
-// longer one is read to its end and discarded: line is nil and skipped is
-// its size. err is the reader's, as with ReadBytes.
-func ReadLine(br *bufio.Reader, max int) (line []byte, skipped int64, err error) {
-	for {
-		frag, err := br.ReadSlice('\n')
-		if skipped == 0 && len(line)+len(frag) <= max {
-			line = append(line, frag...)
-		} else {
-			if skipped == 0 {
-				skipped, line = int64(len(line)), nil
-			}
-			skipped += int64(len(frag))
-		}
-		if err != bufio.ErrBufferFull {
-			return line, skipped, err
 		}
 	}
 }
@@ -325,7 +334,20 @@ func LookupEnv(env []string, key string) string {
 }
 
 // SetEnv returns env with key set to value (replacing earlier values).
+// When env already sets key to value only, once, it is returned itself,
+// not copied: a backend keeps its agent's environment for the agent's
+// life, and the session manager's already names the agent (never write
+// into either in place).
 func SetEnv(env []string, key, value string) []string {
+	n, last := 0, ""
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); ok && k == key {
+			n, last = n+1, kv
+		}
+	}
+	if n == 1 && last == key+"="+value {
+		return env
+	}
 	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k != key {

@@ -1,33 +1,10 @@
 package host
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 )
-
-// ReadLine never holds more than max bytes of a line.
-func TestReadLineBounded(t *testing.T) {
-	in := strings.Repeat("x", 100) + "\nshort\n" + strings.Repeat("y", 50)
-	br := bufio.NewReaderSize(strings.NewReader(in), 16)
-	var got []string
-	for {
-		line, skipped, err := ReadLine(br, 10)
-		if line != nil && len(line) > 10 {
-			t.Fatalf("line of %d bytes held", len(line))
-		}
-		got = append(got, fmt.Sprintf("%q/%d", line, skipped))
-		if err != nil {
-			break
-		}
-	}
-	want := `""/101 "short\n"/0 ""/50`
-	if strings.Join(got, " ") != want {
-		t.Errorf("got %s, want %s", strings.Join(got, " "), want)
-	}
-}
 
 // A spawned program's stdout lines, its stderr in the log, its exit.
 func TestSpawnReadWatch(t *testing.T) {
@@ -113,5 +90,79 @@ func TestAsks(t *testing.T) {
 	defer done3()
 	if c3.Err() == nil || !a.Stopped() {
 		t.Fatal("a request begun after Stop lives")
+	}
+}
+
+// Serve reads a program's lines and returns after its exit, in one
+// goroutine.
+func TestServe(t *testing.T) {
+	p, err := Spawn(Spec{Name: "sh", Bin: "/bin/sh", Args: []string{"-c", "read x; echo got $x; exit 3"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Child.Stop(0)
+	if err := p.WriteJSON("hi"); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	p.Serve(1<<20, func(l []byte) { lines = append(lines, string(l)) }, func(int64) { t.Error("skipped") }, func() { t.Error("hung up") })
+	if strings.Join(lines, "") != "got \"hi\"\n" {
+		t.Errorf("lines %q", lines)
+	}
+	if got := p.Ended(false, ""); got != "sh exited with code 3" {
+		t.Errorf("Ended = %q", got)
+	}
+}
+
+// A straggler holding stdout after the program exited is cut off after
+// DrainDelay, and what it printed before is read.
+func TestServeStraggler(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits DrainDelay")
+	}
+	p, err := Spawn(Spec{Name: "sh", Bin: "/bin/sh", Args: []string{"-c", "echo first; sleep 30 & exit 0"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Child.Stop(0) // the straggler is in its group
+	var lines []string
+	p.Serve(1<<20, func(l []byte) { lines = append(lines, string(l)) }, func(int64) {}, func() { t.Error("hung up") })
+	if strings.Join(lines, "") != "first\n" {
+		t.Errorf("lines %q", lines)
+	}
+	if got := p.Ended(false, ""); got != "sh exited with code 0" {
+		t.Errorf("Ended = %q", got)
+	}
+}
+
+// An agent that closes its stdout and lives on is stopped after the grace.
+func TestServeHangup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits HangupGrace")
+	}
+	p, err := Spawn(Spec{Name: "sh", Bin: "/bin/sh", Args: []string{"-c", "exec >&-; sleep 30"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hung := false
+	p.Serve(1<<20, func([]byte) {}, func(int64) {}, func() { hung = true })
+	<-p.Child.Done()
+	if !hung {
+		t.Error("hangup not called")
+	}
+}
+
+func TestSetEnv(t *testing.T) {
+	env := []string{"A=1", "K=old", "B=2", "K=older"}
+	got := SetEnv(env, "K", "new")
+	if strings.Join(got, " ") != "A=1 B=2 K=new" || strings.Join(env, " ") != "A=1 K=old B=2 K=older" {
+		t.Errorf("SetEnv = %q (env now %q)", got, env)
+	}
+	// Already so: the same slice, not a copy.
+	if again := SetEnv(got, "K", "new"); &again[0] != &got[0] || len(again) != len(got) {
+		t.Errorf("SetEnv copied an env that had the value: %q", again)
+	}
+	if v := LookupEnv(SetEnv([]string{"K=new", "K=x"}, "K", "new"), "K"); v != "new" {
+		t.Errorf("SetEnv over two values: K=%q", v)
 	}
 }

@@ -1,0 +1,178 @@
+package host
+
+import (
+	"bytes"
+	"io"
+	"sync"
+	"syscall"
+)
+
+// readBufSize is the read buffer of a LineReader: the most one read
+// syscall takes from an agent's stdout. A line longer than it is gathered
+// in its own slice, as any line is.
+const readBufSize = 64 << 10
+
+// readBufs holds the read buffers of the LineReaders not reading now.
+// An idle agent (most of them, most of the time: a daemon may host a
+// thousand) waits for its stdout without one: the buffer was 64 KiB per
+// agent, three quarters of an idle daemon's heap. The pool's buffers that
+// stay unused are freed by the GC.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
+
+// LineReader reads lines from an agent's stdout, holding a read buffer
+// only while there is data to read: it takes one from a pool when the
+// pipe is readable and gives it back when all it read is handed out. On a
+// pipe the runtime polls (os.Pipe's read end) it waits for data with no
+// buffer at all; on another reader (tests), it holds one only through
+// each Read.
+type LineReader struct {
+	src  io.Reader
+	rc   syscall.RawConn // src's, when it is a file the runtime polls
+	size int             // of buf; readBufSize uses the pool
+	buf  *[]byte         // nil when every byte read was handed out
+	r, w int             // buf[r:w] is read and not yet handed out
+	err  error           // the reader's error, once buf[r:w] is handed out
+}
+
+// NewLineReader reads lines from r.
+func NewLineReader(r io.Reader) *LineReader { return newLineReader(r, readBufSize) }
+
+func newLineReader(r io.Reader, size int) *LineReader {
+	lr := &LineReader{src: r, size: size}
+	if sc, ok := r.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			lr.rc = rc
+		}
+	}
+	return lr
+}
+
+// ReadLine reads one line of at most max bytes (its newline included). A
+// longer one is read to its end and discarded, never held whole: line is
+// nil and skipped is its size. The line is the caller's (a fresh slice,
+// never reused). err is the reader's (io.EOF at the end), returned with
+// the last bytes before it, as bufio's ReadBytes does.
+func (lr *LineReader) ReadLine(max int) (line []byte, skipped int64, err error) {
+	for {
+		if lr.r == lr.w {
+			if err := lr.fill(); err != nil {
+				return line, skipped, err
+			}
+			continue
+		}
+		frag := (*lr.buf)[lr.r:lr.w]
+		i := bytes.IndexByte(frag, '\n')
+		end := i >= 0
+		if end {
+			frag = frag[:i+1]
+		}
+		lr.r += len(frag)
+		if skipped == 0 && len(line)+len(frag) <= max {
+			line = append(line, frag...)
+		} else {
+			if skipped == 0 {
+				skipped, line = int64(len(line)), nil
+			}
+			skipped += int64(len(frag))
+		}
+		if end {
+			if lr.r == lr.w {
+				lr.release()
+			}
+			return line, skipped, nil
+		}
+	}
+}
+
+// held says whether the reader holds a read buffer.
+func (lr *LineReader) held() bool { return lr.buf != nil }
+
+// release gives the read buffer back; every byte read must be handed out.
+func (lr *LineReader) release() {
+	if lr.buf == nil {
+		return
+	}
+	if lr.size == readBufSize {
+		readBufs.Put(lr.buf)
+	}
+	lr.buf, lr.r, lr.w = nil, 0, 0
+}
+
+func (lr *LineReader) take() {
+	if lr.buf != nil {
+		return
+	}
+	if lr.size == readBufSize {
+		lr.buf = readBufs.Get().(*[]byte)
+	} else {
+		b := make([]byte, lr.size)
+		lr.buf = &b
+	}
+}
+
+// fill reads into the emptied buffer; it returns the reader's error once
+// nothing read is left.
+func (lr *LineReader) fill() error {
+	if lr.err != nil {
+		lr.release()
+		return lr.err
+	}
+	lr.r, lr.w = 0, 0
+	if lr.rc == nil {
+		lr.take()
+		for range 100 { // as bufio: a reader that keeps reading nothing is broken
+			n, err := lr.src.Read(*lr.buf)
+			lr.w, lr.err = n, err
+			if n > 0 {
+				return nil
+			}
+			if err != nil {
+				lr.release()
+				return err
+			}
+		}
+		lr.release()
+		lr.err = io.ErrNoProgress
+		return lr.err
+	}
+	// The read is made in the poller's callback: it takes a buffer only
+	// when it is called, and gives it back before waiting when there was
+	// nothing to read, so a waiting reader holds none.
+	var n int
+	var rerr error
+	err := lr.rc.Read(func(fd uintptr) bool {
+		lr.take()
+		for {
+			n, rerr = syscall.Read(int(fd), *lr.buf)
+			if rerr != syscall.EINTR {
+				break
+			}
+		}
+		if rerr == syscall.EAGAIN {
+			lr.release()
+			return false
+		}
+		return true
+	})
+	switch {
+	case err != nil: // closed under us (a straggler cut off)
+		rerr = err
+	case rerr != nil:
+		rerr = &readError{err: rerr}
+	case n == 0:
+		rerr = io.EOF
+	}
+	if rerr != nil {
+		lr.release()
+		lr.err = rerr
+		return rerr
+	}
+	lr.w = n
+	return nil
+}
+
+// readError is a failed read(2) of the agent's stdout.
+type readError struct{ err error }
+
+func (e *readError) Error() string { return "reading the agent's stdout: " + e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }

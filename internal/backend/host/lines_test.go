@@ -1,0 +1,144 @@
+package host
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// ReadLine never holds more than max bytes of a line, whatever the reads
+// and the buffer (16 bytes here, lines across reads).
+func TestReadLineBounded(t *testing.T) {
+	in := strings.Repeat("x", 100) + "\nshort\n" + strings.Repeat("y", 50)
+	for _, r := range []io.Reader{strings.NewReader(in), iotest.OneByteReader(strings.NewReader(in)), iotest.DataErrReader(strings.NewReader(in))} {
+		lr := newLineReader(r, 16)
+		var got []string
+		for {
+			line, skipped, err := lr.ReadLine(10)
+			if line != nil && len(line) > 10 {
+				t.Fatalf("line of %d bytes held", len(line))
+			}
+			got = append(got, fmt.Sprintf("%q/%d", line, skipped))
+			if err != nil {
+				if err != io.EOF {
+					t.Errorf("err %v", err)
+				}
+				break
+			}
+		}
+		want := `""/101 "short\n"/0 ""/50`
+		if strings.Join(got, " ") != want {
+			t.Errorf("got %s, want %s", strings.Join(got, " "), want)
+		}
+		if lr.held() {
+			t.Error("a buffer held at the end")
+		}
+	}
+}
+
+// On a pipe, as an agent's stdout: short lines, a line longer than the
+// read buffer, a line at the max, one over it (read past, its size
+// reported, the next line whole), and the buffer given back after each
+// line that empties it, long ones included.
+func TestLineReaderPipe(t *testing.T) {
+	const max = 3 * readBufSize
+	long := strings.Repeat("l", 2*readBufSize+7) + "\n"
+	atMax := strings.Repeat("m", max-1) + "\n"
+	over := strings.Repeat("o", max) + "\n"
+	lines := []string{"a\n", "bb\n", long, "c\n", atMax, over, "d\n"}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	wrote := make(chan error, 1)
+	go func() {
+		defer w.Close()
+		for _, l := range lines {
+			if _, err := io.WriteString(w, l); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		_, err := io.WriteString(w, "no newline")
+		wrote <- err
+	}()
+	lr := NewLineReader(r)
+	if lr.rc == nil {
+		t.Fatal("a pipe read without the poller")
+	}
+	for i, want := range lines {
+		line, skipped, err := lr.ReadLine(max)
+		if err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		if want == over {
+			if line != nil || skipped != int64(len(over)) {
+				t.Errorf("line %d: %d bytes, %d skipped; want 0, %d", i, len(line), skipped, len(over))
+			}
+			continue
+		}
+		if !bytes.Equal(line, []byte(want)) || skipped != 0 {
+			t.Errorf("line %d: %d bytes (%.10q), %d skipped; want %d bytes", i, len(line), line, skipped, len(want))
+		}
+	}
+	line, skipped, err := lr.ReadLine(max)
+	if string(line) != "no newline" || skipped != 0 || err != io.EOF {
+		t.Errorf("last: %q, %d, %v; want the unterminated rest and EOF", line, skipped, err)
+	}
+	if lr.held() {
+		t.Error("a buffer held at EOF")
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Each line that empties the read buffer gives it back, a long one
+// included: the writer waits for the reader between lines, so that each
+// read ends with a line.
+func TestLineReaderGivesBack(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	lr := NewLineReader(r)
+	for _, want := range []string{"short\n", strings.Repeat("x", 5*readBufSize) + "\n", "short again\n"} {
+		done := make(chan error, 1)
+		go func() { _, err := io.WriteString(w, want); done <- err }()
+		line, skipped, err := lr.ReadLine(10 * readBufSize)
+		if err != nil || skipped != 0 || string(line) != want {
+			t.Fatalf("%d bytes, %d skipped, %v; want %d bytes", len(line), skipped, err, len(want))
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if lr.held() {
+			t.Errorf("after a line of %d bytes: a read buffer held with nothing in it", len(want))
+		}
+	}
+}
+
+// A reader cut off (its file closed under it, a straggler's stdout) ends
+// with an error, holding nothing.
+func TestLineReaderClosed(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	lr := NewLineReader(r)
+	r.Close()
+	if line, _, err := lr.ReadLine(100); err == nil || line != nil {
+		t.Errorf("read %q, %v from a closed pipe", line, err)
+	}
+	if lr.held() {
+		t.Error("a buffer held")
+	}
+}
