@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -835,4 +836,58 @@ func TestToolKindsAndPlan(t *testing.T) {
 	if got := gjson.GetBytes(evs[0].Data, "call.locations").Raw; got != `[{"path":"/src"}]` {
 		t.Errorf("grep locations %s", got)
 	}
+}
+
+// The claude backend maps each line where the stdout reader read it
+// (host.LineReader), and that buffer is read into again once Map returns:
+// nothing Map returns or keeps may point into the line. Every fixture is
+// mapped twice, from fresh copies and from one buffer scribbled over
+// after each line; what the second gives, read after the scribbling, must
+// be what the first gives.
+func TestMapKeepsNothingOfTheLine(t *testing.T) {
+	dir := fixtureDir(t)
+	for _, name := range fixtureNames(t) {
+		fresh, shared := NewMapper(), NewMapper()
+		turns := 0
+		for _, l := range readLines(t, filepath.Join(dir, name+".stdin.jsonl")) {
+			v := gjson.ParseBytes(l)
+			if v.Get("type").String() == "user" {
+				turns++
+				text := v.Get("message.content.0.text").String()
+				fresh.Push(turns, text)
+				shared.Push(turns, text)
+			}
+		}
+		var want, got []string
+		var kept []Output
+		buf := make([]byte, 0, 1<<20)
+		for _, l := range readLines(t, filepath.Join(dir, name+".jsonl")) {
+			want = append(want, outputString(t, fresh.Map(bytes.Clone(l))))
+			buf = append(buf[:0], l...)
+			out := shared.Map(buf)
+			out.Events = slices.Clone(out.Events) // the mapper's own slice, reused
+			kept = append(kept, out)
+			for i := range buf {
+				buf[i] = 'x'
+			}
+		}
+		for _, out := range kept {
+			got = append(got, outputString(t, out))
+		}
+		for i := range want {
+			if want[i] != got[i] {
+				t.Fatalf("%s line %d: mapped in a reused buffer:\n%s\nfrom a copy:\n%s", name, i+1, got[i], want[i])
+			}
+		}
+	}
+}
+
+// outputString is all of an Output, its events' data included.
+func outputString(t *testing.T, o Output) string {
+	t.Helper()
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

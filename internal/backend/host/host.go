@@ -241,8 +241,9 @@ func (p *Process) Serve(max int, line func([]byte), skipped func(int64), hangup 
 }
 
 // ReadLines reads the agent's stdout line by line until it ends, handing
-// each line (its newline included) to line. A line over max bytes is not
-// buffered whole but read past, and its size handed to skipped, so that a
+// each line (its newline included) to line, which must not keep it past
+// its return (it may be in the read buffer: LineReader.ReadLine). A line
+// over max bytes is not buffered whole but read past, and its size handed to skipped, so that a
 // runaway agent cannot take the daemon's memory. While the agent prints
 // nothing, the reader holds no buffer (LineReader).
 func (p *Process) ReadLines(max int, line func([]byte), skipped func(int64)) {

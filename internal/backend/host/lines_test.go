@@ -142,3 +142,41 @@ func TestLineReaderClosed(t *testing.T) {
 		t.Error("a buffer held")
 	}
 }
+
+// Lines that lie whole in the read buffer with more after them are handed
+// out in place, without an allocation; the buffer's last line is copied
+// and the buffer given back. Each line is right until the next call.
+func TestLineReaderInPlace(t *testing.T) {
+	var in strings.Builder
+	var want []string
+	for i := range 200 {
+		l := fmt.Sprintf("{\"n\":%d,\"pad\":%q}\n", i, strings.Repeat("p", i%37))
+		want = append(want, l)
+		in.WriteString(l)
+	}
+	lr := NewLineReader(strings.NewReader(in.String()))
+	for i, w := range want {
+		line, skipped, err := lr.ReadLine(1 << 20)
+		if string(line) != w || skipped != 0 || err != nil {
+			t.Fatalf("line %d: %q, %d, %v; want %q", i, line, skipped, err, w)
+		}
+		if i < len(want)-1 && !lr.held() {
+			t.Fatalf("line %d: the buffer was given back with lines left in it", i)
+		}
+	}
+	if lr.held() {
+		t.Error("the buffer held after its last line")
+	}
+	// In place: no allocation for a line with more read after it.
+	lr = NewLineReader(strings.NewReader(strings.Repeat("{\"a\":1}\n", 1000)))
+	if _, _, err := lr.ReadLine(100); err != nil { // takes the buffer
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(500, func() {
+		if line, _, err := lr.ReadLine(100); err != nil || string(line) != "{\"a\":1}\n" {
+			t.Fatalf("%q, %v", line, err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per line handed out in place, want 0", n)
+	}
+}
