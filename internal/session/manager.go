@@ -744,7 +744,11 @@ func (ag *Agent) publishOne(ev event.Event, f *fanBuf) (persist bool) {
 		// the state once it has mu: all of it, as of this event.
 		ag.saveInBackground()
 	}
-	ag.broadcastLocked()
+	if ev.Kind == event.Result || ev.Kind == event.Status {
+		// What a waiter (agent_run) waits for: a turn's end, a death.
+		// Not every event: a streamed turn would wake it per delta.
+		ag.broadcastLocked()
+	}
 	newCeil := ag.newCeil
 	ag.newCeil = false
 	over := ag.seq > ag.diskCeil
@@ -807,9 +811,9 @@ func (ag *Agent) stampLocked(ev event.Event) event.Envelope {
 	return ev.Stamp(ag.id, ag.seq, now)
 }
 
-// broadcastLocked wakes everyone waiting for a change of this agent. A
-// channel is made only when someone waits (changedLocked): not once per
-// streamed chunk.
+// broadcastLocked wakes everyone waiting for a change of this agent's
+// status or a turn's end (publishOne). A channel is made only when
+// someone waits (changedLocked): not once per streamed chunk.
 func (ag *Agent) broadcastLocked() {
 	if ag.changed != nil {
 		close(ag.changed)
@@ -817,7 +821,8 @@ func (ag *Agent) broadcastLocked() {
 	}
 }
 
-// changedLocked is a channel closed at the agent's next change.
+// changedLocked is a channel closed at the agent's next change of status
+// or turn's end.
 func (ag *Agent) changedLocked() chan struct{} {
 	if ag.changed == nil {
 		ag.changed = make(chan struct{})
