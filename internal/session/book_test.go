@@ -109,3 +109,38 @@ func TestLiveBookDropsDoneTurns(t *testing.T) {
 		t.Errorf("log book: %d turns", len(all.turns))
 	}
 }
+
+// pieces is a strings.Builder that never copies what it holds: the same
+// text, whatever the writes, across pieces, and a String taken earlier
+// unchanged by later writes.
+func TestPieces(t *testing.T) {
+	var p pieces
+	var want strings.Builder
+	var early, earlyWant string
+	for i := range 20000 {
+		s := strings.Repeat(string(rune('a'+i%26)), i%97)
+		if i%5000 == 0 {
+			s = strings.Repeat("L", maxPiece+3) // over a piece at once
+		}
+		p.WriteString(s)
+		want.WriteString(s)
+		if i == 10 {
+			early, earlyWant = p.String(), want.String()
+		}
+	}
+	if p.Len() != want.Len() || p.String() != want.String() {
+		t.Fatalf("len %d, want %d; texts equal: %v", p.Len(), want.Len(), p.String() == want.String())
+	}
+	if early != earlyWant {
+		t.Fatal("a String taken earlier changed")
+	}
+	for _, piece := range p.p {
+		if cap(piece) > maxPiece {
+			t.Fatalf("a piece of %d bytes", cap(piece))
+		}
+	}
+	p.Reset()
+	if p.Len() != 0 || p.String() != "" || p.p != nil {
+		t.Fatal("Reset kept something")
+	}
+}
