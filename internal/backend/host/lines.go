@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -30,8 +31,11 @@ type LineReader struct {
 	rc   syscall.RawConn // src's, when it is a file the runtime polls
 	size int             // of buf; readBufSize uses the pool
 	buf  *[]byte         // nil when every byte read was handed out
-	r, w int             // buf[r:w] is read and not yet handed out
-	err  error           // the reader's error, once buf[r:w] is handed out
+	// holding is buf != nil, for held, which a test calls from another
+	// goroutine while this one waits.
+	holding atomic.Bool
+	r, w    int   // buf[r:w] is read and not yet handed out
+	err     error // the reader's error, once buf[r:w] is handed out
 }
 
 // NewLineReader reads lines from r.
@@ -50,11 +54,11 @@ func newLineReader(r io.Reader, size int) *LineReader {
 // ReadLine reads one line of at most max bytes (its newline included). A
 // longer one is read to its end and discarded, never held whole: line is
 // nil and skipped is its size. The line is valid until the next call: a
-// line that lies whole in the read buffer, with more read after it, is
-// handed out in place, not copied (issue 12: the copy of every line was a
-// tenth of the relay's CPU); the buffer's last line is copied, so that
-// the buffer goes back to the pool at once and a reader waiting for more
-// holds none. err is the reader's (io.EOF at the end), returned with the
+// line that lies whole in the read buffer is handed out in place, not
+// copied (issue 12: the copy of every line was a tenth of the relay's
+// CPU). On a reader the runtime does not poll, the buffer's last line is
+// copied, so that the buffer goes back to the pool before a Read that may
+// wait. err is the reader's (io.EOF at the end), returned with the
 // last bytes before it, as bufio's ReadBytes does.
 func (lr *LineReader) ReadLine(max int) (line []byte, skipped int64, err error) {
 	for {
@@ -71,7 +75,10 @@ func (lr *LineReader) ReadLine(max int) (line []byte, skipped int64, err error) 
 			frag = frag[:i+1]
 		}
 		lr.r += len(frag)
-		if end && line == nil && skipped == 0 && lr.r < lr.w && len(frag) <= max {
+		if end && line == nil && skipped == 0 && len(frag) <= max && (lr.r < lr.w || lr.rc != nil) {
+			// In place. The buffer's last line too on a polled pipe:
+			// the next call's read gives the buffer back before it
+			// waits (fill), so a waiting reader still holds none.
 			return frag, 0, nil
 		}
 		if skipped == 0 && len(line)+len(frag) <= max {
@@ -92,7 +99,7 @@ func (lr *LineReader) ReadLine(max int) (line []byte, skipped int64, err error) 
 }
 
 // held says whether the reader holds a read buffer.
-func (lr *LineReader) held() bool { return lr.buf != nil }
+func (lr *LineReader) held() bool { return lr.holding.Load() }
 
 // release gives the read buffer back; every byte read must be handed out.
 func (lr *LineReader) release() {
@@ -103,6 +110,7 @@ func (lr *LineReader) release() {
 		readBufs.Put(lr.buf)
 	}
 	lr.buf, lr.r, lr.w = nil, 0, 0
+	lr.holding.Store(false)
 }
 
 func (lr *LineReader) take() {
@@ -115,6 +123,7 @@ func (lr *LineReader) take() {
 		b := make([]byte, lr.size)
 		lr.buf = &b
 	}
+	lr.holding.Store(true)
 }
 
 // fill reads into the emptied buffer; it returns the reader's error once

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 // ReadLine never holds more than max bytes of a line, whatever the reads
@@ -98,29 +99,53 @@ func TestLineReaderPipe(t *testing.T) {
 	}
 }
 
-// Each line that empties the read buffer gives it back, a long one
-// included: the writer waits for the reader between lines, so that each
-// read ends with a line.
+// A reader waiting for the agent holds no buffer: after each line, a long
+// one included, the next call gives the buffer back before it waits. (The
+// line it returned may lie in the buffer until then.)
 func TestLineReaderGivesBack(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
 	defer w.Close()
 	lr := NewLineReader(r)
-	for _, want := range []string{"short\n", strings.Repeat("x", 5*readBufSize) + "\n", "short again\n"} {
-		done := make(chan error, 1)
-		go func() { _, err := io.WriteString(w, want); done <- err }()
-		line, skipped, err := lr.ReadLine(10 * readBufSize)
-		if err != nil || skipped != 0 || string(line) != want {
-			t.Fatalf("%d bytes, %d skipped, %v; want %d bytes", len(line), skipped, err, len(want))
+	type read struct {
+		line string
+		err  error
+	}
+	lines := make(chan read)
+	go func() {
+		for {
+			line, _, err := lr.ReadLine(10 * readBufSize)
+			lines <- read{string(line), err} // copied before the next call
+			if err != nil {
+				return
+			}
 		}
-		if err := <-done; err != nil {
+	}()
+	defer func() { // end the reader
+		r.Close()
+		for rd := range lines {
+			if rd.err != nil {
+				return
+			}
+		}
+	}()
+	for _, want := range []string{"short\n", strings.Repeat("x", 5*readBufSize) + "\n", "short again\n"} {
+		if _, err := io.WriteString(w, want); err != nil {
 			t.Fatal(err)
 		}
-		if lr.held() {
-			t.Errorf("after a line of %d bytes: a read buffer held with nothing in it", len(want))
+		if rd := <-lines; rd.err != nil || rd.line != want {
+			t.Fatalf("%d bytes, %v; want %d bytes", len(rd.line), rd.err, len(want))
+		}
+		// The reader is now on its way to wait for the next line: it
+		// must get there without a buffer.
+		deadline := time.Now().Add(10 * time.Second)
+		for lr.held() {
+			if time.Now().After(deadline) {
+				t.Fatalf("after a line of %d bytes: waiting for the next with a read buffer held", len(want))
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
 }
