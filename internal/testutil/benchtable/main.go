@@ -192,6 +192,12 @@ func main() {
 		before, _ := r.get("Memory", "MB-turns0")
 		grown, _ := r.get("Memory", "MB-grown")
 		add("daemon RSS after "+strings.TrimPrefix(unit, "MB-turns")+" turns on one agent", f1(after)+" MB", "before "+f1(before)+" MB", plus(grown)+" MB", "flat (grown < 1 MB)", verdict(grown < 1))
+		for w := range r["Memory"] {
+			if n, ok := strings.CutPrefix(w, "MB-grown-after"); ok {
+				warm, _ := r.get("Memory", w)
+				add("  same, grown after the first "+n+" turns", plus(warm)+" MB", "", "", "flat (grown < 1 MB)", verdict(warm < 1))
+			}
+		}
 	}
 	// The event log.
 	if v, ok := r.get("Append/nosync", "ns/op"); ok {
