@@ -198,15 +198,23 @@ func (p *Process) Watch(readDone <-chan struct{}, hangup func()) {
 			p.Stdout.Close() // a straggler holds stdout: stop reading
 			<-readDone
 		}
+		p.Stdout.Close()
 	case <-readDone:
-		select {
-		case <-p.Child.Done():
-		case <-time.After(HangupGrace):
-			// Its stdout is closed but it lives: nothing it does can
-			// reach us, so its turn would never end.
-			hangup()
-			p.Child.Stop(StopGrace)
-		}
+		p.afterRead(hangup)
+	}
+}
+
+// afterRead follows the end of the agent's stdout: it waits for the exit,
+// and stops an agent living on after its stdout closed after HangupGrace,
+// hangup called first. Stdout is closed when it returns.
+func (p *Process) afterRead(hangup func()) {
+	select {
+	case <-p.Child.Done():
+	case <-time.After(HangupGrace):
+		// Its stdout is closed but it lives: nothing it does can reach
+		// us, so its turn would never end.
+		hangup()
+		p.Child.Stop(StopGrace)
 	}
 	p.Stdout.Close()
 }
@@ -229,15 +237,7 @@ func (p *Process) Serve(max int, line func([]byte), skipped func(int64), hangup 
 	})
 	p.ReadLines(max, line, skipped)
 	close(read)
-	select {
-	case <-p.Child.Done():
-	case <-time.After(HangupGrace):
-		// Its stdout is closed but it lives: nothing it does can reach
-		// us, so its turn would never end.
-		hangup()
-		p.Child.Stop(StopGrace)
-	}
-	p.Stdout.Close()
+	p.afterRead(hangup)
 }
 
 // ReadLines reads the agent's stdout line by line until it ends, handing
