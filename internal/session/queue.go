@@ -7,10 +7,12 @@ import (
 )
 
 // The agent's path: a backend's reader hands each event to Emit, which
-// only queues it; one goroutine per agent (drain) takes the queue in
-// order and does the rest (stamp, book, log, fan-out, record), so the
-// reader is never held up by a disk write, an fsync or the fan-out, and
-// the backend's own lock, held through Emit, is never held across I/O.
+// queues it; one goroutine per agent (drain) takes the queue in order and
+// does the rest (stamp, book, log, fan-out, record), so the reader is
+// never held up by a disk write, an fsync or a subscriber, and the
+// backend's own lock, held through Emit, is never held across I/O. (A
+// delta, which needs no disk, is published by the reader itself when
+// nothing is queued: publishNow.)
 // Every other publish (status transitions, a failed send, a log fault,
 // the end of a lost agent) goes through the same queue and waits for its
 // turn to be done (but a turn's working status, which send queues ahead
@@ -48,7 +50,49 @@ type queued struct {
 
 // Emit implements backend.Sink: it queues ev, waiting only while the
 // queue is full.
-func (ag *Agent) Emit(ev event.Event) { ag.enqueue(queued{ev: ev}) }
+//
+// An event with nothing to log (a streamed delta), emitted while nothing
+// is queued or draining, is published by the caller itself (publishNow):
+// it needs no disk, and handing it to a drain goroutine was a wake of
+// the other core per delta (issue 12: at a paced rate every delta
+// travels alone).
+func (ag *Agent) Emit(ev event.Event) {
+	if !event.Authoritative(ev.Kind, ev.Data) && ag.publishNow(ev) {
+		return
+	}
+	ag.enqueue(queued{ev: ev})
+}
+
+// publishNow publishes ev in the caller's goroutine when nothing is queued
+// or draining; it reports false, having done nothing, otherwise. While it
+// runs it holds the agent's drain (draining), so whatever is queued
+// meanwhile waits and follows it in order, and a drain is started for it
+// after. ev must need no disk: a record save it calls for (a new vendor
+// session) is made in the background, and the one save it may wait for is
+// the seq ceiling's at an agent's first events, once.
+func (ag *Agent) publishNow(ev event.Event) bool {
+	ag.qmu.Lock()
+	if ag.draining || len(ag.queue) > 0 {
+		ag.qmu.Unlock()
+		return false
+	}
+	ag.draining = true
+	ag.qmu.Unlock()
+	f := fanBufs.Get().(*fanBuf)
+	if ag.publishOne(ev, f) {
+		ag.saveInBackground()
+	}
+	f.flush(ag)
+	fanBufs.Put(f)
+	ag.qmu.Lock()
+	start := len(ag.queue) > 0
+	ag.draining = start
+	ag.qmu.Unlock()
+	if start {
+		go ag.drain()
+	}
+	return true
+}
 
 // publish stamps ev with agent_id, seq and ts, updates the agent's state
 // from it, logs it when authoritative, and fans it out (publishOne), after

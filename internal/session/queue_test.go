@@ -1,0 +1,79 @@
+package session
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/eventlog"
+)
+
+// An agent's events keep one order whichever way they go: deltas its
+// reader publishes itself (publishNow), authoritative events through the
+// queue and drain, and publishes from other goroutines at the same time.
+// Every envelope is fanned out once, in seq order; the reader's events in
+// the order it emitted them; the log holds the authoritative ones in seq
+// order.
+func TestOneOrderInlineAndQueued(t *testing.T) {
+	r := newRig(t, 10)
+	pub := &envRec{}
+	r.m.AddPublisher(pub)
+	id := r.open(t, "a1")
+	ag, _ := r.m.get(id)
+	const n = 5000
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // another goroutine's publishes, as agent_send's
+		defer wg.Done()
+		for i := range 50 {
+			ag.publish(event.NewError(1, fmt.Sprintf("side %d", i), nil))
+		}
+	}()
+	for i := range n { // the reader
+		ag.Emit(event.NewText(event.AssistantText, 1, i%100 != 99, fmt.Sprintf("t%d ", i)))
+	}
+	wg.Wait()
+	ag.flush()
+
+	pub.mu.Lock()
+	evs := append([]event.Envelope(nil), pub.evs...)
+	pub.mu.Unlock()
+	var last uint64
+	next, side := 0, 0
+	for _, e := range evs {
+		if e.Seq <= last {
+			t.Fatalf("seq %d after %d", e.Seq, last)
+		}
+		last = e.Seq
+		switch e.Kind {
+		case event.AssistantText:
+			if want := fmt.Sprintf("t%d ", next); event.TextOf(e.Data) != want {
+				t.Fatalf("text %q, want %q", event.TextOf(e.Data), want)
+			}
+			next++
+		case event.Error:
+			side++
+		}
+	}
+	if next != n || side != 50 {
+		t.Fatalf("%d texts and %d side events fanned out, want %d and 50", next, side, n)
+	}
+	var logged []uint64
+	if err := eventlog.Scan(eventlog.Path(r.paths.CacheDir, id), 0, func(rec *event.Record) bool {
+		logged = append(logged, rec.Seq)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(logged); i++ {
+		if logged[i] <= logged[i-1] {
+			t.Fatalf("log: seq %d after %d", logged[i], logged[i-1])
+		}
+	}
+	if b, _ := os.ReadFile(eventlog.Path(r.paths.CacheDir, id)); strings.Count(string(b), `"delta":true`) != 0 {
+		t.Fatal("a delta in the log")
+	}
+}
