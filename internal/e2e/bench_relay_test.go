@@ -605,7 +605,6 @@ func latency(b *testing.B, n, chunks int, text string) {
 	)
 	b.ResetTimer()
 	drop := 0
-	var diag []string
 	for i := 0; i < b.N; i++ {
 		sub.reset()
 		d0 := e.busStats().Dropped
@@ -636,11 +635,6 @@ func latency(b *testing.B, n, chunks int, text string) {
 			}
 			stamped++
 			lat = append(lat, recv[j].Sub(sent))
-			if os.Getenv("DIAG") != "" {
-				txt := gjson.GetBytes(env.Data, "content.text").String()
-				idx, _ := strconv.Atoi(txt[3:strings.Index(txt, "@")])
-				diag = append(diag, fmt.Sprintf("%d %d %s %d", idx, recv[j].Sub(sent).Microseconds(), env.AgentID, recv[j].UnixMicro()))
-			}
 		}
 		if dropped == 0 && stamped != n*chunks {
 			b.Fatalf("%d stamped deltas, want %d", stamped, n*chunks)
@@ -648,9 +642,6 @@ func latency(b *testing.B, n, chunks int, text string) {
 		envs += len(got)
 	}
 	b.StopTimer()
-	if p := os.Getenv("DIAG"); p != "" {
-		os.WriteFile(p, []byte(strings.Join(diag, "\n")), 0o644)
-	}
 	b.ReportMetric(float64(envs)/wall.Seconds(), "env/s")
 	b.ReportMetric(float64(drop)/float64(b.N), "dropped/round")
 	reportLatency(b, lat)
