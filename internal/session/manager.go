@@ -185,6 +185,11 @@ type Agent struct {
 	// state (saveInBackground); bgSaves counts those running.
 	bgSave  atomic.Bool
 	bgSaves sync.WaitGroup
+	// ended is status == Dead, readable without mu: no background save
+	// starts after it (a result published after the death, of a send
+	// that lost the race with a close, must not Add to bgSaves while
+	// die waits on it, nor write the record of a slot reopened since).
+	ended atomic.Bool
 	// resuming: a resume not yet started keeps the dead agent's record
 	// as it is, so that a resume that fails changes nothing.
 	resuming bool
@@ -431,6 +436,7 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 		_ = be.Close() // never started: this frees what New took
 		ag.mu.Lock()
 		ag.status, ag.reason = Dead, ReasonStartFailed+": event log: "+err.Error()
+		ag.ended.Store(true)
 		ag.mu.Unlock()
 		m.detach(ag)
 		ag.save()
@@ -666,6 +672,7 @@ func (ag *Agent) move(to string, turn int) (event.Event, bool) {
 		return event.Event{}, false
 	}
 	ag.status = to
+	ag.ended.Store(to == Dead)
 	if turn == 0 {
 		turn = ag.turn
 	}
@@ -777,8 +784,8 @@ func (ag *Agent) publishOne(ev event.Event, f *fanBuf) (persist bool) {
 // Shutdown waits for. One waiting to start is enough: it reads the state
 // as of when it runs, so a change made before then is in its save.
 func (ag *Agent) saveInBackground() {
-	if !ag.bgSave.CompareAndSwap(false, true) {
-		return
+	if ag.ended.Load() || !ag.bgSave.CompareAndSwap(false, true) {
+		return // dead: die saved the record, and the slot may be another's
 	}
 	ag.m.saves.Add(1)
 	ag.bgSaves.Add(1)
@@ -846,6 +853,11 @@ func (ag *Agent) logLocked(env *event.Envelope) error {
 		return nil
 	}
 	ag.logErr = err
+	if ag.book != nil {
+		// The log no longer has every turn's end: the book keeps them
+		// all from now on, rather than drop a turn the log lacks.
+		ag.book.live = false
+	}
 	_ = ag.log.Close()
 	ag.log = nil
 	log.Printf("agent %s: event log: %v; stopping the agent", ag.id, err)
@@ -1148,12 +1160,24 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 		select {
 		case <-ch:
 		case <-timer.C:
-			return nil, &verbs.Error{Code: verbs.CodeTimeout, Text: text,
+			return nil, &verbs.Error{Code: verbs.CodeTimeout, Text: ag.replySoFar(n),
 				Message: fmt.Sprintf("agent %s turn %d did not end within %gs; it is still running (kaimon output %s, or kaimon interrupt %s)", ag.id, n, timeout, ag.id, ag.id)}
 		case <-ctx.Done():
-			return nil, &verbs.Error{Code: verbs.CodeTimeout, Text: text, Message: fmt.Sprintf("agent_run: the caller went away: %v", ctx.Err())}
+			return nil, &verbs.Error{Code: verbs.CodeTimeout, Text: ag.replySoFar(n), Message: fmt.Sprintf("agent_run: the caller went away: %v", ctx.Err())}
 		}
 	}
+}
+
+// replySoFar is turn n's reply as the book has it now: agent_run is not
+// woken by each delta (broadcastLocked), so what it read when it last
+// woke is not what has streamed since.
+func (ag *Agent) replySoFar(n int) string {
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
+	if t := ag.book.get(n); t != nil {
+		return t.lastMessage()
+	}
+	return ""
 }
 
 // Output implements agent_output.
