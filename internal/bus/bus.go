@@ -188,9 +188,8 @@ func (b *Bus) Publish(envs ...*event.Envelope) {
 
 // encode makes env's message: its topic and its body in one allocation.
 func (b *Bus) encode(env *event.Envelope) *message {
-	const prefix = "agent:"
-	buf := make([]byte, 0, len(prefix)+len(env.AgentID)+len(env.Data)+len(env.AgentID)+128)
-	buf = append(append(buf, prefix...), env.AgentID...)
+	buf := make([]byte, 0, len(topicPrefix)+len(env.AgentID)+len(env.Data)+len(env.AgentID)+128)
+	buf = append(append(buf, topicPrefix...), env.AgentID...)
 	n := len(buf)
 	buf, err := event.AppendEnvelope(buf, env)
 	if err != nil {
@@ -219,7 +218,10 @@ func (s *subscriber) push(m *message) {
 }
 
 // Topic is the channel of an agent: "agent:<id>".
-func Topic(agentID string) string { return "agent:" + agentID }
+func Topic(agentID string) string { return topicPrefix + agentID }
+
+// topicPrefix begins every agent's topic.
+const topicPrefix = "agent:"
 
 // serve runs one subscriber connection: the ZMTP handshake, then a reader
 // of its subscriptions and a writer of its queue, until either ends.
@@ -393,11 +395,10 @@ func (s *subscriber) matchesAgent(id string) bool {
 
 // topicHasPrefix reports whether Topic(id) begins with t.
 func topicHasPrefix(id, t string) bool {
-	const prefix = "agent:"
-	if len(t) <= len(prefix) {
-		return prefix[:len(t)] == t
+	if len(t) <= len(topicPrefix) {
+		return topicPrefix[:len(t)] == t
 	}
-	return t[:len(prefix)] == prefix && strings.HasPrefix(id, t[len(prefix):])
+	return t[:len(topicPrefix)] == topicPrefix && strings.HasPrefix(id, t[len(topicPrefix):])
 }
 
 func (s *subscriber) matches(topic string) bool {

@@ -198,7 +198,11 @@ func TestWaitHoldsNoThread(t *testing.T) {
 	}
 	// Each child is running (it waits on its stdin); once each is waited
 	// for, count the threads.
+	deadline := time.Now().Add(30 * time.Second)
 	for waiting(t) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d children waited for after 30s", waiting(t), n)
+		}
 		runtime.Gosched()
 	}
 	if got := threads() - before; got >= n/2 {

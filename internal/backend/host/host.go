@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -347,7 +348,7 @@ func SetEnv(env []string, key, value string) []string {
 		}
 	}
 	if n == 1 && last == key+"="+value {
-		return env
+		return slices.Clip(env) // an append to it must not write into the caller's array
 	}
 	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {

@@ -22,15 +22,16 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, readBufSize); retur
 
 // LineReader reads lines from an agent's stdout, holding a read buffer
 // only while there is data to read: it takes one from a pool when the
-// pipe is readable and gives it back when all it read is handed out. On a
-// pipe the runtime polls (os.Pipe's read end) it waits for data with no
-// buffer at all; on another reader (tests), it holds one only through
-// each Read.
+// pipe is readable, and gives it back when a read finds the pipe empty
+// (the lines handed out before are done with by then: each is valid only
+// until the next ReadLine). On a pipe the runtime polls (os.Pipe's read
+// end) it waits for data with no buffer at all; on another reader
+// (tests), it holds one only through each Read.
 type LineReader struct {
 	src  io.Reader
 	rc   syscall.RawConn // src's, when it is a file the runtime polls
 	size int             // of buf; readBufSize uses the pool
-	buf  *[]byte         // nil when every byte read was handed out
+	buf  *[]byte         // nil while waiting for data
 	// holding is buf != nil, for held, which a test calls from another
 	// goroutine while this one waits.
 	holding atomic.Bool
