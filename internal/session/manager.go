@@ -1203,10 +1203,7 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 		if err != nil && (!errors.As(err, &ve) || ve.Code != verbs.CodeNotFound || !idRE.MatchString(a.AgentID)) {
 			return nil, err
 		}
-		b := newBook()
-		path := eventlog.Path(m.paths.CacheDir, a.AgentID)
-		serr := eventlog.ScanBad(path, 0, func(r *event.Record) bool { b.add(r.Kind, r.Turn, r.Data); return true },
-			func(bad eventlog.Bad) { b.bad = append(b.bad, fmt.Sprintf("event log %s %v", path, bad)) })
+		b, lbad, serr := logBook(eventlog.Path(m.paths.CacheDir, a.AgentID), -1, 0, nil)
 		if serr != nil {
 			if err == nil {
 				err = verbs.NotFound("agent %s has no event log: %v", a.AgentID, serr)
@@ -1214,7 +1211,7 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 			return nil, err
 		}
 		text, t, n = b.text(a.Turn, which, a.IncludeTools)
-		bad = b.bad
+		bad = lbad
 	}
 	if a.Turn > 0 && t == nil {
 		return nil, verbs.NotFound("agent %s has no turn %d", a.AgentID, a.Turn)
@@ -1288,15 +1285,21 @@ func (ag *Agent) readLog(logStart int64, keep func(turn int) bool) (b *book, bad
 		end = ag.log.Size()
 	}
 	ag.pubMu.Unlock()
-	path := eventlog.Path(ag.m.paths.CacheDir, ag.id)
+	return logBook(eventlog.Path(ag.m.paths.CacheDir, ag.id), end, logStart, keep)
+}
+
+// logBook reads the event log at path, its first end bytes (all of it when
+// end is negative), into a book of the turns keep takes (all when keep is
+// nil). bad names the lines at or past from that are not records.
+func logBook(path string, end, from int64, keep func(turn int) bool) (b *book, bad []string, err error) {
 	b = newBook()
 	err = eventlog.ScanBadTo(path, end, 0, func(r *event.Record) bool {
-		if keep(r.Turn) {
+		if keep == nil || keep(r.Turn) {
 			b.add(r.Kind, r.Turn, r.Data)
 		}
 		return true
 	}, func(bl eventlog.Bad) {
-		if bl.Offset >= logStart {
+		if bl.Offset >= from {
 			bad = append(bad, fmt.Sprintf("event log %s %v", path, bl))
 		}
 	})
