@@ -136,46 +136,39 @@ func (s *Subscriber) Next() (Message, error) {
 func (s *Subscriber) recv() (Message, error) {
 	for {
 		var f frame
-		size, err := readHeader(s.r, &f)
+		size, err := s.header(&f)
 		if err != nil {
 			return Message{}, err
 		}
-		if size > maxFrame {
-			return Message{}, fmt.Errorf("the event bus sent a frame of %d bytes, over the limit of %d", size, uint64(maxFrame))
-		}
 		if f.command || !f.more {
-			if err := s.discard(size); err != nil { // not a message of ours
+			if _, err := s.r.Discard(size); err != nil { // not a message of ours
 				return Message{}, err
 			}
 			continue
 		}
-		s.topic = slices.Grow(s.topic[:0], int(size))[:size]
+		s.topic = slices.Grow(s.topic[:0], size)[:size]
 		if _, err := io.ReadFull(s.r, s.topic); err != nil {
 			return Message{}, err
 		}
-		bsize, err := readHeader(s.r, &f)
+		bsize, err := s.header(&f)
 		if err != nil {
 			return Message{}, err
 		}
-		if bsize > maxFrame {
-			return Message{}, fmt.Errorf("the event bus sent a frame of %d bytes, over the limit of %d", bsize, uint64(maxFrame))
-		}
 		if f.more || f.command { // three frames or more: skip the rest
-			if err := s.discard(bsize); err != nil {
-				return Message{}, err
-			}
-			for f.more {
-				n, err := readHeader(s.r, &f)
-				if err == nil {
-					err = s.discard(n)
+			for {
+				if _, err := s.r.Discard(bsize); err != nil {
+					return Message{}, err
 				}
-				if err != nil {
+				if !f.more {
+					break
+				}
+				if bsize, err = s.header(&f); err != nil {
 					return Message{}, err
 				}
 			}
 			continue
 		}
-		buf := make([]byte, len(s.topic)+int(bsize))
+		buf := make([]byte, len(s.topic)+bsize)
 		copy(buf, s.topic)
 		if _, err := io.ReadFull(s.r, buf[len(s.topic):]); err != nil {
 			return Message{}, err
@@ -184,13 +177,14 @@ func (s *Subscriber) recv() (Message, error) {
 	}
 }
 
-// discard reads past n bytes.
-func (s *Subscriber) discard(n uint64) error {
-	if n > maxFrame {
-		return fmt.Errorf("the event bus sent a frame of %d bytes, over the limit of %d", n, uint64(maxFrame))
+// header reads a frame's header into f and returns its size, refusing one
+// over maxFrame.
+func (s *Subscriber) header(f *frame) (int, error) {
+	size, err := readHeader(s.r, f)
+	if err == nil && size > maxFrame {
+		err = fmt.Errorf("the event bus sent a frame of %d bytes, over the limit of %d", size, uint64(maxFrame))
 	}
-	_, err := s.r.Discard(int(n))
-	return err
+	return int(size), err
 }
 
 // Close disconnects.
