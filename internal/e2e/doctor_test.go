@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -218,6 +219,18 @@ func TestDaemonLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer child.Stop(time.Second)
+	// Stop the daemon only once -f has the log open: it starts from the
+	// end it finds then (-n 0), and a start slower than the stop would
+	// find "stopped" already behind it.
+	waitFor(t, "daemon logs -f to open the log", 30*time.Second, func() bool {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", child.ID.PID))
+		for _, fd := range fds {
+			if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", child.ID.PID, fd.Name())); err == nil && strings.HasSuffix(target, "agentd.log") {
+				return true
+			}
+		}
+		return false
+	})
 	e.ok("daemon", "stop")
 	waitFor(t, "daemon logs -f to show the daemon stopping", 30*time.Second, func() bool {
 		return strings.Contains(buf.String(), "stopped")
