@@ -17,6 +17,7 @@ type queue[T any] struct {
 	maxBytes int
 	dropped  uint64
 	wake     chan struct{} // has a token when the queue may be non-empty
+	drop     func(T)       // if set, called with each entry dropped
 }
 
 func newQueue[T any](maxLen, maxBytes int) *queue[T] {
@@ -36,7 +37,10 @@ func (q *queue[T]) push(v T, size int) (dropped int) {
 func (q *queue[T]) add(v T, size int) (dropped int) {
 	q.mu.Lock()
 	for q.n > 0 && (q.n >= q.maxLen || q.bytes+size > q.maxBytes) {
-		q.popLocked()
+		v, _ := q.popLocked()
+		if q.drop != nil {
+			q.drop(v)
+		}
 		dropped++
 	}
 	if q.n == len(q.buf) {
