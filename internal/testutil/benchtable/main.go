@@ -101,7 +101,19 @@ func main() {
 		c, _ := r.get("CLIStart", "curl-ms")
 		add("CLI start: kaimon list --json", f1(k)+" ms", "curl "+f1(c)+" ms", fx(k/c), "≤ 1.10×", verdict(k/c <= 1.1))
 	}
-	// The relay.
+	// The relay: beside the floor (json.Valid over the lines in
+	// memory) and beside the bare reader of the same agent (the least any
+	// reader of its pipe costs on this machine).
+	reader := func(name, label string) {
+		v, _ := r.get(name, "lines/cpu-s")
+		rd, ok := r.get(name, "reader-lines/cpu-s")
+		if !ok {
+			return
+		}
+		fl, _ := r.get(name, "floor-lines/s")
+		add("  bare reader of the same agent"+label+" (bufio, json.Valid)", kfmt(rd)+" lines/cpu-s", "json.Valid "+kfmt(fl)+" lines/s", pct(rd/fl), "", "")
+		add("  relay ÷ bare reader", "", "bare reader "+kfmt(rd)+" lines/cpu-s", pct(v/rd), "", "")
+	}
 	if v, ok := r.get("Relay/procs=all", "lines/cpu-s"); ok {
 		fl, _ := r.get("Relay/procs=all", "floor-lines/s")
 		add("relay per core: map+stamp+log+publish→1 sub", kfmt(v)+" lines/cpu-s", "json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), "≥ 60% of floor", verdict(v/fl >= 0.6))
@@ -109,6 +121,7 @@ func main() {
 		w, _ := r.get("Relay/procs=all", "env/s")
 		d, _ := r.get("Relay/procs=all", "dropped/turn")
 		add("  same, envelopes (daemon CPU / wall)", kfmt(e)+" /cpu-s, "+kfmt(w)+" /s, dropped "+fmt.Sprintf("%.0f", d)+"/turn", "", "", "", "")
+		reader("Relay/procs=all", "")
 	}
 	if v, ok := r.get("Relay/procs=1", "lines/cpu-s"); ok {
 		fl, _ := r.get("Relay/procs=1", "floor-lines/s")
@@ -116,6 +129,15 @@ func main() {
 		d, _ := r.get("Relay/procs=1", "dropped/turn")
 		add("relay, daemon on one P (GOMAXPROCS=1)", kfmt(v)+" lines/cpu-s, "+kfmt(w)+" env/s, dropped "+fmt.Sprintf("%.0f", d)+"/turn",
 			"json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), "≥ 60%, no drops", verdict(v/fl >= 0.6 && d == 0))
+		reader("Relay/procs=1", ", on one P")
+	}
+	if v, ok := r.get("Relay/burst", "lines/cpu-s"); ok {
+		fl, _ := r.get("Relay/burst", "floor-lines/s")
+		w, _ := r.get("Relay/burst", "env/s")
+		d, _ := r.get("Relay/burst", "dropped/turn")
+		add("relay capacity: agent writes 64 KiB bursts", kfmt(v)+" lines/cpu-s, "+kfmt(w)+" env/s, dropped "+fmt.Sprintf("%.0f", d)+"/turn",
+			"json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), "≥ 60% of floor", verdict(v/fl >= 0.6))
+		reader("Relay/burst", ", bursts")
 	}
 	if v, ok := r.get("MapEncode/map+encode", "lines/s"); ok {
 		fl, _ := r.get("MapEncode/floor", "lines/s")
@@ -149,6 +171,10 @@ func main() {
 		d, _ := r.get(name, "dropped/round")
 		if d > 0 {
 			measured += fmt.Sprintf("; bus dropped %.0f/round", d)
+		}
+		if c, ok := r.get(name, "daemon-cores"); ok {
+			m, _ := r.get(name, "machine-busy%")
+			measured += fmt.Sprintf("; daemon %.2f cores, machine %.0f%% busy", c, m)
 		}
 		add("agent→subscriber latency, "+label, measured, floor, "", "p99 ≤ 2 ms, no drops", verdict(p99 <= 2000 && d == 0))
 	}

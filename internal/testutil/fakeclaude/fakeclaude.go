@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -65,6 +66,11 @@ func Chunks(text string) int {
 	}
 	return 1
 }
+
+// Burst says whether a user text asks for its turn rendered whole and
+// written in 64 KiB blocks ("… in bursts"), so that the agent outruns any
+// reader.
+func Burst(text string) bool { return strings.Contains(text, "in bursts") }
 
 // Rate is the pace a user text asks for, deltas per second: "… at R/s";
 // 0 (full speed) when absent.
