@@ -236,9 +236,7 @@ func (b *Bus) encode(env *event.Envelope) *message {
 	buf, err := event.AppendEnvelope(buf, env)
 	if err != nil {
 		b.opts.Logf("event bus: encoding an envelope of agent %s: %v", env.AgentID, err)
-		m.buf = buf[:0]
-		messages.Put(m)
-		return nil
+		return nil // and m to the GC
 	}
 	m.buf, m.topic, m.body = buf, unsafe.String(&buf[0], n), buf[n:]
 	m.refs.Store(1)

@@ -429,7 +429,9 @@ func TestLongFrame(t *testing.T) {
 // An envelope's message is pooled and reused once every queue it was in
 // has written or dropped it (message.release): no subscriber, fast, slow
 // or subscribed to one agent, may receive a body that another envelope's
-// encoding overwrote. Each body's text names its agent and seq, at a
+// encoding overwrote, nor an envelope twice or out of order (a message
+// reused while still queued goes out as the newer envelope: a seq that
+// repeats or goes back). Each body's text names its agent and seq, at a
 // length that varies with the seq (over the pooled size too).
 func TestPooledMessagesStayIntact(t *testing.T) {
 	const n = 6000
@@ -441,6 +443,7 @@ func TestPooledMessagesStayIntact(t *testing.T) {
 		s    *Subscriber
 		slow bool
 		seen map[string]int
+		last map[string]uint64
 	}
 	subs := []*sub{
 		{s: dial(t, ep, "agent:")},
@@ -449,12 +452,12 @@ func TestPooledMessagesStayIntact(t *testing.T) {
 	}
 	errs := make(chan error, len(subs))
 	for _, sb := range subs {
-		sb.seen = map[string]int{}
+		sb.seen, sb.last = map[string]int{}, map[string]uint64{}
 		go func() {
 			for {
 				m, err := sb.s.Next()
 				if err != nil {
-					errs <- nil
+					errs <- fmt.Errorf("subscriber ended before the end marker: %v", err)
 					return
 				}
 				var e event.Envelope
@@ -470,6 +473,11 @@ func TestPooledMessagesStayIntact(t *testing.T) {
 					errs <- fmt.Errorf("topic %q, agent %s seq %d: text %.40q…, want %.40q…", m.Topic, e.AgentID, e.Seq, got, want)
 					return
 				}
+				if e.Seq <= sb.last[e.AgentID] {
+					errs <- fmt.Errorf("agent %s: seq %d after %d", e.AgentID, e.Seq, sb.last[e.AgentID])
+					return
+				}
+				sb.last[e.AgentID] = e.Seq
 				sb.seen[e.AgentID]++
 				if sb.slow && e.Seq%50 == 0 {
 					time.Sleep(2 * time.Millisecond) // falls behind: the bus drops for it

@@ -128,27 +128,28 @@ func cpuTime(t testing.TB, pid int) time.Duration {
 	return sum
 }
 
-// machineBusy is the CPU time all the machine's CPUs have spent not idle
-// so far (/proc/stat's first line, in USER_HZ ticks of 10 ms: all but
-// idle and iowait).
-func machineBusy(t testing.TB) time.Duration {
+// machineTicks is what the machine's CPUs have spent so far, in
+// /proc/stat's ticks (its first line): busy (user, nice, system, irq,
+// softirq) and in all (those, idle, iowait and steal; guest time is
+// already in user and nice).
+func machineTicks(t testing.TB) (busy, all int64) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		t.Fatal(err)
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	f := strings.Fields(line)
-	if len(f) < 6 || f[0] != "cpu" {
+	if len(f) < 9 || f[0] != "cpu" {
 		t.Fatalf("/proc/stat begins %q", line)
 	}
-	var ticks int64
-	for i, v := range f[1:] {
+	for i, v := range f[1:9] { // user nice system idle iowait irq softirq steal
 		n, _ := strconv.ParseInt(v, 10, 64)
-		if i != 3 && i != 4 { // idle, iowait
-			ticks += n
+		all += n
+		if i != 3 && i != 4 && i != 7 {
+			busy += n
 		}
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return busy, all
 }
 
 // rssMB is the resident set of process pid (VmRSS), in MB.
@@ -544,7 +545,9 @@ func relay(b *testing.B, e *kenv, how, procs string, cpu func() time.Duration) {
 		used += cpu() - c0
 		envs += len(got)
 		drop += dropped
+		b.StopTimer()
 		n, c := bareReader(b, text, procs, len(lines))
+		b.StartTimer()
 		readerLines += n
 		readerCPU += c
 	}
@@ -585,7 +588,7 @@ func bareReader(b *testing.B, text, procs string, want int) (lines int, cpu time
 	src.Stdin, src.Stdout = bytes.NewReader(append(msg, '\n')), pw
 	var out bytes.Buffer
 	sink.Stdin, sink.Stdout, sink.Stderr = pr, &out, os.Stderr
-	sink.Env = append(os.Environ(), "GOMAXPROCS="+procs)
+	sink.Env = []string{"PATH=" + os.Getenv("PATH"), "GOMAXPROCS=" + procs} // as bare as the daemon's
 	for _, c := range []*exec.Cmd{src, sink} {
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
@@ -688,16 +691,18 @@ func latency(b *testing.B, n, chunks int, text string) {
 	sub := startRawSub(b, ctx, e)
 	pid := e.daemonPID()
 	var (
-		lat                    []time.Duration
-		wall, span, dcpu, busy time.Duration
-		envs                   int
+		lat        []time.Duration
+		wall, dcpu time.Duration
+		envs       int
+		busy, all  int64
 	)
 	b.ResetTimer()
 	drop := 0
 	for i := 0; i < b.N; i++ {
 		sub.reset()
 		d0 := e.busStats().Dropped
-		c0, m0 := cpuTime(b, pid), machineBusy(b)
+		c0 := cpuTime(b, pid)
+		b0, a0 := machineTicks(b)
 		t0 := time.Now()
 		errs := make(chan error, n)
 		for _, id := range ids {
@@ -712,9 +717,9 @@ func latency(b *testing.B, n, chunks int, text string) {
 			}
 		}
 		got, recv, dropped := sub.round(b, e, ids, i+1, chunks, d0)
-		span += time.Since(t0)
 		dcpu += cpuTime(b, pid) - c0
-		busy += machineBusy(b) - m0
+		b1, a1 := machineTicks(b)
+		busy, all = busy+b1-b0, all+a1-a0
 		wall += recv[len(recv)-1].Sub(t0)
 		drop += dropped
 		stamped := 0
@@ -737,11 +742,16 @@ func latency(b *testing.B, n, chunks int, text string) {
 	b.StopTimer()
 	b.ReportMetric(float64(envs)/wall.Seconds(), "env/s")
 	b.ReportMetric(float64(drop)/float64(b.N), "dropped/round")
-	// What the round cost the daemon, and how busy the whole machine
-	// (the agents, this subscriber) was meanwhile: latency under a
-	// saturated machine is the machine's, not the relay's.
-	b.ReportMetric(dcpu.Seconds()/span.Seconds(), "daemon-cores")
-	b.ReportMetric(100*busy.Seconds()/(span.Seconds()*float64(runtime.NumCPU())), "machine-busy%")
+	// What the round cost the daemon, per second of the round (agent_send
+	// to the last envelope received; the CPU is read a little later, once
+	// the round's end is confirmed, which adds a few status requests),
+	// and how busy the whole machine (the agents, this subscriber) was
+	// meanwhile: latency on a saturated machine is the machine's, not
+	// the relay's.
+	b.ReportMetric(dcpu.Seconds()/wall.Seconds(), "daemon-cores")
+	if all > 0 {
+		b.ReportMetric(100*float64(busy)/float64(all), "machine-busy%")
+	}
 	reportLatency(b, lat)
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)*999/1000].Microseconds()), "p999-µs")
