@@ -87,6 +87,18 @@ type Sink interface {
 	Exited(err error)
 }
 
+// A BatchSink is a Sink that can publish what a backend's stdout reader
+// emits a read at a time rather than an event at a time (issue 12: a
+// handoff to each subscriber per event was most of the relay's cost): the
+// reader hands its events to EmitBatched and calls Flush before it waits
+// for the agent's output again, and at its end; nothing it emits is held
+// past that. Events from any other goroutine go to Emit, as always.
+type BatchSink interface {
+	Sink
+	EmitBatched(ev event.Event)
+	Flush()
+}
+
 // Info is what a backend knows about its live session.
 type Info struct {
 	SessionID     string

@@ -167,6 +167,10 @@ type Agent struct {
 	qcond    *sync.Cond
 	queue    []queued
 	draining bool
+	// held is the batch of the backend's reader (EmitBatched), fanned out
+	// at its Flush; while it is not nil the reader holds the drain. Only
+	// the reader's goroutine touches it.
+	held *fanBuf
 
 	// pubMu guards the log writer: stamping and logging happen under it
 	// (publishOne), and die closes the log under it. Fan-out order is

@@ -12,7 +12,8 @@ import (
 // never held up by a disk write, an fsync or a subscriber, and the
 // backend's own lock, held through Emit, is never held across I/O. (A
 // delta, which needs no disk, is published by the reader itself when
-// nothing is queued: publishNow.)
+// nothing is queued, and the reader's deltas are fanned out a read of
+// the agent's stdout at a time: EmitBatched.)
 // Every other publish (status transitions, a failed send, a log fault,
 // the end of a lost agent) goes through the same queue and waits for its
 // turn to be done (but a turn's working status, which send queues ahead
@@ -52,36 +53,68 @@ type queued struct {
 // queue is full.
 //
 // An event with nothing to log (a streamed delta), emitted while nothing
-// is queued or draining, is published by the caller itself (publishNow):
-// it needs no disk, and handing it to a drain goroutine was a wake of
-// the other core per delta (issue 12: at a paced rate every delta
-// travels alone).
+// is queued or draining, is published by the caller itself: it needs no
+// disk, and handing it to a drain goroutine was a wake of the other core
+// per delta (issue 12: at a paced rate every delta travels alone).
 func (ag *Agent) Emit(ev event.Event) {
-	if !event.Authoritative(ev.Kind, ev.Data) && ag.publishNow(ev) {
-		return
+	if !event.Authoritative(ev.Kind, ev.Data) {
+		if f := ag.hold(); f != nil {
+			ag.publishHeld(ev, f)
+			ag.unhold(f)
+			return
+		}
 	}
 	ag.enqueue(queued{ev: ev})
 }
 
-// publishNow publishes ev in the caller's goroutine when nothing is queued
-// or draining; it reports false, having done nothing, otherwise. While it
-// runs it holds the agent's drain (draining), so whatever is queued
-// meanwhile waits and follows it in order, and a drain is started for it
-// after. ev must need no disk: a record save it calls for (a new vendor
-// session) is made in the background, and the one save it may wait for is
-// the seq ceiling's at an agent's first events, once.
-func (ag *Agent) publishNow(ev event.Event) bool {
+// EmitBatched implements backend.BatchSink: Emit for the backend's stdout
+// reader, whose deltas are published by the reader itself as Emit's are,
+// but fanned out together at its Flush (up to maxBatch at a time): a
+// subscriber's writer is woken once per read of the agent's stdout, not
+// once per line. An event to log goes to the queue, after the batch.
+func (ag *Agent) EmitBatched(ev event.Event) {
+	if event.Authoritative(ev.Kind, ev.Data) {
+		ag.Flush()
+		ag.enqueue(queued{ev: ev})
+		return
+	}
+	if ag.held == nil {
+		if ag.held = ag.hold(); ag.held == nil {
+			ag.enqueue(queued{ev: ev})
+			return
+		}
+	}
+	ag.publishHeld(ev, ag.held)
+	if len(ag.held.envs) >= maxBatch {
+		ag.Flush()
+	}
+}
+
+// Flush implements backend.BatchSink: it fans out the reader's batch and
+// gives the drain back.
+func (ag *Agent) Flush() {
+	if f := ag.held; f != nil {
+		ag.held = nil
+		ag.unhold(f)
+	}
+}
+
+// hold takes the agent's drain for its caller when nothing is queued or
+// draining, and returns a batch to publish into; nil, having done
+// nothing, otherwise. While it is held, whatever is queued meanwhile
+// waits and follows the batch in order; unhold fans the batch out and
+// gives the drain back, starting it for what was queued.
+func (ag *Agent) hold() *fanBuf {
 	ag.qmu.Lock()
+	defer ag.qmu.Unlock()
 	if ag.draining || len(ag.queue) > 0 {
-		ag.qmu.Unlock()
-		return false
+		return nil
 	}
 	ag.draining = true
-	ag.qmu.Unlock()
-	f := fanBufs.Get().(*fanBuf)
-	if ag.publishOne(ev, f) {
-		ag.saveInBackground()
-	}
+	return fanBufs.Get().(*fanBuf)
+}
+
+func (ag *Agent) unhold(f *fanBuf) {
 	f.flush(ag)
 	fanBufs.Put(f)
 	ag.qmu.Lock()
@@ -91,7 +124,16 @@ func (ag *Agent) publishNow(ev event.Event) bool {
 	if start {
 		go ag.drain()
 	}
-	return true
+}
+
+// publishHeld publishes ev, which must need no disk, into held batch f: a
+// record save it calls for (a new vendor session) is made in the
+// background, and the one save it may wait for is the seq ceiling's at an
+// agent's first events, once.
+func (ag *Agent) publishHeld(ev event.Event, f *fanBuf) {
+	if ag.publishOne(ev, f) {
+		ag.saveInBackground()
+	}
 }
 
 // publish stamps ev with agent_id, seq and ts, updates the agent's state

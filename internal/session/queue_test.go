@@ -12,12 +12,19 @@ import (
 )
 
 // An agent's events keep one order whichever way they go: deltas its
-// reader publishes itself (publishNow), authoritative events through the
-// queue and drain, and publishes from other goroutines at the same time.
-// Every envelope is fanned out once, in seq order; the reader's events in
-// the order it emitted them; the log holds the authoritative ones in seq
-// order.
+// reader publishes itself (Emit, or EmitBatched and fanned out at its
+// Flush), authoritative events through the queue and drain, and
+// publishes from other goroutines at the same time. Every envelope is
+// fanned out once, in seq order; the reader's events in the order it
+// emitted them; the log holds the authoritative ones in seq order.
 func TestOneOrderInlineAndQueued(t *testing.T) {
+	t.Run("emit", func(t *testing.T) { oneOrder(t, 0) })
+	t.Run("batched", func(t *testing.T) { oneOrder(t, 7) })
+}
+
+// oneOrder is TestOneOrderInlineAndQueued; the reader uses EmitBatched and
+// flushes after every flushEvery events when that is not 0.
+func oneOrder(t *testing.T, flushEvery int) {
 	r := newRig(t, 10)
 	pub := &envRec{}
 	r.m.AddPublisher(pub)
@@ -33,7 +40,18 @@ func TestOneOrderInlineAndQueued(t *testing.T) {
 		}
 	}()
 	for i := range n { // the reader
-		ag.Emit(event.NewText(event.AssistantText, 1, i%100 != 99, fmt.Sprintf("t%d ", i)))
+		ev := event.NewText(event.AssistantText, 1, i%100 != 99, fmt.Sprintf("t%d ", i))
+		if flushEvery == 0 {
+			ag.Emit(ev)
+			continue
+		}
+		ag.EmitBatched(ev)
+		if i%flushEvery == 0 {
+			ag.Flush()
+		}
+	}
+	if flushEvery != 0 {
+		ag.Flush() // as the reader does at its end
 	}
 	wg.Wait()
 	ag.flush()

@@ -39,8 +39,12 @@ const (
 // goroutine; Close waits for it. If Start fails, neither Emit nor Exited is
 // called: Start's error is the report.
 type Backend struct {
-	opts    backend.Options
-	sink    backend.Sink
+	opts backend.Options
+	sink backend.Sink
+	// emit is how handle hands on a line's events: sink.Emit, or the
+	// reader's EmitBatched once run has the sink flush at each read
+	// (backend.BatchSink). Only the reader's goroutine uses it.
+	emit    func(event.Event)
 	bin     string
 	args    []string
 	env     []string
@@ -111,6 +115,7 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	b := &Backend{
 		opts:    o,
 		sink:    sink,
+		emit:    sink.Emit,
 		bin:     bin,
 		args:    args,
 		env:     agentEnv(env, o.ID),
@@ -256,7 +261,11 @@ var MaxLine = 64 << 20
 // and then reports the exit. A line over MaxLine is skipped with an error
 // event; the turn goes on.
 func (b *Backend) run(p *host.Process) {
-	p.Serve(MaxLine, b.handle, b.skipped, b.life.HangUp)
+	var idle func()
+	if bs, ok := b.sink.(backend.BatchSink); ok {
+		b.emit, idle = bs.EmitBatched, bs.Flush
+	}
+	p.Serve(MaxLine, b.handle, b.skipped, idle, b.life.HangUp)
 	b.finish(p)
 }
 
@@ -291,7 +300,7 @@ func (b *Backend) handle(line []byte) {
 		b.infoMu.Unlock()
 	}
 	for _, ev := range o.Events {
-		b.sink.Emit(ev)
+		b.emit(ev)
 	}
 	b.life.Unlock()
 	if o.Control != nil {

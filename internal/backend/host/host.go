@@ -225,7 +225,7 @@ func (p *Process) afterRead(hangup func()) {
 // after an exit is a timer armed when the child is reaped (AfterExit),
 // cutting stdout off after DrainDelay; the hangup grace follows the read
 // as in Watch. Stdout is closed when Serve returns.
-func (p *Process) Serve(max int, line func([]byte), skipped func(int64), hangup func()) {
+func (p *Process) Serve(max int, line func([]byte), skipped func(int64), idle, hangup func()) {
 	read := make(chan struct{})
 	p.Child.AfterExit(func() {
 		time.AfterFunc(DrainDelay, func() {
@@ -236,7 +236,7 @@ func (p *Process) Serve(max int, line func([]byte), skipped func(int64), hangup 
 			}
 		})
 	})
-	p.ReadLines(max, line, skipped)
+	p.ReadLines(max, line, skipped, idle)
 	close(read)
 	p.afterRead(hangup)
 }
@@ -246,10 +246,19 @@ func (p *Process) Serve(max int, line func([]byte), skipped func(int64), hangup 
 // its return (it may be in the read buffer: LineReader.ReadLine). A line
 // over max bytes is not buffered whole but read past, and its size handed to skipped, so that a
 // runaway agent cannot take the daemon's memory. While the agent prints
-// nothing, the reader holds no buffer (LineReader).
-func (p *Process) ReadLines(max int, line func([]byte), skipped func(int64)) {
+// nothing, the reader holds no buffer (LineReader). idle, when not nil,
+// is called whenever every line read so far was handed out, before a read
+// that may wait for the agent, and at the end: a batch of what the lines
+// of one read gave may be published then (backend.BatchSink).
+func (p *Process) ReadLines(max int, line func([]byte), skipped func(int64), idle func()) {
 	lr := NewLineReader(p.Stdout)
+	if idle != nil {
+		defer idle()
+	}
 	for {
+		if idle != nil && lr.Buffered() == 0 {
+			idle()
+		}
 		l, n, err := lr.ReadLine(max)
 		if n > 0 {
 			skipped(n)

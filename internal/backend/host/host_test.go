@@ -20,7 +20,7 @@ func TestSpawnReadWatch(t *testing.T) {
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		p.ReadLines(1<<20, func(l []byte) { lines = append(lines, string(l)) }, func(int64) { t.Error("skipped") })
+		p.ReadLines(1<<20, func(l []byte) { lines = append(lines, string(l)) }, func(int64) { t.Error("skipped") }, nil)
 	}()
 	p.Watch(read, func() { t.Error("hung up") })
 	p.Child.Stop(0)
@@ -43,6 +43,35 @@ func TestSpawnReadWatch(t *testing.T) {
 	}
 }
 
+// ReadLines calls idle once every line read is handed out, before a read
+// that may wait, and at the end: never between the lines of one read (the
+// three lines of one write, which a pipe delivers whole).
+func TestReadLinesIdle(t *testing.T) {
+	p, err := Spawn(Spec{Name: "sh", Bin: "/bin/sh", Args: []string{"-c", `printf 'a\nb\nc\n'; read x; echo d`}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Child.Stop(0)
+	var seen []string
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		p.ReadLines(1<<20, func(l []byte) {
+			seen = append(seen, strings.TrimSpace(string(l)))
+			if string(l) == "c\n" {
+				if err := p.WriteJSON("go on"); err != nil {
+					t.Error(err)
+				}
+			}
+		}, func(int64) { t.Error("skipped") }, func() { seen = append(seen, "idle") })
+	}()
+	p.Watch(read, func() { t.Error("hung up") })
+	got := strings.Join(seen, " ")
+	if !strings.HasPrefix(got, "idle a b c idle d idle") || !strings.HasSuffix(got, "idle") {
+		t.Fatalf("lines and idle calls: %q, want \"idle a b c idle d idle…idle\"", got)
+	}
+}
+
 // An agent that closes its stdout and lives on is stopped after the grace.
 func TestWatchHangup(t *testing.T) {
 	if testing.Short() {
@@ -55,7 +84,7 @@ func TestWatchHangup(t *testing.T) {
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		p.ReadLines(1<<20, func([]byte) {}, func(int64) {})
+		p.ReadLines(1<<20, func([]byte) {}, func(int64) {}, nil)
 	}()
 	hung := false
 	p.Watch(read, func() { hung = true })
@@ -105,7 +134,7 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lines []string
-	p.Serve(1<<20, func(l []byte) { lines = append(lines, string(l)) }, func(int64) { t.Error("skipped") }, func() { t.Error("hung up") })
+	p.Serve(1<<20, func(l []byte) { lines = append(lines, string(l)) }, func(int64) { t.Error("skipped") }, nil, func() { t.Error("hung up") })
 	if strings.Join(lines, "") != "got \"hi\"\n" {
 		t.Errorf("lines %q", lines)
 	}
@@ -126,7 +155,7 @@ func TestServeStraggler(t *testing.T) {
 	}
 	defer p.Child.Stop(0) // the straggler is in its group
 	var lines []string
-	p.Serve(1<<20, func(l []byte) { lines = append(lines, string(l)) }, func(int64) {}, func() { t.Error("hung up") })
+	p.Serve(1<<20, func(l []byte) { lines = append(lines, string(l)) }, func(int64) {}, nil, func() { t.Error("hung up") })
 	if strings.Join(lines, "") != "first\n" {
 		t.Errorf("lines %q", lines)
 	}
@@ -145,7 +174,7 @@ func TestServeHangup(t *testing.T) {
 		t.Fatal(err)
 	}
 	hung := false
-	p.Serve(1<<20, func([]byte) {}, func(int64) {}, func() { hung = true })
+	p.Serve(1<<20, func([]byte) {}, func(int64) {}, nil, func() { hung = true })
 	<-p.Child.Done()
 	if !hung {
 		t.Error("hangup not called")

@@ -99,6 +99,10 @@ func (lr *LineReader) ReadLine(max int) (line []byte, skipped int64, err error) 
 	}
 }
 
+// Buffered is how many bytes read are not yet handed out: when it is 0,
+// the next ReadLine reads, and may wait.
+func (lr *LineReader) Buffered() int { return lr.w - lr.r }
+
 // held says whether the reader holds a read buffer.
 func (lr *LineReader) held() bool { return lr.holding.Load() }
 
