@@ -16,8 +16,10 @@
 // wire protocol — the ZMTP greeting and handshake (zmq4.Open on a connection
 // we accept ourselves) and the framing of outgoing messages — and does the
 // fan-out itself: every subscriber has its own goroutine and its own bounded
-// queue, Publish only appends to those queues and never blocks, and a queue
-// that is full drops its oldest message and counts the drop.
+// queue, Publish only appends to those queues (and, for a subscriber
+// nobody is writing to, writes them out itself with one non-blocking
+// write) and never blocks, and a queue that is full drops its oldest
+// message and counts the drop.
 package bus
 
 import (
@@ -217,9 +219,93 @@ func (b *Bus) Publish(envs ...*event.Envelope) {
 	}
 	for i, s := range subs {
 		if woken[i] {
-			s.q.signal()
+			s.kick()
 		}
 	}
+}
+
+// maxDirect bounds what a publisher writes to a subscriber at once.
+const maxDirect = 64 << 10
+
+// kick has what is queued for s written: by the publisher itself, when s
+// is idle (nobody writing to it, nothing pending), in one non-blocking
+// write of the queued messages; else, or for what that write could not
+// send, by s's writer, woken. Writing directly spares a goroutine
+// handoff per Publish (a batch: an agent's reader publishes what one read
+// of its stdout gave, backend.BatchSink), each a wake of a thread on the
+// other core, which made the relay cost twice what a bare reader of the
+// agent's pipe costs (issue 12; see BENCHMARKS.md). It never blocks: a
+// full socket leaves the rest to the writer, as before.
+func (s *subscriber) kick() {
+	if s.rc == nil || !s.claim(true) {
+		s.q.signal()
+		return
+	}
+	buf := s.direct[:0]
+	for len(buf) < maxDirect {
+		m, ok := s.q.popIf(func(m *message) bool { return m.pong == nil })
+		if !ok {
+			break
+		}
+		buf = appendMessage(buf, m.topic, m.body)
+		m.release()
+		s.sent.Add(1)
+	}
+	var n int
+	var werr error
+	if len(buf) > 0 {
+		err := s.rc.Write(func(fd uintptr) bool {
+			for {
+				n, werr = syscall.Write(int(fd), buf)
+				if werr != syscall.EINTR {
+					break
+				}
+			}
+			return true // one attempt: never wait for the socket
+		})
+		if err != nil {
+			werr = err
+		}
+		if werr == syscall.EAGAIN {
+			n, werr = 0, nil
+		}
+	}
+	if werr != nil {
+		s.stop() // the writer sees the connection end; busy stays held
+		return
+	}
+	if n < len(buf) {
+		s.pending = append(s.pending[:0], buf[max(n, 0):]...)
+	}
+	if cap(buf) <= maxDirect {
+		s.direct = buf[:0]
+	}
+	if !s.unclaim() {
+		s.q.signal() // queued meanwhile, or left pending: the writer's
+	}
+}
+
+// claim takes busy for its caller, if nobody holds it; idle also asks
+// that nothing be pending or queued beyond what a publisher may write
+// (a publisher claims only an idle subscriber).
+func (s *subscriber) claim(idle bool) bool {
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	if s.busy || idle && s.pending != nil {
+		return false
+	}
+	s.busy = true
+	return true
+}
+
+// unclaim gives busy up if nothing is queued or pending, and reports
+// whether it did; else its holder keeps it (the writer goes on draining)
+// or, a publisher, signals the writer, which claims it next.
+func (s *subscriber) unclaim() bool {
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	s.busy = false
+	return s.q.n == 0 && len(s.pending) == 0
 }
 
 // encode makes env's message, from the pool: its topic and its body in
@@ -301,6 +387,9 @@ func (b *Bus) serve(c net.Conn) {
 	s := &subscriber{b: b, c: c, bc: bc, zc: zc, peer: peer, done: make(chan struct{}),
 		q: newQueue[*message](b.opts.QueueLen, b.opts.QueueBytes)}
 	s.q.drop = (*message).release
+	if sc, ok := c.(syscall.Conn); ok {
+		s.rc, _ = sc.SyscallConn()
+	}
 	s.topics.Store(&[]string{})
 	if !b.add(s) {
 		c.Close()
@@ -422,6 +511,17 @@ type subscriber struct {
 	topics atomic.Pointer[[]string]
 	sent   atomic.Uint64
 
+	// rc is c's raw connection, for a publisher's direct write (nil: c
+	// has none, and only the writer writes). Whoever writes to c holds
+	// busy, which q.mu guards: the writer goroutine while it drains, or
+	// a publisher that found the subscriber idle (kick). direct is a
+	// publisher's frame buffer, and pending what its write could not
+	// send, which the writer sends first; both belong to busy's holder.
+	rc      syscall.RawConn
+	busy    bool
+	direct  []byte
+	pending []byte
+
 	stopOnce sync.Once
 	done     chan struct{}
 }
@@ -457,29 +557,63 @@ func (s *subscriber) matches(topic string) bool {
 
 func (s *subscriber) stop() { s.stopOnce.Do(func() { close(s.done) }) }
 
-// write sends the queue, in order, flushing whenever it runs empty. It is
-// the only writer to the connection after the handshake.
+// write sends the queue, in order, flushing whenever it runs empty. After
+// the handshake only it and a publisher that claimed the subscriber idle
+// (kick) write to the connection, one at a time (busy).
 func (s *subscriber) write() {
 	defer s.c.Close()
 	for {
 		select {
 		case <-s.q.wake:
 		case <-s.done:
-			s.drain()
+			// What is queued goes out before the hang-up; a publisher
+			// writing now is done within a write, or never (a dead
+			// connection holds busy), so it is waited for a little.
+			for range 100 {
+				if s.claim(false) {
+					s.drain(true)
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
 			return
 		}
-		if err := s.drain(); err != nil {
+		if !s.claim(false) {
+			continue // a publisher writes; it wakes us if it leaves any
+		}
+		if err := s.drain(false); err != nil {
 			return
 		}
 	}
 }
 
-// drain writes everything queued, then flushes.
-func (s *subscriber) drain() error {
+// drain writes what a publisher left pending and everything queued, then
+// flushes, and gives busy up once nothing is left (held is whether to
+// keep it: at the end). An error leaves busy held: nobody else may write
+// to a connection that failed.
+func (s *subscriber) drain(held bool) error {
 	for {
+		if s.pending != nil {
+			_, err := s.bc.w.Write(s.pending)
+			s.pending = nil
+			if err != nil {
+				s.stop()
+				return err
+			}
+		}
 		m, ok := s.q.pop()
 		if !ok {
-			return s.bc.w.Flush()
+			if err := s.bc.w.Flush(); err != nil {
+				s.stop()
+				return err
+			}
+			if held || s.unclaim() {
+				return nil
+			}
+			if !s.claim(false) {
+				return nil // a publisher took it between the two: its turn
+			}
+			continue
 		}
 		var err error
 		if m.pong != nil {
@@ -574,22 +708,35 @@ func writeMessage(w *bufio.Writer, topic string, body []byte) error {
 	return err
 }
 
+// appendMessage is writeMessage into buf.
+func appendMessage(buf []byte, topic string, body []byte) []byte {
+	buf = append(appendHeader(buf, true, len(topic)), topic...)
+	return append(appendHeader(buf, false, len(body)), body...)
+}
+
 // writeHeader writes a frame's flags and size (byte by byte: a header
 // array handed to Write would escape, an allocation per frame).
 func writeHeader(w *bufio.Writer, more bool, size int) {
+	var h [9]byte
+	for _, c := range appendHeader(h[:0], more, size) {
+		w.WriteByte(c)
+	}
+}
+
+// appendHeader appends a frame's flags and size to buf.
+func appendHeader(buf []byte, more bool, size int) []byte {
 	var flags byte
 	if more {
 		flags = 0x01
 	}
 	if size <= 255 {
-		w.WriteByte(flags)
-		w.WriteByte(byte(size))
-		return
+		return append(buf, flags, byte(size))
 	}
-	w.WriteByte(flags | 0x02)
+	buf = append(buf, flags|0x02)
 	for shift := 56; shift >= 0; shift -= 8 {
-		w.WriteByte(byte(uint64(size) >> shift))
+		buf = append(buf, byte(uint64(size)>>shift))
 	}
+	return buf
 }
 
 // hungUp reports an error that only says the peer went away.

@@ -88,6 +88,17 @@ func (q *queue[T]) popLocked() (T, bool) {
 	return v, true
 }
 
+// popIf takes the oldest entry if there is one and ok says so.
+func (q *queue[T]) popIf(ok func(T) bool) (T, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n == 0 || !ok(q.buf[q.head]) {
+		var zero T
+		return zero, false
+	}
+	return q.popLocked()
+}
+
 // pop takes the oldest entry, if any.
 func (q *queue[T]) pop() (T, bool) {
 	q.mu.Lock()
