@@ -77,18 +77,26 @@ func BenchmarkOverhead(b *testing.B) {
 		c := startBare(b, e)
 		defer c.stop()
 		cl := &client.Client{Paths: config.Paths{SockDir: filepath.Join(e.home, "sock"), CacheDir: filepath.Join(e.home, "cache", "agents")}, NoAutostart: true}
-		// One agent for the three kaimon sides: they differ only in the
-		// client.
-		id := e.ok("open", e.work)
-		defer e.ok("close", id)
-		body, _ := json.Marshal(verbs.RunArgs{AgentID: id, Text: "say exactly: ok"})
+		// An agent of its own for each kaimon side, as the bare side has
+		// its CLI: each conversation then grows by one turn per op, and
+		// the CLI's own cost per turn, which grows with its history, is
+		// the same on every side. (With one agent for the three, it had
+		// three turns per op to the bare CLI's one, and the control
+		// API's turn came out 3-7 ms over bare instead of under 1.)
+		agent := func() string {
+			id := e.ok("open", e.work)
+			b.Cleanup(func() { e.ok("close", id) })
+			return id
+		}
+		apiID, curlID, runID := agent(), agent(), agent()
+		body, _ := json.Marshal(verbs.RunArgs{AgentID: curlID, Text: "say exactly: ok"})
 		sides := []struct {
 			name string
 			turn func()
 		}{
 			{"bare", func() { c.turn(b, "say exactly: ok") }},
 			{"api", func() {
-				res, err := cl.Run(context.Background(), &verbs.RunArgs{AgentID: id, Text: "say exactly: ok"})
+				res, err := cl.Run(context.Background(), &verbs.RunArgs{AgentID: apiID, Text: "say exactly: ok"})
 				if err != nil || res.Text != "ok" {
 					b.Fatalf("run = %+v, %v", res, err)
 				}
@@ -99,7 +107,7 @@ func BenchmarkOverhead(b *testing.B) {
 				}
 			}},
 			{"kaimon", func() {
-				if out := e.ok("run", id, "say exactly: ok"); out != "ok" {
+				if out := e.ok("run", runID, "say exactly: ok"); out != "ok" {
 					b.Fatalf("run = %q", out)
 				}
 			}},
