@@ -114,31 +114,21 @@ func main() {
 		add("  bare reader of the same agent"+label+" (bufio, json.Valid)", kfmt(rd)+" lines/cpu-s", "json.Valid "+kfmt(fl)+" lines/s", pct(rd/fl), "", "")
 		add("  relay ÷ bare reader", "", "bare reader "+kfmt(rd)+" lines/cpu-s", pct(v/rd), "", "")
 	}
-	if v, ok := r.get("Relay/procs=all", "lines/cpu-s"); ok {
-		fl, _ := r.get("Relay/procs=all", "floor-lines/s")
-		add("relay per core: map+stamp+log+publish→1 sub", kfmt(v)+" lines/cpu-s", "json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), "≥ 60% of floor", verdict(v/fl >= 0.6))
-		e, _ := r.get("Relay/procs=all", "env/cpu-s")
-		w, _ := r.get("Relay/procs=all", "env/s")
-		d, _ := r.get("Relay/procs=all", "dropped/turn")
-		add("  same, envelopes (daemon CPU / wall)", kfmt(e)+" /cpu-s, "+kfmt(w)+" /s, dropped "+fmt.Sprintf("%.0f", d)+"/turn", "", "", "", "")
-		reader("Relay/procs=all", "")
+	relay := func(name, figure, target string, noDrops bool, readerLabel string) {
+		v, ok := r.get(name, "lines/cpu-s")
+		if !ok {
+			return
+		}
+		fl, _ := r.get(name, "floor-lines/s")
+		w, _ := r.get(name, "env/s")
+		d, _ := r.get(name, "dropped/turn")
+		add(figure, kfmt(v)+" lines/cpu-s, "+kfmt(w)+" env/s, dropped "+fmt.Sprintf("%.0f", d)+"/turn",
+			"json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), target, verdict(v/fl >= 0.6 && (!noDrops || d == 0)))
+		reader(name, readerLabel)
 	}
-	if v, ok := r.get("Relay/procs=1", "lines/cpu-s"); ok {
-		fl, _ := r.get("Relay/procs=1", "floor-lines/s")
-		w, _ := r.get("Relay/procs=1", "env/s")
-		d, _ := r.get("Relay/procs=1", "dropped/turn")
-		add("relay, daemon on one P (GOMAXPROCS=1)", kfmt(v)+" lines/cpu-s, "+kfmt(w)+" env/s, dropped "+fmt.Sprintf("%.0f", d)+"/turn",
-			"json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), "≥ 60%, no drops", verdict(v/fl >= 0.6 && d == 0))
-		reader("Relay/procs=1", ", on one P")
-	}
-	if v, ok := r.get("Relay/burst", "lines/cpu-s"); ok {
-		fl, _ := r.get("Relay/burst", "floor-lines/s")
-		w, _ := r.get("Relay/burst", "env/s")
-		d, _ := r.get("Relay/burst", "dropped/turn")
-		add("relay capacity: agent writes 64 KiB bursts", kfmt(v)+" lines/cpu-s, "+kfmt(w)+" env/s, dropped "+fmt.Sprintf("%.0f", d)+"/turn",
-			"json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), "≥ 60% of floor", verdict(v/fl >= 0.6))
-		reader("Relay/burst", ", bursts")
-	}
+	relay("Relay/procs=all", "relay per core: map+stamp+log+publish→1 sub", "≥ 60% of floor", false, "")
+	relay("Relay/procs=1", "relay, daemon on one P (GOMAXPROCS=1)", "≥ 60%, no drops", true, ", on one P")
+	relay("Relay/burst", "relay capacity: agent writes 64 KiB bursts", "≥ 60% of floor", false, ", bursts")
 	if v, ok := r.get("MapEncode/map+encode", "lines/s"); ok {
 		fl, _ := r.get("MapEncode/floor", "lines/s")
 		add("Mapper.Map + envelope encode, one core", kfmt(v)+" lines/s", "json.Valid "+kfmt(fl)+" lines/s", pct(v/fl), "≥ 80% of floor", verdict(v/fl >= 0.8))
