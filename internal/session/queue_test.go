@@ -3,9 +3,11 @@ package session
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
@@ -93,5 +95,67 @@ func oneOrder(t *testing.T, flushEvery int) {
 	}
 	if b, _ := os.ReadFile(eventlog.Path(r.paths.CacheDir, id)); strings.Count(string(b), `"delta":true`) != 0 {
 		t.Fatal("a delta in the log")
+	}
+}
+
+// The reader never waits for room in the queue while its batch holds the
+// drain, which alone makes room: an event to log flushes the batch first,
+// even with the queue filled meanwhile by another goroutine.
+func TestBatchedReaderNeverWaitsOnItsOwnHold(t *testing.T) {
+	r := newRig(t, 10)
+	pub := &envRec{}
+	r.m.AddPublisher(pub)
+	id := r.open(t, "a1")
+	ag, _ := r.m.get(id)
+	ag.EmitBatched(event.NewText(event.AssistantText, 1, true, "held "))
+	filled := make(chan struct{})
+	go func() { // another goroutine fills the queue, and more
+		defer close(filled)
+		for i := range maxQueued + 10 {
+			ag.Emit(event.NewError(1, fmt.Sprintf("side %d", i), nil))
+		}
+	}()
+	for { // until the queue is full
+		ag.qmu.Lock()
+		n := len(ag.queue)
+		ag.qmu.Unlock()
+		if n >= maxQueued {
+			break
+		}
+		runtime.Gosched()
+	}
+	done := make(chan struct{})
+	go func() { // the reader's next events: one to log, then a delta
+		ag.EmitBatched(event.NewError(1, "reader", nil))
+		ag.EmitBatched(event.NewText(event.AssistantText, 1, true, "after "))
+		ag.Flush()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reader waits for room that only its own hold can make")
+	}
+	<-filled
+	ag.flush()
+	pub.mu.Lock()
+	defer pub.mu.Unlock()
+	var texts []string
+	var last uint64
+	readerAt := -1 // deltas fanned out before the reader's error
+	for _, e := range pub.evs {
+		if e.Seq <= last {
+			t.Fatalf("seq %d after %d", e.Seq, last)
+		}
+		last = e.Seq
+		if e.Kind == event.AssistantText {
+			texts = append(texts, event.TextOf(e.Data))
+		}
+		if e.Kind == event.Error && strings.Contains(string(e.Data), `"reader"`) {
+			readerAt = len(texts)
+		}
+	}
+	if strings.Join(texts, "") != "held after " || readerAt != 1 {
+		t.Fatalf("deltas %q, the reader's error after %d of them; want \"held \", the error, \"after \"", texts, readerAt)
 	}
 }

@@ -41,10 +41,12 @@ const (
 type Backend struct {
 	opts backend.Options
 	sink backend.Sink
-	// emit is how handle hands on a line's events: sink.Emit, or the
-	// reader's EmitBatched once run has the sink flush at each read
-	// (backend.BatchSink). Only the reader's goroutine uses it.
+	// emit is how the reader (handle, skipped) hands on its events:
+	// sink.Emit, or EmitBatched once run has the sink flush before each
+	// read (backend.BatchSink), and flush (nil without one) that flush.
+	// Only the reader's goroutine uses them.
 	emit    func(event.Event)
+	flush   func()
 	bin     string
 	args    []string
 	env     []string
@@ -261,25 +263,37 @@ var MaxLine = 64 << 20
 // and then reports the exit. A line over MaxLine is skipped with an error
 // event; the turn goes on.
 func (b *Backend) run(p *host.Process) {
-	var idle func()
 	if bs, ok := b.sink.(backend.BatchSink); ok {
-		b.emit, idle = bs.EmitBatched, bs.Flush
+		b.emit, b.flush = bs.EmitBatched, bs.Flush
 	}
-	p.Serve(MaxLine, b.handle, b.skipped, idle, b.life.HangUp)
+	p.Serve(MaxLine, b.handle, b.skipped, b.flush, b.life.HangUp)
 	b.finish(p)
 }
 
 // skipped reports a stdout line over MaxLine that was read past.
 func (b *Backend) skipped(size int64) {
 	msg := fmt.Sprintf("claude printed a stdout line of %d bytes, over kaimon's limit of %d bytes; kaimon skipped it", size, MaxLine)
-	b.life.Lock()
-	b.sink.Emit(event.NewError(b.m.Current(), msg, map[string]int64{"bytes": size, "limit": int64(MaxLine)}))
+	b.lockLife()
+	b.emit(event.NewError(b.m.Current(), msg, map[string]int64{"bytes": size, "limit": int64(MaxLine)}))
 	b.life.Unlock()
+}
+
+// lockLife takes life's lock for the reader. If another goroutine holds
+// it (Send, submit), the reader's batch is flushed first: the holder may
+// be waiting for room in the agent's queue, which only the drain the
+// batch holds can make.
+func (b *Backend) lockLife() {
+	if !b.life.TryLock() {
+		if b.flush != nil {
+			b.flush()
+		}
+		b.life.Lock()
+	}
 }
 
 // handle maps one line and acts on its side outputs.
 func (b *Backend) handle(line []byte) {
-	b.life.Lock()
+	b.lockLife()
 	o := b.m.Map(line)
 	turn := b.m.Current()
 	if o.Init {

@@ -247,18 +247,17 @@ func (p *Process) Serve(max int, line func([]byte), skipped func(int64), idle, h
 // over max bytes is not buffered whole but read past, and its size handed to skipped, so that a
 // runaway agent cannot take the daemon's memory. While the agent prints
 // nothing, the reader holds no buffer (LineReader). idle, when not nil,
-// is called whenever every line read so far was handed out, before a read
-// that may wait for the agent, and at the end: a batch of what the lines
-// of one read gave may be published then (backend.BatchSink).
+// is called before every read of stdout, which may wait for the agent
+// (mid-line too: a line longer than what one read gave), and at the end:
+// a batch of what the lines handed out so far gave may be published then
+// (backend.BatchSink), and is never held while the agent is silent.
 func (p *Process) ReadLines(max int, line func([]byte), skipped func(int64), idle func()) {
 	lr := NewLineReader(p.Stdout)
 	if idle != nil {
+		lr.idle = idle
 		defer idle()
 	}
 	for {
-		if idle != nil && lr.Buffered() == 0 {
-			idle()
-		}
 		l, n, err := lr.ReadLine(max)
 		if n > 0 {
 			skipped(n)

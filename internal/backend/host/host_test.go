@@ -43,11 +43,12 @@ func TestSpawnReadWatch(t *testing.T) {
 	}
 }
 
-// ReadLines calls idle once every line read is handed out, before a read
-// that may wait, and at the end: never between the lines of one read (the
-// three lines of one write, which a pipe delivers whole).
+// ReadLines calls idle before every read that may wait, mid-line too, and
+// at the end: never between the lines of one read (the three lines of one
+// write, which a pipe delivers whole), and not only at a line's start (b
+// is printed in two writes, apart).
 func TestReadLinesIdle(t *testing.T) {
-	p, err := Spawn(Spec{Name: "sh", Bin: "/bin/sh", Args: []string{"-c", `printf 'a\nb\nc\n'; read x; echo d`}, Dir: t.TempDir()})
+	p, err := Spawn(Spec{Name: "sh", Bin: "/bin/sh", Args: []string{"-c", `printf 'a\nb\nc\n'; read x; printf 'd\ne'; sleep 0.2; echo f`}, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +68,8 @@ func TestReadLinesIdle(t *testing.T) {
 	}()
 	p.Watch(read, func() { t.Error("hung up") })
 	got := strings.Join(seen, " ")
-	if !strings.HasPrefix(got, "idle a b c idle d idle") || !strings.HasSuffix(got, "idle") {
-		t.Fatalf("lines and idle calls: %q, want \"idle a b c idle d idle…idle\"", got)
+	if want := "idle a b c idle d idle ef idle idle"; got != want {
+		t.Fatalf("lines and idle calls: %q, want %q", got, want)
 	}
 }
 

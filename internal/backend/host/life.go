@@ -24,8 +24,9 @@ type Life struct {
 	hungUp  bool
 }
 
-func (l *Life) Lock()   { l.mu.Lock() }
-func (l *Life) Unlock() { l.mu.Unlock() }
+func (l *Life) Lock()         { l.mu.Lock() }
+func (l *Life) TryLock() bool { return l.mu.TryLock() }
+func (l *Life) Unlock()       { l.mu.Unlock() }
 
 // Begin records that Start was called; an error if it was before, or
 // after Close. what names the backend in it.

@@ -37,6 +37,10 @@ type LineReader struct {
 	holding atomic.Bool
 	r, w    int   // buf[r:w] is read and not yet handed out
 	err     error // the reader's error, once buf[r:w] is handed out
+	// idle, if set, is called before every read of src (which may wait
+	// for the agent), mid-line too: what the lines handed out so far
+	// gave is not to wait for the agent's next output.
+	idle func()
 }
 
 // NewLineReader reads lines from r.
@@ -64,6 +68,9 @@ func newLineReader(r io.Reader, size int) *LineReader {
 func (lr *LineReader) ReadLine(max int) (line []byte, skipped int64, err error) {
 	for {
 		if lr.r == lr.w {
+			if lr.idle != nil {
+				lr.idle()
+			}
 			if err := lr.fill(); err != nil {
 				return line, skipped, err
 			}
@@ -98,10 +105,6 @@ func (lr *LineReader) ReadLine(max int) (line []byte, skipped int64, err error) 
 		}
 	}
 }
-
-// Buffered is how many bytes read are not yet handed out: when it is 0,
-// the next ReadLine reads, and may wait.
-func (lr *LineReader) Buffered() int { return lr.w - lr.r }
 
 // held says whether the reader holds a read buffer.
 func (lr *LineReader) held() bool { return lr.holding.Load() }
