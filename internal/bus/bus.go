@@ -241,15 +241,20 @@ func (s *subscriber) kick() {
 		s.q.signal()
 		return
 	}
-	buf := s.direct[:0]
-	for len(buf) < maxDirect {
-		m, ok := s.q.popIf(func(m *message) bool { return m.pong == nil })
+	// Plain messages only (a PONG is the writer's), and no more than
+	// maxDirect in all: a large message (an image) is the writer's too,
+	// not copied on the publisher's goroutine.
+	buf, sent := s.direct[:0], 0
+	for {
+		m, ok := s.q.popIf(func(m *message) bool {
+			return m.pong == nil && len(buf)+len(m.topic)+len(m.body)+18 <= maxDirect // 18: two frame headers at most
+		})
 		if !ok {
 			break
 		}
 		buf = appendMessage(buf, m.topic, m.body)
 		m.release()
-		s.sent.Add(1)
+		sent++
 	}
 	var n int
 	var werr error
@@ -274,6 +279,7 @@ func (s *subscriber) kick() {
 		s.stop() // the writer sees the connection end; busy stays held
 		return
 	}
+	s.sent.Add(uint64(sent)) // what the write did not take goes out first, from pending
 	if n < len(buf) {
 		s.pending = append(s.pending[:0], buf[max(n, 0):]...)
 	}
