@@ -174,7 +174,8 @@ type Agent struct {
 
 	// pubMu guards the log writer: stamping and logging happen under it
 	// (publishOne), and die closes the log under it. Fan-out order is
-	// kept by drain, the one goroutine that publishes an agent's events.
+	// kept by the agent's drain (draining, queue.go): one goroutine at a
+	// time publishes an agent's events, drain or a holder of it (hold).
 	pubMu sync.Mutex
 	log   *eventlog.Writer
 	// logErr is the write that failed, when the log could not take an
@@ -690,8 +691,8 @@ func (ag *Agent) move(to string, turn int) (event.Event, bool) {
 // turn's end is saved in the background). The log is written before anyone
 // sees the event: its envelopes are appended to f, which drain fans out
 // after the batch (queue.go). A result that ends the last pending turn moves the FSM
-// to idle in the same step. Called by drain only (queue.go), one event at
-// a time.
+// to idle in the same step. Called only by the drain's holder (drain, or
+// a caller of hold: queue.go), one event at a time.
 func (ag *Agent) publishOne(ev event.Event, f *fanBuf) (persist bool) {
 	// Bound tool-result PNGs before anyone sees or logs them.
 	ev = imaging.ShrinkEvent(ev, ag.m.cfg.AgentImageMaxLongEdge)
@@ -904,8 +905,9 @@ func failedResult(ev event.Event, err error) event.Event {
 	return event.New(event.Result, ev.Turn, d)
 }
 
-// fanOut hands envs to every publisher. Called by drain only, after
-// their logLocked, so seq order is log order is fan-out order.
+// fanOut hands envs to every publisher. Called only by the drain's
+// holder (fanBuf.flush), after their logLocked, so seq order is log
+// order is fan-out order.
 func (ag *Agent) fanOut(envs []*event.Envelope) {
 	ag.m.mu.Lock()
 	pubs := ag.m.pubs
