@@ -5,6 +5,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -476,14 +477,25 @@ func statusColor(s string) string {
 	return s
 }
 
-// statusLine is an agent's state for people: its status, and a working
+// statusText is an agent's state for people: its status, and a working
 // agent stopped on a permission request says so, since it will not move
-// until someone answers.
+// until someone answers. statusLine is the same, colored.
+func statusText(st *verbs.Status) string {
+	if asksPermission(st) {
+		return st.Status + " (asks permission)"
+	}
+	return st.Status
+}
+
 func statusLine(st *verbs.Status) string {
-	if len(st.PendingPermissions) > 0 && st.Status != "dead" {
-		return color.MagentaString(st.Status + " (asks permission)")
+	if asksPermission(st) {
+		return color.MagentaString(statusText(st))
 	}
 	return statusColor(st.Status)
+}
+
+func asksPermission(st *verbs.Status) bool {
+	return len(st.PendingPermissions) > 0 && st.Status != "dead"
 }
 
 func statusCmd() *cli.Command {
@@ -547,20 +559,35 @@ func listCmd() *cli.Command {
 					fmt.Fprintln(c.App.ErrWriter, "no agents (open one with `kaimon open DIR`)")
 					return
 				}
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tSTATUS\tMODEL\tTURN\tTOKENS IN/OUT\tCWD")
-				for _, a := range res.Agents {
-					status := statusLine(&a.Status)
-					if a.Reason != "" {
-						status += " (" + a.Reason + ")"
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\n", a.AgentID, status, a.Model, a.Turn,
-						a.Usage.InputTokens, a.Usage.OutputTokens, a.Cwd)
-				}
-				tw.Flush()
+				writeAgents(w, res.Agents)
 			})
 		},
 	})
+}
+
+// writeAgents writes agent_list's table for people. It is aligned
+// uncolored and the status colored after: tabwriter counts a color's
+// escape bytes as width, which shifted every column after the status.
+func writeAgents(w io.Writer, agents []verbs.ListEntry) {
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tMODEL\tTURN\tTOKENS IN/OUT\tCWD")
+	for _, a := range agents {
+		status := statusText(&a.Status)
+		if a.Reason != "" {
+			status += " (" + a.Reason + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\n", a.AgentID, status, a.Model, a.Turn,
+			a.Usage.InputTokens, a.Usage.OutputTokens, a.Cwd)
+	}
+	tw.Flush()
+	lines := strings.SplitAfter(table.String(), "\n")
+	at := strings.Index(lines[0], "STATUS") // where every row's status begins
+	for i, a := range agents {
+		l, plain := lines[i+1], statusText(&a.Status)
+		lines[i+1] = l[:at] + statusLine(&a.Status) + l[at+len(plain):]
+	}
+	io.WriteString(w, strings.Join(lines, ""))
 }
 
 // lineCmd builds the command of a verb whose arguments are the positionals

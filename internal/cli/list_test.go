@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/fatih/color"
+
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// The agent table stays aligned with its status colored (a terminal): the
+// columns after the status begin where their headings do, the status
+// keeps its color, and the reason of a dead agent follows its status.
+func TestWriteAgentsAlignedInColor(t *testing.T) {
+	was := color.NoColor
+	color.NoColor = false
+	t.Cleanup(func() { color.NoColor = was })
+	agents := []verbs.ListEntry{
+		{AgentID: "aaaa1111", Status: verbs.Status{Status: "idle", Model: "sonnet", Cwd: "/p"}},
+		{AgentID: "bbbb2222", Status: verbs.Status{Status: "working", Model: "opus", Turn: 3, Cwd: "/q",
+			PendingPermissions: []verbs.PendingPermission{{RequestID: "r1"}}}},
+		{AgentID: "cccc3333", Status: verbs.Status{Status: "dead", Model: "haiku", Cwd: "/r", Reason: "closed"}},
+	}
+	var b strings.Builder
+	writeAgents(&b, agents)
+	out := b.String()
+	if !strings.Contains(out, "\x1b[") {
+		t.Fatalf("no color in %q", out)
+	}
+	ansi := regexp.MustCompile("\x1b\\[[0-9;]*m")
+	lines := strings.Split(strings.TrimSuffix(ansi.ReplaceAllString(out, ""), "\n"), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d lines: %q", len(lines), lines)
+	}
+	model := strings.Index(lines[0], "MODEL")
+	for i, a := range agents {
+		if got := lines[i+1][model:]; !strings.HasPrefix(got, a.Model+" ") {
+			t.Errorf("row %d, as seen: %q; MODEL at %d: %q, want %q", i, lines[i+1], model, got, a.Model)
+		}
+	}
+	for _, want := range []string{"working (asks permission)", "dead (closed)"} {
+		if !strings.Contains(strings.Join(lines, "\n"), want) {
+			t.Errorf("no %q in %q", want, lines)
+		}
+	}
+}
