@@ -233,9 +233,11 @@ func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
 		{[]string{"sned", "x", "hi"}, "kaimon", `kaimon: unknown command "sned"; did you mean "send"?`},
 		{[]string{"stauts"}, "kaimon", `kaimon: unknown command "stauts"; did you mean "status"?`},
 		{[]string{"daemon", "strat"}, "kaimon daemon", `kaimon: unknown command "strat" for 'kaimon daemon'; did you mean "start"?`},
-		{[]string{"xyzzy"}, "kaimon", `kaimon: unknown command "xyzzy"`}, // nothing near: no guess
+		{[]string{"rnu", "x", "hi"}, "kaimon", `kaimon: unknown command "rnu"; did you mean "run"?`}, // a swap
+		{[]string{"xyzzy"}, "kaimon", `kaimon: unknown command "xyzzy"`},                             // nothing near: no guess
 		{[]string{"output", "x", "--whcih", "all"}, "kaimon output", `kaimon: flag provided but not defined: -whcih; did you mean "--which"?`},
 		{[]string{"status", "--bogus", "x"}, "kaimon status", `kaimon: flag provided but not defined: -bogus`},
+		{[]string{"run", "x", "hi", "--tiemout", "3"}, "kaimon run", `kaimon: flag provided but not defined: -tiemout; did you mean "--timeout"?`},
 	} {
 		if got := oneUsageError(t, tc.args, tc.help); got != tc.want {
 			t.Errorf("kaimon %s: got %q, want %q", strings.Join(tc.args, " "), got, tc.want)

@@ -196,39 +196,61 @@ func unknownCommand(cmds []*cli.Command, parent, name string) error {
 	return &usageError{msg: msg, help: parent}
 }
 
-// suggest returns the visible command name nearest to name by
-// Jaro-Winkler similarity (xrash/smetrics, as urfave/cli's own suggestions,
-// whose message cannot be worded as ours), or "" when none is near.
+// suggest returns the visible command name nearest to name, or "" when
+// none is near.
 func suggest(cmds []*cli.Command, name string) string {
-	const near = 0.7 // below this, the "nearest" is a guess, not a typo
-	best, score := "", near
+	var names []string
 	for _, c := range cmds {
-		if c.Hidden {
-			continue
-		}
-		for _, n := range c.Names() {
-			if s := smetrics.JaroWinkler(name, n, 0.7, 4); s > score {
-				best, score = n, s
-			}
+		if !c.Hidden {
+			names = append(names, c.Names()...)
 		}
 	}
+	return nearest(name, names, 0.7) // below 0.7, the "nearest" is a guess, not a typo
+}
+
+// nearest returns the one of names nearest to name by Jaro-Winkler
+// similarity (xrash/smetrics, as urfave/cli's own suggestions, whose
+// message cannot be worded as ours) if it scores over near, else one that
+// is name with two neighbouring letters swapped (Jaro-Winkler scores a
+// swap in a short name, "rnu" for run, below a guess), else "".
+func nearest(name string, names []string, near float64) string {
+	best, score, swapped := "", near, ""
+	for _, n := range names {
+		if s := smetrics.JaroWinkler(name, n, 0.7, 4); s > score {
+			best, score = n, s
+		}
+		if swapped == "" && adjacentSwap(name, n) {
+			swapped = n
+		}
+	}
+	if best == "" {
+		return swapped
+	}
 	return best
+}
+
+// adjacentSwap says whether a is b with two neighbouring letters swapped.
+func adjacentSwap(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	i := 0
+	for i < len(a) && a[i] == b[i] {
+		i++
+	}
+	return i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
 }
 
 // suggestFlag returns the visible flag nearest to name (given without its
 // dashes), dashed, or "" when none is near.
 func suggestFlag(flags []cli.Flag, name string) string {
-	best, score := "", 0.8 // flags are short: demand more than of commands
+	var names []string
 	for _, f := range flags {
-		if vf, ok := f.(cli.VisibleFlag); ok && !vf.IsVisible() {
-			continue
-		}
-		for _, n := range f.Names() {
-			if s := smetrics.JaroWinkler(strings.TrimLeft(name, "-"), n, 0.7, 4); s > score {
-				best, score = n, s
-			}
+		if vf, ok := f.(cli.VisibleFlag); !ok || vf.IsVisible() {
+			names = append(names, f.Names()...)
 		}
 	}
+	best := nearest(strings.TrimLeft(name, "-"), names, 0.8) // flags are short: demand more than of commands
 	switch {
 	case best == "":
 		return ""
