@@ -224,7 +224,8 @@ func testHelpAndUsageErrors(t *testing.T, app *cli.App) {
 	oneUsageError(t, []string{"--no-such-flag"}, "kaimon")
 }
 
-// An unknown command, subcommand or flag suggests the nearest one, when one is near.
+// An unknown command, subcommand or flag suggests the nearest one, when one
+// is near; a duration without its unit says what a duration is.
 func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
 	for _, tc := range []struct {
 		args       []string
@@ -238,6 +239,9 @@ func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
 		{[]string{"output", "x", "--whcih", "all"}, "kaimon output", `kaimon: flag provided but not defined: -whcih; did you mean "--which"?`},
 		{[]string{"status", "--bogus", "x"}, "kaimon status", `kaimon: flag provided but not defined: -bogus`},
 		{[]string{"run", "x", "hi", "--tiemout", "3"}, "kaimon run", `kaimon: flag provided but not defined: -tiemout; did you mean "--timeout"?`},
+		{[]string{"run", "--timeout", "30", "x", "hi"}, "kaimon run", `kaimon: --timeout takes a duration with its unit, as 90s or 5m (got "30"); did you mean "30s"?`},
+		{[]string{"run", "--timeout", "soon", "x", "hi"}, "kaimon run", `kaimon: --timeout takes a duration with its unit, as 90s or 5m (got "soon")`},
+		{[]string{"run", "--timeout", "-3", "x", "hi"}, "kaimon run", `kaimon: --timeout takes a duration with its unit, as 90s or 5m (got "-3")`},
 	} {
 		if got := oneUsageError(t, tc.args, tc.help); got != tc.want {
 			t.Errorf("kaimon %s: got %q, want %q", strings.Join(tc.args, " "), got, tc.want)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -104,7 +106,7 @@ func finishTree(app *cli.App) {
 						msg += fmt.Sprintf("; did you mean %q?", s)
 					}
 				}
-				return &usageError{msg: msg, help: path}
+				return &usageError{msg: durationValue(flags, msg), help: path}
 			}
 			if act := c.Action; act != nil {
 				noArgs := c.ArgsUsage == "" && len(c.Subcommands) == 0 && !c.Hidden && !c.SkipFlagParsing
@@ -239,6 +241,33 @@ func adjacentSwap(a, b string) bool {
 		i++
 	}
 	return i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
+}
+
+// durationValue says what a duration flag takes, in place of the flag
+// package's bare "parse error" (`invalid value "30" for flag -timeout:
+// parse error`), and suggests the value with its unit when it was a
+// number of seconds (did you mean "30s"?); any other message is returned
+// as it is. (Parsed by hand: a package-level regexp is work at every
+// start of the CLI.)
+func durationValue(flags []cli.Flag, msg string) string {
+	rest, ok := strings.CutPrefix(msg, "invalid value ")
+	if rest, ok2 := strings.CutSuffix(rest, ": parse error"); ok && ok2 {
+		quoted, name, ok := strings.Cut(rest, " for flag -")
+		value, err := strconv.Unquote(quoted)
+		if !ok || err != nil {
+			return msg
+		}
+		for _, f := range flags {
+			if _, ok := f.(*cli.DurationFlag); !ok || !slices.Contains(f.Names(), name) {
+				continue
+			}
+			msg = fmt.Sprintf("--%s takes a duration with its unit, as 90s or 5m (got %q)", name, value)
+			if v, err := strconv.ParseFloat(value, 64); err == nil && v > 0 {
+				msg += fmt.Sprintf("; did you mean %q?", value+"s")
+			}
+		}
+	}
+	return msg
 }
 
 // suggestFlag returns the visible flag nearest to name (given without its
