@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kaimon/kaimon/internal/client"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+func runCmd() *cli.Command {
+	flags := append([]cli.Flag{
+		&cli.DurationFlag{Name: "timeout", Usage: "how long to wait for the turn to end", Value: time.Duration(verbs.DefaultTimeout) * time.Second},
+		&cli.StringFlag{Name: "C", Usage: "open a throwaway agent in `DIR`, run one turn, close it"},
+	}, openFlags()...)
+	return verbCmd("agent_run", &cli.Command{
+		ArgsUsage: "ID TEXT | -C DIR TEXT",
+		Description: "Prints the assistant's final text of the turn. Exits 3 if the turn failed, 4 on timeout " +
+			"(the partial text is printed, and the agent keeps working). TEXT - reads stdin.\n" +
+			"With -C DIR (no ID) it opens an agent in DIR with the open flags, runs one turn, and closes it.\n\n" +
+			"On a terminal the turn renders as it happens: the text as it streams, thoughts dimmed, a line per tool call " +
+			"and its result, a permission request with the `kaimon permit` command that answers it, a spinner while " +
+			"the agent is silent, and the turn's usage on stderr at the end. Piped, stdout gets the final text alone.\n\n" +
+			"Ctrl-C interrupts the turn (exit 3 when it ends so); a second Ctrl-C leaves it running and exits 130. " +
+			"With -C the agent is closed either way: a second Ctrl-C closes it at once, a third stops waiting for that.",
+		Flags: flags,
+		Action: func(c *cli.Context) error {
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			timeout := c.Duration("timeout")
+			if timeout <= 0 {
+				return usagef("--timeout must be positive")
+			}
+			var id, textArg string
+			oneShot := c.IsSet("C")
+			if oneShot {
+				if err := needArgs(c, 1, "TEXT with -C DIR"); err != nil {
+					return err
+				}
+				textArg = c.Args().Get(0)
+			} else {
+				if err := needArgs(c, 2, "ID TEXT (or -C DIR TEXT)"); err != nil {
+					return err
+				}
+				id, textArg = c.Args().Get(0), c.Args().Get(1)
+			}
+			text, err := readText(c, textArg)
+			if err != nil {
+				return err
+			}
+			if oneShot {
+				a, err := openArgs(c, c.String("C"))
+				if err != nil {
+					return err
+				}
+				res, err := cl.Open(c.Context, a)
+				if err != nil {
+					return fail(c, err)
+				}
+				id = res.AgentID
+			}
+			err = runTurn(c, cl, id, text, timeout, oneShot)
+			var de *detachedError
+			detached := errors.As(err, &de)
+			if oneShot {
+				if detached && !c.Bool("json") {
+					fmt.Fprintf(c.App.ErrWriter, "kaimon: closing agent %s, run -C's throwaway (Ctrl-C again to stop waiting)\n", id)
+				}
+				closed := closeThrowaway(c.Context, cl, id)
+				if detached {
+					de.throwaway, de.closed = true, closed
+				}
+			}
+			if detached {
+				return fail(c, de) // runTurn leaves it to us: -C changes its words
+			}
+			return err
+		},
+	})
+}
+
+// closeThrowaway closes run -C's agent, even when the run was interrupted
+// (ctx may be over) or detached from; a further Ctrl-C stops waiting for
+// it. It says whether the agent is closed.
+func closeThrowaway(ctx context.Context, cl *client.Client, id string) bool {
+	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	sigs, release := catchInterrupts(ctx)
+	defer release()
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
+	_, err := cl.Close(cctx, &verbs.CloseArgs{AgentID: id})
+	return err == nil
+}

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/fatih/color"
+	"github.com/urfave/cli/v2"
+
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+func statusColor(s string) string {
+	switch s {
+	case "idle":
+		return color.GreenString(s)
+	case "working":
+		return color.YellowString(s)
+	case "starting":
+		return color.CyanString(s)
+	case "dead":
+		return color.New(color.Faint).Sprint(s)
+	}
+	return s
+}
+
+// statusText is an agent's state for people: its status, and a working
+// agent stopped on a permission request says so, since it will not move
+// until someone answers. statusLine is the same, colored.
+func statusText(st *verbs.Status) string {
+	if asksPermission(st) {
+		return st.Status + " (asks permission)"
+	}
+	return st.Status
+}
+
+func statusLine(st *verbs.Status) string {
+	if asksPermission(st) {
+		return color.MagentaString(statusText(st))
+	}
+	return statusColor(st.Status)
+}
+
+func asksPermission(st *verbs.Status) bool {
+	return len(st.PendingPermissions) > 0 && st.Status != "dead"
+}
+
+func statusCmd() *cli.Command {
+	return verbCmd("agent_status", &cli.Command{
+		ArgsUsage: "ID",
+		Action: func(c *cli.Context) error {
+			if err := needArgs(c, 1, "ID"); err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			st, err := cl.Status(c.Context, &verbs.StatusArgs{AgentID: c.Args().First()})
+			if err != nil {
+				return fail(c, err)
+			}
+			return emit(c, st, func(w io.Writer) {
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+				row("status", statusLine(st))
+				for _, p := range st.PendingPermissions {
+					row("permission", fmt.Sprintf("%s asks for %s (denied at %s)", p.RequestID, p.Title, p.ExpiresAt))
+					row("", "answer: "+verbs.PermitCommand(c.Args().First(), p.RequestID, verbs.Allow)+"   (or "+verbs.Deny+")")
+				}
+				row("model", st.Model)
+				row("cwd", st.Cwd)
+				row("turn", fmt.Sprint(st.Turn))
+				row("usage", fmt.Sprintf("in %d  out %d  cache read %d  cache write %d", st.Usage.InputTokens, st.Usage.OutputTokens, st.Usage.CacheReadTokens, st.Usage.CacheCreationTokens))
+				row("created", st.CreatedAt)
+				row("last activity", st.LastActivity)
+				row("session", st.SessionID)
+				row("transcript", st.Transcript)
+				row("event log", st.EventLog)
+				row("queues prompts", fmt.Sprint(st.QueuesPrompts))
+				if st.Reason != "" {
+					row("ended", st.Reason)
+				}
+				tw.Flush()
+			})
+		},
+	})
+}

@@ -1,0 +1,500 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/eventlog"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// Open implements agent_open. Everything that can be checked is checked
+// before anything is written: a refused open leaves no slot, no record and
+// no log. The slot is reserved first (so that two opens of one id cannot
+// both win), and given back if the options do not hold.
+func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResult, error) {
+	id := a.ID
+	if id == "" {
+		if a.Resume {
+			return nil, verbs.BadArg("agent_open: resume needs the id of the dead agent to resume (kaimon open --id ID --resume)")
+		}
+		id = newID()
+	} else if err := m.checkID(id); err != nil {
+		return nil, err
+	}
+
+	ag := m.newAgent(id)
+	old, err := m.reserve(ag)
+	if err != nil {
+		return nil, err
+	}
+	args, opts, err := m.openOptions(id, *a, old)
+	var be backend.Backend
+	if err == nil {
+		ag.mu.Lock()
+		ag.args, ag.opts, ag.model = args, opts, args.Model
+		ag.mu.Unlock()
+		m.attach(ag)
+		ag.mu.Lock()
+		opts = ag.opts
+		ag.mu.Unlock()
+		be, err = m.factory(opts, ag)
+		if err != nil {
+			m.detach(ag)
+			err = openError(err)
+		}
+	}
+	if err != nil {
+		m.unreserve(ag, old)
+		return nil, err
+	}
+	// A reopened slot numbers on from its earlier life (seq from its
+	// ceiling, turns from the log, in start); a resumed one also keeps
+	// its created_at and usage.
+	now := time.Now()
+	created, usage, seq := now, event.UsageFigures{}, uint64(0)
+	if old != nil {
+		old.mu.Lock()
+		seq = old.seqCeil
+		if a.Resume {
+			created, usage = old.created, old.usage
+		}
+		old.mu.Unlock()
+	}
+	ag.mu.Lock()
+	ag.created, ag.usage, ag.seq, ag.activity = created, usage, seq, now
+	ag.mu.Unlock()
+	ag.saveMu.Lock()
+	ag.resuming = a.Resume
+	ag.saveMu.Unlock()
+	if err := ag.start(ctx, be); err != nil {
+		if a.Resume {
+			// The agent is as it was: dead, with its record and the
+			// session a later resume may still find. Its log says what
+			// this attempt met.
+			m.unreserve(ag, old)
+		}
+		return nil, err
+	}
+	return &verbs.OpenResult{AgentID: id}, nil
+}
+
+// reserve puts ag in its id's slot, which must be free or dead, and
+// returns the dead agent it displaces.
+func (m *Manager) reserve(ag *Agent) (old *Agent, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return nil, verbs.WrongState("kaimon-agentd is shutting down")
+	}
+	old = m.agents[ag.id]
+	if old != nil {
+		if st := old.state(); st != Dead {
+			if st == "" {
+				st = "being opened"
+			}
+			return nil, verbs.WrongState("agent %s is already open (%s); close it first or pick another id", ag.id, st)
+		}
+	}
+	m.agents[ag.id] = ag
+	return old, nil
+}
+
+// unreserve gives the slot back to the agent that held it.
+func (m *Manager) unreserve(ag, old *Agent) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.agents[ag.id] != ag {
+		return
+	}
+	if old != nil {
+		m.agents[ag.id] = old
+	} else {
+		delete(m.agents, ag.id)
+	}
+}
+
+// openOptions validates agent_open's arguments a into the options as
+// applied (kept in the record) and the backend's. To resume, the dead
+// agent old's record supplies what a left out, and its vendor session is
+// what the backend continues.
+func (m *Manager) openOptions(id string, a verbs.OpenArgs, old *Agent) (verbs.OpenArgs, backend.Options, error) {
+	a.ID = id
+	session := ""
+	if a.Resume {
+		var err error
+		if session, err = inherit(&a, old); err != nil {
+			return a, backend.Options{}, err
+		}
+		a.Resume = false // a record says what is, not how it came to be
+	}
+	verbs.ByName("agent_open").ApplyDefaults(&a) // for callers in this process, and after inherit
+	if a.Cwd == "" {
+		return a, backend.Options{}, verbs.BadArg("agent_open: cwd is required")
+	}
+	cwd, err := filepath.Abs(a.Cwd)
+	if err != nil {
+		return a, backend.Options{}, verbs.BadArg("agent_open: cwd %q: %v", a.Cwd, err)
+	}
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+		return a, backend.Options{}, verbs.BadArg("agent_open: cwd %s does not exist or is not a directory", cwd)
+	}
+	a.Cwd = cwd
+	opts := m.backendOptions(&a)
+	opts.Resume = session
+	// The one place the policy is resolved: the agent carries it.
+	if _, err := opts.ResolvePolicy(); err != nil {
+		return a, backend.Options{}, verbs.BadArg("agent_open: %v", err)
+	}
+	return a, opts, nil
+}
+
+// backendOptions are the options a backend is made with for an agent
+// opened with a.
+func (m *Manager) backendOptions(a *verbs.OpenArgs) backend.Options {
+	o := backend.Options{
+		ID: a.ID, Cwd: a.Cwd, Model: a.Model, Effort: a.Effort,
+		Permission: a.Permission, PermissionMode: a.PermissionMode,
+		AllowedTools: a.AllowedTools, Only: a.Only,
+		MCPConfig: a.MCPConfig, SystemPrompt: a.SystemPrompt,
+		CacheDir: m.paths.CacheDir,
+		Env:      append(append([]string{}, m.env...), "KAIMON_AGENT_SESSION="+a.ID),
+	}
+	if a.DisallowedTools != nil {
+		o.DisallowedTools = append([]string{}, (*a.DisallowedTools)...)
+	}
+	return o
+}
+
+// inherit fills the options a resuming open left out from the dead
+// agent's record, refuses what cannot be resumed, and returns the vendor's
+// session to continue.
+func inherit(a *verbs.OpenArgs, old *Agent) (session string, err error) {
+	if old == nil {
+		return "", verbs.NotFound("agent_open: no agent %q to resume: see `kaimon list` for the agents kaimon knows", a.ID)
+	}
+	old.mu.Lock()
+	defer old.mu.Unlock()
+	if old.info.SessionID == "" {
+		return "", verbs.WrongState("agent_open: agent %s has no conversation to resume (it never began one); open it without --resume for a fresh one", a.ID)
+	}
+	rec := old.args
+	rec.Model = old.model
+	if a.Cwd != "" {
+		if cwd, err := filepath.Abs(a.Cwd); err != nil || cwd != rec.Cwd {
+			return "", verbs.BadArg("agent_open: agent %s worked in %s, and its conversation belongs there: resume it without a cwd (or with that one)", a.ID, rec.Cwd)
+		}
+	}
+	verbs.ByName("agent_open").Inherit(a, &rec, "id", "resume")
+	return old.info.SessionID, nil
+}
+
+// openError is a backend's refusal to be made, as the verb reports it: an
+// option it cannot take, or its program missing, is the caller's to fix
+// (a bad argument), unless the backend said otherwise.
+func openError(err error) error {
+	var ve *verbs.Error
+	if errors.As(err, &ve) {
+		return verbs.Errorf(ve.Code, "agent_open: %s", ve.Message)
+	}
+	return verbs.BadArg("agent_open: %v", err)
+}
+
+// Forget implements agent_forget. The whole selection is checked first: a
+// live or unknown id named forgets nothing.
+func (m *Manager) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.ForgetResult, error) {
+	var age time.Duration
+	if a.OlderThan != "" {
+		d, err := ParseAge(a.OlderThan)
+		if err != nil {
+			return nil, verbs.BadArg("agent_forget: %v", err)
+		}
+		age = d
+	}
+	if len(a.AgentIDs) == 0 && !a.AllDead && age == 0 {
+		return nil, verbs.BadArg("agent_forget: name the dead agents to forget, or select them with all_dead or older_than")
+	}
+	m.mu.Lock()
+	var picked []*Agent
+	seen := map[string]bool{}
+	for _, id := range a.AgentIDs {
+		ag := m.agents[id]
+		switch {
+		case ag == nil:
+			m.mu.Unlock()
+			return nil, verbs.NotFound("agent_forget: no agent %q: see `kaimon list`; nothing was forgotten", id)
+		case ag.state() != Dead:
+			m.mu.Unlock()
+			st := ag.state()
+			if st == "" {
+				st = "being opened"
+			}
+			return nil, verbs.WrongState("agent_forget: agent %s is %s: close it first (kaimon close %s); nothing was forgotten", id, st, id)
+		}
+		if !seen[id] {
+			seen[id] = true
+			picked = append(picked, ag)
+		}
+	}
+	if len(a.AgentIDs) == 0 {
+		for id, ag := range m.agents {
+			if ag.state() == Dead {
+				seen[id] = true
+				picked = append(picked, ag)
+			}
+		}
+	}
+	m.mu.Unlock()
+	cutoff := time.Now().Add(-age)
+	res := &verbs.ForgetResult{Forgotten: []string{}}
+	for _, ag := range picked {
+		if age > 0 && !ag.lastActivity().Before(cutoff) {
+			continue
+		}
+		if m.forget(ag, a.Logs) {
+			res.Forgotten = append(res.Forgotten, ag.id)
+		}
+	}
+	sort.Strings(res.Forgotten)
+	return res, nil
+}
+
+// Send implements agent_send.
+func (m *Manager) Send(ctx context.Context, a *verbs.SendArgs) (*verbs.SendResult, error) {
+	ag, err := m.get(a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	n, err := ag.send(a.Text, true)
+	if err != nil {
+		return nil, err
+	}
+	return &verbs.SendResult{Turn: n}, nil
+}
+
+// Run implements agent_run.
+func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, error) {
+	ag, err := m.get(a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	timeout := a.Timeout // in verbs.TimeoutRange: Decode checked it
+	// Not waiting for the turn's first events to be published: its
+	// result comes after them in the agent's queue (queue.go).
+	n, err := ag.send(a.Text, false)
+	if err != nil {
+		return nil, err
+	}
+	timer := time.NewTimer(time.Duration(timeout * float64(time.Second)))
+	defer timer.Stop()
+	for {
+		ag.mu.Lock()
+		t := ag.book.get(n)
+		dropped := ag.book.dropped(n)
+		status := ag.status
+		ch := ag.changedLocked()
+		logStart := ag.logStart
+		var done bool
+		var text, stop, msg string
+		if t != nil {
+			done, text, stop, msg = t.done, t.lastMessage(), t.stopReason, t.errMsg
+		}
+		ag.mu.Unlock()
+		if dropped {
+			// Done, and dropped from the book for a later turn that
+			// ended before this call looked: the log has it.
+			lb, _, lerr := ag.readLog(logStart, func(k int) bool { return k == n })
+			if t = lb.get(n); t == nil || !t.done {
+				return nil, verbs.Errorf(verbs.CodeInternal, "agent %s turn %d ended, and its end is not in the event log: %v", ag.id, n, lerr)
+			}
+			done, text, stop, msg = t.done, t.lastMessage(), t.stopReason, t.errMsg
+		}
+		// done is set once the result is in the log and fsynced
+		// (publishOne): the answer may go. Its fan-out and the record's
+		// save follow in the agent's queue and the background, not on
+		// the caller's way (issue 12).
+		switch {
+		case done && event.Failed(stop):
+			if msg == "" {
+				msg = "stop reason " + stop
+			}
+			return nil, &verbs.Error{Code: verbs.CodeTurnFailed, Message: fmt.Sprintf("agent %s turn %d failed: %s", ag.id, n, msg), Text: text}
+		case done:
+			return &verbs.RunResult{Text: text}, nil
+		case status == Dead:
+			return nil, &verbs.Error{Code: verbs.CodeTurnFailed, Message: fmt.Sprintf("agent %s died during turn %d", ag.id, n), Text: text}
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return nil, &verbs.Error{Code: verbs.CodeTimeout, Text: ag.replySoFar(n),
+				Message: fmt.Sprintf("agent %s turn %d did not end within %gs; it is still running (kaimon output %s, or kaimon interrupt %s)", ag.id, n, timeout, ag.id, ag.id)}
+		case <-ctx.Done():
+			return nil, &verbs.Error{Code: verbs.CodeTimeout, Text: ag.replySoFar(n), Message: fmt.Sprintf("agent_run: the caller went away: %v", ctx.Err())}
+		}
+	}
+}
+
+// Output implements agent_output.
+func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.OutputResult, error) {
+	which, maxChars := a.Which, a.MaxChars // in their ranges: Decode checked them
+	var (
+		text   string
+		t      *turnRec
+		n      int
+		status = Dead
+		bad    []string
+		read   bool
+	)
+	ag, err := m.get(a.AgentID)
+	if err == nil {
+		ag.flush() // what the agent emitted before the call is reflected
+		text, t, n, bad, status, read = ag.output(a.Turn, which, a.IncludeTools)
+	}
+	if !read {
+		// An agent of an earlier daemon (or a forgotten one whose log was
+		// kept) is read from its log.
+		var ve *verbs.Error
+		if err != nil && (!errors.As(err, &ve) || ve.Code != verbs.CodeNotFound || !idRE.MatchString(a.AgentID)) {
+			return nil, err
+		}
+		b, lbad, serr := logBook(eventlog.Path(m.paths.CacheDir, a.AgentID), -1, 0, nil)
+		if serr != nil {
+			if err == nil {
+				err = verbs.NotFound("agent %s has no event log: %v", a.AgentID, serr)
+			}
+			return nil, err
+		}
+		text, t, n = b.text(a.Turn, which, a.IncludeTools)
+		bad = lbad
+	}
+	if a.Turn > 0 && t == nil {
+		return nil, verbs.NotFound("agent %s has no turn %d", a.AgentID, a.Turn)
+	}
+	res := &verbs.OutputResult{AgentID: a.AgentID, Turn: n, Which: which, Status: status}
+	if t != nil {
+		res.Done = t.done
+		res.Usage = t.usage
+	}
+	if len(bad) > 0 {
+		res.LogErrors = append([]string(nil), bad...)
+	}
+	if r := []rune(text); len(r) > maxChars {
+		res.Truncated = true
+		res.DroppedChars = len(r) - maxChars
+		text = string(r[:maxChars])
+	}
+	res.Text = text
+	return res, nil
+}
+
+// Status implements agent_status.
+func (m *Manager) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.Status, error) {
+	ag, err := m.get(a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	ag.flush() // what the agent emitted before the call is reflected
+	s := ag.statusObj()
+	return &s, nil
+}
+
+// SetModel implements agent_set_model.
+func (m *Manager) SetModel(ctx context.Context, a *verbs.SetModelArgs) (*verbs.SetModelResult, error) {
+	ag, err := m.get(a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(a.Model) == "" {
+		return nil, verbs.BadArg("agent_set_model: model is required")
+	}
+	be, err := ag.live()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	ok, err := be.SetModel(ctx, a.Model)
+	if err != nil {
+		ag.publish(event.NewError(0, "set_model: "+err.Error(), nil))
+	}
+	if ok {
+		// The record keeps the model in the backend's own full form
+		// (acp:<agent>:<model> for an ACP agent, whatever the caller
+		// wrote), which is what a resume passes back to it.
+		model := a.Model
+		if full := be.Info().Model; full != "" {
+			model = full
+		}
+		ag.mu.Lock()
+		ag.model = model
+		ag.mu.Unlock()
+		ag.save()
+	}
+	return &verbs.SetModelResult{Switched: ok}, nil
+}
+
+// List implements agent_list, oldest first.
+func (m *Manager) List(ctx context.Context, a *verbs.ListArgs) (*verbs.ListResult, error) {
+	m.mu.Lock()
+	ags := make([]*Agent, 0, len(m.agents))
+	for _, ag := range m.agents {
+		ags = append(ags, ag)
+	}
+	m.mu.Unlock()
+	res := &verbs.ListResult{Agents: make([]verbs.ListEntry, 0, len(ags))}
+	for _, ag := range ags {
+		if ag.state() == "" {
+			continue // reserved by an open still being checked
+		}
+		res.Agents = append(res.Agents, verbs.ListEntry{AgentID: ag.id, Status: ag.statusObj()})
+	}
+	sort.Slice(res.Agents, func(i, j int) bool {
+		if res.Agents[i].CreatedAt != res.Agents[j].CreatedAt {
+			return res.Agents[i].CreatedAt < res.Agents[j].CreatedAt
+		}
+		return res.Agents[i].AgentID < res.Agents[j].AgentID
+	})
+	return res, nil
+}
+
+// Interrupt implements agent_interrupt.
+func (m *Manager) Interrupt(ctx context.Context, a *verbs.InterruptArgs) (*verbs.InterruptResult, error) {
+	ag, err := m.get(a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	be, err := ag.live()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ok, err := be.Interrupt(ctx)
+	if err != nil {
+		// Not "nothing to interrupt": the turn may still be running, and
+		// the caller (and the log's reader) must know it.
+		ag.publish(event.NewError(0, "interrupt failed: "+err.Error(), nil))
+		return nil, &verbs.Error{Code: verbs.CodeUnavailable, Message: fmt.Sprintf(
+			"agent %s: interrupt failed: %v; its turn may still be running: wait for it, or stop the agent with `kaimon close %s`",
+			a.AgentID, err, a.AgentID)}
+	}
+	return &verbs.InterruptResult{Interrupted: ok}, nil
+}
+
+// Close implements agent_close: the slot is kept as dead.
+func (m *Manager) Close(ctx context.Context, a *verbs.CloseArgs) (*verbs.CloseResult, error) {
+	ag, err := m.get(a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	return &verbs.CloseResult{Closed: ag.close(ReasonClosed)}, nil
+}
