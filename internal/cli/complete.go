@@ -523,7 +523,7 @@ func (k *completer) values(spec valueSpec, cur, prefix string) completion {
 		cands = spec.enum
 	case valLiveIDs, valDeadIDs, valAnyIDs:
 		for _, a := range k.agentList() {
-			if spec.kind == valAnyIDs || (a.Status.Status == "dead") == (spec.kind == valDeadIDs) {
+			if spec.kind == valAnyIDs || (a.AgentStatus.Status == "dead") == (spec.kind == valDeadIDs) {
 				cands = append(cands, candidate{a.AgentID, agentDesc(a)})
 			}
 		}
@@ -554,7 +554,7 @@ func (k *completer) values(spec valueSpec, cur, prefix string) completion {
 }
 
 func agentDesc(a verbs.ListEntry) string {
-	return strings.TrimSpace(fmt.Sprintf("%s %s %s", a.Status.Status, a.Model, a.Cwd))
+	return strings.TrimSpace(fmt.Sprintf("%s %s %s", a.AgentStatus.Status, a.Model, a.Cwd))
 }
 
 // modelCandidates offers the claude aliases and the backend prefixes; after

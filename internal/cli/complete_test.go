@@ -18,9 +18,9 @@ import (
 
 func testAgents() []verbs.ListEntry {
 	return []verbs.ListEntry{
-		{AgentID: "live1", Status: verbs.Status{Status: "idle", Model: "sonnet", Cwd: "/w"}},
-		{AgentID: "live2", Status: verbs.Status{Status: "working", Model: "opus", Cwd: "/w"}},
-		{AgentID: "dead1", Status: verbs.Status{Status: "dead", Model: "haiku", Cwd: "/w"}},
+		{AgentID: "live1", AgentStatus: verbs.AgentStatus{Status: "idle", Model: "sonnet", Cwd: "/w"}},
+		{AgentID: "live2", AgentStatus: verbs.AgentStatus{Status: "working", Model: "opus", Cwd: "/w"}},
+		{AgentID: "dead1", AgentStatus: verbs.AgentStatus{Status: "dead", Model: "haiku", Cwd: "/w"}},
 	}
 }
 

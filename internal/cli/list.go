@@ -45,7 +45,7 @@ func writeAgents(w io.Writer, agents []verbs.ListEntry) {
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tMODEL\tTURN\tTOKENS IN/OUT\tCWD")
 	for _, a := range agents {
-		status := statusText(&a.Status)
+		status := statusText(&a.AgentStatus)
 		if a.Reason != "" {
 			status += " (" + a.Reason + ")"
 		}
@@ -56,8 +56,8 @@ func writeAgents(w io.Writer, agents []verbs.ListEntry) {
 	lines := strings.SplitAfter(table.String(), "\n")
 	at := strings.Index(lines[0], "STATUS") // where every row's status begins
 	for i, a := range agents {
-		l, plain := lines[i+1], statusText(&a.Status)
-		lines[i+1] = l[:at] + statusLine(&a.Status) + l[at+len(plain):]
+		l, plain := lines[i+1], statusText(&a.AgentStatus)
+		lines[i+1] = l[:at] + statusLine(&a.AgentStatus) + l[at+len(plain):]
 	}
 	io.WriteString(w, strings.Join(lines, ""))
 }

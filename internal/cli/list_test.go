@@ -18,10 +18,10 @@ func TestWriteAgentsAlignedInColor(t *testing.T) {
 	color.NoColor = false
 	t.Cleanup(func() { color.NoColor = was })
 	agents := []verbs.ListEntry{
-		{AgentID: "aaaa1111", Status: verbs.Status{Status: "idle", Model: "sonnet", Cwd: "/p"}},
-		{AgentID: "bbbb2222", Status: verbs.Status{Status: "working", Model: "opus", Turn: 3, Cwd: "/q",
+		{AgentID: "aaaa1111", AgentStatus: verbs.AgentStatus{Status: "idle", Model: "sonnet", Cwd: "/p"}},
+		{AgentID: "bbbb2222", AgentStatus: verbs.AgentStatus{Status: "working", Model: "opus", Turn: 3, Cwd: "/q",
 			PendingPermissions: []verbs.PendingPermission{{RequestID: "r1"}}}},
-		{AgentID: "cccc3333", Status: verbs.Status{Status: "dead", Model: "haiku", Cwd: "/r", Reason: "closed"}},
+		{AgentID: "cccc3333", AgentStatus: verbs.AgentStatus{Status: "dead", Model: "haiku", Cwd: "/r", Reason: "closed"}},
 	}
 	var b strings.Builder
 	writeAgents(&b, agents)

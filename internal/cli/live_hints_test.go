@@ -26,7 +26,7 @@ func TestHintsOfPendingRequests(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/agent_status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(verbs.Status{Status: "working", PendingPermissions: []verbs.PendingPermission{
+		json.NewEncoder(w).Encode(verbs.AgentStatus{Status: "working", PendingPermissions: []verbs.PendingPermission{
 			{RequestID: "r1", Tool: "Bash", Title: "Bash", ExpiresAt: "2026-12-01T00:00:00Z"},
 			{RequestID: "r2", Tool: "Edit", Title: "Edit"},
 		}})

@@ -28,21 +28,21 @@ func statusColor(s string) string {
 // statusText is an agent's state for people: its status, and a working
 // agent stopped on a permission request says so, since it will not move
 // until someone answers. statusLine is the same, colored.
-func statusText(st *verbs.Status) string {
+func statusText(st *verbs.AgentStatus) string {
 	if asksPermission(st) {
 		return st.Status + " (asks permission)"
 	}
 	return st.Status
 }
 
-func statusLine(st *verbs.Status) string {
+func statusLine(st *verbs.AgentStatus) string {
 	if asksPermission(st) {
 		return color.MagentaString(statusText(st))
 	}
 	return statusColor(st.Status)
 }
 
-func asksPermission(st *verbs.Status) bool {
+func asksPermission(st *verbs.AgentStatus) bool {
 	return len(st.PendingPermissions) > 0 && st.Status != "dead"
 }
 

@@ -188,7 +188,7 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 	// (watch). And an answer "dead" comes only once the backend has
 	// reported its last result: the log then holds every result of that
 	// life, so the replay finds the awaited one if it exists.
-	var agent *verbs.Status
+	var agent *verbs.AgentStatus
 	if id := o.agent(); id != "" && (o.Replay || o.UntilResult) {
 		p.only = id
 		agent, err = cl.Status(ctx, &verbs.StatusArgs{AgentID: id})
@@ -373,7 +373,7 @@ func (p *tailPrinter) watch(e *event.Envelope) error {
 // can still end well: not if the agent is dead, as its last status in the
 // replay says, or else the daemon's answer st. Its result would have been
 // in the replay.
-func (p *tailPrinter) settle(st *verbs.Status) error {
+func (p *tailPrinter) settle(st *verbs.AgentStatus) error {
 	if !p.o.UntilResult {
 		return nil
 	}

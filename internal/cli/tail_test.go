@@ -133,15 +133,15 @@ func TestTailDeadAgentEnds(t *testing.T) {
 		turn   int
 		replay bool
 		log    []*event.Envelope
-		st     verbs.Status
+		st     verbs.AgentStatus
 		want   string // "" to go on live
 	}{
-		{"a turn beyond a dead agent's last", 3, true, append(turn1, status("dead", 1)), verbs.Status{Status: "dead", Turn: 1}, "its last turn was 1, turn 3 will never come"},
-		{"no result at all", 0, true, []*event.Envelope{status("idle", 0), status("dead", 0)}, verbs.Status{Status: "dead"}, "is dead: no result will come"},
-		{"died after the daemon answered", 2, true, append(turn1, status("dead", 1)), verbs.Status{Status: "idle", Turn: 1}, "turn 2 will never come"},
-		{"reopened after the daemon answered", 2, true, append(turn1, status("dead", 1), status("starting", 1)), verbs.Status{Status: "dead", Turn: 1}, ""},
-		{"live and waiting for its turn", 2, true, turn1, verbs.Status{Status: "idle", Turn: 1}, ""},
-		{"dead with no replay", 1, false, nil, verbs.Status{Status: "dead", Turn: 1}, "add --from-start"},
+		{"a turn beyond a dead agent's last", 3, true, append(turn1, status("dead", 1)), verbs.AgentStatus{Status: "dead", Turn: 1}, "its last turn was 1, turn 3 will never come"},
+		{"no result at all", 0, true, []*event.Envelope{status("idle", 0), status("dead", 0)}, verbs.AgentStatus{Status: "dead"}, "is dead: no result will come"},
+		{"died after the daemon answered", 2, true, append(turn1, status("dead", 1)), verbs.AgentStatus{Status: "idle", Turn: 1}, "turn 2 will never come"},
+		{"reopened after the daemon answered", 2, true, append(turn1, status("dead", 1), status("starting", 1)), verbs.AgentStatus{Status: "dead", Turn: 1}, ""},
+		{"live and waiting for its turn", 2, true, turn1, verbs.AgentStatus{Status: "idle", Turn: 1}, ""},
+		{"dead with no replay", 1, false, nil, verbs.AgentStatus{Status: "dead", Turn: 1}, "add --from-start"},
 	} {
 		p := newP(c.turn, c.replay)
 		replay(p, c.log...)
@@ -159,7 +159,7 @@ func TestTailDeadAgentEnds(t *testing.T) {
 	// in the replay it does not (a reopen may follow).
 	p := newP(2, true)
 	replay(p, append(turn1, status("dead", 1), status("starting", 1), status("idle", 1))...)
-	if err := p.settle(&verbs.Status{Status: "idle", Turn: 1}); err != nil {
+	if err := p.settle(&verbs.AgentStatus{Status: "idle", Turn: 1}); err != nil {
 		t.Fatal(err)
 	}
 	p.live = true
@@ -171,7 +171,7 @@ func TestTailDeadAgentEnds(t *testing.T) {
 	p = newTailPrinter(&tailOptions{Channels: []string{"agent:a1"}, Out: io.Discard, Replay: true})
 	p.only = "a1"
 	replay(p, status("dead", 0))
-	if err := p.settle(&verbs.Status{Status: "dead"}); err != nil {
+	if err := p.settle(&verbs.AgentStatus{Status: "dead"}); err != nil {
 		t.Fatal(err)
 	}
 }

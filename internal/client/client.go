@@ -366,8 +366,8 @@ func (c *Client) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, e
 func (c *Client) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.OutputResult, error) {
 	return call[verbs.OutputResult](c, ctx, "agent_output", a)
 }
-func (c *Client) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.Status, error) {
-	return call[verbs.Status](c, ctx, "agent_status", a)
+func (c *Client) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.AgentStatus, error) {
+	return call[verbs.AgentStatus](c, ctx, "agent_status", a)
 }
 func (c *Client) SetModel(ctx context.Context, a *verbs.SetModelArgs) (*verbs.SetModelResult, error) {
 	return call[verbs.SetModelResult](c, ctx, "agent_set_model", a)

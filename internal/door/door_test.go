@@ -39,9 +39,9 @@ func (s *svc) List(ctx context.Context, a *verbs.ListArgs) (*verbs.ListResult, e
 	return &verbs.ListResult{Agents: []verbs.ListEntry{{AgentID: "x1"}}}, nil
 }
 
-func (s *svc) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.Status, error) {
+func (s *svc) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.AgentStatus, error) {
 	s.note("status")
-	return &verbs.Status{Status: "idle"}, nil
+	return &verbs.AgentStatus{Status: "idle"}, nil
 }
 
 func (s *svc) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.PermitResult, error) {

@@ -174,7 +174,7 @@ func (e *acpEnv) dumpOnFail(t *testing.T, id string) {
 func (e *acpEnv) waitStatus(t *testing.T, id, status string) {
 	t.Helper()
 	waitFor(t, id+" "+status, 60*time.Second, func() bool {
-		var st verbs.Status
+		var st verbs.AgentStatus
 		e.okJSON(&st, "status", id)
 		return st.Status == status
 	})
@@ -231,7 +231,7 @@ func kinds(recs []event.Record, n int) string {
 func TestACPOpencode(t *testing.T) {
 	e := newACPEnv(t, "opencode")
 	id := e.ok("open", "--model", "acp:opencode:fake/fake-model", e.work)
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	if st.Status != "idle" || st.Model != "acp:opencode:fake/fake-model" || st.QueuesPrompts || st.SessionID == "" {
 		t.Fatalf("status = %+v", st)
@@ -356,7 +356,7 @@ func TestACPClaude(t *testing.T) {
 	e := newACPEnv(t, "claude")
 	id := e.ok("open", "--model", "acp:claude", e.work)
 	e.dumpOnFail(t, id)
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	if st.Status != "idle" || !st.QueuesPrompts || !strings.HasPrefix(st.Model, "acp:claude") {
 		t.Fatalf("status = %+v (claude-agent-acp declares promptQueueing)", st)
@@ -439,7 +439,7 @@ func TestACPGemini(t *testing.T) {
 	e := newACPEnv(t, "gemini")
 	id := e.ok("open", "--model", "acp:gemini:gemini-2.5-pro", e.work)
 	e.dumpOnFail(t, id)
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	if st.Status != "idle" || st.QueuesPrompts || st.Model != "acp:gemini:gemini-2.5-pro" {
 		t.Fatalf("status = %+v", st)

@@ -285,16 +285,16 @@ func TestCompletionInRealShells(t *testing.T) {
 	s := newShells(t, e)
 
 	type snapshot struct {
-		agents   map[string]verbs.Status
+		agents   map[string]verbs.AgentStatus
 		logSizes map[string]int64
 		requests int
 	}
 	snap := func() snapshot {
 		var l verbs.ListResult
 		e.okJSON(&l, "list")
-		sn := snapshot{agents: map[string]verbs.Status{}, logSizes: map[string]int64{}, requests: len(e.api.Requests())}
+		sn := snapshot{agents: map[string]verbs.AgentStatus{}, logSizes: map[string]int64{}, requests: len(e.api.Requests())}
 		for _, a := range l.Agents {
-			sn.agents[a.AgentID] = a.Status
+			sn.agents[a.AgentID] = a.AgentStatus
 			fi, err := os.Stat(a.EventLog)
 			if err != nil {
 				t.Fatal(err)

@@ -188,7 +188,7 @@ func TestMCPMinimalEnvFindsShellDaemon(t *testing.T) {
 		live := map[string]bool{}
 		for _, a := range l.Agents {
 			// Agents of the cases before are listed too, dead.
-			live[a.AgentID] = a.Status.Status != "dead"
+			live[a.AgentID] = a.AgentStatus.Status != "dead"
 		}
 		if err != nil || len(live) != len(l.Agents) || !live[id] {
 			t.Fatalf("%s: kaimon mcp with a minimal environment lists %+v (%v), not the shell's live agent %s", tc.name, l.Agents, err, id)

@@ -88,7 +88,7 @@ func TestCrashAndResume(t *testing.T) {
 	if got := e.ok("set-model", id, "claude-opus-4-8"); got != "switched" {
 		t.Fatalf("set-model = %q", got)
 	}
-	var before verbs.Status
+	var before verbs.AgentStatus
 	e.okJSON(&before, "status", id)
 	if before.SessionID == "" {
 		t.Fatalf("no session after a turn: %+v", before)
@@ -101,8 +101,8 @@ func TestCrashAndResume(t *testing.T) {
 	e.killDaemon(t)
 
 	e.ok("daemon", "start")
-	var st verbs.Status
-	st = verbs.Status{}
+	var st verbs.AgentStatus
+	st = verbs.AgentStatus{}
 	e.okJSON(&st, "status", id)
 	if st.Status != "dead" || st.Reason != "daemon crashed" || st.SessionID != before.SessionID ||
 		st.Model != "claude-opus-4-8" || st.Turn != 2 || st.Usage.InputTokens == 0 {
@@ -134,7 +134,7 @@ func TestCrashAndResume(t *testing.T) {
 	if got := e.ok("open", "--id", id, "--resume"); got != id {
 		t.Fatalf("open --resume printed %q", got)
 	}
-	st = verbs.Status{}
+	st = verbs.AgentStatus{}
 	e.okJSON(&st, "status", id)
 	if st.Status != "idle" || st.SessionID != before.SessionID || st.Model != "claude-opus-4-8" || st.Turn != 2 || st.Cwd != e.work || st.Reason != "" {
 		t.Fatalf("resumed: %+v", st)
@@ -154,8 +154,8 @@ func TestCrashAndResume(t *testing.T) {
 
 	// A clean stop, and a resume again.
 	e.ok("daemon", "stop")
-	st = verbs.Status{}
-	st = verbs.Status{}
+	st = verbs.AgentStatus{}
+	st = verbs.AgentStatus{}
 	e.okJSON(&st, "status", id) // autostarts the next daemon
 	if st.Status != "dead" || st.Reason != "daemon exited" {
 		t.Fatalf("after a clean stop: %+v", st)
@@ -166,7 +166,7 @@ func TestCrashAndResume(t *testing.T) {
 	if !hasLine(req.History, "user: hello there") || !hasLine(req.History, "user: what came before") {
 		t.Fatalf("the conversation after a clean stop and resume: %q", req.History)
 	}
-	st = verbs.Status{}
+	st = verbs.AgentStatus{}
 	e.okJSON(&st, "status", id)
 	if st.SessionID != before.SessionID || st.Turn != 4 {
 		t.Fatalf("after the second resume: %+v", st)
@@ -182,7 +182,7 @@ func TestCrashAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.fails(1, "is gone", "open", "--id", id, "--resume")
-	st = verbs.Status{}
+	st = verbs.AgentStatus{}
 	e.okJSON(&st, "status", id)
 	if st.Status != "dead" || st.Reason != "closed" || st.Turn != 4 {
 		t.Fatalf("a refused resume changed the agent: %+v", st)
@@ -193,7 +193,7 @@ func TestCrashAndResume(t *testing.T) {
 	if req := requestFor(t, e.api, "fresh start"); hasLine(req.History, "user: hello there") {
 		t.Fatalf("a plain reopen carried the old conversation: %q", req.History)
 	}
-	st = verbs.Status{}
+	st = verbs.AgentStatus{}
 	e.okJSON(&st, "status", id)
 	if st.SessionID == before.SessionID || st.Turn != 5 {
 		t.Fatalf("plain reopen: %+v", st)
@@ -278,7 +278,7 @@ func TestACPOpencodeResume(t *testing.T) {
 	if got := e.ok("set-model", id, "fake/fake-model-2"); got != "switched" {
 		t.Fatalf("set-model = %q", got)
 	}
-	var before verbs.Status
+	var before verbs.AgentStatus
 	e.okJSON(&before, "status", id)
 	e.ok("send", id, "please be slow")
 	waitFor(t, "turn 2 to reach the model", 30*time.Second, func() bool {
@@ -287,14 +287,14 @@ func TestACPOpencodeResume(t *testing.T) {
 	e.killDaemon(t)
 
 	e.ok("daemon", "start")
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	if st.Status != "dead" || st.Reason != "daemon crashed" || st.Model != "acp:opencode:fake/fake-model-2" || st.SessionID != before.SessionID {
 		t.Fatalf("after the crash: %+v", st)
 	}
 	logged := len(checkSeq(t, st.EventLog))
 	e.ok("open", "--id", id, "--resume")
-	st = verbs.Status{}
+	st = verbs.AgentStatus{}
 	e.okJSON(&st, "status", id)
 	if st.Status != "idle" || st.SessionID != before.SessionID || st.Model != "acp:opencode:fake/fake-model-2" || st.Turn != 2 {
 		t.Fatalf("resumed: %+v", st)
@@ -332,10 +332,10 @@ func TestACPOpencodeResume(t *testing.T) {
 // later try.
 func TestACPResumeClaudeAndGemini(t *testing.T) {
 	e := newACPEnv(t, "claude", "gemini")
-	open := func(agent string) (string, verbs.Status) {
+	open := func(agent string) (string, verbs.AgentStatus) {
 		id := e.ok("open", "--model", "acp:"+agent, e.work)
 		e.ok("run", id, "hello from "+agent)
-		var st verbs.Status
+		var st verbs.AgentStatus
 		e.okJSON(&st, "status", id)
 		e.ok("close", id)
 		return id, st
@@ -343,7 +343,7 @@ func TestACPResumeClaudeAndGemini(t *testing.T) {
 
 	id, before := open("claude")
 	e.ok("open", "--id", id, "--resume")
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	if st.SessionID != before.SessionID || st.Turn != 1 || st.Status != "idle" || st.Model != before.Model {
 		t.Fatalf("acp:claude resumed: %+v (before %+v)", st, before)
@@ -360,7 +360,7 @@ func TestACPResumeClaudeAndGemini(t *testing.T) {
 	// kaimon must tell the truth.
 	id, before = open("gemini")
 	r := e.kaimon("open", "--id", id, "--resume")
-	st = verbs.Status{}
+	st = verbs.AgentStatus{}
 	e.okJSON(&st, "status", id)
 	if r.code == 0 {
 		if st.Status != "idle" || st.SessionID != before.SessionID || st.Turn != 1 {

@@ -61,7 +61,7 @@ func TestInterruptNotAcknowledged(t *testing.T) {
 	if n != 2 {
 		t.Fatalf("the log has %d interrupt error events, want 2: %q", n, e.errorsOf(id))
 	}
-	var st verbs.Status
+	var st verbs.AgentStatus
 	if e.okJSON(&st, "status", id); st.Status != "working" {
 		t.Fatalf("after the failed interrupts the agent is %s, want working (its turn runs on)", st.Status)
 	}
@@ -78,7 +78,7 @@ func TestAgentClosesStdout(t *testing.T) {
 		t.Fatalf("pids.json: %v", pids)
 	}
 	e.fails(3, "closed its stdout but kept running", "run", id, "hello", "--timeout", "60s")
-	var st verbs.Status
+	var st verbs.AgentStatus
 	if e.okJSON(&st, "status", id); st.Status != "dead" {
 		t.Fatalf("status %s, want dead", st.Status)
 	}

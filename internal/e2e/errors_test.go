@@ -58,7 +58,7 @@ func TestBadInput(t *testing.T) {
 	if !strings.Contains(r.stderr+r.stdout, "API Error") {
 		t.Fatalf("failed turn does not say why: %s", r)
 	}
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	if st.Status != "idle" {
 		t.Fatalf("status after a failed turn = %q", st.Status)
@@ -205,8 +205,8 @@ func TestDaemonShutdownAndReap(t *testing.T) {
 	e.okJSON(&l, "list")
 	reasons := map[string]string{}
 	for _, a := range l.Agents {
-		if a.Status.Status != "dead" {
-			t.Errorf("agent %s is %s after the restart", a.AgentID, a.Status.Status)
+		if a.AgentStatus.Status != "dead" {
+			t.Errorf("agent %s is %s after the restart", a.AgentID, a.AgentStatus.Status)
 		}
 		reasons[a.AgentID] = a.Reason
 	}

@@ -72,7 +72,7 @@ func TestFaultAgentKilledMidTurn(t *testing.T) {
 	if r.code != 3 || !strings.Contains(r.stderr, "claude was killed") {
 		t.Fatalf("run during which the agent was killed: %s", r)
 	}
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	if st.Status != "dead" || !strings.HasPrefix(st.Reason, "exited: claude was killed") {
 		t.Fatalf("status after the kill: %+v", st)
@@ -116,7 +116,7 @@ func TestFaultDaemonTermMidTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the daemon, the agent and its tool to exit", 30*time.Second, func() bool { return len(e.processes()) == 0 })
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id) // the next daemon
 	if st.Status != "dead" || st.Reason != "daemon exited" {
 		t.Fatalf("after SIGTERM: %+v", st)
@@ -143,7 +143,7 @@ func TestFaultGarbageFromAgent(t *testing.T) {
 	if out := e.ok("run", id, "hello"); out != "after the garbage" {
 		t.Fatalf("run = %q", out)
 	}
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	if st.Status != "idle" || st.Usage.OutputTokens != 4 {
 		t.Fatalf("status after the garbage: %+v", st)
@@ -173,7 +173,7 @@ func TestFaultHungAgent(t *testing.T) {
 	e := standin(t, "mute")
 	id := e.ok("open", e.work)
 	e.fails(4, "did not end within 1s", "run", id, "hello", "--timeout", "1s")
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	if st.Status != "working" {
 		t.Fatalf("after the timeout: %+v", st)
@@ -216,7 +216,7 @@ func TestFaultAPIBreaksMidStream(t *testing.T) {
 	if out := e.ok("run", id, "hello there"); !strings.HasPrefix(out, "Hello from fakeapi") {
 		t.Fatalf("the turn after = %q", out)
 	}
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	if st.Status != "idle" || st.Turn != 3 {
 		t.Fatalf("status: %+v", st)
@@ -280,7 +280,7 @@ func TestFaultClientGoesAway(t *testing.T) {
 	// The agent goes on without its caller; the turn ends by itself.
 	e.kaimonWithin(2*time.Minute, "tail", "agent:"+id, "--from-start", "--turn", "2", "--until-result")
 	waitFor(t, fmt.Sprintf("the daemon's goroutines to come back to %d", before), 15*time.Second, func() bool { return goroutines() <= before })
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	if st.Status != "idle" || st.Turn != 2 {
 		t.Fatalf("status: %+v", st)
@@ -298,7 +298,7 @@ func TestFaultOverlongLine(t *testing.T) {
 	if out := e.ok("run", id, "hello"); out != "after the long line" {
 		t.Fatalf("run = %q", out)
 	}
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	var skipped []string
 	for _, r := range checkLogWhole(t, st.EventLog) {

@@ -26,7 +26,7 @@ func TestLifecycle(t *testing.T) {
 	if id == "" || strings.ContainsAny(id, " \n") {
 		t.Fatalf("open printed %q, want the id alone", id)
 	}
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	if st.Status != "idle" || st.Cwd != e.work || st.Model != "sonnet" || !st.QueuesPrompts {
 		t.Fatalf("fresh status = %+v", st)
@@ -135,7 +135,7 @@ func TestLifecycle(t *testing.T) {
 	e.fails(1, "is dead", "send", id, "anyone there?")
 	var l verbs.ListResult
 	e.okJSON(&l, "list")
-	if len(l.Agents) != 1 || l.Agents[0].AgentID != id || l.Agents[0].Status.Status != "dead" {
+	if len(l.Agents) != 1 || l.Agents[0].AgentID != id || l.Agents[0].AgentStatus.Status != "dead" {
 		t.Fatalf("list = %+v", l)
 	}
 	// Output of a dead agent still reads.
@@ -228,14 +228,14 @@ func TestRunOneShotAndStdin(t *testing.T) {
 	}
 	var l verbs.ListResult
 	e.okJSON(&l, "list")
-	if len(l.Agents) != 1 || l.Agents[0].Status.Status != "dead" {
+	if len(l.Agents) != 1 || l.Agents[0].AgentStatus.Status != "dead" {
 		t.Fatalf("after run -C the agent should be closed: %+v", l.Agents)
 	}
 	id := e.ok("open", ".")
 	if r := e.kaimonIn(e.work, []byte("say exactly: from stdin"), "run", id, "-"); r.code != 0 || r.stdout != "from stdin\n" {
 		t.Fatalf("run with stdin text: %s", r)
 	}
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	if st.Cwd != e.work {
 		t.Fatalf("open . in %s gave cwd %s", e.work, st.Cwd)
@@ -247,8 +247,8 @@ func TestRunOneShotAndStdin(t *testing.T) {
 	}
 	e.okJSON(&l, "list")
 	for _, a := range l.Agents {
-		if a.AgentID != id && a.Status.Status != "dead" {
-			t.Fatalf("one-shot agent left %s", a.Status.Status)
+		if a.AgentID != id && a.AgentStatus.Status != "dead" {
+			t.Fatalf("one-shot agent left %s", a.AgentStatus.Status)
 		}
 	}
 }

@@ -200,9 +200,9 @@ func screen(t *testing.T, out string) string {
 // sgr matches a colour escape (Select Graphic Rendition).
 var sgr = regexp.MustCompile(`\x1b\[[0-9;]*m`)
 
-func (e *kenv) statusOf(t *testing.T, id string) verbs.Status {
+func (e *kenv) statusOf(t *testing.T, id string) verbs.AgentStatus {
 	t.Helper()
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	return st
 }
@@ -339,8 +339,8 @@ func TestLiveRunCtrlC(t *testing.T) {
 	var l verbs.ListResult
 	e.okJSON(&l, "list")
 	for _, a := range l.Agents {
-		if a.AgentID != id && a.Status.Status != "dead" {
-			t.Fatalf("run -C left its agent %s %s", a.AgentID, a.Status.Status)
+		if a.AgentID != id && a.AgentStatus.Status != "dead" {
+			t.Fatalf("run -C left its agent %s %s", a.AgentID, a.AgentStatus.Status)
 		}
 	}
 	if len(l.Agents) != 2 {
@@ -383,8 +383,8 @@ func TestLiveRunCtrlC(t *testing.T) {
 	}
 	e.okJSON(&l, "list")
 	for _, a := range l.Agents {
-		if a.AgentID != id && a.Status.Status != "dead" {
-			t.Fatalf("a detached run -C left its agent %s %s", a.AgentID, a.Status.Status)
+		if a.AgentID != id && a.AgentStatus.Status != "dead" {
+			t.Fatalf("a detached run -C left its agent %s %s", a.AgentID, a.AgentStatus.Status)
 		}
 	}
 }

@@ -89,7 +89,7 @@ func TestLocalAgents(t *testing.T) {
 
 			id := e.ok("open", "--model", c.model, e.work)
 			e.dumpOnFail(t, id)
-			var st verbs.Status
+			var st verbs.AgentStatus
 			e.okJSON(&st, "status", id)
 			if st.Status != "idle" || st.Model != c.model || !st.QueuesPrompts || !strings.HasPrefix(st.SessionID, c.family+"-") ||
 				st.Transcript != filepath.Join(e.home, "cache", "agents", id+".history.jsonl") {
@@ -230,12 +230,12 @@ func TestLocalResume(t *testing.T) {
 			e.ok("open", "--model", c.model, "--id", id, "--system-prompt", "be brief", e.work)
 			e.ok("run", id, "say exactly: the password is kumquat")
 			e.ok("run", id, `call tool: list_dir {}`)
-			var before verbs.Status
+			var before verbs.AgentStatus
 			e.okJSON(&before, "status", id)
 
 			e.ok("daemon", "stop")
 			e.ok("daemon", "start")
-			var st verbs.Status
+			var st verbs.AgentStatus
 			e.okJSON(&st, "status", id)
 			if st.Status != "dead" || st.SessionID != before.SessionID {
 				t.Fatalf("after restart: %+v", st)

@@ -124,7 +124,7 @@ func TestMCPInspector(t *testing.T) {
 	}
 	out, _ = e.inspect(t, "tools/call", "--tool-name", "agent_status", "--tool-arg", "agent_id=insp-1")
 	txt, isErr := callText(t, out)
-	var st verbs.Status
+	var st verbs.AgentStatus
 	if err := json.Unmarshal([]byte(txt), &st); err != nil || isErr || st.Status != "idle" || st.Turn != 1 || st.Cwd != e.work || st.Usage.OutputTokens == 0 {
 		t.Fatalf("agent_status = %q %v", txt, isErr)
 	}
@@ -393,7 +393,7 @@ func TestPermit(t *testing.T) {
 	if p.ToolCall.Title != "Bash" || p.ToolCall.Kind != "execute" || p.ToolCall.Status != "pending" || len(p.Options) == 0 || p.ExpiresAt == "" {
 		t.Fatalf("permission event %+v", p)
 	}
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	if st.Status != "working" || len(st.PendingPermissions) != 1 {
 		t.Fatalf("status while waiting for permission: %q, pending %+v", st.Status, st.PendingPermissions)
@@ -417,7 +417,7 @@ func TestPermit(t *testing.T) {
 	if _, err := os.Stat(outside + "-1"); err != nil {
 		t.Fatalf("the allowed command did not run: %v", err)
 	}
-	var after verbs.Status
+	var after verbs.AgentStatus
 	if e.okJSON(&after, "status", id); len(after.PendingPermissions) != 0 {
 		t.Fatalf("pending after the answer: %+v", after.PendingPermissions)
 	}

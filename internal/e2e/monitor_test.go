@@ -187,7 +187,7 @@ func TestMonitor(t *testing.T) {
 	tm.waitScreen("the live agent dead", func(s string) bool {
 		return strings.Contains(row(s, live), "dead") && strings.Contains(s, "0 live")
 	})
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", live)
 	if st.Status != "dead" {
 		t.Fatalf("after x y, agent_status says %q", st.Status)

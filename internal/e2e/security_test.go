@@ -122,7 +122,7 @@ func TestSecurity(t *testing.T) {
 		t.Errorf("another user's subscriber received envelopes: %s", got)
 	}
 	// The owner is still served, and the daemon said whom it refused.
-	var st verbs.Status
+	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
 	if st.Status != "idle" || st.Turn != 2 {
 		t.Errorf("the owner's agent after the refusals: %+v", st)

@@ -57,7 +57,7 @@ func (f *fakeSvc) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 	f.mu.Unlock()
 	return &verbs.OutputResult{AgentID: a.AgentID, Turn: 1, Status: "working", Text: "partial words"}, nil
 }
-func (f *fakeSvc) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.Status, error) {
+func (f *fakeSvc) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.AgentStatus, error) {
 	return nil, verbs.NotFound("no agent %q: see `kaimon list`", a.AgentID)
 }
 func (f *fakeSvc) SetModel(ctx context.Context, a *verbs.SetModelArgs) (*verbs.SetModelResult, error) {

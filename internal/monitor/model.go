@@ -132,10 +132,10 @@ type pending struct {
 
 // status is what the table shows: a waiting permission is its own state.
 func (a *agent) status() string {
-	if len(a.pending) > 0 && a.Status.Status != stDead {
+	if len(a.pending) > 0 && a.AgentStatus.Status != stDead {
 		return stPermission
 	}
-	return a.Status.Status
+	return a.AgentStatus.Status
 }
 
 type mode int
@@ -365,9 +365,9 @@ func (m *Model) applyList(msg listMsg) tea.Cmd {
 				// Envelopes since the request are newer than the answer:
 				// keep what they said (pending permissions included),
 				// take the rest.
-				st, turn, u := a.Status.Status, a.Turn, a.Usage
+				st, turn, u := a.AgentStatus.Status, a.Turn, a.Usage
 				a.ListEntry = e
-				a.Status.Status, a.Turn = st, max(turn, e.Turn)
+				a.AgentStatus.Status, a.Turn = st, max(turn, e.Turn)
 				a.Usage.InputTokens = max(u.InputTokens, e.Usage.InputTokens)
 				a.Usage.OutputTokens = max(u.OutputTokens, e.Usage.OutputTokens)
 			default:
@@ -417,8 +417,8 @@ func listPending(known []pending, e verbs.ListEntry) []pending {
 func (m *Model) sort() {
 	sort.SliceStable(m.agents, func(i, j int) bool {
 		a, b := m.agents[i], m.agents[j]
-		if (a.Status.Status == stDead) != (b.Status.Status == stDead) {
-			return b.Status.Status == stDead
+		if (a.AgentStatus.Status == stDead) != (b.AgentStatus.Status == stDead) {
+			return b.AgentStatus.Status == stDead
 		}
 		if a.CreatedAt != b.CreatedAt {
 			return a.CreatedAt < b.CreatedAt
@@ -465,7 +465,7 @@ func (m *Model) apply(e *event.Envelope) tea.Cmd {
 	a := m.byID[e.AgentID]
 	if a == nil {
 		// An agent opened since the list: show it now, learn the rest.
-		a = &agent{ListEntry: verbs.ListEntry{AgentID: e.AgentID, Status: verbs.Status{Status: stStarting}}}
+		a = &agent{ListEntry: verbs.ListEntry{AgentID: e.AgentID, AgentStatus: verbs.AgentStatus{Status: stStarting}}}
 		a.CreatedAt = e.TS.Format(time.RFC3339Nano)
 		m.byID[e.AgentID] = a
 		m.agents = append(m.agents, a)
@@ -521,7 +521,7 @@ func (m *Model) track(a *agent, e *event.Envelope, isNew bool) {
 		if !isNew {
 			return
 		}
-		a.Status.Status = d.Status
+		a.AgentStatus.Status = d.Status
 		if d.Status == stDead {
 			a.open = nil
 		} else {
@@ -589,7 +589,7 @@ func (m *Model) merge(a *agent, log []event.Envelope) {
 	for i := range a.envs {
 		m.track(a, &a.envs[i], false)
 	}
-	if a.Status.Status == stDead {
+	if a.AgentStatus.Status == stDead {
 		a.pending = nil
 	}
 }
@@ -603,7 +603,7 @@ func (m *Model) backfill() tea.Cmd {
 	}
 	var cmds []tea.Cmd
 	for _, a := range m.agents {
-		if a.backfilled || a.filling || a.AgentID != m.selID && a.Status.Status != stWorking {
+		if a.backfilled || a.filling || a.AgentID != m.selID && a.AgentStatus.Status != stWorking {
 			continue
 		}
 		a.filling = true
@@ -686,7 +686,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		if a == nil {
 			return nil
 		}
-		if a.Status.Status != stDead {
+		if a.AgentStatus.Status != stDead {
 			m.mode, m.confirm = modeConfirm, a.AgentID
 			return nil
 		}

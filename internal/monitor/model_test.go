@@ -163,7 +163,7 @@ func (h *harness) wantScreen(want ...string) {
 }
 
 func entry(id, status string, turn int) verbs.ListEntry {
-	return verbs.ListEntry{AgentID: id, Status: verbs.Status{Status: status, Model: "sonnet", Cwd: "/home/u/src/proj",
+	return verbs.ListEntry{AgentID: id, AgentStatus: verbs.AgentStatus{Status: status, Model: "sonnet", Cwd: "/home/u/src/proj",
 		Turn: turn, CreatedAt: "2026-01-02T03:00:00Z", LastActivity: "2026-01-02T03:04:00Z",
 		Usage: event.UsageFigures{InputTokens: 1200, OutputTokens: 340}}}
 }

@@ -142,7 +142,7 @@ func tableLines(agents []*agent, sel, width int, now time.Time, home string) (he
 	header = stHeader.Render(ansi.Truncate(strings.Join(h, strings.Repeat(" ", gap)), width, ""))
 	for r, a := range agents {
 		var cells []string
-		dead := a.Status.Status == stDead
+		dead := a.AgentStatus.Status == stDead
 		for i, c := range cols {
 			s := pad(c.cell(a, now, ws[i], home), ws[i], c.right)
 			if c.title == "STATUS" && !dead {
@@ -244,7 +244,7 @@ func (m *Model) Render() string {
 	// Header.
 	live := 0
 	for _, a := range m.agents {
-		if a.Status.Status != stDead {
+		if a.AgentStatus.Status != stDead {
 			live++
 		}
 	}

@@ -38,9 +38,9 @@ func (f *fakeSvc) List(context.Context, *verbs.ListArgs) (*verbs.ListResult, err
 	return &verbs.ListResult{Agents: []verbs.ListEntry{}}, nil
 }
 
-func (f *fakeSvc) Status(_ context.Context, a *verbs.StatusArgs) (*verbs.Status, error) {
+func (f *fakeSvc) Status(_ context.Context, a *verbs.StatusArgs) (*verbs.AgentStatus, error) {
 	f.called("agent_status")
-	return &verbs.Status{Status: "idle"}, nil
+	return &verbs.AgentStatus{Status: "idle"}, nil
 }
 
 func (f *fakeSvc) Output(_ context.Context, a *verbs.OutputArgs) (*verbs.OutputResult, error) {

@@ -417,7 +417,7 @@ func logBook(path string, end, from int64, keep func(turn int) bool) (b *book, b
 
 // statusObj is the agent's agent_status object, with its pending
 // permission requests.
-func (ag *Agent) statusObj() verbs.Status {
+func (ag *Agent) statusObj() verbs.AgentStatus {
 	s := ag.lifeStatus()
 	if s.Status != Dead {
 		s.PendingPermissions = ag.m.permits.Pending(ag.id)
@@ -426,7 +426,7 @@ func (ag *Agent) statusObj() verbs.Status {
 }
 
 // lifeStatus is agent_status as the agent itself knows it.
-func (ag *Agent) lifeStatus() verbs.Status {
+func (ag *Agent) lifeStatus() verbs.AgentStatus {
 	ag.mu.Lock()
 	defer ag.mu.Unlock()
 	info := ag.info
@@ -438,7 +438,7 @@ func (ag *Agent) lifeStatus() verbs.Status {
 	if info.Model != "" {
 		model = info.Model
 	}
-	return verbs.Status{
+	return verbs.AgentStatus{
 		Status: ag.status, Model: model, Cwd: ag.args.Cwd, Turn: ag.turn,
 		CreatedAt:    ag.created.UTC().Format(time.RFC3339Nano),
 		LastActivity: ag.activity.UTC().Format(time.RFC3339Nano),

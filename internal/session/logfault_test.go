@@ -93,7 +93,7 @@ func TestLogFaultStopsAgent(t *testing.T) {
 		t.Fatalf("run on a full disk: err = %v, want turn_failed", err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	var s *verbs.Status
+	var s *verbs.AgentStatus
 	for {
 		s, _ = r.m.Status(bg, &verbs.StatusArgs{AgentID: id})
 		if s.Status == Dead || time.Now().After(deadline) {

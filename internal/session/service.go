@@ -397,7 +397,7 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 }
 
 // Status implements agent_status.
-func (m *Manager) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.Status, error) {
+func (m *Manager) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.AgentStatus, error) {
 	ag, err := m.get(a.AgentID)
 	if err != nil {
 		return nil, err
@@ -455,7 +455,7 @@ func (m *Manager) List(ctx context.Context, a *verbs.ListArgs) (*verbs.ListResul
 		if ag.state() == "" {
 			continue // reserved by an open still being checked
 		}
-		res.Agents = append(res.Agents, verbs.ListEntry{AgentID: ag.id, Status: ag.statusObj()})
+		res.Agents = append(res.Agents, verbs.ListEntry{AgentID: ag.id, AgentStatus: ag.statusObj()})
 	}
 	sort.Slice(res.Agents, func(i, j int) bool {
 		if res.Agents[i].CreatedAt != res.Agents[j].CreatedAt {

@@ -314,7 +314,7 @@ type Service interface {
 	Send(ctx context.Context, a *SendArgs) (*SendResult, error)
 	Run(ctx context.Context, a *RunArgs) (*RunResult, error)
 	Output(ctx context.Context, a *OutputArgs) (*OutputResult, error)
-	Status(ctx context.Context, a *StatusArgs) (*Status, error)
+	Status(ctx context.Context, a *StatusArgs) (*AgentStatus, error)
 	SetModel(ctx context.Context, a *SetModelArgs) (*SetModelResult, error)
 	List(ctx context.Context, a *ListArgs) (*ListResult, error)
 	Interrupt(ctx context.Context, a *InterruptArgs) (*InterruptResult, error)
@@ -431,7 +431,8 @@ type OutputResult struct {
 	LogErrors []string `json:"log_errors,omitempty"`
 }
 
-type Status struct {
+// AgentStatus is agent_status's return, and each agent_list entry's body.
+type AgentStatus struct {
 	Status        string             `json:"status"`
 	Model         string             `json:"model"`
 	Cwd           string             `json:"cwd"`
@@ -467,7 +468,7 @@ type SetModelResult struct {
 // ListEntry is an agent_status object plus agent_id.
 type ListEntry struct {
 	AgentID string `json:"agent_id"`
-	Status
+	AgentStatus
 }
 
 type ListResult struct {
@@ -651,7 +652,7 @@ var All = []*Verb{
 		Example:  "kaimon status $id --json | jq .usage",
 		Args:     []Arg{anyAgentID},
 		ReadOnly: true,
-	}, func(s Service) func(context.Context, *StatusArgs) (*Status, error) { return s.Status }),
+	}, func(s Service) func(context.Context, *StatusArgs) (*AgentStatus, error) { return s.Status }),
 	verb(Verb{
 		Name: "agent_set_model", CLI: "set-model",
 		Summary: "Repoint a live agent at another model",

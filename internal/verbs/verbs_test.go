@@ -55,7 +55,7 @@ func TestResultFieldsAreTheSpecs(t *testing.T) {
 		want string
 	}{
 		{OutputResult{}, "agent_id turn which status done text truncated dropped_chars usage log_errors"},
-		{Status{}, "status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason pending_permissions"},
+		{AgentStatus{}, "status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason pending_permissions"},
 		{ListEntry{}, "agent_id status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason pending_permissions"},
 		{ForgetResult{}, "forgotten"},
 		{OpenResult{}, "agent_id"},
