@@ -37,6 +37,19 @@ type Client struct {
 	// else beside this executable, else on PATH.
 	DaemonBin string
 
+	// Dial, when set, makes each connection to the daemon instead of
+	// dialing Paths.Socket(), as tailscale's local.Client.Dial does: a
+	// daemon on another host reached through a child's stdin and stdout
+	// (ssh HOST kaimon dial-stdio), or one a test serves on a pipe. Any
+	// net.Conn will do; the event streams run over it too. Such a daemon is
+	// not this machine's: it is never autostarted, StopDaemon cannot wait
+	// for its pid, and an error is not explained by this shell's
+	// environment. Set it before the first request.
+	Dial func(ctx context.Context) (net.Conn, error)
+	// Addr names the daemon Dial reaches in errors ("ssh build1");
+	// default "the daemon's connection".
+	Addr string
+
 	hcOnce sync.Once
 	hc     *http.Client
 
@@ -55,30 +68,54 @@ func New() (*Client, error) {
 
 // DaemonDownError says the daemon could not be reached.
 type DaemonDownError struct {
-	Socket string
-	Err    error
-	Hint   string
+	Where string // where it was looked for: "socket PATH", or Client.Addr
+	Err   error
+	Hint  string
 }
 
 func (e *DaemonDownError) Error() string {
-	return fmt.Sprintf("kaimon-agentd is not running (socket %s): %v; %s", e.Socket, e.Err, e.Hint)
+	return fmt.Sprintf("kaimon-agentd is not running (%s): %v; %s", e.Where, e.Err, e.Hint)
 }
 
 func (e *DaemonDownError) Unwrap() error { return e.Err }
 
 func (c *Client) http() *http.Client {
 	c.hcOnce.Do(func() {
-		sock := c.Paths.Socket()
-		c.hc = &http.Client{Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		dial := c.Dial
+		if dial == nil {
+			sock := c.Paths.Socket()
+			dial = func(ctx context.Context) (net.Conn, error) {
 				var d net.Dialer
 				return d.DialContext(ctx, "unix", sock)
-			},
+			}
+		}
+		c.hc = &http.Client{Transport: &http.Transport{
+			DialContext:        func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
 			DisableCompression: true,
 		}}
 	})
 	return c.hc
 }
+
+// local says whether the daemon is this machine's, on Paths.Socket(): one
+// that can be started, waited for by its pid, and compared with this
+// shell's environment.
+func (c *Client) local() bool { return c.Dial == nil }
+
+// where names the daemon in errors: its socket, or what Dial reaches.
+func (c *Client) where() string {
+	switch {
+	case c.local():
+		return "socket " + c.Paths.Socket()
+	case c.Addr != "":
+		return c.Addr
+	}
+	return "the daemon's connection"
+}
+
+// CloseIdleConnections closes the connections kept for the next request;
+// with Dial, each is one of Dial's (a child process, perhaps).
+func (c *Client) CloseIdleConnections() { c.http().CloseIdleConnections() }
 
 // Do sends one request to path with body (nil for GET) and decodes the JSON
 // answer into out. A non-2xx answer is returned as *verbs.Error.
@@ -140,7 +177,7 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, &DaemonDownError{Socket: c.Paths.Socket(), Err: err, Hint: "is kaimon-agentd running? try `kaimon daemon status`"}
+			return nil, &DaemonDownError{Where: c.where(), Err: err, Hint: "is kaimon-agentd running? try `kaimon daemon status`"}
 		}
 		if resp.StatusCode/100 != 2 {
 			defer resp.Body.Close()
@@ -170,6 +207,9 @@ func (c *Client) Ping(ctx context.Context) (*server.DaemonStatus, error) {
 
 // ensureDaemon starts the daemon when allowed and waits for its socket.
 func (c *Client) ensureDaemon(ctx context.Context, cause error, autostart bool) error {
+	if !c.local() {
+		return &DaemonDownError{Where: c.where(), Err: cause, Hint: "is kaimon-agentd running there?"}
+	}
 	if !autostart {
 		hint := "start it with `kaimon daemon start`"
 		// Only a client told not to autostart may say so; Ping and
@@ -177,7 +217,7 @@ func (c *Client) ensureDaemon(ctx context.Context, cause error, autostart bool) 
 		if c.NoAutostart {
 			hint += " (autostart is off: --no-autostart or KAIMON_NO_AUTOSTART=1)"
 		}
-		return &DaemonDownError{Socket: c.Paths.Socket(), Err: cause, Hint: hint}
+		return &DaemonDownError{Where: c.where(), Err: cause, Hint: hint}
 	}
 	return c.StartDaemon(ctx)
 }
@@ -292,6 +332,9 @@ func (c *Client) StopDaemon(ctx context.Context) (*server.DaemonStatus, error) {
 			return nil, err
 		}
 	}
+	if !c.local() {
+		return st, nil // its pid is another machine's (or this test's own)
+	}
 	// The pid, not the socket: the socket goes away first, while the daemon
 	// still closes its agents and holds its lock. The lock is released
 	// when the process exits (its descriptor is close-on-exec, so no agent
@@ -324,6 +367,9 @@ func (c *Client) explain(ctx context.Context, err error) error {
 	var ve *verbs.Error
 	if !errors.As(err, &ve) || ve.Code == verbs.CodeNotFound || ve.Code == verbs.CodeWrongState || ve.Code == verbs.CodeTimeout {
 		return err
+	}
+	if !c.local() {
+		return err // a daemon elsewhere has an environment of its own
 	}
 	c.envOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
