@@ -47,7 +47,27 @@ func Main() int {
 
 // Run runs the CLI with args and streams; for tests.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runWith(ctx, factory{}, args, stdin, stdout, stderr)
+}
+
+// factory makes what the commands reach the daemon with, as gh's
+// cmdutil.Factory does: Main runs with its zero value, and a test gives the
+// verb commands a fake verbs.Service (or a servertest client) instead.
+type factory struct {
+	// service is what the verb commands call; nil: a client of the daemon
+	// (newClient).
+	service func(c *cli.Context) (verbs.Service, error)
+}
+
+// factoryKey holds the factory in the app's Metadata, where each command
+// finds it at run time: the command tree itself is the same for every run
+// (and for the man page and completions made from it).
+const factoryKey = "kaimon.factory"
+
+// runWith is Run with the factory f.
+func runWith(ctx context.Context, f factory, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := NewApp()
+	app.Metadata = map[string]any{factoryKey: f}
 	app.Reader, app.Writer, app.ErrWriter = stdin, stdout, stderr
 	err := app.RunContext(ctx, interspersed(app, args))
 	if err == nil {
@@ -131,6 +151,15 @@ func NewApp() *cli.App {
 	return app
 }
 
+// service returns what a verb command calls: the run's factory's, by
+// default a client of the daemon.
+func service(c *cli.Context) (verbs.Service, error) {
+	if f, _ := c.App.Metadata[factoryKey].(factory); f.service != nil {
+		return f.service(c)
+	}
+	return newClient(c)
+}
+
 func newClient(c *cli.Context) (*client.Client, error) {
 	cl, err := client.New()
 	if err != nil {
@@ -206,13 +235,13 @@ func needArgs(c *cli.Context, n int, names string) error {
 // lineCmd builds the command of a verb whose arguments are the positionals
 // named in argsUsage and whose answer, for people, is one line.
 func lineCmd[R any](verb, argsUsage string, cmd *cli.Command,
-	call func(c *cli.Context, cl *client.Client, args cli.Args) (R, error), line func(R) string) *cli.Command {
+	call func(c *cli.Context, cl verbs.Service, args cli.Args) (R, error), line func(R) string) *cli.Command {
 	cmd.ArgsUsage = argsUsage
 	cmd.Action = func(c *cli.Context) error {
 		if err := needArgs(c, len(strings.Fields(argsUsage)), argsUsage); err != nil {
 			return err
 		}
-		cl, err := newClient(c)
+		cl, err := service(c)
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ func forgetCmd() *cli.Command {
 			if len(a.AgentIDs) > 0 && a.AllDead {
 				return usagef("forget takes ids or --all-dead, not both")
 			}
-			cl, err := newClient(c)
+			cl, err := service(c)
 			if err != nil {
 				return err
 			}

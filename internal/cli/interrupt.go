@@ -3,7 +3,6 @@ package cli
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -13,7 +12,7 @@ func interruptCmd() *cli.Command {
 			"that refuses the interrupt or does not acknowledge it in time is an error (exit 1, and an error event in " +
 			"its log): its turn may still be running; wait for it, or stop the agent with `kaimon close ID`.",
 	},
-		func(c *cli.Context, cl *client.Client, a cli.Args) (*verbs.InterruptResult, error) {
+		func(c *cli.Context, cl verbs.Service, a cli.Args) (*verbs.InterruptResult, error) {
 			return cl.Interrupt(c.Context, &verbs.InterruptArgs{AgentID: a.Get(0)})
 		},
 		func(r *verbs.InterruptResult) string {

@@ -18,7 +18,7 @@ func listCmd() *cli.Command {
 			if err := needArgs(c, 0, "no arguments"); err != nil {
 				return err
 			}
-			cl, err := newClient(c)
+			cl, err := service(c)
 			if err != nil {
 				return err
 			}

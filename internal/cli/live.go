@@ -153,7 +153,7 @@ const resultWait = 5 * time.Second
 // the usage on stderr at the end; otherwise only to tell of permission
 // requests on stderr. Ctrl-C interrupts the turn; a second one detaches.
 // throwaway (run -C) changes only the words: the caller closes the agent.
-func runTurn(c *cli.Context, cl *client.Client, id, text string, timeout time.Duration, throwaway bool) error {
+func runTurn(c *cli.Context, cl verbs.Service, id, text string, timeout time.Duration, throwaway bool) error {
 	stdout, stderr := c.App.Writer, c.App.ErrWriter
 	live := !c.Bool("json") && isTerminal(stdout)
 	start := time.Now()
@@ -169,7 +169,11 @@ func runTurn(c *cli.Context, cl *client.Client, id, text string, timeout time.Du
 	// the request: none of its history is read. The stream is a courtesy:
 	// without it the run goes on.
 	open := func() *client.Watcher {
-		w, err := cl.EventsFromNow(fctx, id)
+		es, ok := cl.(eventStreamer)
+		if !ok {
+			return nil
+		}
+		w, err := es.EventsFromNow(fctx, id)
 		if err != nil {
 			return nil
 		}
@@ -291,6 +295,12 @@ wait:
 	return nil
 }
 
+// eventStreamer is a service that streams an agent's events, as the
+// client of the daemon does; a test's fake service need not.
+type eventStreamer interface {
+	EventsFromNow(ctx context.Context, id string) (*client.Watcher, error)
+}
+
 // usageLine is the one-line summary of a turn's result.
 func usageLine(e *event.Envelope, elapsed time.Duration) string {
 	r := render.ResultOf(e)
@@ -392,7 +402,7 @@ func (f *follower) tell(requestID string) {
 // each request agent_status then says is pending (asked before the stream
 // began, so not on it; told without the tool's input, which status does
 // not carry). A request both pending and on the stream is told once.
-func (f *follower) openForHints(ctx context.Context, cl *client.Client, open func() *client.Watcher) *client.Watcher {
+func (f *follower) openForHints(ctx context.Context, cl verbs.Service, open func() *client.Watcher) *client.Watcher {
 	t := time.NewTimer(hintDelay)
 	defer t.Stop()
 	select {

@@ -100,7 +100,7 @@ func openCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			cl, err := newClient(c)
+			cl, err := service(c)
 			if err != nil {
 				return err
 			}

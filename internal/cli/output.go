@@ -22,7 +22,7 @@ func outputCmd() *cli.Command {
 			if err := needArgs(c, 1, "ID"); err != nil {
 				return err
 			}
-			cl, err := newClient(c)
+			cl, err := service(c)
 			if err != nil {
 				return err
 			}

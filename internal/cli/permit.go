@@ -6,7 +6,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -20,7 +19,7 @@ func permitCmd() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "always", Usage: "apply the decision to this agent's later requests for the same tool too"},
 		},
-	}, func(c *cli.Context, cl *client.Client, a cli.Args) (*verbs.PermitResult, error) {
+	}, func(c *cli.Context, cl verbs.Service, a cli.Args) (*verbs.PermitResult, error) {
 		decision := a.Get(2)
 		if !slices.Contains(verbs.Decisions, decision) {
 			return nil, usagef("permit takes %s, not %q", strings.Join(verbs.Decisions, " or "), decision)

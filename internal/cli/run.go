@@ -8,7 +8,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -29,7 +28,7 @@ func runCmd() *cli.Command {
 			"With -C the agent is closed either way: a second Ctrl-C closes it at once, a third stops waiting for that.",
 		Flags: flags,
 		Action: func(c *cli.Context) error {
-			cl, err := newClient(c)
+			cl, err := service(c)
 			if err != nil {
 				return err
 			}
@@ -88,7 +87,7 @@ func runCmd() *cli.Command {
 // closeThrowaway closes run -C's agent, even when the run was interrupted
 // (ctx may be over) or detached from; a further Ctrl-C stops waiting for
 // it. It says whether the agent is closed.
-func closeThrowaway(ctx context.Context, cl *client.Client, id string) bool {
+func closeThrowaway(ctx context.Context, cl verbs.Service, id string) bool {
 	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	sigs, release := catchInterrupts(ctx)

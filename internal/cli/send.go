@@ -6,7 +6,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -23,7 +22,7 @@ func readText(c *cli.Context, s string) (string, error) {
 
 func sendCmd() *cli.Command {
 	return lineCmd("agent_send", "ID TEXT", &cli.Command{Description: "TEXT - reads the text from stdin. Prints the turn number."},
-		func(c *cli.Context, cl *client.Client, a cli.Args) (*verbs.SendResult, error) {
+		func(c *cli.Context, cl verbs.Service, a cli.Args) (*verbs.SendResult, error) {
 			text, err := readText(c, a.Get(1))
 			if err != nil {
 				return nil, err

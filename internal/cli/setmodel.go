@@ -3,13 +3,12 @@ package cli
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 func setModelCmd() *cli.Command {
 	return lineCmd("agent_set_model", "ID MODEL", &cli.Command{},
-		func(c *cli.Context, cl *client.Client, a cli.Args) (*verbs.SetModelResult, error) {
+		func(c *cli.Context, cl verbs.Service, a cli.Args) (*verbs.SetModelResult, error) {
 			return cl.SetModel(c.Context, &verbs.SetModelArgs{AgentID: a.Get(0), Model: a.Get(1)})
 		},
 		func(r *verbs.SetModelResult) string {

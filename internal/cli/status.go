@@ -53,7 +53,7 @@ func statusCmd() *cli.Command {
 			if err := needArgs(c, 1, "ID"); err != nil {
 				return err
 			}
-			cl, err := newClient(c)
+			cl, err := service(c)
 			if err != nil {
 				return err
 			}
