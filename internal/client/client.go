@@ -246,6 +246,9 @@ func (c *Client) DaemonPath() (string, error) {
 // StartDaemon starts kaimon-agentd detached (its own session, output to
 // <cache>/agentd.log) and waits until its socket answers.
 func (c *Client) StartDaemon(ctx context.Context) error {
+	if !c.local() {
+		return fmt.Errorf("kaimon-agentd (%s) is not this machine's to start: start it where it runs", c.where())
+	}
 	bin, err := c.DaemonPath()
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -161,6 +162,10 @@ func TestDialRefusedIsDownNotStarted(t *testing.T) {
 	want := "kaimon-agentd is not running (ssh build1): dial: connection refused; is kaimon-agentd running there?"
 	if err.Error() != want {
 		t.Fatalf("error %q, want %q", err, want)
+	}
+	// Nor does an explicit start start one here.
+	if err := cl.StartDaemon(context.Background()); err == nil || !strings.Contains(err.Error(), "ssh build1") || strings.Contains(err.Error(), "nonexistent") {
+		t.Fatalf("StartDaemon through Dial: %v", err)
 	}
 }
 

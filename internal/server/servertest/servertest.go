@@ -1,9 +1,8 @@
 // Package servertest serves kaimon-agentd's control API for tests, as
 // tailscale's ipn/lapitest does: the real routes (server.Server) over a
 // verbs.Service the test chooses, on a socket in t.TempDir(), and a client
-// of it. A test of the CLI, of the client or of `kaimon mcp` then runs
-// against the wire the daemon speaks without a daemon, its agents or its
-// processes. Fake is a verbs.Service whose answers the test sets.
+// of it. A test of the CLI or of the client then runs against the wire the
+// daemon speaks without a daemon, its agents or their processes. Fake is a verbs.Service whose answers the test sets.
 package servertest
 
 import (
