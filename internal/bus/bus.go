@@ -40,6 +40,7 @@ import (
 	"github.com/go-zeromq/zmq4"
 	"github.com/go-zeromq/zmq4/security/null"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -467,38 +468,16 @@ func (b *Bus) Close() error {
 	return nil
 }
 
-// Stats are the bus's counters, for daemon status (and the TUI).
-type Stats struct {
-	Endpoints   []string `json:"endpoints"`
-	Subscribers int      `json:"subscribers"`
-	Published   uint64   `json:"published"`
-	Dropped     uint64   `json:"dropped"`
-	QueueLen    int      `json:"queue_len"`
-	QueueBytes  int      `json:"queue_bytes"`
-	// Connections has one entry per connected subscriber.
-	Connections []SubscriberStats `json:"connections"`
-}
-
-// SubscriberStats describe one subscriber connection.
-type SubscriberStats struct {
-	Peer        string   `json:"peer"`
-	Topics      []string `json:"topics"`
-	Queued      int      `json:"queued"`
-	QueuedBytes int      `json:"queued_bytes"`
-	Sent        uint64   `json:"sent"`
-	Dropped     uint64   `json:"dropped"`
-}
-
 // Stats reports the counters now.
-func (b *Bus) Stats() Stats {
-	st := Stats{Endpoints: b.Endpoints(), Published: b.published.Load(), Dropped: b.dropped.Load(),
-		QueueLen: b.opts.QueueLen, QueueBytes: b.opts.QueueBytes, Connections: []SubscriberStats{}}
+func (b *Bus) Stats() apitype.BusStats {
+	st := apitype.BusStats{Endpoints: b.Endpoints(), Published: b.published.Load(), Dropped: b.dropped.Load(),
+		QueueLen: b.opts.QueueLen, QueueBytes: b.opts.QueueBytes, Connections: []apitype.SubscriberStats{}}
 	for _, s := range *b.list.Load() {
 		n, bytes, dropped := s.q.stats()
-		st.Connections = append(st.Connections, SubscriberStats{Peer: s.peer, Topics: append([]string{}, *s.topics.Load()...),
+		st.Connections = append(st.Connections, apitype.SubscriberStats{Peer: s.peer, Topics: append([]string{}, *s.topics.Load()...),
 			Queued: n, QueuedBytes: bytes, Sent: s.sent.Load(), Dropped: dropped})
 	}
-	slices.SortFunc(st.Connections, func(a, b SubscriberStats) int { return strings.Compare(a.Peer, b.Peer) })
+	slices.SortFunc(st.Connections, func(a, b apitype.SubscriberStats) int { return strings.Compare(a.Peer, b.Peer) })
 	st.Subscribers = len(st.Connections)
 	return st
 }

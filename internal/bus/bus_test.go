@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/testutil/pyzmq"
 )
@@ -199,7 +200,7 @@ func TestStalledSubscriberDropsOthersDoNot(t *testing.T) {
 	if st.Published != n || st.Subscribers != 2 {
 		t.Fatalf("stats = %+v", st)
 	}
-	var sc SubscriberStats
+	var sc apitype.SubscriberStats
 	for _, c := range st.Connections {
 		if c.Sent < n {
 			sc = c

@@ -6,30 +6,55 @@ import (
 	"testing"
 )
 
+// deps lists the packages pkg links, itself included.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool on PATH")
+	}
+	out, err := exec.Command(goBin, "list", "-deps", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
 // TestCLIDeps keeps out of the kaimon binary the packages whose init costs
 // every one-line verb time at start (Go runs the init of every package
 // linked, used or not): the MCP server's, whose JSON Schema library
 // compiles five meta-schemas at init (kaimon mcp execs kaimon-agentd's
 // server instead), and the daemon's own packages.
 func TestCLIDeps(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool on PATH")
-	}
-	out, err := exec.Command(goBin, "list", "-deps", "github.com/kaimon/kaimon/cmd/kaimon").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	deps := strings.Fields(string(out))
 	banned := []string{
 		"github.com/mark3labs/mcp-go/server",
 		"github.com/santhosh-tekuri/jsonschema/v6",
 		"github.com/kaimon/kaimon/internal/mcpserver",
 	}
-	for _, d := range deps {
+	for _, d := range deps(t, "github.com/kaimon/kaimon/cmd/kaimon") {
 		for _, b := range banned {
 			if d == b {
 				t.Errorf("kaimon links %s: its init runs at every start of the CLI", d)
+			}
+		}
+	}
+}
+
+// TestClientDeps keeps the daemon's client a client: it speaks the wire
+// (internal/verbs, internal/apitype), and links neither the server that
+// answers it nor the event bus and ZeroMQ behind that server. Every user
+// of the client (the CLI's verbs, the monitor, `kaimon mcp`, and the
+// remote hosts to come) would otherwise link them too.
+func TestClientDeps(t *testing.T) {
+	banned := []string{
+		"github.com/kaimon/kaimon/internal/server",
+		"github.com/kaimon/kaimon/internal/bus",
+		"github.com/go-zeromq/", // any package of it
+	}
+	for _, d := range deps(t, "github.com/kaimon/kaimon/internal/client") {
+		for _, b := range banned {
+			if d == b || strings.HasSuffix(b, "/") && strings.HasPrefix(d, b) {
+				t.Errorf("internal/client links %s: wire types belong in internal/apitype or internal/verbs, not beside what serves them", d)
 			}
 		}
 	}

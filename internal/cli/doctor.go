@@ -20,12 +20,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend/acp"
 	"github.com/kaimon/kaimon/internal/backend/claude"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/proc"
-	"github.com/kaimon/kaimon/internal/server"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -344,7 +344,7 @@ func checkSockDir(dir string) Check {
 }
 
 // checkDoor connects to the MCP door the daemon reports.
-func checkDoor(ctx context.Context, st *server.DaemonStatus) Check {
+func checkDoor(ctx context.Context, st *apitype.DaemonStatus) Check {
 	ch := Check{Check: "mcp door"}
 	if st.Door == "" {
 		ch.Status, ch.Detail = checkWarn, "kaimon-agentd runs without its MCP door: its agents cannot call back into kaimon"

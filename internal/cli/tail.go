@@ -11,11 +11,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
-	"github.com/kaimon/kaimon/internal/server"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -151,7 +151,7 @@ var errTailDone = errors.New("tail done")
 // with no gap and no duplicate.
 func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 	// Any request starts the daemon when it is not running (and allowed).
-	var st server.DaemonStatus
+	var st apitype.DaemonStatus
 	if err := cl.Do(ctx, "GET", "/v1/daemon", nil, &st); err != nil {
 		return err
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/client"
-	"github.com/kaimon/kaimon/internal/server"
 	"github.com/kaimon/kaimon/internal/version"
 )
 
@@ -66,7 +66,7 @@ func knownCommit(c string) bool { return c != "" && c != "unknown" }
 
 // pingOnly asks the daemon for its status without ever starting it. A
 // daemon that is not running is (nil, nil).
-func pingOnly(ctx context.Context, cl *client.Client) (*server.DaemonStatus, error) {
+func pingOnly(ctx context.Context, cl *client.Client) (*apitype.DaemonStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, pingWait)
 	defer cancel()
 	st, err := cl.Ping(ctx)
@@ -78,7 +78,7 @@ func pingOnly(ctx context.Context, cl *client.Client) (*server.DaemonStatus, err
 }
 
 // mismatchWarning is the stderr line for a daemon that runs other code.
-func mismatchWarning(cli Build, st *server.DaemonStatus) string {
+func mismatchWarning(cli Build, st *apitype.DaemonStatus) string {
 	d := Build{Version: st.Version, Commit: st.Commit}
 	return fmt.Sprintf("kaimon-agentd (pid %d) runs %s but this kaimon is %s: run `kaimon daemon restart` to run this version "+
 		"(it closes the live agents)", st.PID, d, cli)

@@ -21,9 +21,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/proc"
-	"github.com/kaimon/kaimon/internal/server"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -197,8 +197,8 @@ func isDown(err error) bool {
 }
 
 // Ping reports whether a daemon answers, without starting one.
-func (c *Client) Ping(ctx context.Context) (*server.DaemonStatus, error) {
-	var st server.DaemonStatus
+func (c *Client) Ping(ctx context.Context) (*apitype.DaemonStatus, error) {
+	var st apitype.DaemonStatus
 	if err := c.do(ctx, "GET", "/v1/daemon", nil, &st, false); err != nil {
 		return nil, err
 	}
@@ -319,7 +319,7 @@ func (c *Client) lockHeld() bool {
 // exited, so that the next command can start a new daemon at once (the old
 // one holds agentd.lock until then). It returns the stopped daemon's status,
 // or nil when none was running.
-func (c *Client) StopDaemon(ctx context.Context) (*server.DaemonStatus, error) {
+func (c *Client) StopDaemon(ctx context.Context) (*apitype.DaemonStatus, error) {
 	st, err := c.Ping(ctx)
 	if err != nil {
 		var d *DaemonDownError

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/proc"
-	"github.com/kaimon/kaimon/internal/server"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -48,7 +48,7 @@ func envDaemon(t *testing.T, env map[string]string, gets *atomic.Int32) *Client 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/daemon", func(w http.ResponseWriter, r *http.Request) {
 		gets.Add(1)
-		writeJSON(w, 200, server.DaemonStatus{PID: 4242, Env: env})
+		writeJSON(w, 200, apitype.DaemonStatus{PID: 4242, Env: env})
 	})
 	mux.HandleFunc("POST /v1/agent_list", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, verbs.ListResult{})
@@ -126,7 +126,7 @@ func TestStopDaemonWaitsForTheProcess(t *testing.T) {
 	const exitAfter = 300 * time.Millisecond
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/daemon", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, server.DaemonStatus{PID: child.Process.Pid, Live: 2})
+		writeJSON(w, 200, apitype.DaemonStatus{PID: child.Process.Pid, Live: 2})
 	})
 	mux.HandleFunc("POST /v1/daemon/stop", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]bool{"stopping": true})

@@ -23,6 +23,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/testutil/pyzmq"
@@ -463,7 +464,7 @@ func TestBusStalledSubscriber(t *testing.T) {
 		t.Fatalf("the fast subscriber saw %d deltas", n)
 	}
 	st := e.busStats()
-	var worst bus.SubscriberStats
+	var worst apitype.SubscriberStats
 	for _, c := range st.Connections {
 		if c.Dropped > worst.Dropped {
 			worst = c

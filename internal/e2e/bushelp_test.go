@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kaimon/kaimon/internal/bus"
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
@@ -35,7 +35,7 @@ func (e *kenv) client() *client.Client { return &client.Client{Paths: e.paths(),
 func (e *kenv) busEndpoint() string { return "ipc://" + e.paths().EventsSocket() }
 
 // busStats reads the bus counters from daemon status.
-func (e *kenv) busStats() bus.Stats {
+func (e *kenv) busStats() apitype.BusStats {
 	e.t.Helper()
 	st, err := e.client().Ping(context.Background())
 	if err != nil {

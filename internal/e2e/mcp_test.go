@@ -18,8 +18,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/server"
 	"github.com/kaimon/kaimon/internal/testutil/agents"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -225,7 +225,7 @@ func TestDoor(t *testing.T) {
 	// lab without the recursion guard: the call reaches the door and the
 	// agent gets the list, itself in it.
 	lab := e.ok("open", "--permission", "lab", "--no-recursion-guard", e.work)
-	var ds server.DaemonStatus
+	var ds apitype.DaemonStatus
 	e.okJSON(&ds, "daemon", "status")
 	if !strings.HasPrefix(ds.Door, "http://127.0.0.1:") {
 		t.Fatalf("daemon status door %q", ds.Door)

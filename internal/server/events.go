@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
@@ -13,7 +14,7 @@ import (
 )
 
 // BusStats is what daemon status reports of the event bus.
-type BusStats interface{ Stats() bus.Stats }
+type BusStats interface{ Stats() apitype.BusStats }
 
 // serveEvents is GET /v1/agents/{id}/events?since=SEQ&follow=1: the agent's
 // envelopes after seq SEQ as NDJSON, one per line. since=latest is the

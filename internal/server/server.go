@@ -17,52 +17,13 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/unixsock"
 	"github.com/kaimon/kaimon/internal/verbs"
 	"github.com/kaimon/kaimon/internal/version"
 )
-
-// DaemonStatus is GET /v1/daemon.
-type DaemonStatus struct {
-	PID     int    `json:"pid"`
-	Version string `json:"version"`
-	// Commit is the commit the daemon was built from, when known.
-	Commit    string `json:"commit,omitempty"`
-	Socket    string `json:"socket"`
-	CacheDir  string `json:"cache_dir"`
-	StartedAt string `json:"started_at"`
-	Live      int    `json:"live"`
-	Dead      int    `json:"dead"`
-	// Goroutines is the daemon's goroutine count: what a client that
-	// went away mid-request or mid-stream leaves behind shows here.
-	Goroutines int `json:"goroutines"`
-	// Door is the endpoint of the MCP door owned agents call back into;
-	// absent when the daemon runs without it.
-	Door string `json:"door,omitempty"`
-	// Bus is the event bus: endpoints, subscribers, envelopes published
-	// and dropped (per subscriber in connections).
-	Bus *bus.Stats `json:"bus,omitempty"`
-	// Env fingerprints the environment the daemon started with, as
-	// config.EnvFingerprints: names and short hashes, never values. A
-	// client compares it with its own to explain errors that come from a
-	// daemon started elsewhere. Always present (possibly {}), so that its
-	// absence means a daemon too old to report it.
-	Env map[string]string `json:"env"`
-	// LogFaults are the event log writes that failed since the daemon
-	// started; each stopped its agent (status dead, reason "event log:
-	// ..."). Absent from a daemon too old to report them.
-	LogFaults *LogFaults `json:"log_faults,omitempty"`
-}
-
-// LogFaults counts failed event log writes, and names the last one.
-type LogFaults struct {
-	Count     int    `json:"count"`
-	LastAgent string `json:"last_agent,omitempty"`
-	LastError string `json:"last_error,omitempty"`
-	LastAt    string `json:"last_at,omitempty"`
-}
 
 // Counter reports agent counts for daemon status.
 type Counter interface{ Counts() (live, dead int) }
@@ -206,12 +167,12 @@ func queryArgs(v *verbs.Verb, r *http.Request) ([]byte, error) {
 }
 
 func (s *Server) serveDaemon(w http.ResponseWriter, r *http.Request) {
-	st := DaemonStatus{PID: os.Getpid(), Version: version.String(), Commit: version.CommitString(), Socket: s.Socket, CacheDir: s.CacheDir,
+	st := apitype.DaemonStatus{PID: os.Getpid(), Version: version.String(), Commit: version.CommitString(), Socket: s.Socket, CacheDir: s.CacheDir,
 		StartedAt: s.started.UTC().Format(time.RFC3339Nano)}
 	if s.Counts != nil {
 		st.Live, st.Dead = s.Counts.Counts()
 		if lf, ok := s.Counts.(LogFaulter); ok {
-			f := &LogFaults{}
+			f := &apitype.LogFaults{}
 			f.Count, f.LastAgent, f.LastError, f.LastAt = lf.LogFaults()
 			st.LogFaults = f
 		}
