@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
@@ -523,7 +524,7 @@ func (k *completer) values(spec valueSpec, cur, prefix string) completion {
 		cands = spec.enum
 	case valLiveIDs, valDeadIDs, valAnyIDs:
 		for _, a := range k.agentList() {
-			if spec.kind == valAnyIDs || (a.AgentStatus.Status == "dead") == (spec.kind == valDeadIDs) {
+			if spec.kind == valAnyIDs || (a.AgentStatus.Status == apitype.Dead) == (spec.kind == valDeadIDs) {
 				cands = append(cands, candidate{a.AgentID, agentDesc(a)})
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fatih/color"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -43,6 +44,16 @@ func TestWriteAgentsAlignedInColor(t *testing.T) {
 	for _, want := range []string{"working (asks permission)", "dead (closed)"} {
 		if !strings.Contains(strings.Join(lines, "\n"), want) {
 			t.Errorf("no %q in %q", want, lines)
+		}
+	}
+}
+
+// Every agent state of the wire has its colour: a state added to
+// apitype.AgentStates without one would show uncoloured in list and status.
+func TestEveryStateHasAColor(t *testing.T) {
+	for _, s := range apitype.AgentStates {
+		if _, ok := statusColors[s]; !ok {
+			t.Errorf("no colour for agent state %q", s)
 		}
 	}
 }

@@ -8,21 +8,24 @@ import (
 	"github.com/fatih/color"
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
-func statusColor(s string) string {
-	switch s {
-	case "idle":
-		return color.GreenString(s)
-	case "working":
-		return color.YellowString(s)
-	case "starting":
-		return color.CyanString(s)
-	case "dead":
-		return color.New(color.Faint).Sprint(s)
+// statusColors colour each agent state for people; a test checks that
+// every one of apitype.AgentStates has its colour.
+var statusColors = map[apitype.AgentState]*color.Color{
+	apitype.Starting: color.New(color.FgCyan),
+	apitype.Idle:     color.New(color.FgGreen),
+	apitype.Working:  color.New(color.FgYellow),
+	apitype.Dead:     color.New(color.Faint),
+}
+
+func statusColor(s apitype.AgentState) string {
+	if c, ok := statusColors[s]; ok {
+		return c.Sprint(s)
 	}
-	return s
+	return string(s)
 }
 
 // statusText is an agent's state for people: its status, and a working
@@ -30,9 +33,9 @@ func statusColor(s string) string {
 // until someone answers. statusLine is the same, colored.
 func statusText(st *verbs.AgentStatus) string {
 	if asksPermission(st) {
-		return st.Status + " (asks permission)"
+		return string(st.Status) + " (asks permission)"
 	}
-	return st.Status
+	return string(st.Status)
 }
 
 func statusLine(st *verbs.AgentStatus) string {
@@ -43,7 +46,7 @@ func statusLine(st *verbs.AgentStatus) string {
 }
 
 func asksPermission(st *verbs.AgentStatus) bool {
-	return len(st.PendingPermissions) > 0 && st.Status != "dead"
+	return len(st.PendingPermissions) > 0 && st.Status != apitype.Dead
 }
 
 func statusCmd() *cli.Command {

@@ -224,7 +224,7 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 		if err := j.Replay(); err != nil {
 			return p.end(err)
 		}
-		if agent != nil && agent.Status == "dead" {
+		if agent != nil && agent.Status == apitype.Dead {
 			j.Torn() // no one writes its log: a last line cut short is torn
 		}
 	}
@@ -274,7 +274,7 @@ type tailPrinter struct {
 	// its last status seen, and live says the replay is over: from then
 	// on a status dead of only is its death now, not a past life's.
 	only   string
-	status string
+	status apitype.AgentState
 	live   bool
 }
 
@@ -352,7 +352,7 @@ func (p *tailPrinter) watch(e *event.Envelope) error {
 		if e.AgentID == p.only {
 			p.status = d.Status
 		}
-		if d.Status != "dead" {
+		if d.Status != apitype.Dead {
 			return nil
 		}
 		n, ok := p.inTurn[e.AgentID]
@@ -381,7 +381,7 @@ func (p *tailPrinter) settle(st *verbs.AgentStatus) error {
 	if status == "" {
 		status = st.Status // nothing replayed, or no status among it
 	}
-	if status != "dead" {
+	if status != apitype.Dead {
 		return nil
 	}
 	return p.dead(st.Turn)

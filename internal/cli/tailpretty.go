@@ -13,6 +13,7 @@ import (
 	"github.com/fatih/color"
 	"golang.org/x/sys/unix"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/render"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -291,7 +292,7 @@ func (p *pretty) track(e *event.Envelope) {
 		p.spin.idle(e.AgentID)
 	case event.Status:
 		var d event.StatusData
-		if json.Unmarshal(e.Data, &d) == nil && (d.Status == "dead" || d.Status == "idle") {
+		if json.Unmarshal(e.Data, &d) == nil && (d.Status == apitype.Dead || d.Status == apitype.Idle) {
 			p.spin.idle(e.AgentID)
 		}
 	case event.Permission:
@@ -496,7 +497,7 @@ func (s *spinner) draw(now time.Time, col int) {
 		s.erase()
 		return
 	}
-	label := "working"
+	label := string(apitype.Working)
 	for _, reqs := range s.asks {
 		if len(reqs) > 0 {
 			label = "waiting for permission"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/testutil/agents"
 	"github.com/kaimon/kaimon/internal/testutil/fakegemini"
@@ -171,9 +172,9 @@ func (e *acpEnv) dumpOnFail(t *testing.T, id string) {
 	})
 }
 
-func (e *acpEnv) waitStatus(t *testing.T, id, status string) {
+func (e *acpEnv) waitStatus(t *testing.T, id string, status apitype.AgentState) {
 	t.Helper()
-	waitFor(t, id+" "+status, 60*time.Second, func() bool {
+	waitFor(t, id+" "+string(status), 60*time.Second, func() bool {
 		var st verbs.AgentStatus
 		e.okJSON(&st, "status", id)
 		return st.Status == status

@@ -295,7 +295,7 @@ func shape(t *testing.T, envs []event.Envelope) string {
 		case event.Status:
 			var d event.StatusData
 			mustJSON(t, e.Data, &d)
-			k += ":" + d.Status
+			k += ":" + string(d.Status)
 		}
 		if len(kinds) == 0 || kinds[len(kinds)-1] != k || !strings.HasSuffix(k, "…") {
 			kinds = append(kinds, k)

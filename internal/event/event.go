@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/kaimon/kaimon/internal/apitype"
 )
 
 // Kind is the envelope's kind. The set is the spec's, closed.
@@ -297,7 +299,7 @@ type UsageData struct {
 
 // StatusData is status's data.
 type StatusData struct {
-	Status string `json:"status"`
+	Status apitype.AgentState `json:"status"`
 }
 
 // ErrorData is error's data.

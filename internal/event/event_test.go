@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/kaimon/kaimon/internal/apitype"
 )
 
 func TestAuthoritative(t *testing.T) {
@@ -87,5 +89,15 @@ func TestTextOf(t *testing.T) {
 	}
 	if got := TextOf([]byte(`{"content": {"text": "a\nb", "type": "text"}, "delta": true}`)); got != "a\nb" {
 		t.Errorf("TextOf of other data = %q", got)
+	}
+}
+
+// The status kind's documentation (kaimon-events(7)) names every agent
+// state there is.
+func TestStatusDocNamesEveryState(t *testing.T) {
+	for _, s := range apitype.AgentStates {
+		if !strings.Contains(Docs[Status].Meaning, string(s)) {
+			t.Errorf("Docs[Status] does not name state %q: %s", s, Docs[Status].Meaning)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/render"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -152,8 +153,8 @@ func renderFeed(id string, envs []event.Envelope, open *stream, width int) []str
 			// idle and working go with each turn and say nothing new.
 			var d event.StatusData
 			_ = json.Unmarshal(e.Data, &d)
-			if d.Status != stIdle && d.Status != stWorking {
-				add(stFaint, "· ", d.Status)
+			if d.Status != apitype.Idle && d.Status != apitype.Working {
+				add(stFaint, "· ", string(d.Status))
 			}
 		case event.Error:
 			var d event.ErrorData

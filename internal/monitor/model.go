@@ -16,6 +16,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -68,15 +69,10 @@ type (
 	tickMsg time.Time
 )
 
-// Status values of the daemon's FSM (internal/session; a test checks them),
-// and the monitor's own for an agent waiting on a permission.
-const (
-	stStarting   = "starting"
-	stIdle       = "idle"
-	stWorking    = "working"
-	stDead       = "dead"
-	stPermission = "permission"
-)
+// stPermission is the monitor's own row state beside apitype.AgentStates:
+// a live agent waiting on a permission request, which will not move until
+// someone answers.
+const stPermission apitype.AgentState = "permission"
 
 // feedCap bounds the envelopes kept per agent for its feed.
 const feedCap = 2000
@@ -131,8 +127,8 @@ type pending struct {
 }
 
 // status is what the table shows: a waiting permission is its own state.
-func (a *agent) status() string {
-	if len(a.pending) > 0 && a.AgentStatus.Status != stDead {
+func (a *agent) status() apitype.AgentState {
+	if len(a.pending) > 0 && a.AgentStatus.Status != apitype.Dead {
 		return stPermission
 	}
 	return a.AgentStatus.Status
@@ -417,8 +413,8 @@ func listPending(known []pending, e verbs.ListEntry) []pending {
 func (m *Model) sort() {
 	sort.SliceStable(m.agents, func(i, j int) bool {
 		a, b := m.agents[i], m.agents[j]
-		if (a.AgentStatus.Status == stDead) != (b.AgentStatus.Status == stDead) {
-			return b.AgentStatus.Status == stDead
+		if (a.AgentStatus.Status == apitype.Dead) != (b.AgentStatus.Status == apitype.Dead) {
+			return b.AgentStatus.Status == apitype.Dead
 		}
 		if a.CreatedAt != b.CreatedAt {
 			return a.CreatedAt < b.CreatedAt
@@ -465,7 +461,7 @@ func (m *Model) apply(e *event.Envelope) tea.Cmd {
 	a := m.byID[e.AgentID]
 	if a == nil {
 		// An agent opened since the list: show it now, learn the rest.
-		a = &agent{ListEntry: verbs.ListEntry{AgentID: e.AgentID, AgentStatus: verbs.AgentStatus{Status: stStarting}}}
+		a = &agent{ListEntry: verbs.ListEntry{AgentID: e.AgentID, AgentStatus: verbs.AgentStatus{Status: apitype.Starting}}}
 		a.CreatedAt = e.TS.Format(time.RFC3339Nano)
 		m.byID[e.AgentID] = a
 		m.agents = append(m.agents, a)
@@ -515,14 +511,14 @@ func (m *Model) track(a *agent, e *event.Envelope, isNew bool) {
 		if json.Unmarshal(e.Data, &d) != nil || d.Status == "" {
 			return
 		}
-		if d.Status == stDead {
+		if d.Status == apitype.Dead {
 			a.pending = nil
 		}
 		if !isNew {
 			return
 		}
 		a.AgentStatus.Status = d.Status
-		if d.Status == stDead {
+		if d.Status == apitype.Dead {
 			a.open = nil
 		} else {
 			a.Reason = ""
@@ -589,7 +585,7 @@ func (m *Model) merge(a *agent, log []event.Envelope) {
 	for i := range a.envs {
 		m.track(a, &a.envs[i], false)
 	}
-	if a.AgentStatus.Status == stDead {
+	if a.AgentStatus.Status == apitype.Dead {
 		a.pending = nil
 	}
 }
@@ -603,7 +599,7 @@ func (m *Model) backfill() tea.Cmd {
 	}
 	var cmds []tea.Cmd
 	for _, a := range m.agents {
-		if a.backfilled || a.filling || a.AgentID != m.selID && a.AgentStatus.Status != stWorking {
+		if a.backfilled || a.filling || a.AgentID != m.selID && a.AgentStatus.Status != apitype.Working {
 			continue
 		}
 		a.filling = true
@@ -686,7 +682,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		if a == nil {
 			return nil
 		}
-		if a.AgentStatus.Status != stDead {
+		if a.AgentStatus.Status != apitype.Dead {
 			m.mode, m.confirm = modeConfirm, a.AgentID
 			return nil
 		}

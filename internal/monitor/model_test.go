@@ -13,8 +13,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/session"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -162,7 +162,7 @@ func (h *harness) wantScreen(want ...string) {
 	}
 }
 
-func entry(id, status string, turn int) verbs.ListEntry {
+func entry(id string, status apitype.AgentState, turn int) verbs.ListEntry {
 	return verbs.ListEntry{AgentID: id, AgentStatus: verbs.AgentStatus{Status: status, Model: "sonnet", Cwd: "/home/u/src/proj",
 		Turn: turn, CreatedAt: "2026-01-02T03:00:00Z", LastActivity: "2026-01-02T03:04:00Z",
 		Usage: event.UsageFigures{InputTokens: 1200, OutputTokens: 340}}}
@@ -172,15 +172,12 @@ func text(delta bool, s string) event.TextData {
 	return event.TextData{Delta: delta, Content: event.Text{Type: "text", Text: s}}
 }
 
-// The monitor's status names are the daemon's, and each has its colour.
-func TestStatusesAreTheDaemons(t *testing.T) {
-	for _, s := range []string{session.Starting, session.Idle, session.Working, session.Dead} {
+// Every agent state of the wire has its colour in the table.
+func TestEveryStateHasAStyle(t *testing.T) {
+	for _, s := range append(apitype.AgentStates, stPermission) {
 		if _, ok := statusStyles[s]; !ok {
-			t.Errorf("no style for the daemon's status %q", s)
+			t.Errorf("no style for status %q", s)
 		}
-	}
-	if stStarting != session.Starting || stIdle != session.Idle || stWorking != session.Working || stDead != session.Dead {
-		t.Error("the monitor's status names differ from internal/session's")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/render"
 )
 
@@ -19,12 +20,12 @@ var (
 	stWarn   = lipgloss.NewStyle().Foreground(lipgloss.Yellow).Bold(true)
 	stPrompt = lipgloss.NewStyle().Foreground(lipgloss.Magenta).Bold(true)
 
-	statusStyles = map[string]lipgloss.Style{
-		stStarting:   lipgloss.NewStyle().Foreground(lipgloss.Cyan),
-		stIdle:       lipgloss.NewStyle().Foreground(lipgloss.Green),
-		stWorking:    lipgloss.NewStyle().Foreground(lipgloss.Yellow),
-		stDead:       lipgloss.NewStyle().Faint(true),
-		stPermission: lipgloss.NewStyle().Foreground(lipgloss.Magenta).Bold(true),
+	statusStyles = map[apitype.AgentState]lipgloss.Style{
+		apitype.Starting: lipgloss.NewStyle().Foreground(lipgloss.Cyan),
+		apitype.Idle:     lipgloss.NewStyle().Foreground(lipgloss.Green),
+		apitype.Working:  lipgloss.NewStyle().Foreground(lipgloss.Yellow),
+		apitype.Dead:     lipgloss.NewStyle().Faint(true),
+		stPermission:     lipgloss.NewStyle().Foreground(lipgloss.Magenta).Bold(true),
 	}
 )
 
@@ -42,7 +43,7 @@ type column struct {
 
 var columns = []column{
 	{title: "ID", width: 16, cell: func(a *agent, _ time.Time, w int, _ string) string { return a.AgentID }},
-	{title: "STATUS", width: 10, cell: func(a *agent, _ time.Time, w int, _ string) string { return a.status() }},
+	{title: "STATUS", width: 10, cell: func(a *agent, _ time.Time, w int, _ string) string { return string(a.status()) }},
 	{title: "MODEL", width: 14, drop: 3, cell: func(a *agent, _ time.Time, w int, _ string) string { return a.Model }},
 	{title: "CWD", flex: true, width: 12, drop: 4, cell: func(a *agent, _ time.Time, w int, home string) string { return shortPath(a.Cwd, home, w) }},
 	{title: "TURN", width: 4, right: true, drop: 2, cell: func(a *agent, _ time.Time, w int, _ string) string { return fmt.Sprint(a.Turn) }},
@@ -142,7 +143,7 @@ func tableLines(agents []*agent, sel, width int, now time.Time, home string) (he
 	header = stHeader.Render(ansi.Truncate(strings.Join(h, strings.Repeat(" ", gap)), width, ""))
 	for r, a := range agents {
 		var cells []string
-		dead := a.AgentStatus.Status == stDead
+		dead := a.AgentStatus.Status == apitype.Dead
 		for i, c := range cols {
 			s := pad(c.cell(a, now, ws[i], home), ws[i], c.right)
 			if c.title == "STATUS" && !dead {
@@ -155,7 +156,7 @@ func tableLines(agents []*agent, sel, width int, now time.Time, home string) (he
 		case r == sel:
 			line = stSel.Render(ansi.Strip(line))
 		case dead:
-			line = statusStyles[stDead].Render(line)
+			line = statusStyles[apitype.Dead].Render(line)
 		}
 		rows = append(rows, line)
 	}
@@ -244,7 +245,7 @@ func (m *Model) Render() string {
 	// Header.
 	live := 0
 	for _, a := range m.agents {
-		if a.AgentStatus.Status != stDead {
+		if a.AgentStatus.Status != apitype.Dead {
 			live++
 		}
 	}

@@ -111,7 +111,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		// The stream ends here. When no one writes the log any more, a
 		// last line without its newline is torn: say so too.
 		st, err := s.Svc.Status(r.Context(), &verbs.StatusArgs{AgentID: id})
-		if err != nil || st.Status == "dead" {
+		if err != nil || st.Status == apitype.Dead {
 			j.Torn()
 		}
 	}

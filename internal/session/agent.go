@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
@@ -79,7 +80,7 @@ type Agent struct {
 	resuming bool
 
 	mu        sync.Mutex
-	status    string
+	status    apitype.AgentState
 	reason    string          // why a dead agent ended
 	args      verbs.OpenArgs  // the open options as applied: the record's
 	opts      backend.Options // the backend's, with the door and asker
@@ -127,7 +128,7 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	if err != nil {
 		_ = be.Close() // never started: this frees what New took
 		ag.mu.Lock()
-		ag.status, ag.reason = Dead, ReasonStartFailed+": event log: "+err.Error()
+		ag.status, ag.reason = apitype.Dead, ReasonStartFailed+": event log: "+err.Error()
 		ag.ended.Store(true)
 		ag.mu.Unlock()
 		m.detach(ag)
@@ -153,7 +154,7 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	ag.logStart = w.Size()
 	ag.be = be
 	ag.mu.Unlock()
-	ag.transition(Starting, 0)
+	ag.transition(apitype.Starting, 0)
 
 	sctx, cancel := context.WithTimeout(ctx, m.StartTimeout)
 	err = be.Start(sctx)
@@ -180,7 +181,7 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	ag.saveMu.Lock()
 	ag.resuming = false
 	ag.saveMu.Unlock()
-	ag.transition(Idle, 0)
+	ag.transition(apitype.Idle, 0)
 	return nil
 }
 
@@ -190,7 +191,7 @@ func firstLine(s string) string {
 }
 
 // state is the agent's status.
-func (ag *Agent) state() string {
+func (ag *Agent) state() apitype.AgentState {
 	ag.mu.Lock()
 	defer ag.mu.Unlock()
 	return ag.status
@@ -222,7 +223,7 @@ func (ag *Agent) die(reason string, err error) {
 	ag.mu.Lock()
 	ag.exitErr = err
 	ag.pending = 0
-	already := ag.status == Dead
+	already := ag.status == apitype.Dead
 	if !already {
 		ag.reason = reason
 	}
@@ -230,7 +231,7 @@ func (ag *Agent) die(reason string, err error) {
 	if already {
 		return
 	}
-	ag.transition(Dead, 0)
+	ag.transition(apitype.Dead, 0)
 	// No save of this agent's is still to land once it is dead: a reopen
 	// of the slot is another Agent, with a record of its own to write.
 	ag.bgSaves.Wait()
@@ -250,7 +251,7 @@ func (ag *Agent) die(reason string, err error) {
 
 // transition moves the FSM and publishes the status event. A transition
 // the table does not allow is refused (and logged): it would be a bug.
-func (ag *Agent) transition(to string, turn int) bool {
+func (ag *Agent) transition(to apitype.AgentState, turn int) bool {
 	ev, ok := ag.move(to, turn)
 	if ok {
 		ag.publish(ev)
@@ -260,7 +261,7 @@ func (ag *Agent) transition(to string, turn int) bool {
 
 // move moves the FSM and returns the status event to publish; see
 // transition.
-func (ag *Agent) move(to string, turn int) (event.Event, bool) {
+func (ag *Agent) move(to apitype.AgentState, turn int) (event.Event, bool) {
 	ag.mu.Lock()
 	from := ag.status
 	if !allowed(from, to) {
@@ -271,7 +272,7 @@ func (ag *Agent) move(to string, turn int) (event.Event, bool) {
 		return event.Event{}, false
 	}
 	ag.status = to
-	ag.ended.Store(to == Dead)
+	ag.ended.Store(to == apitype.Dead)
 	if turn == 0 {
 		turn = ag.turn
 	}
@@ -293,10 +294,10 @@ func (ag *Agent) send(text string, wait bool) (int, error) {
 	}
 	ag.mu.Lock()
 	switch ag.status {
-	case Dead:
+	case apitype.Dead:
 		ag.mu.Unlock()
 		return 0, verbs.WrongState("agent %s is dead; reopen it with `kaimon open --id %s DIR`", ag.id, ag.id)
-	case Starting, "":
+	case apitype.Starting, "":
 		ag.mu.Unlock()
 		return 0, verbs.WrongState("agent %s is still starting; try again in a moment", ag.id)
 	}
@@ -304,7 +305,7 @@ func (ag *Agent) send(text string, wait bool) (int, error) {
 	n := ag.turn
 	ag.pending++
 	be := ag.be
-	wasIdle := ag.status == Idle
+	wasIdle := ag.status == apitype.Idle
 	ag.mu.Unlock()
 	if wasIdle {
 		// Queued, not waited for: the turn's line goes to the agent
@@ -313,7 +314,7 @@ func (ag *Agent) send(text string, wait bool) (int, error) {
 		// the order: status, then what Send emits (user_text,
 		// turn_started), then the turn's events, each logged before it
 		// fans out.
-		if ev, ok := ag.move(Working, n); ok {
+		if ev, ok := ag.move(apitype.Working, n); ok {
 			ag.enqueue(queued{ev: ev})
 		}
 	}
@@ -347,7 +348,7 @@ func (ag *Agent) replySoFar(n int) string {
 // dropped (and for which "all", every turn). bad names the lines of the
 // log that are not records. read is false when the agent has no book
 // (loaded from its record: the caller reads its log).
-func (ag *Agent) output(n int, which string, tools bool) (text string, t *turnRec, tn int, bad []string, status string, read bool) {
+func (ag *Agent) output(n int, which string, tools bool) (text string, t *turnRec, tn int, bad []string, status apitype.AgentState, read bool) {
 	ag.mu.Lock()
 	b := ag.book
 	status = ag.status
@@ -419,7 +420,7 @@ func logBook(path string, end, from int64, keep func(turn int) bool) (b *book, b
 // permission requests.
 func (ag *Agent) statusObj() verbs.AgentStatus {
 	s := ag.lifeStatus()
-	if s.Status != Dead {
+	if s.Status != apitype.Dead {
 		s.PendingPermissions = ag.m.permits.Pending(ag.id)
 	}
 	return s
@@ -430,7 +431,7 @@ func (ag *Agent) lifeStatus() verbs.AgentStatus {
 	ag.mu.Lock()
 	defer ag.mu.Unlock()
 	info := ag.info
-	if ag.be != nil && ag.status != Dead {
+	if ag.be != nil && ag.status != apitype.Dead {
 		info = ag.be.Info()
 		ag.info = info
 	}
@@ -452,18 +453,18 @@ func (ag *Agent) lifeStatus() verbs.AgentStatus {
 func (ag *Agent) live() (backend.Backend, error) {
 	ag.mu.Lock()
 	defer ag.mu.Unlock()
-	if ag.status == Dead || ag.be == nil {
+	if ag.status == apitype.Dead || ag.be == nil {
 		return nil, verbs.WrongState("agent %s is %s", ag.id, orDead(ag.status))
 	}
-	if ag.status == Starting {
+	if ag.status == apitype.Starting {
 		return nil, verbs.WrongState("agent %s is still starting; try again in a moment", ag.id)
 	}
 	return ag.be, nil
 }
 
-func orDead(s string) string {
+func orDead(s apitype.AgentState) apitype.AgentState {
 	if s == "" {
-		return Dead
+		return apitype.Dead
 	}
 	return s
 }
@@ -471,7 +472,7 @@ func orDead(s string) string {
 // close stops a live agent; reason is what its record will say.
 func (ag *Agent) close(reason string) bool {
 	ag.mu.Lock()
-	if ag.status == Dead || ag.be == nil {
+	if ag.status == apitype.Dead || ag.be == nil {
 		ag.mu.Unlock()
 		return false
 	}

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/kaimon/kaimon/internal/event"
 	"github.com/tidwall/gjson"
+
+	"github.com/kaimon/kaimon/internal/event"
 )
 
 // book accumulates what agent_output reads: per turn, the assistant's text

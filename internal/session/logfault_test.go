@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -96,12 +97,12 @@ func TestLogFaultStopsAgent(t *testing.T) {
 	var s *verbs.AgentStatus
 	for {
 		s, _ = r.m.Status(bg, &verbs.StatusArgs{AgentID: id})
-		if s.Status == Dead || time.Now().After(deadline) {
+		if s.Status == apitype.Dead || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if s.Status != Dead || !strings.HasPrefix(s.Reason, "event log: ") || !strings.Contains(s.Reason, "no space left") {
+	if s.Status != apitype.Dead || !strings.HasPrefix(s.Reason, "event log: ") || !strings.Contains(s.Reason, "no space left") {
 		t.Fatalf("status %s, reason %q; want dead, event log: ... no space left", s.Status, s.Reason)
 	}
 	errs := pub.of(event.Error)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
@@ -22,25 +23,18 @@ import (
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
-// Status values of the FSM.
-const (
-	Starting = "starting"
-	Idle     = "idle"
-	Working  = "working"
-	Dead     = "dead"
-)
-
-// transitions is the FSM: starting → idle ⇄ working → dead, and a dead slot
-// may be reopened.
-var transitions = map[string][]string{
-	"":       {Starting},
-	Starting: {Idle, Dead},
-	Idle:     {Working, Dead},
-	Working:  {Idle, Dead},
-	Dead:     {Starting},
+// transitions is the FSM over apitype.AgentStates: starting → idle ⇄
+// working → dead, and a dead slot may be reopened. "" is an agent not yet
+// started. A test checks that it names every state and only those.
+var transitions = map[apitype.AgentState][]apitype.AgentState{
+	"":               {apitype.Starting},
+	apitype.Starting: {apitype.Idle, apitype.Dead},
+	apitype.Idle:     {apitype.Working, apitype.Dead},
+	apitype.Working:  {apitype.Idle, apitype.Dead},
+	apitype.Dead:     {apitype.Starting},
 }
 
-func allowed(from, to string) bool {
+func allowed(from, to apitype.AgentState) bool {
 	for _, s := range transitions[from] {
 		if s == to {
 			return true
@@ -132,8 +126,8 @@ func (m *Manager) load() {
 	for _, r := range recs {
 		ag := m.newAgent(r.ID)
 		ag.fromRecord(r)
-		if r.Status != Dead {
-			ag.closeLost(r.Status)
+		if r.Status != apitype.Dead {
+			ag.closeLost(string(r.Status))
 		}
 		m.agents[r.ID] = ag
 	}
@@ -157,7 +151,7 @@ func (m *Manager) retain() {
 	m.mu.Lock()
 	var dead []*Agent
 	for _, ag := range m.agents {
-		if ag.state() == Dead {
+		if ag.state() == apitype.Dead {
 			dead = append(dead, ag)
 		}
 	}
@@ -179,7 +173,7 @@ func (m *Manager) retain() {
 func (m *Manager) forget(ag *Agent, logs bool) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.agents[ag.id] != ag || ag.state() != Dead {
+	if m.agents[ag.id] != ag || ag.state() != apitype.Dead {
 		return false
 	}
 	ag.saveMu.Lock()
@@ -242,7 +236,7 @@ func (m *Manager) Counts() (live, dead int) {
 	defer m.mu.Unlock()
 	for _, ag := range m.agents {
 		ag.mu.Lock()
-		if ag.status == Dead {
+		if ag.status == apitype.Dead {
 			dead++
 		} else {
 			live++

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
@@ -146,7 +147,7 @@ func TestFSMAndUsage(t *testing.T) {
 	}
 	r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "two"}))
 	st, _ := r.m.Status(bg, &verbs.StatusArgs{AgentID: id})
-	if st.Status != Idle || st.Turn != 2 || st.Usage.InputTokens != 200 || st.Usage.CacheReadTokens != 20 || st.SessionID != "sess" {
+	if st.Status != apitype.Idle || st.Turn != 2 || st.Usage.InputTokens != 200 || st.Usage.CacheReadTokens != 20 || st.SessionID != "sess" {
 		t.Fatalf("status = %+v", st)
 	}
 	// The log holds the status walk in FSM order, and no deltas.
@@ -182,15 +183,50 @@ func TestFSMAndUsage(t *testing.T) {
 
 func TestTransitionTable(t *testing.T) {
 	for _, c := range []struct {
-		from, to string
+		from, to apitype.AgentState
 		ok       bool
 	}{
-		{"", Starting, true}, {Starting, Idle, true}, {Idle, Working, true}, {Working, Idle, true},
-		{Working, Dead, true}, {Dead, Starting, true}, {Idle, Starting, false}, {Dead, Idle, false},
-		{Starting, Working, false}, {Dead, Working, false},
+		{"", apitype.Starting, true}, {apitype.Starting, apitype.Idle, true}, {apitype.Idle, apitype.Working, true}, {apitype.Working, apitype.Idle, true},
+		{apitype.Working, apitype.Dead, true}, {apitype.Dead, apitype.Starting, true}, {apitype.Idle, apitype.Starting, false}, {apitype.Dead, apitype.Idle, false},
+		{apitype.Starting, apitype.Working, false}, {apitype.Dead, apitype.Working, false},
 	} {
 		if allowed(c.from, c.to) != c.ok {
 			t.Errorf("%q → %q allowed = %v", c.from, c.to, !c.ok)
+		}
+	}
+}
+
+// The FSM moves an agent through apitype.AgentStates and nothing else:
+// every state has its row, every target is a state, and each state can be
+// reached from an agent not yet started.
+func TestTransitionTableCoversAgentStates(t *testing.T) {
+	for from, tos := range transitions {
+		if from != "" && !from.Valid() {
+			t.Errorf("the FSM has a row for %q, which is not one of apitype.AgentStates %v", from, apitype.AgentStates)
+		}
+		for _, to := range tos {
+			if !to.Valid() {
+				t.Errorf("the FSM moves %q to %q, which is not one of apitype.AgentStates %v", from, to, apitype.AgentStates)
+			}
+		}
+	}
+	reached := map[apitype.AgentState]bool{}
+	var walk func(apitype.AgentState)
+	walk = func(s apitype.AgentState) {
+		for _, to := range transitions[s] {
+			if !reached[to] {
+				reached[to] = true
+				walk(to)
+			}
+		}
+	}
+	walk("")
+	for _, s := range apitype.AgentStates {
+		if _, ok := transitions[s]; !ok {
+			t.Errorf("the FSM has no row for state %q", s)
+		}
+		if !reached[s] {
+			t.Errorf("the FSM never reaches state %q", s)
 		}
 	}
 }
@@ -205,7 +241,7 @@ func TestRunTimeoutReturnsPartialAndAgentLivesOn(t *testing.T) {
 		t.Fatalf("timeout err = %#v", err)
 	}
 	out, _ := r.m.Output(bg, decoded(&verbs.OutputArgs{AgentID: id}))
-	if out.Done || out.Text != "part" || out.Status != Working {
+	if out.Done || out.Text != "part" || out.Status != apitype.Working {
 		t.Fatalf("output while working = %+v", out)
 	}
 	// A second send while the first is in flight is numbered, and the
@@ -216,7 +252,7 @@ func TestRunTimeoutReturnsPartialAndAgentLivesOn(t *testing.T) {
 	}
 	r.last.release()
 	st, _ := r.m.Status(bg, &verbs.StatusArgs{AgentID: id})
-	if st.Status != Idle {
+	if st.Status != apitype.Idle {
 		t.Fatalf("after both results: %s", st.Status)
 	}
 }
@@ -238,7 +274,7 @@ func TestDeadRetentionAndReopen(t *testing.T) {
 	}
 	// The dropped one still reads from its log.
 	out, err := r.m.Output(bg, decoded(&verbs.OutputArgs{AgentID: ids[0]}))
-	if err != nil || out.Text != "re: hi" || out.Status != Dead || !out.Done {
+	if err != nil || out.Text != "re: hi" || out.Status != apitype.Dead || !out.Done {
 		t.Fatalf("output of a dropped agent = %+v %v", out, err)
 	}
 	// Reopen a dead id: same slot, seq and turn continue from the log.
@@ -354,7 +390,7 @@ func TestOutputOfEarlierTurnsFromTheLog(t *testing.T) {
 		}
 		return res
 	}
-	if o := out(2, "last_message"); o.Text != "re: t2" || !o.Done || o.Turn != 2 || o.Usage.InputTokens != 100 || o.Status != Idle || o.LogErrors != nil {
+	if o := out(2, "last_message"); o.Text != "re: t2" || !o.Done || o.Turn != 2 || o.Usage.InputTokens != 100 || o.Status != apitype.Idle || o.LogErrors != nil {
 		t.Errorf("turn 2 = %+v", o)
 	}
 	if o := out(3, "full_turn"); o.Text != "re: t3" || !o.Done {

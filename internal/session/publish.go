@@ -5,6 +5,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/imaging"
 )
@@ -52,9 +53,9 @@ func (ag *Agent) publishOne(ev event.Event, f *fanBuf) (persist bool) {
 		}
 		if ag.pending > 0 {
 			ag.pending--
-			if ag.pending == 0 && ag.status == Working && allowed(Working, Idle) {
-				ag.status = Idle
-				e := ag.stampLocked(event.New(event.Status, ev.Turn, event.StatusData{Status: Idle}))
+			if ag.pending == 0 && ag.status == apitype.Working && allowed(apitype.Working, apitype.Idle) {
+				ag.status = apitype.Idle
+				e := ag.stampLocked(event.New(event.Status, ev.Turn, event.StatusData{Status: apitype.Idle}))
 				_ = ag.logLocked(&e)
 				idle = &e
 			}
@@ -63,13 +64,13 @@ func (ag *Agent) publishOne(ev event.Event, f *fanBuf) (persist bool) {
 		// Not for working: the turn's result saves what it changes, and
 		// a record that says idle mid-turn is read on load as live, the
 		// same as working.
-		persist = ag.status != Working
+		persist = ag.status != apitype.Working
 	default:
 		// The claude CLI names its session only once the first turn
 		// began: keep it as soon as it is known, so that a crash in that
 		// turn still leaves it resumable. (Info is a field read under the
 		// backend's lock: cheap enough for every delta.)
-		if ag.be != nil && ag.status != Dead {
+		if ag.be != nil && ag.status != apitype.Dead {
 			persist = ag.be.Info().SessionID != ag.saved
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -51,7 +52,7 @@ type Record struct {
 	// numbers on from here, so no seq a subscriber saw is used again.
 	SeqCeiling uint64             `json:"seq_ceiling,omitempty"`
 	Usage      event.UsageFigures `json:"usage"`
-	Status     string             `json:"status"`
+	Status     apitype.AgentState `json:"status"`
 	Reason     string             `json:"reason,omitempty"`
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
@@ -75,7 +76,7 @@ func TestRecordFollowsTheAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := readRecord(t, r.paths.CacheDir, res.AgentID)
-	if rec.Status != Idle || rec.Cwd != cwd || rec.Model != "opus" || rec.Permission != "lab" || rec.SystemPrompt != "be brief" ||
+	if rec.Status != apitype.Idle || rec.Cwd != cwd || rec.Model != "opus" || rec.Permission != "lab" || rec.SystemPrompt != "be brief" ||
 		strings.Join(rec.AllowedTools, ",") != "Bash" || rec.DisallowedTools == nil || len(*rec.DisallowedTools) != 0 || rec.SessionID != "sess" {
 		t.Fatalf("record after open = %+v", rec)
 	}
@@ -84,12 +85,12 @@ func TestRecordFollowsTheAgent(t *testing.T) {
 	// A turn's end is saved in the background, off agent_run's way.
 	r.m.saves.Wait()
 	rec = readRecord(t, r.paths.CacheDir, "rec")
-	if rec.Turn != 2 || rec.Usage.InputTokens != 200 || rec.Status != Idle {
+	if rec.Turn != 2 || rec.Usage.InputTokens != 200 || rec.Status != apitype.Idle {
 		t.Fatalf("record after two turns = %+v", rec)
 	}
 	r.m.Close(bg, &verbs.CloseArgs{AgentID: "rec"})
 	rec = readRecord(t, r.paths.CacheDir, "rec")
-	if rec.Status != Dead || rec.Reason != ReasonClosed {
+	if rec.Status != apitype.Dead || rec.Reason != ReasonClosed {
 		t.Fatalf("record after close = %+v", rec)
 	}
 }
@@ -104,7 +105,7 @@ func TestCrashedAgentClosedOnLoad(t *testing.T) {
 	if _, err := r.m.Send(bg, &verbs.SendArgs{AgentID: id, Text: "never answered"}); err != nil {
 		t.Fatal(err)
 	}
-	if rec := readRecord(t, r.paths.CacheDir, id); rec.Status == Dead {
+	if rec := readRecord(t, r.paths.CacheDir, id); rec.Status == apitype.Dead {
 		t.Fatalf("record mid-turn = %+v", rec)
 	}
 	before, _ := eventlog.ReadAll(eventlog.Path(r.paths.CacheDir, id), 0)
@@ -124,7 +125,7 @@ func TestCrashedAgentClosedOnLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != Dead || st.Reason != ReasonDaemonCrashed || st.Turn != 1 || st.SessionID != "sess" {
+	if st.Status != apitype.Dead || st.Reason != ReasonDaemonCrashed || st.Turn != 1 || st.SessionID != "sess" {
 		t.Fatalf("status after the crash = %+v", st)
 	}
 	after, _ := eventlog.ReadAll(st.EventLog, before[len(before)-1].Seq)
@@ -158,7 +159,7 @@ func TestCrashedAgentClosedOnLoad(t *testing.T) {
 	}
 	// Its output still reads from the log.
 	out, err := m3.Output(bg, decoded(&verbs.OutputArgs{AgentID: id}))
-	if err != nil || !out.Done || out.Status != Dead {
+	if err != nil || !out.Done || out.Status != apitype.Dead {
 		t.Errorf("output after the crash = %+v, %v", out, err)
 	}
 }
@@ -170,7 +171,7 @@ func TestCleanStopRecordsDaemonExited(t *testing.T) {
 	r.m.Shutdown()
 	m2, _ := r.restart(t)
 	st, _ := m2.Status(bg, &verbs.StatusArgs{AgentID: id})
-	if st.Status != Dead || st.Reason != ReasonDaemonExited {
+	if st.Status != apitype.Dead || st.Reason != ReasonDaemonExited {
 		t.Fatalf("after a clean stop: %+v", st)
 	}
 	recs, _ := eventlog.ReadAll(st.EventLog, 0)
@@ -203,7 +204,7 @@ func TestResume(t *testing.T) {
 		if !errors.As(err, &ve) || ve.Code != code || !strings.Contains(ve.Message, want) {
 			t.Errorf("open %+v: err = %v, want %s containing %q", a, err, code, want)
 		}
-		if after := readRecord(t, r.paths.CacheDir, "res"); after.LastActivity != before.LastActivity || after.Status != Dead {
+		if after := readRecord(t, r.paths.CacheDir, "res"); after.LastActivity != before.LastActivity || after.Status != apitype.Dead {
 			t.Errorf("a refused resume changed the record: %+v", after)
 		}
 	}
@@ -220,7 +221,7 @@ func TestResume(t *testing.T) {
 		t.Fatalf("resumed with options %+v", o)
 	}
 	st, _ := m2.Status(bg, &verbs.StatusArgs{AgentID: "res"})
-	if st.Status != Idle || st.Turn != 1 || st.Usage.InputTokens != 100 || st.Reason != "" {
+	if st.Status != apitype.Idle || st.Turn != 1 || st.Usage.InputTokens != 100 || st.Reason != "" {
 		t.Fatalf("resumed status = %+v", st)
 	}
 	if s, err := m2.Send(bg, &verbs.SendArgs{AgentID: "res", Text: "two"}); err != nil || s.Turn != 2 {
@@ -272,7 +273,7 @@ func TestResumeThatFailsChangesNothing(t *testing.T) {
 		t.Fatal("a failed resume did not give the slot back to the dead agent")
 	}
 	after := readRecord(t, r.paths.CacheDir, id)
-	if after.Status != Dead || after.Reason != ReasonClosed || after.SessionID != before.SessionID || !after.LastActivity.Equal(before.LastActivity) {
+	if after.Status != apitype.Dead || after.Reason != ReasonClosed || after.SessionID != before.SessionID || !after.LastActivity.Equal(before.LastActivity) {
 		t.Fatalf("a failed resume changed the record: %+v, was %+v", after, before)
 	}
 	// The next try works, and the turn before it still reads.
@@ -281,7 +282,7 @@ func TestResumeThatFailsChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := m2.Output(bg, decoded(&verbs.OutputArgs{AgentID: id, Turn: 1}))
-	if err != nil || out.Text != "re: one" || !out.Done || out.Status != Idle {
+	if err != nil || out.Text != "re: one" || !out.Done || out.Status != apitype.Idle {
 		t.Fatalf("turn 1 after the resume: %+v %v", out, err)
 	}
 }
@@ -387,7 +388,7 @@ func BenchmarkWriteRecord(b *testing.B) {
 	none := []string{}
 	r := &Record{OpenArgs: verbs.OpenArgs{ID: "bench", Cwd: dir, Model: "sonnet", Permission: "default",
 		AllowedTools: []string{"Bash", "Read"}, DisallowedTools: &none},
-		SessionID: "3800c11e-6b75-4e64-94a4-d762ff8c8313", CreatedAt: time.Now(), LastActivity: time.Now(), Status: Idle}
+		SessionID: "3800c11e-6b75-4e64-94a4-d762ff8c8313", CreatedAt: time.Now(), LastActivity: time.Now(), Status: apitype.Idle}
 	path := RecordPath(dir, "bench")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

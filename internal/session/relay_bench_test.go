@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/claude"
 	"github.com/kaimon/kaimon/internal/bus"
-	"github.com/tidwall/gjson"
 )
 
 // BenchmarkRelay is the agent's line → subscriber path in process: each

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
@@ -24,7 +25,7 @@ func (ag *Agent) fromRecord(r *Record) {
 
 // recordLocked is the agent's record as of now; ag.mu held.
 func (ag *Agent) recordLocked() *Record {
-	if ag.be != nil && ag.status != Dead {
+	if ag.be != nil && ag.status != apitype.Dead {
 		ag.info = ag.be.Info()
 	}
 	r := &Record{
@@ -35,7 +36,7 @@ func (ag *Agent) recordLocked() *Record {
 		SeqCeiling: ag.seqCeil,
 	}
 	r.Model = ag.model
-	if ag.status == Dead {
+	if ag.status == apitype.Dead {
 		r.SeqCeiling = ag.seq // no more envelopes: the exact last one
 	}
 	return r
@@ -83,8 +84,8 @@ func (ag *Agent) closeLost(was string) {
 	}
 	// Past every seq the lost daemon may have published (see Record).
 	ag.seq = max(ag.seqCeil, tail.LastSeq)
-	if !allowed(ag.status, Dead) {
-		ag.status = Working
+	if !allowed(ag.status, apitype.Dead) {
+		ag.status = apitype.Working
 	}
 	turn := ag.turn
 	ag.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
@@ -97,7 +98,7 @@ func (m *Manager) reserve(ag *Agent) (old *Agent, err error) {
 	}
 	old = m.agents[ag.id]
 	if old != nil {
-		if st := old.state(); st != Dead {
+		if st := old.state(); st != apitype.Dead {
 			if st == "" {
 				st = "being opened"
 			}
@@ -231,7 +232,7 @@ func (m *Manager) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.Forge
 		case ag == nil:
 			m.mu.Unlock()
 			return nil, verbs.NotFound("agent_forget: no agent %q: see `kaimon list`; nothing was forgotten", id)
-		case ag.state() != Dead:
+		case ag.state() != apitype.Dead:
 			m.mu.Unlock()
 			st := ag.state()
 			if st == "" {
@@ -246,7 +247,7 @@ func (m *Manager) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.Forge
 	}
 	if len(a.AgentIDs) == 0 {
 		for id, ag := range m.agents {
-			if ag.state() == Dead {
+			if ag.state() == apitype.Dead {
 				seen[id] = true
 				picked = append(picked, ag)
 			}
@@ -329,7 +330,7 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 			return nil, &verbs.Error{Code: verbs.CodeTurnFailed, Message: fmt.Sprintf("agent %s turn %d failed: %s", ag.id, n, msg), Text: text}
 		case done:
 			return &verbs.RunResult{Text: text}, nil
-		case status == Dead:
+		case status == apitype.Dead:
 			return nil, &verbs.Error{Code: verbs.CodeTurnFailed, Message: fmt.Sprintf("agent %s died during turn %d", ag.id, n), Text: text}
 		}
 		select {
@@ -350,7 +351,7 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 		text   string
 		t      *turnRec
 		n      int
-		status = Dead
+		status = apitype.Dead
 		bad    []string
 		read   bool
 	)

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -420,7 +421,7 @@ type OutputResult struct {
 	AgentID      string             `json:"agent_id"`
 	Turn         int                `json:"turn"`
 	Which        string             `json:"which"`
-	Status       string             `json:"status"`
+	Status       apitype.AgentState `json:"status"`
 	Done         bool               `json:"done"`
 	Text         string             `json:"text"`
 	Truncated    bool               `json:"truncated"`
@@ -433,7 +434,7 @@ type OutputResult struct {
 
 // AgentStatus is agent_status's return, and each agent_list entry's body.
 type AgentStatus struct {
-	Status        string             `json:"status"`
+	Status        apitype.AgentState `json:"status"`
 	Model         string             `json:"model"`
 	Cwd           string             `json:"cwd"`
 	Turn          int                `json:"turn"`
