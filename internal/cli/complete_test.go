@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -98,7 +99,7 @@ func TestCompleteWords(t *testing.T) {
 		{words: []string{"run", "--id", ""}, want: []string{"dead1"}}, // open's flag: agent_open's id
 		{words: []string{"forget", ""}, want: []string{"dead1"}},
 		{words: []string{"forget", "dead1", ""}, want: []string{"dead1"}},
-		{words: []string{"permit", "live1", "req", ""}, want: verbs.Decisions},
+		{words: []string{"permit", "live1", "req", ""}, want: apitype.Strings(apitype.Decisions)},
 		{words: []string{"permit", "--always", ""}, want: live},
 		{words: []string{"send", "live1", ""}},          // TEXT
 		{words: []string{"send", "live1", "hello", ""}}, // nothing beyond

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -43,7 +44,7 @@ func TestHintsOfPendingRequests(t *testing.T) {
 		t.Errorf("openForHints = %v, opened %v", w, opened)
 	}
 	out := errw.String()
-	if !strings.Contains(out, "agent a1 asks permission for Bash") || !strings.Contains(out, verbs.PermitCommand("a1", "r1", verbs.Allow)) ||
+	if !strings.Contains(out, "agent a1 asks permission for Bash") || !strings.Contains(out, verbs.PermitCommand("a1", "r1", apitype.Allow)) ||
 		!strings.Contains(out, "waits until 2026-12-01T00:00:00Z") {
 		t.Errorf("no hint for r1: %q", out)
 	}

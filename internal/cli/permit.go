@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"slices"
-	"strings"
-
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -15,16 +13,16 @@ func permitCmd() *cli.Command {
 			"from its bus channel or its event log:\n\n" +
 			"   kaimon tail agent:$id --from-start --kinds permission\n" +
 			"   jq -c 'select(.kind==\"permission\")' \"$(kaimon status $id --json | jq -r .event_log)\"\n\n" +
-			"Prints allowed or denied.",
+			"Prints " + apitype.Allow.Past() + " or " + apitype.Deny.Past() + ".",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "always", Usage: "apply the decision to this agent's later requests for the same tool too"},
 		},
 	}, func(c *cli.Context, cl verbs.Service, a cli.Args) (*verbs.PermitResult, error) {
-		decision := a.Get(2)
-		if !slices.Contains(verbs.Decisions, decision) {
-			return nil, usagef("permit takes %s, not %q", strings.Join(verbs.Decisions, " or "), decision)
+		decision := apitype.Decision(a.Get(2))
+		if !decision.Valid() {
+			return nil, usagef("permit takes %s, not %q", apitype.Join(apitype.Decisions, " or "), decision)
 		}
 		return cl.Permit(c.Context, &verbs.PermitArgs{AgentID: a.Get(0), RequestID: a.Get(1),
 			Decision: decision, Always: c.Bool("always")})
-	}, func(r *verbs.PermitResult) string { return pick(r.Permitted, "allowed", "denied") })
+	}, func(r *verbs.PermitResult) string { return apitype.DecisionOf(r.Permitted).Past() })
 }

@@ -262,12 +262,12 @@ func permissionLines(head, id string, d *event.PermissionData) string {
 		if input != "" {
 			s += " " + input
 		}
-		s += "\n  answer: " + bold.Sprint(verbs.PermitCommand(id, d.RequestID, verbs.Allow)) + "   (or " + verbs.Deny
+		s += "\n  answer: " + bold.Sprint(verbs.PermitCommand(id, d.RequestID, apitype.Allow)) + "   (or " + string(apitype.Deny)
 		if d.ExpiresAt != "" {
 			s += "; waits until " + d.ExpiresAt
 		}
 		return s + ")"
-	case event.PermissionAllow:
+	case apitype.Allow:
 		return green.Sprintf("✓ permission for %s %s", d.ToolCall.Title, render.Decided(d)) + faint.Sprintf(" (%s)", d.By)
 	default:
 		s := red.Sprintf("✗ permission for %s %s", d.ToolCall.Title, render.Decided(d)) + faint.Sprintf(" (%s)", d.By)

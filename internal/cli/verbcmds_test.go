@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/server/servertest"
@@ -105,8 +106,8 @@ func TestVerbCommandsParse(t *testing.T) {
 		{args: []string{"close", "a1"}, want: []call{{"agent_close", &verbs.CloseArgs{AgentID: "a1"}}}},
 		{args: []string{"close"}},
 
-		{args: []string{"permit", "a1", "r1", "allow", "--always"}, want: []call{{"agent_permit", &verbs.PermitArgs{AgentID: "a1", RequestID: "r1", Decision: verbs.Allow, Always: true}}}},
-		{args: []string{"permit", "a1", "r1", "deny"}, want: []call{{"agent_permit", &verbs.PermitArgs{AgentID: "a1", RequestID: "r1", Decision: verbs.Deny}}}},
+		{args: []string{"permit", "a1", "r1", "allow", "--always"}, want: []call{{"agent_permit", &verbs.PermitArgs{AgentID: "a1", RequestID: "r1", Decision: apitype.Allow, Always: true}}}},
+		{args: []string{"permit", "a1", "r1", "deny"}, want: []call{{"agent_permit", &verbs.PermitArgs{AgentID: "a1", RequestID: "r1", Decision: apitype.Deny}}}},
 		{args: []string{"permit", "a1", "r1", "maybe"}},
 
 		{args: []string{"forget", "a1", "a2", "--logs"}, want: []call{{"agent_forget", &verbs.ForgetArgs{AgentIDs: []string{"a1", "a2"}, Logs: true}}}},

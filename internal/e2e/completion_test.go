@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	kcli "github.com/kaimon/kaimon/internal/cli"
 	"github.com/kaimon/kaimon/internal/event"
@@ -355,7 +356,7 @@ func TestCompletionInRealShells(t *testing.T) {
 		{line: "kaimon tail agent:" + live[:uniq], want: []string{"agent:" + live}, bash: []string{live}},
 		{line: "kaimon forget ", want: []string{dead}},
 		{line: "kaimon open --resume --id ", want: []string{dead}},
-		{line: "kaimon permit " + live + " req ", want: verbs.Decisions},
+		{line: "kaimon permit " + live + " req ", want: apitype.Strings(apitype.Decisions)},
 		{line: "kaimon send " + live + " --", want: []string{"--json", "--help"}, exclude: []string{"--generate-bash-completion"}},
 		{line: "kaimon run -C . --", want: []string{"--timeout", "--model", "--json"}, subset: true},
 		{line: "kaimon open --", want: []string{"--model", "--permission", "--id", "--resume"}, subset: true},

@@ -1,5 +1,7 @@
 package event
 
+import "github.com/kaimon/kaimon/internal/apitype"
+
 // PermissionOption is an ACP permission option, as session/request_permission
 // offers them.
 type PermissionOption struct {
@@ -7,12 +9,6 @@ type PermissionOption struct {
 	Name     string `json:"name"`
 	Kind     string `json:"kind"` // allow_once | allow_always | reject_once | reject_always
 }
-
-// Decisions carried by a permission event that has been decided.
-const (
-	PermissionAllow = "allow"
-	PermissionDeny  = "deny"
-)
 
 // Who decided a permission request.
 const (
@@ -35,8 +31,8 @@ type PermissionData struct {
 	// ExpiresAt is when an unanswered request is denied (RFC 3339).
 	ExpiresAt string `json:"expiresAt,omitempty"`
 
-	Decision string `json:"decision,omitempty"` // allow | deny; absent while pending
-	Always   bool   `json:"always,omitempty"`
-	By       string `json:"by,omitempty"` // user | policy | timeout | cancelled
-	Message  string `json:"message,omitempty"`
+	Decision apitype.Decision `json:"decision,omitempty"` // absent while pending
+	Always   bool             `json:"always,omitempty"`
+	By       string           `json:"by,omitempty"` // user | policy | timeout | cancelled
+	Message  string           `json:"message,omitempty"`
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/mcptest"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -73,8 +74,8 @@ func (f *fakeSvc) Close(ctx context.Context, a *verbs.CloseArgs) (*verbs.CloseRe
 	return nil, errors.New("kaimon-agentd is not running: start it with `kaimon daemon start`")
 }
 func (f *fakeSvc) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.PermitResult, error) {
-	f.note("permit " + a.RequestID + " " + a.Decision)
-	return &verbs.PermitResult{Permitted: a.Decision == "allow"}, nil
+	f.note("permit " + a.RequestID + " " + string(a.Decision))
+	return &verbs.PermitResult{Permitted: a.Decision == apitype.Allow}, nil
 }
 
 func start(t *testing.T, svc verbs.Service, o Options) *mcptest.Server {

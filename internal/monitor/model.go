@@ -27,7 +27,7 @@ type Daemon interface {
 	List(ctx context.Context) ([]verbs.ListEntry, error)
 	Close(ctx context.Context, id string) error
 	Forget(ctx context.Context, id string) error
-	Permit(ctx context.Context, id, requestID, decision string) error
+	Permit(ctx context.Context, id, requestID string, decision apitype.Decision) error
 	// History is the agent's event log, every authoritative envelope.
 	History(ctx context.Context, id string) ([]event.Envelope, error)
 }
@@ -230,8 +230,8 @@ func defaultKeys() keyMap {
 		Back:    b([]string{"esc"}, "esc", "back"),
 		Yes:     b([]string{"y"}, "y", "yes"),
 		No:      b([]string{"n", "esc"}, "n", "no"),
-		Allow:   b([]string{"a"}, "a", "allow"),
-		Deny:    b([]string{"d"}, "d", "deny"),
+		Allow:   b([]string{"a"}, "a", string(apitype.Allow)),
+		Deny:    b([]string{"d"}, "d", string(apitype.Deny)),
 	}
 }
 
@@ -642,12 +642,12 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 			m.mode = modeMain
 			return nil
 		}
-		decision := ""
+		var decision apitype.Decision
 		switch {
 		case key.Matches(k, m.keys.Allow):
-			decision = verbs.Allow
+			decision = apitype.Allow
 		case key.Matches(k, m.keys.Deny):
-			decision = verbs.Deny
+			decision = apitype.Deny
 		case key.Matches(k, m.keys.Back):
 			m.mode = modeMain
 			return nil

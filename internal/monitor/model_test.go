@@ -47,7 +47,7 @@ func (d *fakeDaemon) Forget(_ context.Context, id string) error {
 	d.record("forget " + id)
 	return nil
 }
-func (d *fakeDaemon) Permit(_ context.Context, id, req, decision string) error {
+func (d *fakeDaemon) Permit(_ context.Context, id, req string, decision apitype.Decision) error {
 	d.record(fmt.Sprintf("permit %s %s %s", id, req, decision))
 	return nil
 }
@@ -332,7 +332,7 @@ func TestPermission(t *testing.T) {
 		t.Fatalf("calls = %v", h.d.calls)
 	}
 	decided := req
-	decided.Decision, decided.By = event.PermissionAllow, event.DecidedByUser
+	decided.Decision, decided.By = apitype.Allow, event.DecidedByUser
 	h.env("a1", event.Permission, 1, decided)
 	if r := h.row("a1"); !strings.Contains(r, "working") {
 		t.Errorf("row after the decision = %q", r)
@@ -358,7 +358,7 @@ func TestPermissionAskedBeforeStart(t *testing.T) {
 	}
 	ask := event.PermissionData{RequestID: "r1", ToolCall: event.ToolCall{Title: "Bash"}}
 	answered := ask
-	answered.Decision, answered.By = event.PermissionDeny, event.DecidedByTimeout
+	answered.Decision, answered.By = apitype.Deny, event.DecidedByTimeout
 	d := &fakeDaemon{history: map[string][]event.Envelope{
 		"w1": {mk("w1", 1, event.TurnStarted, struct{}{}), mk("w1", 2, event.Permission, ask)},
 		"w2": {mk("w2", 1, event.Permission, ask), mk("w2", 2, event.Permission, answered)},

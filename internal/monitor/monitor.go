@@ -19,6 +19,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/term"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
@@ -47,7 +48,7 @@ func (d clientDaemon) Forget(ctx context.Context, id string) error {
 	return err
 }
 
-func (d clientDaemon) Permit(ctx context.Context, id, requestID, decision string) error {
+func (d clientDaemon) Permit(ctx context.Context, id, requestID string, decision apitype.Decision) error {
 	_, err := d.cl.Permit(ctx, &verbs.PermitArgs{AgentID: id, RequestID: requestID, Decision: decision})
 	return err
 }

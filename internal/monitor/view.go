@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -316,7 +317,8 @@ func (m *Model) Render() string {
 		foot = stPrompt.Render(fmt.Sprintf("close agent %s? y/n", m.confirm))
 	case m.mode == modePermit && a != nil && len(a.pending) > 0:
 		p := a.pending[0].req
-		foot = stPrompt.Render(fmt.Sprintf("%s asks to run %s %s — a=allow d=deny esc=cancel", a.AgentID, p.ToolCall.Title, render.ToolInput(&p.ToolCall, 40)))
+		foot = stPrompt.Render(fmt.Sprintf("%s asks to run %s %s — %s %s esc=cancel", a.AgentID, p.ToolCall.Title, render.ToolInput(&p.ToolCall, 40),
+			keyHint(m.keys.Allow), keyHint(m.keys.Deny)))
 	case m.flash != "":
 		foot = m.flash
 	default:
@@ -365,3 +367,6 @@ func (m *Model) renderHistory(w, h int) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// keyHint is a binding as a prompt offers it: a=allow.
+func keyHint(b key.Binding) string { return b.Help().Key + "=" + b.Help().Desc }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -126,11 +127,7 @@ func (r *Registry) Answer(agent, id string, d backend.PermissionDecision) error 
 		return nil
 	}
 	if old, ok := r.decided[k]; ok {
-		what := "denied"
-		if old.Allow {
-			what = "allowed"
-		}
-		return verbs.WrongState("permission request %s of agent %s was already decided: %s (%s)", id, agent, what, old.By)
+		return verbs.WrongState("permission request %s of agent %s was already decided: %s (%s)", id, agent, apitype.DecisionOf(old.Allow).Past(), old.By)
 	}
 	return verbs.NotFound("agent %s has no pending permission request %q: take the requestId of a permission event without a decision (in the agent's event log, or on its bus channel)", agent, id)
 }

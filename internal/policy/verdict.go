@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kaimon/kaimon/internal/apitype"
 )
 
 // Verdict is what a policy says of a tool call an agent asks about.
@@ -18,9 +20,9 @@ const (
 func (v Verdict) String() string {
 	switch v {
 	case Allow:
-		return "allow"
+		return string(apitype.Allow)
 	case Deny:
-		return "deny"
+		return string(apitype.Deny)
 	}
 	return "ask"
 }

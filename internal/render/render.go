@@ -57,15 +57,7 @@ func PlanLines(e *event.Envelope) []string {
 
 // Decided is a permission decision's word: allowed, denied, or the
 // decision as it came.
-func Decided(d *event.PermissionData) string {
-	switch d.Decision {
-	case event.PermissionAllow:
-		return "allowed"
-	case event.PermissionDeny:
-		return "denied"
-	}
-	return d.Decision
-}
+func Decided(d *event.PermissionData) string { return d.Decision.Past() }
 
 // Decision is a decision in full: "denied by timeout (MESSAGE)".
 func Decision(d *event.PermissionData) string {

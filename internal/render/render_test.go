@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -25,7 +26,7 @@ func TestWords(t *testing.T) {
 	if strings.Join(plan, "|") != "[completed] read|[pending] write" {
 		t.Errorf("plan %q", plan)
 	}
-	d := &event.PermissionData{Decision: event.PermissionDeny, By: event.DecidedByTimeout, Message: "nobody answered"}
+	d := &event.PermissionData{Decision: apitype.Deny, By: event.DecidedByTimeout, Message: "nobody answered"}
 	if got := Decision(d); got != "denied by timeout (nobody answered)" {
 		t.Errorf("decision %q", got)
 	}

@@ -6,6 +6,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/permit"
@@ -112,7 +113,7 @@ func (ag *Agent) ask(ctx context.Context, req backend.PermissionRequest) backend
 	case d = <-ch:
 	case <-timer.C:
 		m.permits.Settle(ag.id, id, backend.PermissionDecision{By: event.DecidedByTimeout,
-			Message: fmt.Sprintf("nobody answered this permission request within %s, so it is denied (answer with %s)", wait, verbs.PermitCommand(ag.id, id, verbs.Allow))})
+			Message: fmt.Sprintf("nobody answered this permission request within %s, so it is denied (answer with %s)", wait, verbs.PermitCommand(ag.id, id, apitype.Allow))})
 		d = <-ch
 	case <-ctx.Done():
 		m.permits.Settle(ag.id, id, backend.PermissionDecision{By: event.DecidedByCancelled,
@@ -126,10 +127,7 @@ func (ag *Agent) ask(ctx context.Context, req backend.PermissionRequest) backend
 // publishDecision publishes a permission event carrying the decision.
 func (ag *Agent) publishDecision(turn int, data event.PermissionData, d backend.PermissionDecision) {
 	data.Options, data.ExpiresAt = nil, ""
-	data.Decision = event.PermissionDeny
-	if d.Allow {
-		data.Decision = event.PermissionAllow
-	}
+	data.Decision = apitype.DecisionOf(d.Allow)
 	data.Always, data.By, data.Message = d.Always, d.By, d.Message
 	if d.By != event.DecidedByPolicy || !d.Allow {
 		log.Printf("agent %s: permission %s for %s: %s by %s", ag.id, data.RequestID, data.ToolCall.Title, data.Decision, d.By)
@@ -146,18 +144,11 @@ func (m *Manager) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.Permi
 	if a.RequestID == "" {
 		return nil, verbs.BadArg("agent_permit: request_id is required")
 	}
-	var allow bool
-	switch a.Decision {
-	case verbs.Allow:
-		allow = true
-	case verbs.Deny:
-	default:
-		return nil, verbs.BadArg("agent_permit: decision must be allow or deny, not %q", a.Decision)
+	if !a.Decision.Valid() {
+		return nil, verbs.BadArg("agent_permit: decision must be %s, not %q", apitype.Join(apitype.Decisions, " or "), a.Decision)
 	}
-	msg := "the user denied this tool call"
-	if allow {
-		msg = "the user allowed this tool call"
-	}
+	allow := a.Decision == apitype.Allow
+	msg := "the user " + a.Decision.Past() + " this tool call"
 	d := backend.PermissionDecision{Allow: allow, Always: a.Always, By: event.DecidedByUser, Message: msg}
 	if err := m.permits.Answer(ag.id, a.RequestID, d); err != nil {
 		return nil, err

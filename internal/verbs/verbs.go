@@ -387,10 +387,10 @@ type CloseArgs struct {
 }
 
 type PermitArgs struct {
-	AgentID   string `json:"agent_id"`
-	RequestID string `json:"request_id"`
-	Decision  string `json:"decision"` // allow | deny
-	Always    bool   `json:"always,omitempty"`
+	AgentID   string           `json:"agent_id"`
+	RequestID string           `json:"request_id"`
+	Decision  apitype.Decision `json:"decision"`
+	Always    bool             `json:"always,omitempty"`
 }
 
 // ForgetArgs select dead agents to forget: the ids named, every dead agent
@@ -554,25 +554,17 @@ var (
 // Which values of agent_output.
 var Whiches = []string{"last_message", "full_turn", "all"}
 
-// Decisions of agent_permit.
-const (
-	Allow = "allow"
-	Deny  = "deny"
-)
-
-// Decisions lists agent_permit's decision values.
-var Decisions = []string{Allow, Deny}
-
-// DecisionChoices is Decisions as a usage line writes them: allow|deny.
-func DecisionChoices() string { return strings.Join(Decisions, "|") }
+// DecisionChoices is apitype.Decisions as a usage line writes them:
+// allow|deny.
+func DecisionChoices() string { return apitype.Join(apitype.Decisions, "|") }
 
 // PermitCommand is the command line that answers agent agentID's
 // permission request requestID with decision; with decision "", the
 // choices (allow|deny). Every front end that tells a person how to answer
 // uses it, so the words follow the verb table.
-func PermitCommand(agentID, requestID, decision string) string {
+func PermitCommand(agentID, requestID string, decision apitype.Decision) string {
 	if decision == "" {
-		decision = DecisionChoices()
+		decision = apitype.Decision(DecisionChoices())
 	}
 	return fmt.Sprintf("kaimon %s %s %s %s", ByName("agent_permit").CLI, agentID, requestID, decision)
 }
@@ -695,7 +687,7 @@ var All = []*Verb{
 		Example: "kaimon permit $id \"$request_id\" allow --always",
 		Args: []Arg{agentID,
 			{Name: "request_id", Type: TString, Required: true, Doc: "The requestId of the agent's pending permission event."},
-			{Name: "decision", Type: TString, Required: true, Enum: Decisions, Doc: "allow lets the tool call run; deny refuses it."},
+			{Name: "decision", Type: TString, Required: true, Enum: apitype.Strings(apitype.Decisions), Doc: "allow lets the tool call run; deny refuses it."},
 			{Name: "always", Type: TBoolean, Default: false, Doc: "Apply the decision to this agent's later requests for the same tool too."}},
 	}, func(s Service) func(context.Context, *PermitArgs) (*PermitResult, error) { return s.Permit }),
 	verb(Verb{
