@@ -153,6 +153,12 @@ func TestMonitor(t *testing.T) {
 		return strings.Contains(s, "history "+live) && strings.Contains(s, "> please use a tool") &&
 			strings.Contains(s, "streamed while you watch")
 	})
+	// It is live: a turn sent while it is open comes into it.
+	e.ok("send", live, "say exactly: seen in the history")
+	tm.waitScreen("the new turn in the open history", func(s string) bool {
+		return strings.Contains(s, "history "+live) && strings.Contains(s, "seen in the history") &&
+			strings.Contains(s, "✓ turn 3")
+	})
 	tm.keys("/", "tool", "Enter")
 	tm.waitScreen("the search's match", func(s string) bool { return strings.Contains(s, `match 1/`) })
 	tm.keys("Escape")
@@ -209,11 +215,16 @@ func TestMonitor(t *testing.T) {
 			strings.Contains(row(s, live), "dead") && strings.Contains(row(s, dead), "dead")
 	})
 
-	// x on a dead agent dismisses it: its row goes, and so does the
-	// daemon's record. Live agents come first: fresh1, then live1, dead1.
+	// x on a dead agent asks, since a forgotten agent cannot be resumed;
+	// y forgets it: its row goes, and so does the daemon's record. Live
+	// agents come first: fresh1, then live1, dead1.
 	tm.keys("j", "j", "x")
-	tm.waitScreen("the dead agent dismissed", func(s string) bool {
-		return strings.Contains(s, "dismissed "+dead) && row(s, dead) == "" && row(s, live) != ""
+	tm.waitScreen("the forget prompt", func(s string) bool {
+		return strings.Contains(s, "forget dead agent "+dead+"? it can't be resumed after: y/n")
+	})
+	tm.keys("y")
+	tm.waitScreen("the dead agent forgotten", func(s string) bool {
+		return strings.Contains(s, "forgot "+dead) && row(s, dead) == "" && row(s, live) != ""
 	})
 	if out := e.ok("list", "--json"); strings.Contains(out, `"`+dead+`"`) {
 		t.Fatalf("after x on the dead agent, agent_list still has it: %s", out)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kaimon/kaimon/internal/apitype"
@@ -30,6 +32,10 @@ type Daemon interface {
 	Permit(ctx context.Context, id, requestID string, decision apitype.Decision) error
 	// History is the agent's event log, every authoritative envelope.
 	History(ctx context.Context, id string) ([]event.Envelope, error)
+	// Output is agent_output's last_message of the agent's latest turn:
+	// while the turn runs, the text streamed so far (done false), which
+	// the log does not keep until its block is complete.
+	Output(ctx context.Context, id string) (*verbs.OutputResult, error)
 }
 
 // Messages the model takes, besides keys and window sizes.
@@ -48,11 +54,13 @@ type (
 		agents []verbs.ListEntry
 		err    error
 	}
-	// backfillMsg is an agent's log, read for its feed.
+	// backfillMsg is an agent's log, read for its feed, and for a
+	// working agent the text its turn has streamed so far.
 	backfillMsg struct {
-		id   string
-		envs []event.Envelope
-		err  error
+		id       string
+		envs     []event.Envelope
+		err      error
+		streamed *verbs.OutputResult
 	}
 	// historyMsg is an agent's log, read for the history screen.
 	historyMsg struct {
@@ -164,6 +172,7 @@ type Model struct {
 
 	mode    mode
 	confirm string // the agent x asks about
+	forget  bool   // x asks to forget confirm (dead), not to close it
 	flash   string
 
 	keys     keyMap
@@ -173,18 +182,22 @@ type Model struct {
 	hist historyView
 }
 
+// historyView is the history screen: the agent's whole log, kept live by
+// the bus while it is open.
 type historyView struct {
 	id      string
 	loading bool
 	err     error
-	envs    []event.Envelope
-	lines   []string
+	envs    []event.Envelope // authoritative, in seq order, none dropped
+	base    []string         // envs rendered, at baseW
+	baseW   int
+	lines   []string // base, then the block streaming
 	vp      viewport.Model
 	search  textinput.Model
 	typing  bool
 	query   string
-	matches []int
-	match   int
+	matches []int // lines holding the query
+	match   int   // the current one, in matches
 }
 
 // New returns a model that talks to d. home shortens paths (~).
@@ -205,7 +218,8 @@ func tick() tea.Cmd {
 
 type keyMap struct {
 	Up, Down, Close, History, Permit, Help, Quit key.Binding
-	PgUp, PgDn, Top, Bottom, Search, Next, Back  key.Binding
+	PgUp, PgDn, Top, Bottom, Search, Next, Prev  key.Binding
+	Back                                         key.Binding
 	Yes, No, Allow, Deny                         key.Binding
 }
 
@@ -227,6 +241,7 @@ func defaultKeys() keyMap {
 		Bottom:  b([]string{"G", "end"}, "G", "bottom"),
 		Search:  b([]string{"/"}, "/", "search"),
 		Next:    b([]string{"n"}, "n", "next match"),
+		Prev:    b([]string{"N"}, "N", "previous match"),
 		Back:    b([]string{"esc"}, "esc", "back"),
 		Yes:     b([]string{"y"}, "y", "yes"),
 		No:      b([]string{"n", "esc"}, "n", "no"),
@@ -244,7 +259,7 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.Close, k.Permit},
 		{k.History, k.PgUp, k.PgDn, k.Top, k.Bottom},
-		{k.Search, k.Next, k.Back, k.Help, k.Quit},
+		{k.Search, k.Next, k.Prev, k.Back, k.Help, k.Quit},
 	}
 }
 
@@ -261,7 +276,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		m.help.SetWidth(msg.Width)
 		m.layoutHistory()
 		if m.mode == modeHistory && !m.hist.loading {
-			m.renderHistoryLines() // wrapped anew at the new width
+			m.renderHistoryLines(true) // wrapped anew at the new width
 		}
 		return nil
 	case tickMsg:
@@ -295,13 +310,24 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 				return nil
 			}
 			m.merge(a, msg.envs)
+			a.fillStream(msg.streamed)
 		}
 		return nil
 	case historyMsg:
-		if m.mode == modeHistory && m.hist.id == msg.id {
-			m.hist.loading, m.hist.err, m.hist.envs = false, msg.err, msg.envs
-			m.renderHistoryLines()
-			m.hist.vp.GotoBottom()
+		if h := &m.hist; m.mode == modeHistory && h.id == msg.id {
+			// What the bus brought while the log was read is joined to
+			// it by seq.
+			live := h.envs
+			h.loading, h.err, h.envs = false, msg.err, nil
+			for _, e := range msg.envs {
+				h.envs = insertSeq(h.envs, e)
+			}
+			for _, e := range live {
+				h.envs = insertSeq(h.envs, e)
+			}
+			h.base = nil
+			m.renderHistoryLines(false)
+			h.vp.GotoBottom()
 		}
 		return nil
 	case doneMsg:
@@ -477,6 +503,18 @@ func (m *Model) apply(e *event.Envelope) tea.Cmd {
 	m.track(a, e, true)
 	if e.Kind == event.Status {
 		m.sort()
+		if a.AgentStatus.Status == apitype.Idle && cmd == nil {
+			// The row's model is agent_status's, as `kaimon list` shows
+			// it: the backend's own name for it once the agent says
+			// (claude's init: claude-sonnet-5 for sonnet), learnt during
+			// a turn. Read the list again when one ends.
+			cmd = m.list()
+		}
+	}
+	if m.mode == modeHistory && m.hist.id == a.AgentID {
+		// The history takes e once the feed has (the block streaming
+		// is the feed's).
+		defer m.historyLive(e)
 	}
 	if m.selID == "" {
 		m.selID = a.AgentID
@@ -555,6 +593,15 @@ func (m *Model) track(a *agent, e *event.Envelope, isNew bool) {
 
 // insert adds e to envs in seq order, once; the oldest go past feedCap.
 func insert(envs []event.Envelope, e event.Envelope) []event.Envelope {
+	envs = insertSeq(envs, e)
+	if len(envs) > feedCap {
+		envs = envs[len(envs)-feedCap:]
+	}
+	return envs
+}
+
+// insertSeq adds e to envs in seq order, once.
+func insertSeq(envs []event.Envelope, e event.Envelope) []event.Envelope {
 	i := sort.Search(len(envs), func(i int) bool { return envs[i].Seq >= e.Seq })
 	if i < len(envs) && envs[i].Seq == e.Seq {
 		return envs
@@ -562,10 +609,46 @@ func insert(envs []event.Envelope, e event.Envelope) []event.Envelope {
 	envs = append(envs, event.Envelope{})
 	copy(envs[i+1:], envs[i:])
 	envs[i] = e
-	if len(envs) > feedCap {
-		envs = envs[len(envs)-feedCap:]
-	}
 	return envs
+}
+
+// fillStream starts the feed's streaming block with the text the turn
+// streamed before the monitor saw it (res, agent_output's answer), joined
+// with the chunks the bus brought since. Nothing is done when the turn is
+// over, when its text is a block the feed has whole, or when something
+// else streams now.
+func (a *agent) fillStream(res *verbs.OutputResult) {
+	if res == nil || res.Done || res.Text == "" || res.Turn < a.Turn {
+		return
+	}
+	if o := a.open; o != nil && (o.turn > res.Turn || o.turn == res.Turn && o.kind != event.AssistantText) {
+		return
+	}
+	for i := len(a.envs) - 1; i >= 0 && a.envs[i].Turn >= res.Turn; i-- {
+		if e := &a.envs[i]; e.Kind == event.AssistantText && e.Turn == res.Turn {
+			if event.TextOf(e.Data) == res.Text {
+				return // no block streams: last_message is the last whole one
+			}
+			break
+		}
+	}
+	seen := ""
+	if a.open != nil && a.open.turn == res.Turn {
+		seen = a.open.text
+	}
+	a.open = &stream{kind: event.AssistantText, turn: res.Turn, text: joinOverlap(res.Text, seen)}
+}
+
+// joinOverlap joins the text streamed so far, read at one moment, with the
+// chunks the bus brought from an earlier one: the end of sofar that they
+// begin with is said once.
+func joinOverlap(sofar, seen string) string {
+	for k := min(len(sofar), len(seen)); k > 0; k-- {
+		if strings.HasSuffix(sofar, seen[:k]) {
+			return sofar + seen[k:]
+		}
+	}
+	return sofar + seen
 }
 
 // merge joins an agent's log with what the bus brought meanwhile, and
@@ -603,12 +686,19 @@ func (m *Model) backfill() tea.Cmd {
 			continue
 		}
 		a.filling = true
-		id, d := a.AgentID, m.d
+		id, d, working := a.AgentID, m.d, a.AgentStatus.Status == apitype.Working
 		cmds = append(cmds, func() tea.Msg {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			envs, err := d.History(ctx, id)
-			return backfillMsg{id: id, envs: envs, err: err}
+			msg := backfillMsg{id: id, envs: envs, err: err}
+			if working && err == nil {
+				// The log has the turn's whole blocks; the block
+				// streaming now is only in agent_output. Asked after
+				// the log, so no block is missing from both.
+				msg.streamed, _ = d.Output(ctx, id)
+			}
+			return msg
 		})
 	}
 	return tea.Batch(cmds...)
@@ -622,6 +712,18 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case modeConfirm:
 		id := m.confirm
 		switch {
+		case key.Matches(k, m.keys.Yes) && m.forget:
+			m.mode = modeMain
+			m.flash = "forgetting " + id + "…"
+			d := m.d
+			return func() tea.Msg {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := d.Forget(ctx, id); err != nil {
+					return doneMsg{what: "forget " + id, err: err}
+				}
+				return doneMsg{what: "forgot " + id, forgot: id}
+			}
 		case key.Matches(k, m.keys.Yes):
 			m.mode = modeMain
 			m.flash = "closing " + id + "…"
@@ -682,21 +784,10 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		if a == nil {
 			return nil
 		}
-		if a.AgentStatus.Status != apitype.Dead {
-			m.mode, m.confirm = modeConfirm, a.AgentID
-			return nil
-		}
-		id, d := a.AgentID, m.d
-		m.flash = "dismissing " + id + "…"
-		return func() tea.Msg {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			err := d.Forget(ctx, id)
-			if err != nil {
-				return doneMsg{what: "forget " + id, err: err}
-			}
-			return doneMsg{what: "dismissed " + id, forgot: id}
-		}
+		// A dead agent is forgotten, which cannot be undone (it can no
+		// longer be resumed): asked as a close is.
+		m.mode, m.confirm, m.forget = modeConfirm, a.AgentID, a.AgentStatus.Status == apitype.Dead
+		return nil
 	case key.Matches(k, m.keys.Permit):
 		a := m.selected()
 		if a == nil || len(a.pending) == 0 {
@@ -739,23 +830,104 @@ func (m *Model) layoutHistory() {
 	m.hist.search.SetWidth(max(m.width-4, 4))
 }
 
-// renderHistoryLines renders the history at the screen's width, keeping
-// the line at the top of the screen (as a fraction) and the search.
-func (m *Model) renderHistoryLines() {
+// historyLive takes an envelope of the agent whose history is open: a
+// whole one joins the log read (or, while it is read, waits to be joined
+// to it), a chunk redraws the block streaming at the end.
+func (m *Model) historyLive(e *event.Envelope) {
+	h := &m.hist
+	if event.Authoritative(e.Kind, e.Data) {
+		h.envs = insertSeq(h.envs, *e)
+		h.base = nil
+	}
+	if !h.loading && h.err == nil {
+		m.renderHistoryLines(false)
+	}
+}
+
+// renderHistoryLines renders the history at the screen's width. The view
+// stays where it was: at the bottom if it was there (new events scroll
+// in), else on the same line, or after a resize (which wraps every line
+// anew) at the same fraction.
+func (m *Model) renderHistoryLines(resized bool) {
 	h := &m.hist
 	frac := 0.0
 	if len(h.lines) > 0 {
 		frac = float64(h.vp.YOffset()) / float64(len(h.lines))
 	}
-	atBottom := h.vp.AtBottom()
-	h.lines = renderFeed(h.id, h.envs, nil, max(m.width-1, 10))
-	h.vp.SetContentLines(h.lines)
-	if atBottom {
-		h.vp.GotoBottom()
-	} else {
-		h.vp.SetYOffset(int(frac * float64(len(h.lines))))
+	top, atBottom := h.vp.YOffset(), h.vp.AtBottom()
+	w := max(m.width-1, 10)
+	if h.base == nil || h.baseW != w {
+		h.base, h.baseW = renderFeed(h.id, h.envs, nil, w), w
+	}
+	h.lines = h.base
+	if a := m.byID[h.id]; a != nil && a.open != nil {
+		h.lines = append(h.base[:len(h.base):len(h.base)], renderFeed(h.id, nil, a.open, w)...)
 	}
 	m.findMatches()
+	h.vp.SetContentLines(m.highlighted())
+	switch {
+	case atBottom:
+		h.vp.GotoBottom()
+	case resized:
+		h.vp.SetYOffset(int(frac * float64(len(h.lines))))
+	default:
+		h.vp.SetYOffset(top)
+	}
+}
+
+var (
+	stMatch    = lipgloss.NewStyle().Reverse(true)
+	stCurMatch = lipgloss.NewStyle().Background(lipgloss.Yellow).Foreground(lipgloss.Black).Bold(true)
+)
+
+// highlighted is the history's lines with the query's occurrences marked,
+// the current match's line more brightly.
+func (m *Model) highlighted() []string {
+	h := &m.hist
+	if len(h.matches) == 0 {
+		return h.lines
+	}
+	out := slices.Clone(h.lines)
+	q := strings.ToLower(h.query)
+	for i, l := range h.matches {
+		st := stMatch
+		if i == h.match {
+			st = stCurMatch
+		}
+		plain := ansi.Strip(out[l])
+		lower := strings.ToLower(plain)
+		var ranges []lipgloss.Range
+		if len(lower) != len(plain) {
+			// Lowering changed byte lengths (rare scripts): mark the line.
+			ranges = append(ranges, lipgloss.NewRange(0, ansi.StringWidth(plain), st))
+		} else {
+			for from := 0; ; {
+				j := strings.Index(lower[from:], q)
+				if j < 0 {
+					break
+				}
+				j += from
+				ranges = append(ranges, lipgloss.NewRange(ansi.StringWidth(plain[:j]), ansi.StringWidth(plain[:j+len(q)]), st))
+				from = j + len(q)
+			}
+		}
+		out[l] = lipgloss.StyleRanges(out[l], ranges...)
+	}
+	return out
+}
+
+// showMatch moves the view to the current match, unless it is on screen,
+// and marks it.
+func (m *Model) showMatch() {
+	h := &m.hist
+	if len(h.matches) == 0 {
+		return
+	}
+	h.vp.SetContentLines(m.highlighted())
+	l := h.matches[h.match]
+	if l < h.vp.YOffset() || l >= h.vp.YOffset()+h.vp.Height() {
+		h.vp.SetYOffset(l)
+	}
 }
 
 func (m *Model) historyKey(k tea.KeyPressMsg) tea.Cmd {
@@ -766,17 +938,19 @@ func (m *Model) historyKey(k tea.KeyPressMsg) tea.Cmd {
 			h.typing = false
 			h.search.Blur()
 			h.query = h.search.Value()
+			h.matches = nil
 			m.findMatches()
-			if len(h.matches) > 0 {
-				// The first match at or below the top of the screen.
-				h.match = 0
-				for i, l := range h.matches {
-					if l >= h.vp.YOffset() {
-						h.match = i
-						break
-					}
+			// The first match at or below the top of the screen, else
+			// the first of all (the search wraps, as less's does).
+			for i, l := range h.matches {
+				if l >= h.vp.YOffset() {
+					h.match = i
+					break
 				}
-				h.vp.SetYOffset(h.matches[h.match])
+			}
+			m.showMatch()
+			if len(h.matches) == 0 {
+				h.vp.SetContentLines(h.lines) // no mark of an earlier query
 			}
 			return nil
 		case "esc":
@@ -804,7 +978,12 @@ func (m *Model) historyKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, m.keys.Next):
 		if len(h.matches) > 0 {
 			h.match = (h.match + 1) % len(h.matches)
-			h.vp.SetYOffset(h.matches[h.match])
+			m.showMatch()
+		}
+	case key.Matches(k, m.keys.Prev):
+		if len(h.matches) > 0 {
+			h.match = (h.match + len(h.matches) - 1) % len(h.matches)
+			m.showMatch()
 		}
 	default:
 		var cmd tea.Cmd
@@ -815,9 +994,13 @@ func (m *Model) historyKey(k tea.KeyPressMsg) tea.Cmd {
 }
 
 // findMatches lists the history's lines holding the query, ignoring case
-// and styling.
+// and styling; the current match stays on its line while lines come.
 func (m *Model) findMatches() {
 	h := &m.hist
+	cur := -1
+	if h.match < len(h.matches) {
+		cur = h.matches[h.match]
+	}
 	h.matches, h.match = nil, 0
 	q := strings.ToLower(h.query)
 	if q == "" {
@@ -825,6 +1008,9 @@ func (m *Model) findMatches() {
 	}
 	for i, l := range h.lines {
 		if strings.Contains(strings.ToLower(ansi.Strip(l)), q) {
+			if i == cur {
+				h.match = len(h.matches)
+			}
 			h.matches = append(h.matches, i)
 		}
 	}

@@ -23,6 +23,7 @@ type fakeDaemon struct {
 	mu      sync.Mutex
 	agents  []verbs.ListEntry
 	history map[string][]event.Envelope
+	output  map[string]*verbs.OutputResult
 	calls   []string
 	lists   int
 }
@@ -53,6 +54,13 @@ func (d *fakeDaemon) Permit(_ context.Context, id, req string, decision apitype.
 }
 func (d *fakeDaemon) History(_ context.Context, id string) ([]event.Envelope, error) {
 	return d.history[id], nil
+}
+func (d *fakeDaemon) Output(_ context.Context, id string) (*verbs.OutputResult, error) {
+	d.record("output " + id)
+	if r := d.output[id]; r != nil {
+		return r, nil
+	}
+	return nil, errors.New("no output")
 }
 
 // harness drives a Model as the program would, running the commands it
@@ -194,30 +202,38 @@ func TestRowsFromListAndBus(t *testing.T) {
 	if r := h.row("d1"); !strings.Contains(r, "dead") {
 		t.Errorf("row d1 = %q", r)
 	}
-	// A turn on the bus moves the row: working, then idle with the
-	// turn's usage added; no new list.
+	// A turn on the bus moves the row: working, with no new list; then
+	// the result adds the turn's usage, and at its end the list is read
+	// again (for the model the agent named).
 	h.env("a1", event.Status, 3, event.StatusData{Status: "working"})
 	if r := h.row("a1"); !strings.Contains(r, "working") || !strings.Contains(r, " 3 ") || !strings.Contains(r, "now") {
 		t.Errorf("row a1 while working = %q", r)
 	}
+	if h.d.lists != 1 {
+		t.Errorf("agent_list asked %d times for a known agent's turn, want 1", h.d.lists)
+	}
 	h.env("a1", event.Result, 3, event.ResultData{StopReason: "end_turn", Usage: event.UsageFigures{InputTokens: 100, OutputTokens: 10}})
+	if r := h.row("a1"); !strings.Contains(r, "1300/350") {
+		t.Errorf("row a1 after the result = %q", r)
+	}
+	h.d.agents[0].Usage, h.d.agents[0].Turn = event.UsageFigures{InputTokens: 1300, OutputTokens: 350}, 3
 	h.env("a1", event.Status, 3, event.StatusData{Status: "idle"})
-	if r := h.row("a1"); !strings.Contains(r, "idle") || !strings.Contains(r, "1300/350") {
-		t.Errorf("row a1 after the turn = %q", r)
+	if r := h.row("a1"); !strings.Contains(r, "idle") || !strings.Contains(r, "1300/350") || h.d.lists != 2 {
+		t.Errorf("row a1 after the turn = %q (lists %d)", r, h.d.lists)
 	}
 	h.now = h.now.Add(2 * time.Hour)
 	h.m.Update(tickMsg(h.now)) // its command is the next tick, a second away
 	if r := h.row("a1"); !strings.Contains(r, "2h") {
 		t.Errorf("row a1 two hours later = %q", r)
 	}
-	if h.d.lists != 1 {
-		t.Errorf("agent_list asked %d times for known agents, want 1", h.d.lists)
+	if h.d.lists != 2 {
+		t.Errorf("agent_list asked %d times, want 2", h.d.lists)
 	}
 	// An envelope of an agent it does not know: a row at once, and the
 	// list asked again.
 	h.d.agents = append(h.d.agents, entry("n1", "starting", 0))
 	h.env("n1", event.Status, 0, event.StatusData{Status: "starting"})
-	if h.d.lists != 2 || h.row("n1") == "" {
+	if h.d.lists != 3 || h.row("n1") == "" {
 		t.Errorf("new agent: lists %d, row %q", h.d.lists, h.row("n1"))
 	}
 	// It dies: greyed and below the live ones.
@@ -387,12 +403,18 @@ func TestCloseAndDismiss(t *testing.T) {
 	if len(h.d.calls) != 1 || h.d.calls[0] != "close a1" {
 		t.Fatalf("x y: calls %v", h.d.calls)
 	}
-	// The dead one is dismissed at once.
+	// The dead one is forgotten, which cannot be undone: asked too.
 	h.press("j", "x")
-	if len(h.d.calls) != 2 || h.d.calls[1] != "forget d1" || h.row("d1") != "" {
-		t.Fatalf("x on dead: calls %v, row %q", h.d.calls, h.row("d1"))
+	h.wantScreen("forget dead agent d1? it can't be resumed after: y/n")
+	h.press("n")
+	if len(h.d.calls) != 1 || h.row("d1") == "" || strings.Contains(h.screen(), "y/n") {
+		t.Fatalf("x n on dead: calls %v, row %q", h.d.calls, h.row("d1"))
 	}
-	h.wantScreen("dismissed d1", "1 agent, 1 live")
+	h.press("x", "y")
+	if len(h.d.calls) != 2 || h.d.calls[1] != "forget d1" || h.row("d1") != "" {
+		t.Fatalf("x y on dead: calls %v, row %q", h.d.calls, h.row("d1"))
+	}
+	h.wantScreen("forgot d1", "1 agent, 1 live")
 }
 
 func TestHelpKeys(t *testing.T) {
@@ -565,5 +587,167 @@ func TestPendingFromList(t *testing.T) {
 	m.applyList(listMsg{gen: 2, agents: []verbs.ListEntry{w}})
 	if s := m.byID["w1"].status(); s != "working" {
 		t.Fatalf("w1 answered, the list says; status %q", s)
+	}
+}
+
+// lineEnvs are n assistant_text envelopes of agent id, "line 1"…, seq 1….
+func lineEnvs(id string, n int) []event.Envelope {
+	var envs []event.Envelope
+	for i := 1; i <= n; i++ {
+		b, _ := json.Marshal(text(false, fmt.Sprintf("line %d", i)))
+		envs = append(envs, event.Envelope{Kind: event.AssistantText, Turn: 1, Data: b, AgentID: id, Seq: uint64(i)})
+	}
+	return envs
+}
+
+// The history is live: what comes while it is open is added, the view
+// following it at the bottom and staying put elsewhere.
+func TestHistoryLive(t *testing.T) {
+	h := newHarness(t, entry("a1", "idle", 1))
+	h.d.history["a1"] = lineEnvs("a1", 80)
+	h.seq["a1"] = 80
+	h.press("enter")
+	h.wantScreen("history a1", "line 80")
+	h.env("a1", event.AssistantText, 2, text(false, "fresh news"))
+	h.wantScreen("history a1", "line 80", "fresh news")
+	// A block streaming shows as it comes, once.
+	h.env("a1", event.AssistantText, 2, text(true, "stream"))
+	h.env("a1", event.AssistantText, 2, text(true, "ing now"))
+	h.wantScreen("streaming now")
+	h.env("a1", event.AssistantText, 2, text(false, "streaming now"))
+	if n := strings.Count(h.screen(), "streaming now"); n != 1 {
+		t.Errorf("the streamed block and its whole copy: %d on screen:\n%s", n, h.screen())
+	}
+	// Scrolled up, the view keeps its line while more comes.
+	h.press("g")
+	h.wantScreen("line 1\n")
+	h.env("a1", event.AssistantText, 2, text(false, "later news"))
+	if s := h.screen(); !strings.Contains(s, "line 1\n") || strings.Contains(s, "later news") {
+		t.Errorf("the view moved from the top as an event came:\n%s", s)
+	}
+	h.press("G")
+	h.wantScreen("later news")
+	// Another agent's events stay out of it.
+	h.send(EnvelopeMsg{Env: event.Envelope{Kind: event.AssistantText, Turn: 1, Seq: 1, AgentID: "b1",
+		Data: json.RawMessage(`{"content":{"type":"text","text":"not mine"}}`)}})
+	if strings.Contains(h.screen(), "not mine") {
+		t.Errorf("another agent's event in a1's history:\n%s", h.screen())
+	}
+}
+
+// Events that come while the log is read are joined to it, once each.
+func TestHistoryLiveWhileLoading(t *testing.T) {
+	h := newHarness(t, entry("a1", "idle", 1))
+	h.d.history["a1"] = lineEnvs("a1", 3)
+	_, cmd := h.m.Update(tea.KeyPressMsg{Code: tea.KeyEnter}) // the read in flight
+	h.seq["a1"] = 2
+	h.env("a1", event.AssistantText, 1, text(false, "line 3")) // seq 3: in the log too
+	h.env("a1", event.AssistantText, 1, text(false, "line 4")) // after the read
+	h.run(cmd)
+	s := h.screen()
+	if strings.Count(s, "line 3") != 1 || !strings.Contains(s, "line 4") || !strings.Contains(s, "line 1") {
+		t.Errorf("history joined with what came while it was read:\n%s", s)
+	}
+}
+
+// / marks every match, moves to the first below the top of the screen
+// (else the first), and n/N go to the next and previous.
+func TestHistorySearch(t *testing.T) {
+	h := newHarness(t, entry("a1", "idle", 1))
+	h.d.history["a1"] = lineEnvs("a1", 80)
+	h.press("enter", "g")
+	h.press("/", "l", "i", "n", "e", " ", "7", "5", "enter")
+	h.wantScreen(`match 1/1 for "line 75"`, "line 75")
+	raw := h.m.Render()
+	if !strings.Contains(raw, stCurMatch.Render("line 75")) {
+		t.Errorf("the match is not marked:\n%q", raw)
+	}
+	// From the bottom, the first match is above: the search wraps to it.
+	h.press("G", "/", "l", "i", "n", "e", " ", "1", "enter")
+	h.wantScreen(`match 1/11 for "line 1"`, "line 1\n")
+	raw = h.m.Render()
+	if !strings.Contains(raw, stCurMatch.Render("line 1")) || !strings.Contains(raw, stMatch.Render("line 1")+"0") {
+		t.Errorf("the current match and the others are not marked apart:\n%q", raw)
+	}
+	h.press("N")
+	h.wantScreen(`match 11/11 for "line 1"`, "line 19")
+	h.press("n")
+	h.wantScreen(`match 1/11 for "line 1"`, "line 1\n")
+	// A case-insensitive match keeps the text's own case.
+	h.press("/", "L", "I", "N", "E", " ", "4", "2", "enter")
+	if raw := h.m.Render(); !strings.Contains(raw, stCurMatch.Render("line 42")) {
+		t.Errorf("the match of LINE 42 is not marked:\n%q", raw)
+	}
+	h.press("/", "z", "z", "enter")
+	h.wantScreen(`no match for "zz"`)
+	if strings.Contains(h.m.Render(), stCurMatch.Render("line 42")) {
+		t.Error("the marks of the last query stay after a query without match")
+	}
+}
+
+// A monitor that starts while a turn streams shows what was streamed
+// before it came, joined with the chunks that come after.
+func TestFeedMidTurn(t *testing.T) {
+	mk := func(seq uint64, kind event.Kind, data any) event.Envelope {
+		b, _ := json.Marshal(data)
+		return event.Envelope{Kind: kind, Turn: 2, Data: b, AgentID: "w1", Seq: seq}
+	}
+	d := &fakeDaemon{agents: []verbs.ListEntry{entry("i1", "idle", 1), entry("w1", "working", 2)}, history: map[string][]event.Envelope{
+		"w1": {mk(1, event.UserText, text(false, "tell me")), mk(2, event.TurnStarted, struct{}{})},
+	}, output: map[string]*verbs.OutputResult{"w1": {AgentID: "w1", Turn: 2, Status: "working", Text: "Once upon a ti"}}}
+	h := &harness{t: t, d: d, seq: map[string]uint64{"w1": 2}}
+	h.m = New(d, "/home/u")
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 30})
+	h.send(ConnectedMsg{})
+	h.press("j")
+	h.wantScreen("> tell me", "Once upon a ti")
+	h.env("w1", event.AssistantText, 2, text(true, "me there"))
+	h.wantScreen("Once upon a time there")
+	// Chunks the bus brought before the answer are not said twice.
+	a := h.m.byID["w1"]
+	a.open.text = "a time"
+	a.fillStream(&verbs.OutputResult{Turn: 2, Text: "Once upon a ti"})
+	if a.open.text != "Once upon a time" {
+		t.Errorf("joined = %q", a.open.text)
+	}
+	// The answer is a whole block of the feed: nothing streams.
+	a.open = nil
+	h.env("w1", event.AssistantText, 2, text(false, "Whole block."))
+	a.fillStream(&verbs.OutputResult{Turn: 2, Text: "Whole block."})
+	if a.open != nil {
+		t.Errorf("a whole block taken for a stream: %+v", a.open)
+	}
+	// The idle agent's turn is over: agent_output is not asked for it.
+	if len(d.calls) != 1 || d.calls[0] != "output w1" {
+		t.Errorf("calls = %q, want agent_output for w1 only", d.calls)
+	}
+}
+
+func TestJoinOverlap(t *testing.T) {
+	for _, c := range [][3]string{
+		{"Once upon", "", "Once upon"},
+		{"Once upon", "pon a time", "Once upon a time"},
+		{"Once upon", "Once upon a", "Once upon a"},
+		{"abc", "xyz", "abcxyz"},
+	} {
+		if got := joinOverlap(c[0], c[1]); got != c[2] {
+			t.Errorf("joinOverlap(%q, %q) = %q, want %q", c[0], c[1], got, c[2])
+		}
+	}
+}
+
+// The MODEL column is agent_list's, as `kaimon list` shows it: once a turn
+// ends, the model the agent named (claude-sonnet-5 for sonnet).
+func TestModelColumnIsTheLists(t *testing.T) {
+	h := newHarness(t, entry("a1", "idle", 0))
+	if r := h.row("a1"); !strings.Contains(r, "sonnet") {
+		t.Fatalf("row = %q", r)
+	}
+	h.d.agents[0].Model = "claude-sonnet-5" // learnt from the agent's init
+	h.env("a1", event.Status, 1, event.StatusData{Status: "working"})
+	h.env("a1", event.Result, 1, event.ResultData{StopReason: "end_turn"})
+	h.env("a1", event.Status, 1, event.StatusData{Status: "idle"})
+	if r := h.row("a1"); !strings.Contains(r, "claude-sonnet-5") {
+		t.Errorf("row after a turn = %q, want the model agent_list says", r)
 	}
 }

@@ -72,6 +72,10 @@ func (d clientDaemon) History(ctx context.Context, id string) ([]event.Envelope,
 	}
 }
 
+func (d clientDaemon) Output(ctx context.Context, id string) (*verbs.OutputResult, error) {
+	return d.cl.Output(ctx, &verbs.OutputArgs{AgentID: id, Which: verbs.DefaultWhich})
+}
+
 // notRunning says the daemon is down, in the monitor's words: it never
 // starts one.
 func notRunning(cl *client.Client) error {

@@ -313,6 +313,8 @@ func (m *Model) Render() string {
 	// Footer: a prompt, a notice, or the keys.
 	var foot string
 	switch {
+	case m.mode == modeConfirm && m.forget:
+		foot = stPrompt.Render(fmt.Sprintf("forget dead agent %s? it can't be resumed after: y/n", m.confirm))
 	case m.mode == modeConfirm:
 		foot = stPrompt.Render(fmt.Sprintf("close agent %s? y/n", m.confirm))
 	case m.mode == modePermit && a != nil && len(a.pending) > 0:
@@ -334,7 +336,7 @@ func (m *Model) Render() string {
 
 func (m *Model) renderHistory(w, h int) string {
 	hv := &m.hist
-	title := stTitle.Render("history "+hv.id) + stFaint.Render("  esc back · / search · n next · g/G top/bottom · pgup/pgdn")
+	title := stTitle.Render("history "+hv.id) + stFaint.Render("  esc back · / search · n/N next/previous · g/G top/bottom · pgup/pgdn")
 	var body string
 	switch {
 	case hv.loading:
