@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
 	"github.com/kaimon/kaimon/internal/version"
@@ -43,11 +45,25 @@ type Options struct {
 }
 
 // Instructions tell an MCP client what the tools are for.
-const Instructions = "kaimon drives headless coding agents (the claude CLI) owned by the kaimon-agentd daemon. " +
+var Instructions = "kaimon drives headless coding agents owned by the kaimon-agentd daemon: " + agentKinds() + ". " +
 	"agent_open starts one in a directory and returns its agent_id. agent_run sends a turn and waits for the reply; " +
 	"for long turns use agent_send, then poll agent_output (non-blocking) until done is true. " +
 	"agent_status and agent_list report state and token usage; agent_close stops an agent. " +
 	"An agent's permission requests (permission events) are answered with agent_permit."
+
+// agentKinds names the agents agent_open's model chooses between, from
+// backend's table of model prefixes.
+func agentKinds() string {
+	kinds := []string{"the claude CLI (model " + strings.Join(backend.ModelAliases, ", ") + " or a claude model id; the default)"}
+	for _, p := range backend.ModelPrefixes {
+		k := p.Doc
+		if p.Prefix == backend.PrefixACP {
+			k += " (" + strings.Join(backend.ACPAgentNames, ", ") + ")"
+		}
+		kinds = append(kinds, k)
+	}
+	return strings.Join(kinds, "; ")
+}
 
 // notes are MCP-only advice added to a verb's description: MCP clients time
 // out long tool calls, so the non-blocking pattern is spelled out where a
@@ -237,11 +253,98 @@ func toolError(err error) *mcp.CallToolResult {
 	// A foreign error (the daemon is down, say) keeps its own message,
 	// which says what to do.
 	e := verbs.AsError(err)
-	msg := e.Message
+	msg := asTools(e.Message)
 	if e.Text != "" {
 		msg += "\n\nThe turn's text so far:\n" + e.Text
 	}
 	return mcp.NewToolResultError(msg)
+}
+
+// cliCommand is a kaimon command line as an error quotes it.
+var cliCommand = regexp.MustCompile("`kaimon ([a-z-]+)([^`]*)`")
+
+// asTools names the MCP tool where msg names the CLI command of a verb
+// (`kaimon list` → the agent_list tool; `kaimon close ab12` → agent_close
+// {"agent_id":"ab12"}): the daemon's errors say what to do next in the
+// CLI's words, and an MCP client has the tools, not a shell. Commands that
+// are no verb (`kaimon daemon start`) stay as they are.
+func asTools(msg string) string {
+	return cliCommand.ReplaceAllStringFunc(msg, func(cmd string) string {
+		m := cliCommand.FindStringSubmatch(cmd)
+		var v *verbs.Verb
+		for _, w := range verbs.All {
+			if w.CLI == m[1] {
+				v = w
+			}
+		}
+		if v == nil {
+			return cmd
+		}
+		words := strings.Fields(m[2])
+		if len(words) == 0 {
+			return "the " + v.Name + " tool"
+		}
+		args, ok := toolArgs(v, words)
+		if !ok {
+			return "the " + v.Name + " tool (" + cmd + " in a shell)"
+		}
+		return v.Name + " " + args
+	})
+}
+
+// toolArgs are the arguments of v that the CLI words give, as JSON in the
+// table's order: a flag is its argument's name with - for _, and the
+// positionals are v's required arguments in order. ok is false for a word
+// that maps to no argument.
+func toolArgs(v *verbs.Verb, words []string) (args string, ok bool) {
+	given := map[string]any{}
+	var pos []string
+	for i := 0; i < len(words); i++ {
+		name, isFlag := strings.CutPrefix(words[i], "--")
+		if !isFlag {
+			pos = append(pos, words[i])
+			continue
+		}
+		var a *verbs.Arg
+		for j := range v.Args {
+			if v.Args[j].Name == strings.ReplaceAll(name, "-", "_") {
+				a = &v.Args[j]
+			}
+		}
+		switch {
+		case a == nil:
+			return "", false
+		case a.Type == verbs.TBoolean:
+			given[a.Name] = true
+		case i+1 < len(words):
+			i++
+			given[a.Name] = words[i]
+		default:
+			return "", false
+		}
+	}
+	for _, a := range v.Args {
+		if len(pos) > 0 && (a.Required || a.RequiredUnless != "") && given[a.Name] == nil {
+			given[a.Name], pos = pos[0], pos[1:]
+		}
+	}
+	if len(pos) > 0 {
+		return "", false
+	}
+	var b strings.Builder
+	for _, a := range v.Args {
+		if val, set := given[a.Name]; set {
+			if b.Len() > 0 {
+				b.WriteString(",")
+			}
+			k, _ := json.Marshal(a.Name)
+			j, _ := json.Marshal(val)
+			b.Write(k)
+			b.WriteString(":")
+			b.Write(j)
+		}
+	}
+	return "{" + b.String() + "}", true
 }
 
 // reportProgress sends notifications/progress for token every interval

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcptest"
 
 	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -244,7 +245,7 @@ func TestCalls(t *testing.T) {
 		{"agent_send", map[string]any{"agent_id": "ab12", "text": "x", "colour": "red"}, `unknown argument "colour"`},
 		{"agent_output", map[string]any{"agent_id": true}, "argument agent_id must be a string"},
 		{"agent_output", map[string]any{"agent_id": "ab12", "turn": "2"}, "argument turn must be an integer"},
-		{"agent_status", map[string]any{"agent_id": "zz"}, "no agent \"zz\": see `kaimon list`"},
+		{"agent_status", map[string]any{"agent_id": "zz"}, "no agent \"zz\": see the agent_list tool"},
 		{"agent_close", map[string]any{"agent_id": "zz"}, "kaimon-agentd is not running: start it with `kaimon daemon start`"},
 		{"agent_run", map[string]any{"agent_id": "ab12", "text": "fail"}, "agent ab12 turn 1 failed: boom\n\nThe turn's text so far:\nhalf a reply"},
 	} {
@@ -351,4 +352,37 @@ func TestVisibleAndCheck(t *testing.T) {
 func (f *fakeSvc) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.ForgetResult, error) {
 	f.note("forget " + strings.Join(a.AgentIDs, " "))
 	return &verbs.ForgetResult{Forgotten: a.AgentIDs}, nil
+}
+
+// Errors said in the CLI's words name the MCP tools that do the same: the
+// client has no shell.
+func TestErrorsNameTheTools(t *testing.T) {
+	for _, c := range [][2]string{
+		{"no agent \"zz\": see `kaimon list` for the agents kaimon knows", "no agent \"zz\": see the agent_list tool for the agents kaimon knows"},
+		{"agent ab12 is dead; reopen it with `kaimon open --id ab12 DIR`", `agent ab12 is dead; reopen it with agent_open {"cwd":"DIR","id":"ab12"}`},
+		{"resume its conversation with `kaimon open --id ab12 --resume`", `resume its conversation with agent_open {"id":"ab12","resume":true}`},
+		{"stop the agent with `kaimon close ab12`", `stop the agent with agent_close {"agent_id":"ab12"}`},
+		{"answer with `kaimon permit ab12 r1 allow`", `answer with agent_permit {"agent_id":"ab12","request_id":"r1","decision":"allow"}`},
+		// No verb, or words the verb does not take: as they were, or the tool named.
+		{"start it with `kaimon daemon start`", "start it with `kaimon daemon start`"},
+		{"try `kaimon close ab12 --colour red`", "try the agent_close tool (`kaimon close ab12 --colour red` in a shell)"},
+	} {
+		if got := toolError(verbs.NotFound("%s", c[0])); !got.IsError || got.Content[0].(mcp.TextContent).Text != c[1] {
+			t.Errorf("%q became %+v, want %q", c[0], got.Content, c[1])
+		}
+	}
+}
+
+// The instructions name every kind of agent agent_open can start.
+func TestInstructionsNameEveryAgentKind(t *testing.T) {
+	for _, want := range append([]string{"claude CLI"}, backend.ACPAgentNames...) {
+		if !strings.Contains(Instructions, want) {
+			t.Errorf("the instructions do not name %q: %s", want, Instructions)
+		}
+	}
+	for _, p := range backend.ModelPrefixes {
+		if !strings.Contains(Instructions, p.Prefix) {
+			t.Errorf("the instructions do not name the prefix %q: %s", p.Prefix, Instructions)
+		}
+	}
 }
