@@ -2,8 +2,11 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/client"
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -27,7 +31,8 @@ import (
 // "value<TAB>description" where there is a description, or the single line
 // :files or :dirs when the shell should complete paths itself. It is
 // read-only: it runs no verb, never starts the daemon, and asks a running
-// daemon nothing but agent_list. It never fails: on any error it prints
+// daemon nothing but agent_list (with none running, it reads the agents'
+// records on disk). It never fails: on any error it prints
 // nothing and exits 0.
 //
 // Hand-written rather than a library: urfave/cli v2's own completion runs
@@ -70,7 +75,8 @@ func completeCmd() *cli.Command {
 }
 
 // daemonAgents asks a running daemon for its agents: agent_list only,
-// without autostart and within listTimeout; nil when none answers.
+// without autostart and within listTimeout. When none answers, the agents
+// are those the registry on disk records.
 func daemonAgents() []verbs.ListEntry {
 	cl, err := client.New()
 	if err != nil {
@@ -82,9 +88,40 @@ func daemonAgents() []verbs.ListEntry {
 	var res verbs.ListResult
 	// Do, not List: List explains errors with a second request.
 	if err := cl.Do(ctx, "POST", verbs.ByName("agent_list").Route(), &verbs.ListArgs{}, &res); err != nil {
-		return nil
+		return recordedAgents(cl.Paths.CacheDir)
 	}
 	return res.Agents
+}
+
+// recordedAgents are the agents whose records (<id>.agent.json, the
+// daemon's registry) are in cacheDir, read as files: the CLI links none of
+// the daemon's packages. With no daemon none of them runs, so each is
+// dead, as the next daemon will list it; a record that does not read is
+// passed over.
+func recordedAgents(cacheDir string) []verbs.ListEntry {
+	paths, _ := filepath.Glob(filepath.Join(cacheDir, "*"+config.RecordSuffix))
+	// The fields of session.Record that a candidate shows.
+	type record struct {
+		verbs.OpenArgs
+		CreatedAt time.Time `json:"created_at"`
+	}
+	var recs []record
+	for _, p := range paths {
+		var r record
+		b, err := os.ReadFile(p)
+		if err != nil || json.Unmarshal(b, &r) != nil || r.ID+config.RecordSuffix != filepath.Base(p) {
+			continue
+		}
+		recs = append(recs, r)
+	}
+	// Oldest first, as agent_list.
+	slices.SortStableFunc(recs, func(a, b record) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	out := make([]verbs.ListEntry, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, verbs.ListEntry{AgentID: r.ID, AgentStatus: verbs.AgentStatus{
+			Status: apitype.Dead, Model: r.Model, Cwd: r.Cwd, CreatedAt: r.CreatedAt.Format(time.RFC3339Nano)}})
+	}
+	return out
 }
 
 // candidate is one completion; desc may be empty.

@@ -3,17 +3,21 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/session"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -259,5 +263,57 @@ func TestCompleteCommandRunsNoVerb(t *testing.T) {
 	man, err := NewApp().ToManWithSection(1)
 	if err != nil || strings.Contains(man, completeCmdName) {
 		t.Errorf("the man page shows %s (%v)", completeCmdName, err)
+	}
+}
+
+// With no daemon, the ids are those the registry on disk records (written
+// here as the daemon writes them), each dead: offered where a dead or any
+// agent is named, not where a live one is; read without starting a daemon.
+func TestCompleteIDsFromRecordsWithoutDaemon(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("KAIMON_HOME", home)
+	t.Setenv("KAIMON_SOCK_DIR", "")
+	t.Setenv("KAIMON_CACHE_DIR", "")
+	t.Setenv("KAIMON_NO_AUTOSTART", "")
+	t.Setenv("KAIMON_AGENTD_BIN", filepath.Join(home, "no-such-agentd"))
+	paths, err := config.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(paths.CacheDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i, r := range []session.Record{
+		{OpenArgs: verbs.OpenArgs{ID: "was-idle", Cwd: "/w", Model: "sonnet"}, Status: apitype.Idle, CreatedAt: t0.Add(time.Hour)},
+		{OpenArgs: verbs.OpenArgs{ID: "closed1", Cwd: "/w", Model: "opus"}, Status: apitype.Dead, Reason: session.ReasonClosed, CreatedAt: t0},
+	} {
+		b, _ := json.Marshal(&r)
+		if err := os.WriteFile(session.RecordPath(paths.CacheDir, r.ID), b, 0o600); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	// Not records: another agent file, and a record whose id is not its name's.
+	os.WriteFile(filepath.Join(paths.CacheDir, "x1.events.jsonl"), []byte("{}\n"), 0o600)
+	os.WriteFile(session.RecordPath(paths.CacheDir, "renamed"), []byte(`{"id":"other","cwd":"/w"}`), 0o600)
+	run := func(words ...string) string {
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), append([]string{"kaimon", completeCmdName, "--"}, words...), strings.NewReader(""), &out, &errb)
+		if code != 0 || errb.Len() > 0 {
+			t.Errorf("__complete %q: exit %d, stderr %q", words, code, errb.String())
+		}
+		return out.String()
+	}
+	if got, want := run("status", ""), "closed1\tdead opus /w\nwas-idle\tdead sonnet /w\n"; got != want {
+		t.Errorf("status <TAB> with no daemon = %q, want %q", got, want)
+	}
+	if got := run("forget", "c"); got != "closed1\tdead opus /w\n" {
+		t.Errorf("forget c<TAB> with no daemon = %q", got)
+	}
+	if got := run("send", ""); got != "" {
+		t.Errorf("send <TAB> with no daemon (no agent is live) = %q", got)
+	}
+	if _, err := os.Stat(paths.SockDir); !os.IsNotExist(err) {
+		t.Errorf("completing made %s (%v): a daemon was started?", paths.SockDir, err)
 	}
 }

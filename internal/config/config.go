@@ -34,6 +34,11 @@ func (p Paths) LockFile() string { return filepath.Join(p.SockDir, "agentd.lock"
 // PidFile is the file recording live agent children.
 func (p Paths) PidFile() string { return filepath.Join(p.CacheDir, "pids.json") }
 
+// RecordSuffix ends the name of an agent's record in the cache dir,
+// <id>.agent.json: the daemon keeps it, and completion reads it while no
+// daemon runs.
+const RecordSuffix = ".agent.json"
+
 // DaemonLog is where an auto-started daemon writes its own log.
 func (p Paths) DaemonLog() string { return filepath.Join(p.CacheDir, "agentd.log") }
 

@@ -532,6 +532,23 @@ func TestCompletionInRealShells(t *testing.T) {
 	if after.requests != before.requests {
 		t.Errorf("the fake model API got %d requests while completing", after.requests-before.requests)
 	}
+
+	// The daemon stopped, the registry on disk still knows the agents:
+	// ids of any agent are offered (every one dead now), and no daemon is
+	// started for it.
+	e.ok("daemon", "stop")
+	if got, want := s.bash("kaimon status "), []string{live, dead}; !slices.Equal(sorted(got), sorted(want)) {
+		t.Errorf("bash: status <TAB> with the daemon stopped offered %q, want %q", got, want)
+	}
+	if got := s.fish("kaimon forget "); !slices.Equal(sorted(got), sorted([]string{live, dead})) {
+		t.Errorf("fish: forget <TAB> with the daemon stopped offered %q", got)
+	}
+	if got := s.bash("kaimon send "); len(got) != 0 {
+		t.Errorf("bash: send <TAB> with the daemon stopped offered %q: no agent is live", got)
+	}
+	if r := e.kaimon("--no-autostart", "daemon", "status"); r.code == 0 {
+		t.Errorf("completing started a daemon: %s", r)
+	}
 }
 
 // TestCompletionStartsNoDaemon presses TAB in bash, zsh and fish with no

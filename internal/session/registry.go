@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -25,7 +26,7 @@ import (
 // person can read or remove a record with cat, jq and rm.
 
 // recordSuffix ends every record's file name.
-const recordSuffix = ".agent.json"
+const recordSuffix = config.RecordSuffix
 
 // RecordPath is the record file of agent id under the cache dir.
 func RecordPath(cacheDir, id string) string { return filepath.Join(cacheDir, id+recordSuffix) }
