@@ -89,5 +89,10 @@ case ":${PATH:-}:" in
 esac
 echo "zsh finds _kaimon when $prefix/share/zsh/site-functions is on fpath (before compinit):"
 echo "  fpath=($prefix/share/zsh/site-functions \$fpath)"
+# The bash-completion package loads completions/kaimon from ~/.local/share
+# (or a prefix in XDG_DATA_DIRS) on first TAB; plain bash loads none, and
+# the script needs nothing of the package: it is sourced.
+echo "bash loads it through the bash-completion package; without that package, add to ~/.bashrc:"
+echo "  . \"$prefix/share/bash-completion/completions/kaimon\""
 echo "Next: kaimon doctor   (checks agent programs, the daemon and the config)"
 echo "      kaimon daemon install-unit   (optional: run kaimon-agentd as a systemd user service)"

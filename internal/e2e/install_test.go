@@ -120,6 +120,15 @@ func TestInstallScript(t *testing.T) {
 	if !strings.Contains(r.stdout, `export PATH="`+filepath.Join(prefix, "bin")+`:$PATH"`) {
 		t.Errorf("install.sh into a prefix off PATH did not say how to add it:\n%s", r.stdout)
 	}
+	// How bash loads the completion without the bash-completion package:
+	// the line it prints, run in a bash without any rc file, defines it.
+	bashrc := `  . "` + filepath.Join(prefix, "share", "bash-completion", "completions", "kaimon") + `"`
+	if !strings.Contains(r.stdout, "\n"+bashrc+"\n") {
+		t.Errorf("install.sh did not say how bash loads the completion without bash-completion (%q):\n%s", bashrc, r.stdout)
+	} else if out, err := exec.Command("bash", "--norc", "--noprofile", "-c", bashrc+"; complete -p kaimon").CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), "_kaimon kaimon") {
+		t.Errorf("the line install.sh prints for ~/.bashrc does not load the completion: %v\n%s", err, out)
+	}
 
 	// The stamp is what git says of this tree, not "dev".
 	desc, err := exec.Command("git", "-C", agents.RepoRoot(), "describe", "--tags", "--always", "--dirty").Output()
