@@ -16,8 +16,9 @@ func monitorCmd() *cli.Command {
 		Description: "A table of every agent the daemon knows, live and dead (status, model, cwd, turn, tokens, last activity), " +
 			"and the selected agent's live feed. It follows the event bus, and waits for the daemon when it is not running; " +
 			"it never starts it.\n\n" +
-			"Keys: ↑/↓ or j/k select; x closes a live agent (after y) or dismisses a dead one; enter shows the agent's whole " +
-			"history (pgup/pgdn, g/G, / to search, n for the next match, esc back); p answers a waiting permission " +
+			"Keys: ↑/↓ or j/k select; x closes a live agent or forgets a dead one (after y; a forgotten agent cannot be resumed); " +
+			"enter shows the agent's whole history, live (pgup/pgdn, g/G, / to search, n/N for the next/previous match, esc back); " +
+			"p answers a waiting permission " +
 			"(a allow, d deny); ? help; q quits.\n\n" +
 			"--once prints the table once and exits, for scripts and screenshots:\n\n" +
 			"   kaimon monitor --once",

@@ -230,7 +230,7 @@ func defaultKeys() keyMap {
 	return keyMap{
 		Up:      b([]string{"up", "k"}, "↑/k", "up"),
 		Down:    b([]string{"down", "j"}, "↓/j", "down"),
-		Close:   b([]string{"x"}, "x", "close/dismiss"),
+		Close:   b([]string{"x"}, "x", "close/forget"),
 		History: b([]string{"enter"}, "enter", "history"),
 		Permit:  b([]string{"p"}, "p", "permit"),
 		Help:    b([]string{"?"}, "?", "help"),

@@ -421,7 +421,7 @@ func TestHelpKeys(t *testing.T) {
 	h := newHarness(t, entry("a1", "idle", 1))
 	h.wantScreen("? help", "q quit")
 	h.press("?")
-	h.wantScreen("── keys", "close/dismiss", "history", "search", "next match", "page down")
+	h.wantScreen("── keys", "close/forget", "previous match", "history", "search", "next match", "page down")
 	h.press("?")
 	if strings.Contains(h.screen(), "── keys") {
 		t.Error("? again did not close the help")
