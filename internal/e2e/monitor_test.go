@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kaimon/kaimon/internal/proc"
+	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -231,6 +232,48 @@ func TestMonitor(t *testing.T) {
 	}
 
 	// q quits: the session, and so the tmux server, ends.
+	tm.keys("q")
+	waitFor(t, "the monitor to quit", 30*time.Second, func() bool { return tm.cmd("has-session").Run() != nil })
+}
+
+// TestMonitorMidTurn starts the monitor while a turn streams: the text the
+// turn streamed before it came is in the feed, and the rest joins it once.
+// Then an agent opened under its eyes shows, after a turn, the model
+// agent_status names (claude-sonnet-5), not the alias it was opened with.
+func TestMonitorMidTurn(t *testing.T) {
+	e := newEnv(t)
+	id := e.ok("open", e.work, "--id", "mid1")
+	turn := e.ok("send", id, "please hold")
+	waitFor(t, "the first half streamed", 30*time.Second, func() bool {
+		var o verbs.OutputResult
+		e.okJSON(&o, "output", id)
+		return !o.Done && o.Text == fakeapi.HoldFirst
+	})
+	tm := newTmux(t, e.env, e.work, 100, 30, filepath.Join(binDir, "kaimon"), "monitor")
+	tm.waitScreen("the half streamed before the monitor", func(s string) bool {
+		return strings.Contains(row(s, id), "working") && strings.Contains(s, strings.TrimSpace(fakeapi.HoldFirst))
+	})
+	e.api.Release()
+	s := tm.waitScreen("the turn over, whole", func(s string) bool {
+		return strings.Contains(s, fakeapi.HoldFirst+fakeapi.HoldRest) && strings.Contains(s, "✓ turn "+turn)
+	})
+	if n := strings.Count(s, strings.TrimSpace(fakeapi.HoldFirst)); n != 1 {
+		t.Errorf("the first half is on the screen %d times:\n%s", n, s)
+	}
+
+	// An agent opened while the monitor runs: after its first turn, its
+	// MODEL is what agent_status (and so `kaimon list`) says, the name the
+	// agent gave for the alias it was opened with.
+	fresh := e.ok("open", e.work, "--id", "fresh1", "--model", "sonnet")
+	tm.waitScreen("the new agent's row", func(s string) bool { return strings.Contains(row(s, fresh), "idle") })
+	e.ok("run", fresh, "say exactly: hi")
+	var st verbs.AgentStatus
+	e.okJSON(&st, "status", fresh)
+	t.Logf("agent_status model after a turn: %q", st.Model)
+	tm.waitScreen("the row's model as agent_status says", func(s string) bool {
+		f := strings.Fields(row(s, fresh))
+		return len(f) > 2 && f[2] == st.Model
+	})
 	tm.keys("q")
 	waitFor(t, "the monitor to quit", 30*time.Second, func() bool { return tm.cmd("has-session").Run() != nil })
 }
