@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -52,6 +53,13 @@ type Options struct {
 	// decided (see permission.go). Nil: nobody answers, and the backend
 	// lets the agent program apply its own default.
 	Ask Asker
+}
+
+// Files are the paths of the agent's files in CacheDir (config.AgentFiles):
+// a backend writes no other per-agent file there. Check CacheDir first:
+// without one, they are not paths to write.
+func (o *Options) Files() config.AgentFiles {
+	return config.Paths{CacheDir: o.CacheDir}.Agent(o.ID)
 }
 
 // PolicyOptions are o's permission options as agent_open gave them.

@@ -209,7 +209,7 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 	}
 	bad := func(agent string, b eventlog.Bad) {
 		fmt.Fprintf(o.Err, "kaimon: tail: agent %s: event log %s %v; skipped\n",
-			agent, eventlog.Path(cl.Paths.CacheDir, agent), b)
+			agent, cl.Paths.Agent(agent).Events, b)
 	}
 	joins := map[string]*bus.Join{}
 	defer func() {
@@ -218,7 +218,7 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 		}
 	}()
 	if o.Replay {
-		j := bus.NewJoin(p.only, eventlog.Path(cl.Paths.CacheDir, p.only), o.Since, p.emit)
+		j := bus.NewJoin(p.only, cl.Paths.Agent(p.only).Events, o.Since, p.emit)
 		j.Lost, j.Bad = lost, bad
 		joins[p.only] = j
 		if err := j.Replay(); err != nil {
@@ -251,7 +251,7 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 		}
 		j := joins[e.AgentID]
 		if j == nil {
-			j = bus.NewLiveJoin(e.AgentID, eventlog.Path(cl.Paths.CacheDir, e.AgentID), p.emit)
+			j = bus.NewLiveJoin(e.AgentID, cl.Paths.Agent(e.AgentID).Events, p.emit)
 			j.Lost, j.Bad = lost, bad
 			joins[e.AgentID] = j
 		}

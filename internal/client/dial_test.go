@@ -112,7 +112,7 @@ func TestDialOverAPipe(t *testing.T) {
 	}
 
 	// A stream: the log's two envelopes, then one published live.
-	lw, _, err := eventlog.Open(eventlog.Path(dir, "a1"))
+	lw, _, err := eventlog.Open(config.Paths{CacheDir: dir}.Agent("a1").Events)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ type AgentFile struct {
 var AgentFileKinds = []AgentFile{
 	{Suffix: ".events.jsonl", Lifetime: UntilForgetLogs, field: func(f *AgentFiles) *string { return &f.Events },
 		Doc: "The agent's event log, one authoritative event a line; see kaimon-events(7)."},
-	{Suffix: ".agent.json", Lifetime: UntilForget, field: func(f *AgentFiles) *string { return &f.Record },
+	{Suffix: RecordSuffix, Lifetime: UntilForget, field: func(f *AgentFiles) *string { return &f.Record },
 		Doc: "The agent's record: what kaimon open was given, its status and usage. It keeps a dead agent listed and resumable."},
 	{Suffix: ".log", Lifetime: UntilForgetLogs, field: func(f *AgentFiles) *string { return &f.Log },
 		Doc: "The agent program's stderr."},

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/eventlog"
 	"github.com/kaimon/kaimon/internal/verbs"
 	"github.com/tidwall/gjson"
 )
@@ -173,7 +172,7 @@ func lastModel(e *kenv) string {
 // present in the spec's order, and turn numbers on every event of a turn.
 func checkLog(t *testing.T, e *kenv, id string) {
 	t.Helper()
-	path := eventlog.Path(filepath.Join(e.home, "cache", "agents"), id)
+	path := e.paths().Agent(id).Events
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -34,14 +34,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/kaimon/kaimon/internal/event"
 )
-
-// Path is the log file of agent id under dir.
-func Path(dir, id string) string { return filepath.Join(dir, id+".events.jsonl") }
 
 // File is what a Writer writes to: an *os.File opened for appending. Tests
 // put in one that fails.

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
 func TestAppendScanAndTornLine(t *testing.T) {
-	path := Path(t.TempDir(), "a1")
+	path := config.Paths{CacheDir: t.TempDir()}.Agent("a1").Events
 	w, tail, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func TestAppendScanAndTornLine(t *testing.T) {
 // TestUnfinishedTurns: the tail names the turns begun without a result,
 // which is what a daemon that died mid-turn leaves.
 func TestUnfinishedTurns(t *testing.T) {
-	path := Path(t.TempDir(), "a1")
+	path := config.Paths{CacheDir: t.TempDir()}.Agent("a1").Events
 	w, _, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func TestUnfinishedTurns(t *testing.T) {
 // ScanBadTo reads what the writer had written at its Size, not what it
 // wrote after, nor a record being written (a torn tail past the size).
 func TestScanBadTo(t *testing.T) {
-	path := Path(t.TempDir(), "a1")
+	path := config.Paths{CacheDir: t.TempDir()}.Agent("a1").Events
 	w, _, err := Open(path)
 	if err != nil {
 		t.Fatal(err)

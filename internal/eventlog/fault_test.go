@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -37,7 +38,7 @@ func rec(seq uint64, text string) *event.Record {
 // the end of the last whole record, returns the error, and once there is
 // room again the next record lands on a line of its own.
 func TestAppendWholeOrNothing(t *testing.T) {
-	path := Path(t.TempDir(), "a1")
+	path := config.Paths{CacheDir: t.TempDir()}.Agent("a1").Events
 	w, _, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +94,7 @@ func (f *failTruncFile) Truncate(n int64) error {
 // TestAppendCutFailsFirst: when even the cut fails, the next Append makes
 // it before writing, so no record is glued onto the torn one.
 func TestAppendCutFailsFirst(t *testing.T) {
-	path := Path(t.TempDir(), "a1")
+	path := config.Paths{CacheDir: t.TempDir()}.Agent("a1").Events
 	w, _, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +122,7 @@ func TestAppendCutFailsFirst(t *testing.T) {
 // line are both named, with line and byte offset; the records around them
 // still read.
 func TestScanReportsBadLines(t *testing.T) {
-	path := Path(t.TempDir(), "a1")
+	path := config.Paths{CacheDir: t.TempDir()}.Agent("a1").Events
 	w, _, _ := Open(path)
 	w.Append(rec(1, "a"))
 	w.Close()
@@ -172,7 +173,7 @@ func BenchmarkAppend(b *testing.B) {
 			name = "envelope-nosync"
 		}
 		b.Run(name, func(b *testing.B) {
-			w, _, err := Open(Path(b.TempDir(), "a1"))
+			w, _, err := Open(config.Paths{CacheDir: b.TempDir()}.Agent("a1").Events)
 			if err != nil {
 				b.Fatal(err)
 			}

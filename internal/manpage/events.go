@@ -5,7 +5,6 @@ import (
 
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/eventlog"
 )
 
 // Events writes kaimon-events(7): what a consumer of the bus or the log
@@ -13,7 +12,7 @@ import (
 func Events() string {
 	p := config.Paths{CacheDir: "<cache>", SockDir: "<sock_dir>"}
 	bus := "ipc://" + p.EventsSocket()
-	logPath := eventlog.Path(p.CacheDir, "<id>")
+	logPath := p.Agent("<id>").Events
 
 	var r roff
 	r.header("kaimon-events", "7", source, "kaimon manual")

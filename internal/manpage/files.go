@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/kaimon/kaimon/internal/config"
-	"github.com/kaimon/kaimon/internal/eventlog"
 )
 
 // The default directories, as config.Resolve computes them for a home
@@ -16,17 +15,6 @@ const (
 	DefaultSockDir  = "/run/user/<uid>/kaimon" // else ~/.cache/kaimon/sock
 )
 
-// Names of files whose paths this package cannot compute by calling the
-// code that does: session.RecordPath is held to RecordSuffix by a test
-// (importing session here would pull the daemon into the CLI); the
-// backends join the other two inline, in claude.go, acp.go and door.go.
-const (
-	RecordSuffix    = ".agent.json"    // session.RecordPath
-	StderrLogSuffix = ".log"           // the backends' stderr log
-	MCPConfigSuffix = "-mcp.json"      // claude's generated --mcp-config
-	HistorySuffix   = ".history.jsonl" // local.HistorySuffix
-)
-
 type file struct{ path, doc string }
 
 // files lists the places kaimon reads and writes, with paths from the code
@@ -34,7 +22,7 @@ type file struct{ path, doc string }
 func files() []file {
 	p := config.Paths{CacheDir: DefaultCacheDir, ConfigFile: DefaultConfig, SockDir: DefaultSockDir}
 	id := "<id>"
-	return []file{
+	out := []file{
 		{p.ConfigFile, "The config file (JSON; $KAIMON_CONFIG). A missing file means the defaults; one that does not parse is an error. Keys: " +
 			strings.Join(configKeys(), ", ") + "."},
 		{p.SockDir, "The socket dir, mode 0700 ($KAIMON_SOCK_DIR). When /run/user/<uid> is not a directory the user owns: ~/.cache/kaimon/sock."},
@@ -43,14 +31,26 @@ func files() []file {
 		{p.LockFile(), "Held locked (flock) by the one daemon of this socket dir."},
 		{p.DoorFile(), "The address of the daemon's MCP door, the loopback HTTP endpoint owned agents call back into."},
 		{p.CacheDir, "The cache dir ($KAIMON_CACHE_DIR), mode 0700: the files below."},
-		{eventlog.Path(p.CacheDir, id), "The agent's event log, one authoritative event a line; see kaimon-events(7)."},
-		{p.CacheDir + "/" + id + RecordSuffix, "The agent's record: what kaimon open was given, its status and usage. It keeps a dead agent listed and resumable until kaimon forget."},
-		{p.CacheDir + "/" + id + StderrLogSuffix, "The agent program's stderr."},
-		{p.CacheDir + "/" + id + HistorySuffix, "The conversation of an ollama: or vmlx: agent, which kaimon holds: one message a line. A resume continues it; kaimon forget --logs removes it."},
-		{p.CacheDir + "/" + id + MCPConfigSuffix, "The MCP config generated for a claude agent, pointing it at the door."},
-		{p.PidFile(), "The live agent processes (pid and start time), so that a restarted daemon stops its predecessor's leftovers and never a stranger with a reused pid."},
-		{p.DaemonLog(), "The log of a daemon kaimon started."},
 	}
+	agent := p.Agent(id)
+	for _, k := range config.AgentFileKinds {
+		path := agent.Path(k)
+		if k.Dir {
+			path += "/"
+		}
+		out = append(out, file{path, k.Doc + " " + removedBy[k.Lifetime]})
+	}
+	return append(out,
+		file{p.PidFile(), "The live agent processes (pid and start time), so that a restarted daemon stops its predecessor's leftovers and never a stranger with a reused pid."},
+		file{p.DaemonLog(), "The log of a daemon kaimon started."},
+	)
+}
+
+// removedBy says what removes an agent's file of each lifetime.
+var removedBy = map[config.Lifetime]string{
+	config.UntilForget:     "kaimon forget removes it.",
+	config.UntilForgetLogs: "kaimon forget keeps it; kaimon forget --logs removes it.",
+	config.WhileLive:       "Removed when the agent exits; one a lost daemon left, when the next daemon starts or by kaimon forget.",
 }
 
 // configKeys lists the config file's keys, from config.Config.

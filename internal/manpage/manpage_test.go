@@ -9,10 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kaimon/kaimon/internal/backend/local"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/session"
 )
 
 // kaimonVars finds the KAIMON_ variables named in the repository's non-test
@@ -107,11 +105,13 @@ func TestFilesAreWhereTheCodePutsThem(t *testing.T) {
 			t.Errorf("config.Resolve says %s where the man page says %s", got, want)
 		}
 	}
-	if got, want := local.HistoryPath("/c", "x"), "/c/x"+HistorySuffix; got != want {
-		t.Errorf("local.HistoryPath = %s, the man page says %s", got, want)
-	}
-	if got, want := session.RecordPath("/c", "x"), "/c/x"+RecordSuffix; got != want {
-		t.Errorf("session.RecordPath = %s, the man page says %s", got, want)
+	// Every kind of agent file is in FILES, with what removes it.
+	page := Agentd()
+	for _, k := range config.AgentFileKinds {
+		path := config.Paths{CacheDir: DefaultCacheDir}.Agent("<id>").Path(k)
+		if !strings.Contains(page, esc(path)) || !strings.Contains(page, esc(removedBy[k.Lifetime])) {
+			t.Errorf("FILES lacks %s, or what removes it", path)
+		}
 	}
 	keys := configKeys()
 	if !slices.Contains(keys, "permission_timeout") || !slices.Contains(keys, "dead_kept") {

@@ -23,7 +23,6 @@ import (
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/eventlog"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -284,7 +283,7 @@ func followOnce(ctx context.Context, cl *client.Client, send func(tea.Msg)) erro
 		}
 		j := joins[e.AgentID]
 		if j == nil {
-			j = bus.NewLiveJoin(e.AgentID, eventlog.Path(cl.Paths.CacheDir, e.AgentID), emit)
+			j = bus.NewLiveJoin(e.AgentID, cl.Paths.Agent(e.AgentID).Events, emit)
 			joins[e.AgentID] = j
 		}
 		if err := j.Live(&e); err != nil {

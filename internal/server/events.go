@@ -8,6 +8,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/bus"
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -56,7 +57,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		follow = b
 	}
-	path := eventlog.Path(s.CacheDir, id)
+	path := config.Paths{CacheDir: s.CacheDir}.Agent(id).Events
 	if _, err := os.Stat(path); err != nil {
 		// No log yet: only an agent this daemon holds has a stream.
 		if _, err := s.Svc.Status(r.Context(), &verbs.StatusArgs{AgentID: id}); err != nil {

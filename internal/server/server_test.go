@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kaimon/kaimon/internal/bus"
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -176,7 +177,7 @@ func TestEventsSinceLatest(t *testing.T) {
 	hub := bus.NewLocal(bus.Options{})
 	defer hub.Close()
 	c, dir := serveEvents(t, &fakeSvc{}, hub)
-	w, _, err := eventlog.Open(eventlog.Path(dir, "a1"))
+	w, _, err := eventlog.Open(config.Paths{CacheDir: dir}.Agent("a1").Events)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
 	"github.com/kaimon/kaimon/internal/proc"
@@ -104,6 +105,9 @@ type Agent struct {
 	closedReq string // the reason given to close, "" if none
 }
 
+// files are the paths of the agent's files.
+func (ag *Agent) files() config.AgentFiles { return ag.m.paths.Agent(ag.id) }
+
 func (m *Manager) newAgent(id string) *Agent {
 	ag := &Agent{m: m, id: id}
 	ag.qcond = sync.NewCond(&ag.qmu)
@@ -124,7 +128,7 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	// The book begins with the slot's last turn; agent_output reads the
 	// earlier ones from the log (newLiveBook).
 	b := newLiveBook()
-	w, tail, err := eventlog.OpenEach(eventlog.Path(m.paths.CacheDir, ag.id), func(r *event.Record) { b.add(r.Kind, r.Turn, r.Data) })
+	w, tail, err := eventlog.OpenEach(ag.files().Events, func(r *event.Record) { b.add(r.Kind, r.Turn, r.Data) })
 	if err != nil {
 		_ = be.Close() // never started: this frees what New took
 		ag.mu.Lock()
@@ -375,7 +379,7 @@ func (ag *Agent) output(n int, which string, tools bool) (text string, t *turnRe
 	ag.mu.Unlock()
 	lb, lbad, err := ag.readLog(logStart, func(k int) bool { return which == "all" || k == n })
 	if err != nil {
-		lbad = append(lbad, fmt.Sprintf("event log %s: %v", eventlog.Path(ag.m.paths.CacheDir, ag.id), err))
+		lbad = append(lbad, fmt.Sprintf("event log %s: %v", ag.files().Events, err))
 	}
 	for k, kt := range kept {
 		lb.turns[k] = kt
@@ -395,7 +399,7 @@ func (ag *Agent) readLog(logStart int64, keep func(turn int) bool) (b *book, bad
 		end = ag.log.Size()
 	}
 	ag.pubMu.Unlock()
-	return logBook(eventlog.Path(ag.m.paths.CacheDir, ag.id), end, logStart, keep)
+	return logBook(ag.files().Events, end, logStart, keep)
 }
 
 // logBook reads the event log at path, its first end bytes (all of it when
@@ -444,7 +448,7 @@ func (ag *Agent) lifeStatus() verbs.AgentStatus {
 		CreatedAt:    ag.created.UTC().Format(time.RFC3339Nano),
 		LastActivity: ag.activity.UTC().Format(time.RFC3339Nano),
 		SessionID:    info.SessionID, Transcript: info.Transcript,
-		EventLog: eventlog.Path(ag.m.paths.CacheDir, ag.id),
+		EventLog: ag.files().Events,
 		Usage:    ag.usage, QueuesPrompts: info.QueuesPrompts,
 		Reason: ag.reason,
 	}

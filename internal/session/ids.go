@@ -10,26 +10,23 @@ import (
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
-// agentSuffixes end the names of an agent's files and directories in the
-// cache dir: its stderr log, event log, record, generated MCP config and
-// opencode config dir (the backends name them so too).
-var agentSuffixes = []string{".log", ".events.jsonl", recordSuffix, "-mcp.json", "-opencode"}
-
 // reservedIDs are the ids whose files would be the daemon's own: id
 // agentd's stderr log would be the daemon's agentd.log. They are derived
 // from the paths, so that a file the daemon adds is covered.
 func reservedIDs(paths config.Paths) []string {
-	own := []string{paths.DaemonLog(), paths.PidFile(), paths.PidFile() + ".tmp"}
+	return agentIDsOf(paths.CacheDir, paths.DaemonFiles())
+}
+
+// agentIDsOf are the agent ids that files, were they in cacheDir, would
+// be a file of (config.AgentFileKinds), sorted.
+func agentIDsOf(cacheDir string, files []string) []string {
 	var ids []string
-	for _, p := range own {
-		if filepath.Dir(p) != filepath.Clean(paths.CacheDir) {
+	for _, p := range files {
+		if filepath.Dir(p) != filepath.Clean(cacheDir) {
 			continue
 		}
-		name := filepath.Base(p)
-		for _, s := range agentSuffixes {
-			if id, ok := strings.CutSuffix(name, s); ok && idRE.MatchString(id) && !slices.Contains(ids, id) {
-				ids = append(ids, id)
-			}
+		if id, _, ok := config.AgentFileOf(filepath.Base(p)); ok && idRE.MatchString(id) && !slices.Contains(ids, id) {
+			ids = append(ids, id)
 		}
 	}
 	sort.Strings(ids)

@@ -73,7 +73,7 @@ func TestLogFaultStopsAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	ag, _ := r.m.get(id)
-	path := eventlog.Path(r.paths.CacheDir, id)
+	path := r.paths.Agent(id).Events
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestOutputNamesBadLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.m.Close(bg, &verbs.CloseArgs{AgentID: id})
-	path := eventlog.Path(r.paths.CacheDir, id)
+	path := r.paths.Agent(id).Events
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"seq":99,"ki`)
 	f.Close()

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/eventlog"
 	"github.com/kaimon/kaimon/internal/permit"
 	"github.com/kaimon/kaimon/internal/proc"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -97,10 +95,10 @@ func New(paths config.Paths, cfg config.Config, env []string, factory Factory) (
 		return nil, fmt.Errorf("creating cache dir: %w", err)
 	}
 	reap(paths.PidFile())
-	removeStale(paths.CacheDir)
+	removeStale(paths)
 	m := &Manager{
 		paths: paths, cfg: cfg, env: env, factory: factory,
-		pids:          &pidFile{path: paths.PidFile(), live: map[string]proc.Identity{}},
+		pids:          &pidFile{path: paths.PidFile(), tmp: paths.PidFileTemp(), live: map[string]proc.Identity{}},
 		agents:        map[string]*Agent{},
 		StartTimeout:  90 * time.Second,
 		permits:       permit.New(),
@@ -119,7 +117,7 @@ func New(paths config.Paths, cfg config.Config, env []string, factory Factory) (
 // failed result for each turn in flight, status dead — so that no reader
 // waits for them forever.
 func (m *Manager) load() {
-	recs, bad := readRecords(m.paths.CacheDir)
+	recs, bad := readRecords(m.paths)
 	for _, err := range bad {
 		log.Printf("%v", err)
 	}
@@ -165,8 +163,10 @@ func (m *Manager) retain() {
 	}
 }
 
-// forget removes a dead agent's slot and record, and with logs its logs,
-// and says whether it did. It does nothing unless ag still holds its slot,
+// forget removes a dead agent's slot and the files forget removes (its
+// record, and anything generated for it while live), and with logs the
+// files forget --logs removes too (config.AgentFileKinds), and says
+// whether it did. It does nothing unless ag still holds its slot,
 // dead and not the stand-in of a resume under way: the slot may have been
 // reopened since ag was picked, and the files are then the new agent's.
 // m.mu is held throughout, so no open can take the slot meanwhile.
@@ -183,16 +183,18 @@ func (m *Manager) forget(ag *Agent, logs bool) bool {
 	}
 	delete(m.agents, ag.id)
 	ag.forgotten = true
-	dir := m.paths.CacheDir
-	paths := []string{RecordPath(dir, ag.id)}
-	if logs {
-		// <id>.history.jsonl: a local model agent's conversation
-		// (backend/local), which kaimon holds as a vendor would.
-		paths = append(paths, eventlog.Path(dir, ag.id), filepath.Join(dir, ag.id+".log"), filepath.Join(dir, ag.id+"-mcp.json"),
-			filepath.Join(dir, ag.id+".history.jsonl"))
-	}
-	for _, p := range paths {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+	files := ag.files()
+	for _, k := range config.AgentFileKinds {
+		if !k.Lifetime.RemovedByForget(logs) {
+			continue
+		}
+		var err error
+		if k.Dir {
+			err = os.RemoveAll(files.Path(k))
+		} else {
+			err = os.Remove(files.Path(k))
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			log.Printf("forgetting agent %s: %v", ag.id, err)
 		}
 	}

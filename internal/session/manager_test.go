@@ -339,6 +339,16 @@ func TestReservedIDs(t *testing.T) {
 	}
 }
 
+// The id scan knows every kind of agent file: an id with only a local
+// agent's conversation, or only an opencode config home, is an id; a file
+// outside the cache dir, or of no agent, is not.
+func TestAgentIDsOf(t *testing.T) {
+	got := agentIDsOf("/c", []string{"/c/h.history.jsonl", "/c/o-opencode", "/c/e.events.jsonl", "/d/x.log", "/c/notes.txt", "/c/-bad.log"})
+	if strings.Join(got, " ") != "e h o" {
+		t.Errorf("ids %v, want [e h o]", got)
+	}
+}
+
 // Waiters wake on events, not on a poll: a run returns as soon as the
 // result is published.
 func TestRunWakesOnResult(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 type pidFile struct {
 	mu   sync.Mutex
 	path string
+	tmp  string                   // written, then renamed to path
 	live map[string]proc.Identity // agent id → child
 }
 
@@ -78,7 +79,7 @@ func (p *pidFile) writeLocked() {
 		entries = append(entries, pidEntry{AgentID: id, Identity: ident})
 	}
 	b, _ := json.Marshal(entries)
-	tmp := p.path + ".tmp"
+	tmp := p.tmp
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		log.Printf("writing pid file: %v", err)
 		return

@@ -82,7 +82,7 @@ func oneOrder(t *testing.T, flushEvery int) {
 		t.Fatalf("%d texts and %d side events fanned out, want %d and 50", next, side, n)
 	}
 	var logged []uint64
-	if err := eventlog.Scan(eventlog.Path(r.paths.CacheDir, id), 0, func(rec *event.Record) bool {
+	if err := eventlog.Scan(r.paths.Agent(id).Events, 0, func(rec *event.Record) bool {
 		logged = append(logged, rec.Seq)
 		return true
 	}); err != nil {
@@ -93,7 +93,7 @@ func oneOrder(t *testing.T, flushEvery int) {
 			t.Fatalf("log: seq %d after %d", logged[i], logged[i-1])
 		}
 	}
-	if b, _ := os.ReadFile(eventlog.Path(r.paths.CacheDir, id)); strings.Count(string(b), `"delta":true`) != 0 {
+	if b, _ := os.ReadFile(r.paths.Agent(id).Events); strings.Count(string(b), `"delta":true`) != 0 {
 		t.Fatal("a delta in the log")
 	}
 }

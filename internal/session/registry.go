@@ -16,7 +16,8 @@ import (
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
-// The registry is one small JSON file per agent, <cache>/<id>.agent.json,
+// The registry is one small JSON file per agent, its config.AgentFiles
+// Record (<cache>/<id>.agent.json),
 // holding everything needed to list, report and resume the agent after the
 // daemon that ran it is gone. Files rather than an embedded store (bbolt):
 // one writer (the daemon, under its lock) and one record per agent need no
@@ -24,12 +25,6 @@ import (
 // replaced atomically (temp file, fsync, rename, fsync of the dir), so a
 // crash leaves the old record or the new one, never a torn one; and a
 // person can read or remove a record with cat, jq and rm.
-
-// recordSuffix ends every record's file name.
-const recordSuffix = config.RecordSuffix
-
-// RecordPath is the record file of agent id under the cache dir.
-func RecordPath(cacheDir, id string) string { return filepath.Join(cacheDir, id+recordSuffix) }
 
 // Record is an agent's durable record: its identity, every agent_open
 // option (with the model as last switched), the vendor's session, its
@@ -108,7 +103,8 @@ func writeRecord(path string, r *Record) error {
 
 // readRecords loads every record in the cache dir. A record that does not
 // parse is reported in bad and left where it is, for a person to look at.
-func readRecords(dir string) (recs []*Record, bad []error) {
+func readRecords(paths config.Paths) (recs []*Record, bad []error) {
+	dir := paths.CacheDir
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -123,7 +119,8 @@ func readRecords(dir string) (recs []*Record, bad []error) {
 			os.Remove(path) // a temp file a crash left between write and rename
 			continue
 		}
-		if e.IsDir() || !strings.HasSuffix(name, recordSuffix) || strings.HasPrefix(name, ".") {
+		id, _, ok := config.AgentFileOf(name)
+		if e.IsDir() || !ok || paths.Agent(id).Record != path || strings.HasPrefix(name, ".") {
 			continue
 		}
 		b, err := os.ReadFile(path)
@@ -132,7 +129,7 @@ func readRecords(dir string) (recs []*Record, bad []error) {
 			continue
 		}
 		var r Record
-		if err := json.Unmarshal(b, &r); err != nil || r.ID+recordSuffix != name {
+		if err := json.Unmarshal(b, &r); err != nil || r.ID != id {
 			if err == nil {
 				err = errors.New("its id does not match its file name")
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -25,18 +26,87 @@ func cacheFiles(t *testing.T, dir string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	own := config.Paths{CacheDir: dir}.DaemonFiles()
 	var out []string
 	for _, e := range ents {
-		if e.Name() != "pids.json" {
+		if !slices.Contains(own, filepath.Join(dir, e.Name())) {
 			out = append(out, e.Name())
 		}
 	}
 	return out
 }
 
+// plantAgentFiles creates a file (or a directory holding one) of every
+// kind of agent file of id, as if each of its backends had written its
+// own: a claude agent's MCP config, an opencode agent's config home, a
+// local agent's conversation.
+func plantAgentFiles(t *testing.T, paths config.Paths, id string) {
+	t.Helper()
+	files := paths.Agent(id)
+	for _, k := range config.AgentFileKinds {
+		p := files.Path(k)
+		if _, err := os.Stat(p); err == nil {
+			continue
+		}
+		if k.Dir {
+			if err := os.MkdirAll(filepath.Join(p, "opencode"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			p = filepath.Join(p, "opencode", "opencode.json")
+		}
+		if err := os.WriteFile(p, []byte("{}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestForgetRemovesEveryFile: forget leaves only the files it keeps for a
+// later read (the logs, config.UntilForgetLogs), and forget --logs leaves
+// no file of the agent at all, whichever backend wrote it (opencode's
+// config home included); the other agent's files are untouched.
+func TestForgetRemovesEveryFile(t *testing.T) {
+	r := newRig(t, 0)
+	for _, id := range []string{"a", "b", "other"} {
+		r.open(t, id)
+		r.m.Close(bg, &verbs.CloseArgs{AgentID: id})
+		plantAgentFiles(t, r.paths, id)
+	}
+	of := func(id string) []string {
+		var out []string
+		for _, name := range cacheFiles(t, r.paths.CacheDir) {
+			if got, _, ok := config.AgentFileOf(name); ok && got == id {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	if _, err := r.m.Forget(bg, &verbs.ForgetArgs{AgentIDs: []string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, k := range config.AgentFileKinds {
+		if !k.Lifetime.RemovedByForget(false) {
+			kept = append(kept, "a"+k.Suffix)
+		}
+	}
+	slices.Sort(kept)
+	if got := of("a"); !slices.Equal(got, kept) {
+		t.Errorf("after forget the cache dir holds %v of a, want %v", got, kept)
+	}
+	if _, err := r.m.Forget(bg, &verbs.ForgetArgs{AgentIDs: []string{"b"}, Logs: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := of("b"); len(got) != 0 {
+		t.Errorf("after forget --logs the cache dir holds %v of b", got)
+	}
+	if got := of("other"); len(got) != len(config.AgentFileKinds) {
+		t.Errorf("forgetting a and b left %v of other", got)
+	}
+}
+
 func readRecord(t *testing.T, dir, id string) Record {
 	t.Helper()
-	b, err := os.ReadFile(RecordPath(dir, id))
+	b, err := os.ReadFile(config.Paths{CacheDir: dir}.Agent(id).Record)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +178,7 @@ func TestCrashedAgentClosedOnLoad(t *testing.T) {
 	if rec := readRecord(t, r.paths.CacheDir, id); rec.Status == apitype.Dead {
 		t.Fatalf("record mid-turn = %+v", rec)
 	}
-	before, _ := eventlog.ReadAll(eventlog.Path(r.paths.CacheDir, id), 0)
+	before, _ := eventlog.ReadAll(r.paths.Agent(id).Events, 0)
 	// The streamed delta after the last logged record had a seq of its
 	// own, which the log does not keep.
 	r.m.agents[id].mu.Lock()
@@ -327,7 +397,7 @@ func TestForget(t *testing.T) {
 	if err != nil || strings.Join(res.Forgotten, " ") != "a" || ids() != "b c d live" {
 		t.Fatalf("forget a = %+v %v; list %s", res, err, ids())
 	}
-	if _, err := os.Stat(RecordPath(r.paths.CacheDir, "a")); !os.IsNotExist(err) {
+	if _, err := os.Stat(r.paths.Agent("a").Record); !os.IsNotExist(err) {
 		t.Errorf("a's record is still there: %v", err)
 	}
 	if out, err := r.m.Output(bg, decoded(&verbs.OutputArgs{AgentID: "a"})); err != nil || out.Text != "re: hi" {
@@ -337,7 +407,7 @@ func TestForget(t *testing.T) {
 	if _, err := r.m.Forget(bg, &verbs.ForgetArgs{AgentIDs: []string{"b"}, Logs: true}); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{RecordPath(r.paths.CacheDir, "b"), eventlog.Path(r.paths.CacheDir, "b")} {
+	for _, p := range []string{r.paths.Agent("b").Record, r.paths.Agent("b").Events} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s survived forget --logs: %v", filepath.Base(p), err)
 		}
@@ -389,7 +459,7 @@ func BenchmarkWriteRecord(b *testing.B) {
 	r := &Record{OpenArgs: verbs.OpenArgs{ID: "bench", Cwd: dir, Model: "sonnet", Permission: "default",
 		AllowedTools: []string{"Bash", "Read"}, DisallowedTools: &none},
 		SessionID: "3800c11e-6b75-4e64-94a4-d762ff8c8313", CreatedAt: time.Now(), LastActivity: time.Now(), Status: apitype.Idle}
-	path := RecordPath(dir, "bench")
+	path := config.Paths{CacheDir: dir}.Agent("bench").Record
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		r.Turn = i

@@ -59,7 +59,7 @@ func (ag *Agent) save() {
 	r := ag.recordLocked()
 	ag.saved = r.SessionID
 	ag.mu.Unlock()
-	err := writeRecord(RecordPath(ag.m.paths.CacheDir, ag.id), r)
+	err := writeRecord(ag.files().Record, r)
 	if err != nil {
 		log.Printf("agent %s: writing its record: %v", ag.id, err)
 	}
@@ -73,7 +73,7 @@ func (ag *Agent) save() {
 // closeLost writes the ending a lost daemon could not write for an agent
 // that was live (was) in its record; see load.
 func (ag *Agent) closeLost(was string) {
-	w, tail, err := eventlog.Open(eventlog.Path(ag.m.paths.CacheDir, ag.id))
+	w, tail, err := eventlog.Open(ag.files().Events)
 	if err != nil {
 		log.Printf("agent %s: event log: %v", ag.id, err)
 	}

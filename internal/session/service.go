@@ -13,7 +13,6 @@ import (
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/eventlog"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -367,7 +366,7 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 		if err != nil && (!errors.As(err, &ve) || ve.Code != verbs.CodeNotFound || !idRE.MatchString(a.AgentID)) {
 			return nil, err
 		}
-		b, lbad, serr := logBook(eventlog.Path(m.paths.CacheDir, a.AgentID), -1, 0, nil)
+		b, lbad, serr := logBook(m.paths.Agent(a.AgentID).Events, -1, 0, nil)
 		if serr != nil {
 			if err == nil {
 				err = verbs.NotFound("agent %s has no event log: %v", a.AgentID, serr)

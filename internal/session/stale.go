@@ -3,34 +3,28 @@ package session
 import (
 	"log"
 	"os"
-	"path/filepath"
-	"strings"
+
+	"github.com/kaimon/kaimon/internal/config"
 )
 
-// generatedSuffixes end the names of what a backend generates for a live
-// agent in the cache dir and removes when it exits: claude's MCP config
-// (<id>-mcp.json) and opencode's config home (<id>-opencode/). Both hold
-// the agent's door token.
-var generatedSuffixes = []string{"-mcp.json", "-opencode"}
-
 // removeStale removes what backends generated for agents that are no
-// longer live: a daemon that crashed, or was killed, left them behind. At
-// start no agent is live, so every one of them is stale.
-func removeStale(cacheDir string) {
-	ents, err := os.ReadDir(cacheDir)
+// longer live (the files of lifetime config.WhileLive: claude's MCP
+// config, opencode's config home, each holding the agent's door token): a
+// daemon that crashed, or was killed, left them behind. At start no agent
+// is live, so every one of them is stale.
+func removeStale(paths config.Paths) {
+	ents, err := os.ReadDir(paths.CacheDir)
 	if err != nil {
 		log.Printf("removing stale generated configs: %v", err)
 		return
 	}
 	for _, e := range ents {
-		for _, s := range generatedSuffixes {
-			id, ok := strings.CutSuffix(e.Name(), s)
-			if !ok || !idRE.MatchString(id) {
-				continue
-			}
-			if err := os.RemoveAll(filepath.Join(cacheDir, e.Name())); err != nil {
-				log.Printf("removing stale generated config of agent %s: %v", id, err)
-			}
+		id, k, ok := config.AgentFileOf(e.Name())
+		if !ok || k.Lifetime != config.WhileLive || !idRE.MatchString(id) {
+			continue
+		}
+		if err := os.RemoveAll(paths.Agent(id).Path(k)); err != nil {
+			log.Printf("removing stale generated config of agent %s: %v", id, err)
 		}
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"log"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,7 +130,7 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	}
 	b.runCtx, b.runStop = context.WithCancel(context.Background())
 	if o.CacheDir != "" {
-		b.logPath = filepath.Join(o.CacheDir, o.ID+".log")
+		b.logPath = o.Files().Log
 	}
 	return b, nil
 }
@@ -170,7 +169,7 @@ func (b *Backend) Start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		b.generated = append(b.generated, opencodeDir(&b.opts))
+		b.generated = append(b.generated, b.opts.Files().Opencode)
 		for _, kv := range add {
 			k, v, _ := strings.Cut(kv, "=")
 			env = host.SetEnv(env, k, v)

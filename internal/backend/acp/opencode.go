@@ -14,18 +14,13 @@ import (
 
 // opencode runs with a per-session generated config (spec: "Each session
 // gets its own generated opencode config"): XDG_CONFIG_HOME points at
-// <cache>/<id>-opencode, whose opencode/opencode.json holds the model, the
+// the agent's Files().Opencode (<cache>/<id>-opencode), whose opencode/opencode.json holds the model, the
 // preset's permissions and the user's own provider block, and whose
 // opencode/plugin/kaimon-bridge.js asks the daemon before each tool call.
 // OPENCODE_DISABLE_PROJECT_CONFIG keeps a project's opencode.json from
 // loosening the preset, and OPENCODE_PERMISSION repeats it at the top of
 // opencode's precedence. The directory holds the agent's door token, so it
 // is private (0700) and removed when the agent exits.
-
-// opencodeDir is the agent's generated config home.
-func opencodeDir(o *backend.Options) string {
-	return filepath.Join(o.CacheDir, o.ID+"-opencode")
-}
 
 // pluginVersion is what the generated config dir's package.json and lock
 // claim to hold, so that opencode (1.18) finds its dependency installed and
@@ -39,7 +34,7 @@ func writeOpencodeConfig(o *backend.Options, pol *policy.Policy, model string, e
 	if o.CacheDir == "" {
 		return nil, fmt.Errorf("acp:opencode needs a cache dir for its generated config")
 	}
-	home := opencodeDir(o)
+	home := o.Files().Opencode
 	dir := filepath.Join(home, "opencode")
 	os.RemoveAll(home)
 	for _, d := range []string{filepath.Join(dir, "plugin"), filepath.Join(dir, "node_modules")} {

@@ -130,7 +130,7 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 		sessionID: o.Resume, transcript: transcript,
 	}
 	if o.CacheDir != "" {
-		b.logPath = filepath.Join(o.CacheDir, o.ID+".log")
+		b.logPath = o.Files().Log
 	}
 	return b, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/testutil/agents"
 	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
@@ -608,7 +609,7 @@ func TestStartFailsWhenTheCLIExits(t *testing.T) {
 	if len(sink.events()) != 0 || sink.exits != 0 {
 		t.Errorf("a failed Start reported %d events, %d exits", len(sink.events()), sink.exits)
 	}
-	if log, _ := os.ReadFile(filepath.Join(cache, "x1.log")); !strings.Contains(string(log), "boom") {
+	if log, _ := os.ReadFile(config.Paths{CacheDir: cache}.Agent("x1").Log); !strings.Contains(string(log), "boom") {
 		t.Errorf("stderr log %q", log)
 	}
 	b.Close()

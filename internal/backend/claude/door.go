@@ -15,12 +15,12 @@ import (
 const kaimonServerName = "kaimon"
 
 // MCPConfigPath is where the agent's generated MCP config lives:
-// <cache>/<id>-mcp.json.
+// its Files().MCPConfig (<cache>/<id>-mcp.json).
 func MCPConfigPath(o *backend.Options) (string, error) {
 	if o.CacheDir == "" {
 		return "", errors.New("kaimon's MCP door needs a cache dir for the agent's MCP config")
 	}
-	return filepath.Join(o.CacheDir, o.ID+"-mcp.json"), nil
+	return o.Files().MCPConfig, nil
 }
 
 // mcpConfig is the --mcp-config JSON naming the door as server kaimon:
@@ -43,7 +43,11 @@ func mcpConfig(o *backend.Options) ([]byte, error) {
 }
 
 // writeMCPConfig writes the agent's generated MCP config, readable by its
-// owner only: it holds the agent's secret.
+// owner only: it holds the agent's secret. It is written in place, not
+// through a temp file (whose name would be an agent file of no kind in
+// config.AgentFileKinds): nothing reads it before this returns, and one
+// torn by a crash is removed when the next daemon starts. The old one is
+// removed first, so that the new one is created with mode 0600.
 func writeMCPConfig(o *backend.Options) (string, error) {
 	path, err := MCPConfigPath(o)
 	if err != nil {
@@ -56,12 +60,19 @@ func writeMCPConfig(o *backend.Options) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("writing the agent's MCP config: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("writing the agent's MCP config: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
 		return "", fmt.Errorf("writing the agent's MCP config: %w", err)
 	}
 	return path, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -31,7 +32,7 @@ func TestArgsWithDoorAndAsk(t *testing.T) {
 	clash := filepath.Join(t.TempDir(), "clash.json")
 	os.WriteFile(clash, []byte(`{"mcpServers":{"kaimon":{"command":"kaimon","args":["mcp"]}}}`), 0o600)
 	door := &backend.Door{URL: "http://127.0.0.1:4242/mcp", Token: "t0k"}
-	gen := filepath.Join(cache, "ag1-mcp.json")
+	gen := config.Paths{CacheDir: cache}.Agent("ag1").MCPConfig
 	none := []string{}
 
 	for _, tc := range []struct {
@@ -95,7 +96,7 @@ func TestWriteMCPConfig(t *testing.T) {
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("config %s", b)
 	}
-	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 || filepath.Base(path) != "ag1-mcp.json" {
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 || path != o.Files().MCPConfig {
 		t.Errorf("%s mode %v", path, st.Mode())
 	}
 }

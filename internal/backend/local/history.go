@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 )
 
 // Message is one message of the conversation kaimon holds for a local
@@ -30,13 +29,6 @@ type ToolCall struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 }
-
-// HistorySuffix ends the name of a local agent's conversation file in the
-// cache dir: <id>.history.jsonl.
-const HistorySuffix = ".history.jsonl"
-
-// HistoryPath is agent id's conversation file.
-func HistoryPath(cacheDir, id string) string { return filepath.Join(cacheDir, id+HistorySuffix) }
 
 // historyHeader is the first line of a conversation file: the session id
 // that agent_status reports and a resume names, so that a resume of an

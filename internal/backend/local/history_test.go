@@ -2,15 +2,16 @@ package local
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kaimon/kaimon/internal/config"
 )
 
 // A conversation file torn by a crash loads up to its last whole message,
 // and the next message starts a line of its own.
 func TestHistoryTornTail(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "a"+HistorySuffix)
+	path := config.Paths{CacheDir: t.TempDir()}.Agent("a").History
 	h, err := createHistory(path, "s1", Ollama)
 	if err != nil {
 		t.Fatal(err)

@@ -161,7 +161,7 @@ func newBackend(o backend.Options, sink backend.Sink, family, tag string, api ch
 // Start begins the conversation, or with Options.Resume reloads the one of
 // that session. (New checked the model.)
 func (b *Backend) Start(ctx context.Context) error {
-	path := HistoryPath(b.o.CacheDir, b.o.ID)
+	path := b.o.Files().History
 	var h *history
 	var err error
 	session := b.o.Resume
@@ -202,7 +202,7 @@ func (b *Backend) Info() backend.Info {
 	defer b.infoMu.Unlock()
 	info := backend.Info{SessionID: b.session, Model: b.family + ":" + b.tag, QueuesPrompts: true}
 	if b.session != "" {
-		info.Transcript = HistoryPath(b.o.CacheDir, b.o.ID)
+		info.Transcript = b.o.Files().History
 	}
 	return info
 }

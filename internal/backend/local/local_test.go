@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/confine"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/proc"
@@ -283,7 +284,7 @@ func TestEditAndConfinement(t *testing.T) {
 				}
 			}
 			// The conversation file holds every message.
-			b, _ := os.ReadFile(HistoryPath(a.opts.CacheDir, a.opts.ID))
+			b, _ := os.ReadFile(a.opts.Files().History)
 			if n := strings.Count(string(b), "\n"); n != 1+5*4 {
 				t.Fatalf("conversation file has %d lines:\n%s", n, b)
 			}
@@ -488,7 +489,7 @@ func TestResumeAndSetModel(t *testing.T) {
 			a := open(t, srv, backend.Options{CacheDir: cache, ID: "r1"}, 0)
 			a.turn(t, 1, "say exactly: remember the word kumquat")
 			info := a.b.Info()
-			if !strings.HasPrefix(info.SessionID, srv.family+"-") || info.Transcript != HistoryPath(cache, "r1") || !info.QueuesPrompts {
+			if !strings.HasPrefix(info.SessionID, srv.family+"-") || info.Transcript != (config.Paths{CacheDir: cache}).Agent("r1").History || !info.QueuesPrompts {
 				t.Fatalf("info: %+v", info)
 			}
 			// set-model: another family refused, an unknown tag refused,
