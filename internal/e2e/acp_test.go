@@ -122,7 +122,7 @@ func writeJSONFile(t *testing.T, path string, v any) {
 // events reads an agent's event log.
 func (e *acpEnv) events(t *testing.T, id string) []event.Record {
 	t.Helper()
-	f, err := os.Open(filepath.Join(e.home, "cache", "agents", id+".events.jsonl"))
+	f, err := os.Open(e.paths().Agent(id).Events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func (e *acpEnv) dumpOnFail(t *testing.T, id string) {
 		for _, r := range e.events(t, id) {
 			t.Logf("%s: %d %s %s", id, r.Turn, r.Kind, r.Data)
 		}
-		b, _ := os.ReadFile(filepath.Join(e.home, "cache", "agents", id+".log"))
+		b, _ := os.ReadFile(e.paths().Agent(id).Log)
 		if len(b) > 3000 {
 			b = b[len(b)-3000:]
 		}
@@ -239,7 +239,7 @@ func TestACPOpencode(t *testing.T) {
 	}
 	// The generated config replaced the user's: their "permission": "allow"
 	// is gone, their provider block carried.
-	cfg, err := os.ReadFile(filepath.Join(e.home, "cache", "agents", id+"-opencode", "opencode", "opencode.json"))
+	cfg, err := os.ReadFile(filepath.Join(e.paths().Agent(id).Opencode, "opencode", "opencode.json"))
 	if err != nil || !strings.Contains(string(cfg), e.openai.URL()) || gjson.GetBytes(cfg, "permission.bash").String() != "ask" {
 		t.Fatalf("generated config: %s %v", cfg, err)
 	}
@@ -336,7 +336,7 @@ func TestACPOpencode(t *testing.T) {
 
 	// close: the process group and the generated config are gone.
 	e.ok("close", id)
-	if _, err := os.Stat(filepath.Join(e.home, "cache", "agents", id+"-opencode")); !os.IsNotExist(err) {
+	if _, err := os.Stat(e.paths().Agent(id).Opencode); !os.IsNotExist(err) {
 		t.Fatalf("generated config left after close: %v", err)
 	}
 }
@@ -545,7 +545,7 @@ func TestACPOpencodePresets(t *testing.T) {
 		t.Fatalf("the door did not refuse; daemon log:\n%s", log)
 	}
 	// Its config denies the native tools too.
-	cfg, _ := os.ReadFile(filepath.Join(e.home, "cache", "agents", nb+"-opencode", "opencode", "opencode.json"))
+	cfg, _ := os.ReadFile(filepath.Join(e.paths().Agent(nb).Opencode, "opencode", "opencode.json"))
 	for _, k := range []string{"bash", "edit", "read", "grep", "glob"} {
 		if v := gjson.GetBytes(cfg, "permission."+k).String(); v != "deny" {
 			t.Fatalf("notebook config permission.%s = %q", k, v)
@@ -567,7 +567,7 @@ func TestACPOpencodePresets(t *testing.T) {
 // with the URL and token kaimon wrote into the plugin.
 func (e *acpEnv) bridgeCheck(t *testing.T, id, tool string) bool {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(e.home, "cache", "agents", id+"-opencode", "opencode", "plugin", "kaimon-bridge.js"))
+	src, err := os.ReadFile(filepath.Join(e.paths().Agent(id).Opencode, "opencode", "plugin", "kaimon-bridge.js"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func (e *kenv) waitTopic(topic string, n int) {
 func (e *kenv) logOf(id string) []event.Record {
 	e.t.Helper()
 	var out []event.Record
-	b, err := os.ReadFile(filepath.Join(e.paths().CacheDir, id+".events.jsonl"))
+	b, err := os.ReadFile(e.paths().Agent(id).Events)
 	if err != nil {
 		e.t.Fatal(err)
 	}

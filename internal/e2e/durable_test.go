@@ -3,13 +3,13 @@ package e2e
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
 	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
@@ -231,11 +231,11 @@ func TestForgetCLI(t *testing.T) {
 	if got := listed(); !slices.Equal(got, all) {
 		t.Fatalf("refused forgets changed the list: %v", got)
 	}
-	cache := filepath.Join(e.home, "cache", "agents")
+	paths := e.paths()
 	if got := e.ok("forget", ids[0]); got != ids[0] {
 		t.Fatalf("forget printed %q", got)
 	}
-	if _, err := os.Stat(filepath.Join(cache, ids[0]+".events.jsonl")); err != nil {
+	if _, err := os.Stat(paths.Agent(ids[0]).Events); err != nil {
 		t.Errorf("forget without --logs removed the log: %v", err)
 	}
 	if got := e.ok("forget", "--older-than", "1h"); got != "" {
@@ -244,9 +244,11 @@ func TestForgetCLI(t *testing.T) {
 	if got := e.ok("forget", ids[1], "--logs"); got != ids[1] {
 		t.Fatalf("forget --logs printed %q", got)
 	}
-	for _, f := range []string{ids[1] + ".events.jsonl", ids[1] + ".agent.json", ids[1] + ".log"} {
-		if _, err := os.Stat(filepath.Join(cache, f)); !os.IsNotExist(err) {
-			t.Errorf("%s survived forget --logs: %v", f, err)
+	// No file of the agent is left, of any kind.
+	ents, _ := os.ReadDir(paths.CacheDir)
+	for _, ent := range ents {
+		if id, _, ok := config.AgentFileOf(ent.Name()); ok && id == ids[1] {
+			t.Errorf("%s survived forget --logs", ent.Name())
 		}
 	}
 	var fr verbs.ForgetResult

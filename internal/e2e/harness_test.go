@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/proc"
 	"github.com/kaimon/kaimon/internal/testutil/agents"
 	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
@@ -167,6 +169,7 @@ func (e *kenv) cleanup() {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+	e.checkCacheFiles()
 	// The daemon's own log must show no panic and, under KAIMON_E2E_RACE,
 	// no data race.
 	if b, err := os.ReadFile(filepath.Join(e.home, "cache", "agents", "agentd.log")); err == nil {
@@ -177,6 +180,28 @@ func (e *kenv) cleanup() {
 		}
 	}
 	_ = os.RemoveAll(e.home)
+}
+
+// checkCacheFiles fails the test if the cache dir holds a file that is
+// neither the daemon's own nor of a kind in config.AgentFileKinds: a file
+// a backend wrote that forget, stale cleanup and the man page do not know.
+func (e *kenv) checkCacheFiles() {
+	paths := e.paths()
+	for _, kv := range e.env {
+		if dir, ok := strings.CutPrefix(kv, "KAIMON_CACHE_DIR="); ok {
+			paths.CacheDir = dir
+		}
+	}
+	ents, _ := os.ReadDir(paths.CacheDir)
+	own := paths.DaemonFiles()
+	for _, ent := range ents {
+		if slices.Contains(own, filepath.Join(paths.CacheDir, ent.Name())) {
+			continue
+		}
+		if _, _, ok := config.AgentFileOf(ent.Name()); !ok {
+			e.t.Errorf("the cache dir %s holds %s, a file of no kind in config.AgentFileKinds", paths.CacheDir, ent.Name())
+		}
+	}
 }
 
 // processes lists live processes whose environment names this KAIMON_HOME:

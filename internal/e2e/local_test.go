@@ -92,7 +92,7 @@ func TestLocalAgents(t *testing.T) {
 			var st verbs.AgentStatus
 			e.okJSON(&st, "status", id)
 			if st.Status != "idle" || st.Model != c.model || !st.QueuesPrompts || !strings.HasPrefix(st.SessionID, c.family+"-") ||
-				st.Transcript != filepath.Join(e.home, "cache", "agents", id+".history.jsonl") {
+				st.Transcript != e.paths().Agent(id).History {
 				t.Fatalf("status = %+v", st)
 			}
 

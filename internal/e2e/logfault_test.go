@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -116,7 +117,7 @@ func TestLogFaultFullDisk(t *testing.T) {
 	id2 := e.ok("open", e.work)
 	e.ok("run", id2, "hello once more")
 	for _, a := range []string{id, id2} {
-		checkWhole(t, filepath.Join(cacheDir, a+".events.jsonl"))
+		checkWhole(t, config.Paths{CacheDir: cacheDir}.Agent(a).Events)
 	}
 }
 

@@ -171,7 +171,7 @@ func doorClient(t *testing.T, url string, headers map[string]string) (*client.Cl
 // headers the agent's calls carry.
 func (e *kenv) agentDoor(t *testing.T, id string) (string, map[string]string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.home, "cache", "agents", id+"-mcp.json"))
+	b, err := os.ReadFile(e.paths().Agent(id).MCPConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestDoor(t *testing.T) {
 
 	// A closed agent's token stops working, and its config is gone.
 	e.ok("close", only)
-	if _, err := os.Stat(filepath.Join(e.home, "cache", "agents", only+"-mcp.json")); !os.IsNotExist(err) {
+	if _, err := os.Stat(e.paths().Agent(only).MCPConfig); !os.IsNotExist(err) {
 		t.Errorf("%s-mcp.json outlived the agent: %v", only, err)
 	}
 	if txt, isErr := doorCall(t, c, "agent_list", nil); !isErr {
@@ -355,7 +355,7 @@ func (e *kenv) pendingPermission(t *testing.T, id, needle string) event.Permissi
 }
 
 func (e *kenv) permissions(t *testing.T, id string) []event.PermissionData {
-	b, _ := os.ReadFile(filepath.Join(e.home, "cache", "agents", id+".events.jsonl"))
+	b, _ := os.ReadFile(e.paths().Agent(id).Events)
 	var out []event.PermissionData
 	for _, line := range strings.Split(string(b), "\n") {
 		var r event.Record

@@ -183,7 +183,7 @@ func TestReplayExampleIsCurrent(t *testing.T) {
 	e.ok("run", id, "hello there")
 	e.ok("run", id, "please use a tool")
 	e.ok("close", id)
-	raw, err := os.ReadFile(filepath.Join(e.paths().CacheDir, id+".events.jsonl"))
+	raw, err := os.ReadFile(e.paths().Agent(id).Events)
 	if err != nil {
 		t.Fatal(err)
 	}
