@@ -38,9 +38,15 @@ type DaemonStatus struct {
 	// started; each stopped its agent (status dead, reason "event log:
 	// ..."). Absent from a daemon too old to report them.
 	LogFaults *LogFaults `json:"log_faults,omitempty"`
+	// RecordFaults are the agent record writes that failed since the
+	// daemon started; an agent whose record is still behind says so in
+	// its status (record_error). Absent from a daemon too old to report
+	// them.
+	RecordFaults *LogFaults `json:"record_faults,omitempty"`
 }
 
-// LogFaults counts failed event log writes, and names the last one.
+// LogFaults counts failed writes (of event logs, or of records), and
+// names the last one.
 type LogFaults struct {
 	Count     int    `json:"count"`
 	LastAgent string `json:"last_agent,omitempty"`

@@ -88,6 +88,14 @@ func daemonCmd() *cli.Command {
 									f.Count, f.LastAgent, f.LastAt, f.LastError)
 							}
 						}
+						if f := st.RecordFaults; f != nil {
+							if f.Count == 0 {
+								fmt.Fprintf(tw, "record faults\tnone\n")
+							} else {
+								fmt.Fprintf(tw, "record faults\t%d (see each agent's status); last: agent %s at %s: %s\n",
+									f.Count, f.LastAgent, f.LastAt, f.LastError)
+							}
+						}
 						tw.Flush()
 					})
 				},

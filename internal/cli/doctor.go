@@ -87,8 +87,9 @@ func doctorCmd() *cli.Command {
 		Usage: "Check what kaimon needs and say how to fix what is wrong (exit 1 on a FAIL)",
 		Description: "One line per check, ok, warn or FAIL, with a hint to fix it: the agent programs (claude, opencode, " +
 			"claude-agent-acp, gemini; KAIMON_*_BIN honoured) and their versions, the socket dir's owner and mode, the config " +
-			"file, kaimon-agentd reachable and its version, its event bus socket, its MCP door, and whether it runs with another " +
-			"environment than this shell's. A missing agent program is a warning (one is enough). It never starts the daemon.",
+			"file, kaimon-agentd reachable and its version, its event bus socket, its MCP door, whether it could write every " +
+			"agent's event log and record, and whether it runs with another environment than this shell's. A missing agent " +
+			"program is a warning (one is enough). It never starts the daemon.",
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(c *cli.Context) error {
 			if err := needArgs(c, 0, "no arguments"); err != nil {
@@ -186,6 +187,7 @@ func doctor(ctx context.Context) []Check {
 	}
 
 	out = append(out, checkDoor(ctx, st))
+	out = append(out, checkWrites(ctx, cl, st, paths.CacheDir)...)
 
 	if st.Env == nil {
 		add("environment", checkWarn, "kaimon-agentd is too old to report its environment", "`kaimon daemon restart`")
@@ -341,6 +343,56 @@ func checkSockDir(dir string) Check {
 	}
 	ch.Status, ch.Detail = checkOK, dir+" (yours, 0700)"
 	return ch
+}
+
+// checkWrites says whether the daemon could write its agents' files: an
+// event log write that failed stopped its agent; a record write that
+// failed leaves the record behind the agent (its status says so), so that
+// a restarted daemon would know the agent as its last written record has
+// it. A record still behind is a FAIL; faults since made good are
+// warnings.
+func checkWrites(ctx context.Context, cl *client.Client, st *apitype.DaemonStatus, cacheDir string) []Check {
+	var out []Check
+	if f := st.LogFaults; f != nil {
+		ch := Check{Check: "event logs", Status: checkOK, Detail: "every event log write succeeded since kaimon-agentd started"}
+		if f.Count > 0 {
+			ch.Status = checkWarn
+			ch.Detail = fmt.Sprintf("%d event log writes failed since kaimon-agentd started, each stopping its agent; last: agent %s at %s: %s",
+				f.Count, f.LastAgent, f.LastAt, f.LastError)
+			ch.Fix = "make room in " + cacheDir + "; resume a stopped agent with `kaimon open --id ID --resume`"
+		}
+		out = append(out, ch)
+	}
+	f := st.RecordFaults
+	if f == nil {
+		return out // a daemon too old to count them
+	}
+	ch := Check{Check: "records", Status: checkOK, Detail: "every agent's record is written"}
+	var behind []string
+	if f.Count > 0 {
+		l, err := cl.List(ctx, &verbs.ListArgs{})
+		if err != nil {
+			ch.Status, ch.Detail = checkWarn, fmt.Sprintf("%d record writes failed; listing the agents to see which are behind: %v", f.Count, err)
+			return append(out, ch)
+		}
+		for _, a := range l.Agents {
+			if a.RecordError != "" {
+				behind = append(behind, a.AgentID+" ("+a.RecordError+")")
+			}
+		}
+	}
+	switch {
+	case len(behind) > 0:
+		ch.Status = checkFail
+		ch.Detail = fmt.Sprintf("the records of %d agents are behind: %s; a restarted kaimon-agentd would know them as their last written records have them",
+			len(behind), strings.Join(behind, "; "))
+		ch.Fix = "make room in " + cacheDir + " (or fix what is in the way); a record is written again at its agent's next change"
+	case f.Count > 0:
+		ch.Status = checkWarn
+		ch.Detail = fmt.Sprintf("%d record writes failed since kaimon-agentd started, all written since; last: agent %s at %s: %s",
+			f.Count, f.LastAgent, f.LastAt, f.LastError)
+	}
+	return append(out, ch)
 }
 
 // checkDoor connects to the MCP door the daemon reports.

@@ -85,6 +85,9 @@ func statusCmd() *cli.Command {
 				if st.Reason != "" {
 					row("ended", st.Reason)
 				}
+				if st.RecordError != "" {
+					row("record", color.RedString(st.RecordError))
+				}
 				tw.Flush()
 			})
 		},

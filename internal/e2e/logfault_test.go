@@ -140,3 +140,73 @@ func checkWhole(t *testing.T, path string) {
 		}
 	}
 }
+
+// TestRecordFault: an agent's record cannot be written (a directory is in
+// its way, so the rename onto it fails). The agent works on, but its next
+// status says the record is behind and why, daemon status counts the
+// fault, and doctor FAILs naming the agent; once a save succeeds the
+// status is clear and doctor only warns of the fault past.
+func TestRecordFault(t *testing.T) {
+	e := newEnv(t)
+	id := e.ok("open", e.work)
+	e.ok("run", id, "hello there")
+	record := e.paths().Agent(id).Record
+	// The save of the turn's end runs after run returns, and may write
+	// the record anew: put the directory in its way once it has.
+	waitFor(t, "a directory in the record's way", 30e9, func() bool {
+		os.Remove(record)
+		return os.Mkdir(record, 0o700) == nil
+	})
+	if err := os.Mkdir(filepath.Join(record, "in-the-way"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e.ok("run", id, "hello again")
+	var st struct {
+		Status      string `json:"status"`
+		RecordError string `json:"record_error"`
+	}
+	waitFor(t, "the status to say the record is behind", 30e9, func() bool {
+		e.okJSON(&st, "status", id)
+		return st.RecordError != ""
+	})
+	if !strings.Contains(st.RecordError, "record could not be written") || !strings.Contains(st.RecordError, record) || st.Status != "idle" {
+		t.Errorf("status %s, record_error %q; want idle and the record's write error", st.Status, st.RecordError)
+	}
+	if out := e.ok("status", id); !strings.Contains(out, "record could not be written") {
+		t.Errorf("kaimon status does not say the record is behind:\n%s", out)
+	}
+	var ds struct {
+		RecordFaults *struct {
+			Count     int    `json:"count"`
+			LastAgent string `json:"last_agent"`
+		} `json:"record_faults"`
+	}
+	e.okJSON(&ds, "daemon", "status")
+	if ds.RecordFaults == nil || ds.RecordFaults.Count < 1 || ds.RecordFaults.LastAgent != id {
+		t.Errorf("daemon status record_faults = %+v, want the fault of %s", ds.RecordFaults, id)
+	}
+	if out := e.ok("daemon", "status"); !strings.Contains(out, "record faults") || !strings.Contains(out, id) {
+		t.Errorf("daemon status does not show the fault:\n%s", out)
+	}
+	code, checks := doctorJSON(t, e.env, e.work)
+	if c := checks["records"]; code != 1 || c.Status != "FAIL" || !strings.Contains(c.Detail, id) || !strings.Contains(c.Fix, e.paths().CacheDir) {
+		t.Errorf("doctor with a record behind: exit %d, records %+v", code, c)
+	}
+
+	// Room again: the next save writes the record, and the status is clear.
+	if err := os.RemoveAll(record); err != nil {
+		t.Fatal(err)
+	}
+	e.ok("run", id, "third time")
+	waitFor(t, "the record to be written", 30e9, func() bool {
+		st.RecordError = "" // absent when clear: Unmarshal would keep the old one
+		e.okJSON(&st, "status", id)
+		return st.RecordError == ""
+	})
+	if _, err := os.Stat(record); err != nil {
+		t.Errorf("the record after the fault: %v", err)
+	}
+	if _, checks := doctorJSON(t, e.env, e.work); checks["records"].Status != "warn" {
+		t.Errorf("doctor with the fault made good: records %+v, want a warning", checks["records"])
+	}
+}

@@ -33,6 +33,11 @@ type LogFaulter interface {
 	LogFaults() (count int, lastAgent, lastError, at string)
 }
 
+// RecordFaulter is a Counter that also reports failed record writes.
+type RecordFaulter interface {
+	RecordFaults() (count int, lastAgent, lastError, at string)
+}
+
 // Server serves the verbs of svc.
 type Server struct {
 	Svc      verbs.Service
@@ -175,6 +180,11 @@ func (s *Server) serveDaemon(w http.ResponseWriter, r *http.Request) {
 			f := &apitype.LogFaults{}
 			f.Count, f.LastAgent, f.LastError, f.LastAt = lf.LogFaults()
 			st.LogFaults = f
+		}
+		if rf, ok := s.Counts.(RecordFaulter); ok {
+			f := &apitype.LogFaults{}
+			f.Count, f.LastAgent, f.LastError, f.LastAt = rf.RecordFaults()
+			st.RecordFaults = f
 		}
 	}
 	st.Goroutines = runtime.NumGoroutine()

@@ -103,6 +103,9 @@ type Agent struct {
 	changed   chan struct{} // closed on the next change; nil until a waiter asks (changedLocked)
 	exitErr   error
 	closedReq string // the reason given to close, "" if none
+	// recordErr says why the last write of the record failed; "" once
+	// one succeeds (save).
+	recordErr string
 }
 
 // files are the paths of the agent's files.
@@ -450,7 +453,7 @@ func (ag *Agent) lifeStatus() verbs.AgentStatus {
 		SessionID:    info.SessionID, Transcript: info.Transcript,
 		EventLog: ag.files().Events,
 		Usage:    ag.usage, QueuesPrompts: info.QueuesPrompts,
-		Reason: ag.reason,
+		Reason: ag.reason, RecordError: ag.recordErr,
 	}
 }
 

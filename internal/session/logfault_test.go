@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -170,5 +171,67 @@ func TestOutputNamesBadLines(t *testing.T) {
 	res, err = r.m.Output(bg, decoded(&verbs.OutputArgs{AgentID: id, Turn: 1}))
 	if err != nil || res.Text != "re: one" || len(res.LogErrors) != 1 || !strings.Contains(res.LogErrors[0], "torn last record") {
 		t.Fatalf("output from the book = %+v, %v", res, err)
+	}
+}
+
+// TestRecordFaultShows: when the agent's record cannot be written (here a
+// directory is in its way, so the rename onto it fails), the agent runs on
+// (its log is fine), but its status says the record is behind and why, and
+// daemon status counts the fault; once a save succeeds the status is clear
+// and the record current.
+func TestRecordFaultShows(t *testing.T) {
+	r := newRig(t, 10)
+	id := r.open(t, "a1")
+	if _, err := r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "one"})); err != nil {
+		t.Fatal(err)
+	}
+	ag, _ := r.m.get(id)
+	ag.bgSaves.Wait() // turn one's save, which would write the record anew
+	record := r.paths.Agent(id).Record
+	if err := os.Remove(record); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(record, "in-the-way"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	status := func(want func(*verbs.AgentStatus) bool) *verbs.AgentStatus {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			s, err := r.m.Status(bg, &verbs.StatusArgs{AgentID: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want(s) || time.Now().After(deadline) {
+				return s
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if _, err := r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "two"})); err != nil {
+		t.Fatalf("run with the record in the way: %v", err)
+	}
+	s := status(func(s *verbs.AgentStatus) bool { return s.RecordError != "" })
+	if !strings.Contains(s.RecordError, "record could not be written") || !strings.Contains(s.RecordError, record) || s.Status != apitype.Idle {
+		t.Fatalf("status %s, record_error %q; want idle, the record's write error", s.Status, s.RecordError)
+	}
+	if n, agent, last, at := r.m.RecordFaults(); n < 1 || agent != id || !strings.Contains(last, record) || at == "" {
+		t.Errorf("RecordFaults = %d %s %q %s", n, agent, last, at)
+	}
+	if n, _, _, _ := r.m.LogFaults(); n != 0 {
+		t.Errorf("LogFaults = %d: the event log was fine", n)
+	}
+
+	if err := os.RemoveAll(record); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "three"})); err != nil {
+		t.Fatal(err)
+	}
+	if s := status(func(s *verbs.AgentStatus) bool { return s.RecordError == "" }); s.RecordError != "" {
+		t.Fatalf("after a save with room: record_error %q", s.RecordError)
+	}
+	if rec := readRecord(t, r.paths.CacheDir, id); rec.Turn != 3 {
+		t.Errorf("record after the fault: turn %d, want 3", rec.Turn)
 	}
 }

@@ -70,9 +70,11 @@ type Manager struct {
 	// (saveInBackground); Shutdown waits for them.
 	saves sync.WaitGroup
 
-	// faults counts the event log writes that failed (LogFaults).
-	faultMu sync.Mutex
-	faults  logFaults
+	// faults counts the event log writes that failed (LogFaults), and
+	// recFaults the record writes (RecordFaults).
+	faultMu   sync.Mutex
+	faults    faultCount
+	recFaults faultCount
 
 	// StartTimeout bounds how long agent_open waits for readiness.
 	StartTimeout time.Duration
@@ -248,28 +250,42 @@ func (m *Manager) Counts() (live, dead int) {
 	return live, dead
 }
 
-// logFaults counts the event log writes that failed: each stopped its
-// agent.
-type logFaults struct {
+// faultCount counts the writes of one kind that failed, and names the
+// last; Manager.faultMu guards it.
+type faultCount struct {
 	count                  int
 	lastAgent, lastErr, at string
 }
 
-func (m *Manager) countLogFault(id string, err error) {
+func (m *Manager) countFault(f *faultCount, id string, err error) {
 	m.faultMu.Lock()
 	defer m.faultMu.Unlock()
-	m.faults.count++
-	m.faults.lastAgent, m.faults.lastErr = id, err.Error()
-	m.faults.at = time.Now().UTC().Format(time.RFC3339Nano)
+	f.count++
+	f.lastAgent, f.lastErr = id, err.Error()
+	f.at = time.Now().UTC().Format(time.RFC3339Nano)
 }
+
+func (m *Manager) readFaults(f *faultCount) (count int, lastAgent, lastError, at string) {
+	m.faultMu.Lock()
+	defer m.faultMu.Unlock()
+	return f.count, f.lastAgent, f.lastErr, f.at
+}
+
+// countLogFault counts an event log write that failed: each stops its
+// agent.
+func (m *Manager) countLogFault(id string, err error) { m.countFault(&m.faults, id, err) }
 
 // LogFaults reports the event log writes that failed since the daemon
 // started (each stopped its agent), and the last one, for daemon status.
 func (m *Manager) LogFaults() (count int, lastAgent, lastError, at string) {
-	m.faultMu.Lock()
-	defer m.faultMu.Unlock()
-	f := m.faults
-	return f.count, f.lastAgent, f.lastErr, f.at
+	return m.readFaults(&m.faults)
+}
+
+// RecordFaults reports the record writes that failed since the daemon
+// started, and the last one, for daemon status. An agent whose record is
+// still behind says so in its status (record_error).
+func (m *Manager) RecordFaults() (count int, lastAgent, lastError, at string) {
+	return m.readFaults(&m.recFaults)
 }
 
 var _ verbs.Service = (*Manager)(nil)

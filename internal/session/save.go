@@ -62,11 +62,17 @@ func (ag *Agent) save() {
 	err := writeRecord(ag.files().Record, r)
 	if err != nil {
 		log.Printf("agent %s: writing its record: %v", ag.id, err)
+		ag.m.countFault(&ag.m.recFaults, ag.id, err)
 	}
-	// Tried, even if it failed (logged): as before, one attempt per
-	// ceiling raised, not one per event.
+	// Tried, even if it failed: as before, one attempt per ceiling
+	// raised, not one per event. A failure stays in the agent's status
+	// (and doctor's) until a later save succeeds.
 	ag.mu.Lock()
 	ag.diskCeil = r.SeqCeiling
+	ag.recordErr = ""
+	if err != nil {
+		ag.recordErr = "the agent's record could not be written: " + err.Error()
+	}
 	ag.mu.Unlock()
 }
 

@@ -448,6 +448,11 @@ type AgentStatus struct {
 	// Reason says why a dead agent ended (closed, exited, daemon exited,
 	// daemon crashed, failed to start); absent while it lives.
 	Reason string `json:"reason,omitempty"`
+	// RecordError says that the agent's registry record could not be
+	// written at its last save, and why; absent once a save succeeds.
+	// Until then a restarted daemon knows the agent as its last written
+	// record has it.
+	RecordError string `json:"record_error,omitempty"`
 	// PendingPermissions are the permission requests the agent waits on,
 	// the first to expire first; absent when there are none. A working
 	// agent with one is stopped until someone answers (agent_permit).
@@ -641,7 +646,7 @@ var All = []*Verb{
 		Name: "agent_status", CLI: "status",
 		Summary:  "Show an agent's status and token usage",
 		Doc:      "Reports the agent's lifecycle state, model, turn, session, log paths and summed token usage.",
-		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts", "reason", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}]}`,
+		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts", "reason", "record_error", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}]}`,
 		Example:  "kaimon status $id --json | jq .usage",
 		Args:     []Arg{anyAgentID},
 		ReadOnly: true,

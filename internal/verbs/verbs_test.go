@@ -55,8 +55,8 @@ func TestResultFieldsAreTheSpecs(t *testing.T) {
 		want string
 	}{
 		{OutputResult{}, "agent_id turn which status done text truncated dropped_chars usage log_errors"},
-		{AgentStatus{}, "status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason pending_permissions"},
-		{ListEntry{}, "agent_id status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason pending_permissions"},
+		{AgentStatus{}, "status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason record_error pending_permissions"},
+		{ListEntry{}, "agent_id status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason record_error pending_permissions"},
 		{ForgetResult{}, "forgotten"},
 		{OpenResult{}, "agent_id"},
 		{SendResult{}, "turn"},
