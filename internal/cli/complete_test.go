@@ -289,13 +289,13 @@ func TestCompleteIDsFromRecordsWithoutDaemon(t *testing.T) {
 		{OpenArgs: verbs.OpenArgs{ID: "closed1", Cwd: "/w", Model: "opus"}, Status: apitype.Dead, Reason: session.ReasonClosed, CreatedAt: t0},
 	} {
 		b, _ := json.Marshal(&r)
-		if err := os.WriteFile(session.RecordPath(paths.CacheDir, r.ID), b, 0o600); err != nil {
+		if err := os.WriteFile(paths.Agent(r.ID).Record, b, 0o600); err != nil {
 			t.Fatal(i, err)
 		}
 	}
 	// Not records: another agent file, and a record whose id is not its name's.
-	os.WriteFile(filepath.Join(paths.CacheDir, "x1.events.jsonl"), []byte("{}\n"), 0o600)
-	os.WriteFile(session.RecordPath(paths.CacheDir, "renamed"), []byte(`{"id":"other","cwd":"/w"}`), 0o600)
+	os.WriteFile(paths.Agent("x1").Events, []byte("{}\n"), 0o600)
+	os.WriteFile(paths.Agent("renamed").Record, []byte(`{"id":"other","cwd":"/w"}`), 0o600)
 	run := func(words ...string) string {
 		var out, errb bytes.Buffer
 		code := Run(context.Background(), append([]string{"kaimon", completeCmdName, "--"}, words...), strings.NewReader(""), &out, &errb)
