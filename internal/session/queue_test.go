@@ -107,7 +107,18 @@ func TestBatchedReaderNeverWaitsOnItsOwnHold(t *testing.T) {
 	r.m.AddPublisher(pub)
 	id := r.open(t, "a1")
 	ag, _ := r.m.get(id)
+	// The drain of open's own events may still be running: until it
+	// stops, EmitBatched cannot take the hold, and the queue below would
+	// be drained as it fills.
+	for idle := false; !idle; runtime.Gosched() {
+		ag.qmu.Lock()
+		idle = !ag.draining && len(ag.queue) == 0
+		ag.qmu.Unlock()
+	}
 	ag.EmitBatched(event.NewText(event.AssistantText, 1, true, "held "))
+	if ag.held == nil {
+		t.Fatal("the reader's first delta did not take the hold")
+	}
 	filled := make(chan struct{})
 	go func() { // another goroutine fills the queue, and more
 		defer close(filled)
@@ -115,12 +126,16 @@ func TestBatchedReaderNeverWaitsOnItsOwnHold(t *testing.T) {
 			ag.Emit(event.NewError(1, fmt.Sprintf("side %d", i), nil))
 		}
 	}()
+	fillBy := time.Now().Add(time.Minute)
 	for { // until the queue is full
 		ag.qmu.Lock()
 		n := len(ag.queue)
 		ag.qmu.Unlock()
 		if n >= maxQueued {
 			break
+		}
+		if time.Now().After(fillBy) {
+			t.Fatalf("the queue holds %d of %d: something drains it while the reader holds the drain", n, maxQueued)
 		}
 		runtime.Gosched()
 	}
