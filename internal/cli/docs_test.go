@@ -236,6 +236,9 @@ func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
 		{[]string{"daemon", "strat"}, "kaimon daemon", `kaimon: unknown command "strat" for 'kaimon daemon'; did you mean "start"?`},
 		{[]string{"rnu", "x", "hi"}, "kaimon", `kaimon: unknown command "rnu"; did you mean "run"?`}, // a swap
 		{[]string{"xyzzy"}, "kaimon", `kaimon: unknown command "xyzzy"`},                             // nothing near: no guess
+		{[]string{"schema"}, "kaimon", `kaimon: unknown command "schema"`},                           // not help's alias h
+		{[]string{"x"}, "kaimon", `kaimon: unknown command "x"`},                                     // no one-letter guess either
+		{[]string{"hlep"}, "kaimon", `kaimon: unknown command "hlep"; did you mean "help"?`},
 		{[]string{"output", "x", "--whcih", "all"}, "kaimon output", `kaimon: flag provided but not defined: -whcih; did you mean "--which"?`},
 		{[]string{"status", "--bogus", "x"}, "kaimon status", `kaimon: flag provided but not defined: -bogus`},
 		{[]string{"run", "x", "hi", "--tiemout", "3"}, "kaimon run", `kaimon: flag provided but not defined: -tiemout; did you mean "--timeout"?`},
@@ -245,6 +248,23 @@ func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
 	} {
 		if got := oneUsageError(t, tc.args, tc.help); got != tc.want {
 			t.Errorf("kaimon %s: got %q, want %q", strings.Join(tc.args, " "), got, tc.want)
+		}
+	}
+}
+
+// The exit codes of --help are a table: every meaning starts in one
+// column, 130's too.
+func TestExitCodesAligned(t *testing.T) {
+	col := -1
+	for _, l := range strings.Split(exitCodesText(), "\n")[1:] {
+		code := strings.Fields(l)[0]
+		at := strings.Index(l, code) + len(code)
+		at += len(l[at:]) - len(strings.TrimLeft(l[at:], " "))
+		if col == -1 {
+			col = at
+		}
+		if at != col {
+			t.Errorf("exit code %s's meaning starts at column %d, the others' at %d:\n%s", code, at, col, exitCodesText())
 		}
 	}
 }

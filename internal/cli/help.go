@@ -66,13 +66,17 @@ var examples = map[string]string{
 	"tail":                "kaimon tail agent:$id --from-start --no-deltas | jq -c 'select(.kind==\"result\")'",
 }
 
+// exitCodesText is the exit codes as --help lists them, each meaning in
+// one column whatever the width of the codes (0 and 130).
 func exitCodesText() string {
 	var b strings.Builder
-	b.WriteString("EXIT CODES:")
+	b.WriteString("EXIT CODES:\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, e := range exitCodes {
-		fmt.Fprintf(&b, "\n   %d  %s", e.Code, e.Meaning)
+		fmt.Fprintf(tw, "   %d\t%s\n", e.Code, e.Meaning)
 	}
-	return b.String()
+	tw.Flush()
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func indent(s, by string) string {
@@ -199,12 +203,19 @@ func unknownCommand(cmds []*cli.Command, parent, name string) error {
 }
 
 // suggest returns the visible command name nearest to name, or "" when
-// none is near.
+// none is near. One-letter aliases (help's h) are no candidates: a single
+// letter is near anything by Jaro-Winkler's measure, and "did you mean h"
+// helps nobody who typed a word.
 func suggest(cmds []*cli.Command, name string) string {
 	var names []string
 	for _, c := range cmds {
-		if !c.Hidden {
-			names = append(names, c.Names()...)
+		if c.Hidden {
+			continue
+		}
+		for _, n := range c.Names() {
+			if len(n) > 1 {
+				names = append(names, n)
+			}
 		}
 	}
 	return nearest(name, names, 0.7) // below 0.7, the "nearest" is a guess, not a typo
