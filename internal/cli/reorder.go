@@ -9,7 +9,10 @@ import (
 // interspersed moves a command's flags ahead of its positional arguments,
 // so that `kaimon run ID TEXT --timeout 1m` works as people write it:
 // urfave/cli v2, like the flag package, stops parsing flags at the first
-// positional. Everything after "--" stays positional.
+// positional. A global flag (--no-color) given after the command goes
+// before it, where urfave/cli looks for it: the README says flags may go
+// anywhere, and these are flags too. Everything after "--" stays
+// positional.
 func interspersed(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
@@ -27,7 +30,8 @@ func interspersed(app *cli.App, args []string) []string {
 	cmd := findCommand(app.Commands, args[i])
 	out = append(out, args[i])
 	i++
-	// Descend into subcommands (kaimon daemon start).
+	// Descend into subcommands (kaimon daemon start); depth counts them.
+	depth := 0
 	for cmd != nil && len(cmd.Subcommands) > 0 && i < len(args) {
 		sub := findCommand(cmd.Subcommands, args[i])
 		if sub == nil {
@@ -36,6 +40,7 @@ func interspersed(app *cli.App, args []string) []string {
 		cmd = sub
 		out = append(out, args[i])
 		i++
+		depth++
 	}
 	if cmd == nil {
 		return args
@@ -47,7 +52,15 @@ func interspersed(app *cli.App, args []string) []string {
 			takesValue[n] = !isBool
 		}
 	}
-	var flags, pos []string
+	global := map[string]bool{}
+	for _, f := range app.Flags {
+		for _, n := range f.Names() {
+			if _, own := takesValue[n]; !own { // the command's own flag of that name wins
+				global[n] = true
+			}
+		}
+	}
+	var globals, flags, pos []string
 	for ; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -58,15 +71,20 @@ func interspersed(app *cli.App, args []string) []string {
 			pos = append(pos, a)
 			continue
 		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if global[name] {
+			globals = append(globals, a) // all boolean: no value follows
 			continue
 		}
-		if takesValue[name] && i+1 < len(args) {
+		flags = append(flags, a)
+		if !hasValue && takesValue[name] && i+1 < len(args) {
 			i++
 			flags = append(flags, args[i])
 		}
+	}
+	if len(globals) > 0 {
+		at := len(out) - 1 - depth // just after the global flags already before the command
+		out = append(out[:at:at], append(globals, out[at:]...)...)
 	}
 	out = append(out, flags...)
 	if len(pos) > 0 {

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/fatih/color"
 )
 
 func TestInterspersed(t *testing.T) {
@@ -17,6 +20,11 @@ func TestInterspersed(t *testing.T) {
 		{"kaimon daemon status --json", "kaimon daemon status --json"},
 		{"kaimon list", "kaimon list"},
 		{"kaimon nosuch x --y", "kaimon nosuch x --y"},
+		// Global flags anywhere go before the command.
+		{"kaimon tail agent:x --pretty --no-color", "kaimon --no-color tail --pretty -- agent:x"},
+		{"kaimon --no-autostart daemon status --no-color --json", "kaimon --no-autostart --no-color daemon status --json"},
+		{"kaimon run ID TEXT --no-autostart=true --timeout 1m", "kaimon --no-autostart=true run --timeout 1m -- ID TEXT"},
+		{"kaimon send ID -- --no-color", "kaimon send -- ID --no-color"},
 	}
 	for _, c := range cases {
 		got := strings.Join(interspersed(app, strings.Fields(c.in)), " ")
@@ -28,5 +36,17 @@ func TestInterspersed(t *testing.T) {
 	got := interspersed(app, []string{"kaimon", "run", "ID", "two words", "--json"})
 	if want := []string{"kaimon", "run", "--json", "--", "ID", "two words"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q", got)
+	}
+}
+
+// A global flag after the command is taken, not refused as the command's
+// unknown flag ("flag provided but not defined: -no-color").
+func TestGlobalFlagAfterTheCommand(t *testing.T) {
+	was := color.NoColor // --no-color sets it for the process
+	t.Cleanup(func() { color.NoColor = was })
+	var out, errb strings.Builder
+	code := Run(context.Background(), []string{"kaimon", "completion", "bash", "--no-color"}, strings.NewReader(""), &out, &errb)
+	if code != ExitOK || !strings.Contains(out.String(), "complete") || errb.Len() > 0 {
+		t.Fatalf("kaimon completion bash --no-color: exit %d, stderr %q", code, errb.String())
 	}
 }
