@@ -29,9 +29,12 @@ import (
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
-// Check statuses of `kaimon doctor`.
+// Check statuses of `kaimon doctor`. Only a FAIL makes it exit 1: a state
+// kaimon handles by itself (no daemon yet: the first command starts it) is
+// info, and one that limits what works is a warning.
 const (
 	checkOK   = "ok"
+	checkInfo = "info"
 	checkWarn = "warn"
 	checkFail = "FAIL"
 )
@@ -39,7 +42,7 @@ const (
 // Check is one line of `kaimon doctor`.
 type Check struct {
 	Check  string `json:"check"`
-	Status string `json:"status"` // ok, warn or FAIL
+	Status string `json:"status"` // ok, info, warn or FAIL
 	Detail string `json:"detail"`
 	Fix    string `json:"fix,omitempty"`
 }
@@ -85,17 +88,19 @@ func doctorCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "doctor",
 		Usage: "Check what kaimon needs and say how to fix what is wrong (exit 1 on a FAIL)",
-		Description: "One line per check, ok, warn or FAIL, with a hint to fix it: the agent programs (claude, opencode, " +
+		Description: "One line per check, ok, info, warn or FAIL, with a hint to fix it: the agent programs (claude, opencode, " +
 			"claude-agent-acp, gemini; KAIMON_*_BIN honoured) and their versions, the socket dir's owner and mode, the config " +
 			"file, kaimon-agentd reachable and its version, its event bus socket, its MCP door, whether it could write every " +
 			"agent's event log and record, and whether it runs with another environment than this shell's. A missing agent " +
-			"program is a warning (one is enough). It never starts the daemon.",
+			"program is a warning (one is enough, and replay:, ollama: and vmlx: models need none). A daemon that is not " +
+			"running is information (the first command that needs it starts it), a warning with --no-autostart. " +
+			"It never starts the daemon.",
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(c *cli.Context) error {
 			if err := needArgs(c, 0, "no arguments"); err != nil {
 				return err
 			}
-			rep := doctorReport{OK: true, Checks: doctor(c.Context)}
+			rep := doctorReport{OK: true, Checks: doctor(c.Context, c.Bool("no-autostart"))}
 			for _, ch := range rep.Checks {
 				if ch.Status == checkFail {
 					rep.OK = false
@@ -123,8 +128,9 @@ func doctorCmd() *cli.Command {
 	}
 }
 
-// doctor runs every check, in the order a new user meets them.
-func doctor(ctx context.Context) []Check {
+// doctor runs every check, in the order a new user meets them; noAutostart
+// says the daemon will not be started on demand.
+func doctor(ctx context.Context, noAutostart bool) []Check {
 	var out []Check
 	add := func(name, status, detail, fix string) {
 		out = append(out, Check{Check: name, Status: status, Detail: detail, Fix: fix})
@@ -155,7 +161,8 @@ func doctor(ctx context.Context) []Check {
 		out = append(out, ch)
 	}
 	if found == 0 {
-		add("agents", checkFail, "no agent program found: kaimon needs at least one", "install one of the programs above (the claude CLI: "+programs[0].install+")")
+		add("agents", checkWarn, "no agent program found: only models that need none work (replay:, ollama:, vmlx:)",
+			"to drive the claude CLI or an ACP agent, install one of the programs above (the claude CLI: "+programs[0].install+")")
 	}
 
 	out = append(out, checkSockDir(paths.SockDir))
@@ -167,9 +174,13 @@ func doctor(ctx context.Context) []Check {
 		add("daemon", checkFail, fmt.Sprintf("kaimon-agentd at %s does not answer: %v", paths.Socket(), err),
 			"see `kaimon daemon logs`; `kaimon daemon restart` starts it afresh")
 		return out
+	case st == nil && noAutostart:
+		add("daemon", checkWarn, "kaimon-agentd is not running (socket "+paths.Socket()+"), and autostart is off (--no-autostart or KAIMON_NO_AUTOSTART=1)",
+			"start it with `kaimon daemon start`; if it fails, see `kaimon daemon logs`")
+		return out
 	case st == nil:
-		add("daemon", checkFail, "kaimon-agentd is not running (socket "+paths.Socket()+")",
-			"start it with `kaimon daemon start` (any verb starts it too); if it fails, see `kaimon daemon logs`")
+		add("daemon", checkInfo, "kaimon-agentd is not running (socket "+paths.Socket()+"); the first command that needs it starts it",
+			"to start it now: `kaimon daemon start`")
 		return out
 	}
 	me, d := cliBuild(), Build{Version: st.Version, Commit: st.Commit}
