@@ -359,11 +359,13 @@ func (c *Client) StopDaemon(ctx context.Context) (*apitype.DaemonStatus, error) 
 	return st, nil
 }
 
-// explain adds to an error the daemon answered a verb with a sentence
+// explain puts before an error the daemon answered a verb with a sentence
 // naming the relevant variables (config.Relevant) whose values differ
 // between this client and the daemon, which was perhaps started by another
 // shell or MCP client: the daemon runs its agents with its own
-// environment, not the caller's. Errors about the agent registry (unknown
+// environment, not the caller's. The difference leads: the daemon's own
+// words ("the claude CLI is not on PATH") are true of its environment and
+// would send the reader to fix this one. Errors about the agent registry (unknown
 // agent, wrong state) and timeouts cannot come from the environment and
 // stay as they are. It costs one GET /v1/daemon per client, and only on errors.
 func (c *Client) explain(ctx context.Context, err error) error {
@@ -382,15 +384,16 @@ func (c *Client) explain(ctx context.Context, err error) error {
 			return
 		}
 		if diff := config.EnvDiff(st.Env, config.EnvFingerprints(os.Environ())); len(diff) > 0 {
-			c.envHint = fmt.Sprintf("kaimon-agentd (pid %d) was started with a different %s than this environment has, which may be why; "+
-				"run `kaimon daemon restart` to restart it with this environment (this closes its live agents)", st.PID, strings.Join(diff, ", "))
+			c.envHint = fmt.Sprintf("kaimon-agentd (pid %d) was started with a different %s than this environment has: "+
+				"run `kaimon daemon restart` to restart it with this environment (this closes its live agents). "+
+				"It answered, perhaps because of that:", st.PID, strings.Join(diff, ", "))
 		}
 	})
 	if c.envHint == "" {
 		return err
 	}
 	e := *ve
-	e.Message += "\n" + c.envHint
+	e.Message = c.envHint + "\n" + ve.Message
 	return &e
 }
 

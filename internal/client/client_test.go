@@ -84,11 +84,12 @@ func TestErrorNamesTheEnvironmentThatDiffers(t *testing.T) {
 		if !errors.As(err, &ve) || ve.Code != verbs.CodeUnavailable {
 			t.Fatalf("open: %v", err)
 		}
+		// The difference and its fix first, then what the daemon said.
 		msg := err.Error()
-		if !strings.HasPrefix(msg, "KAIMON_CLAUDE_BIN=/old is not") ||
-			!strings.Contains(msg, "different ANTHROPIC_API_KEY, KAIMON_CLAUDE_BIN than this environment") ||
-			!strings.Contains(msg, "`kaimon daemon restart`") {
-			t.Fatalf("open's error does not explain: %s", msg)
+		head, said, _ := strings.Cut(msg, "\n")
+		if !strings.HasPrefix(head, "kaimon-agentd (pid 4242) was started with a different ANTHROPIC_API_KEY, KAIMON_CLAUDE_BIN than this environment") ||
+			!strings.Contains(head, "`kaimon daemon restart`") || said != "KAIMON_CLAUDE_BIN=/old is not an executable claude CLI" {
+			t.Fatalf("open's error does not lead with the difference: %s", msg)
 		}
 		if strings.Contains(msg, "sk-here") || strings.Contains(msg, "/new/claude") {
 			t.Fatalf("the error shows a value: %s", msg)

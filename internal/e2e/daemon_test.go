@@ -248,6 +248,11 @@ func TestDaemonEnvMismatchAndRestart(t *testing.T) {
 	if !strings.Contains(r.stderr, "different KAIMON_CLAUDE_BIN than this environment") || strings.Contains(r.stderr, claudeBin) {
 		t.Fatalf("open's error does not name what differs (and only the name): %s", r)
 	}
+	// The difference leads: the daemon's "not an executable" is true of
+	// its own environment, not of this shell's.
+	if !strings.HasPrefix(r.stderr, "kaimon: kaimon-agentd (pid "+strconv.Itoa(before.PID)+") was started with a different") {
+		t.Fatalf("open's error does not lead with the difference: %s", r)
+	}
 	out := e.ok("daemon", "restart")
 	if !strings.Contains(out, "kaimon-agentd stopped (pid "+strconv.Itoa(before.PID)+",") || !strings.Contains(out, "kaimon-agentd started (pid ") {
 		t.Fatalf("daemon restart = %q", out)
