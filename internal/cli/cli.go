@@ -100,6 +100,10 @@ func exitFor(err error) int {
 	if errors.As(err, &de) {
 		return ExitDetached
 	}
+	var le *daemonLostError
+	if errors.As(err, &le) {
+		return ExitTurnFailed
+	}
 	var ve *verbs.Error
 	if errors.As(err, &ve) {
 		switch ve.Code {
@@ -209,9 +213,12 @@ func fail(c *cli.Context, err error) error {
 		var ve *verbs.Error
 		var down *client.DaemonDownError
 		var de *detachedError
+		var le *daemonLostError
 		switch {
 		case errors.As(err, &de):
 			ve = &verbs.Error{Code: codeDetached, Message: err.Error()}
+		case errors.As(err, &le):
+			ve = &verbs.Error{Code: verbs.CodeTurnFailed, Message: err.Error()}
 		case errors.As(err, &ve):
 		case errors.As(err, &down):
 			ve = &verbs.Error{Code: verbs.CodeUnavailable, Message: err.Error()}

@@ -129,6 +129,36 @@ func (e *detachedError) Error() string {
 	return fmt.Sprintf("detached: agent %s goes on with its turn (kaimon output %s, kaimon interrupt %s)", e.id, e.id, e.id)
 }
 
+// daemonLostError ends a run whose daemon went away during the turn (it
+// crashed or was killed): the agent was stopped with it, and the next
+// daemon lists it dead, resumable with its conversation, as its log says.
+// A turn failed so (exit 3), not a daemon that cannot be reached.
+type daemonLostError struct {
+	id  string
+	err error // the broken connection
+}
+
+func (e *daemonLostError) Error() string {
+	return fmt.Sprintf("kaimon-agentd was lost during the turn of agent %s (%v: the daemon crashed or was killed), so the agent was stopped; "+
+		"resume its conversation with `kaimon open --id %s --resume`", e.id, e.err, e.id)
+}
+
+// lostDaemon says whether err is the daemon's connection breaking while it
+// held a request: it was there to answer, and went away. Not being there
+// at all (no socket, refused) is another error.
+func lostDaemon(err error) (cause error, ok bool) {
+	var down *client.DaemonDownError
+	if !errors.As(err, &down) {
+		return nil, false
+	}
+	for _, broken := range []error{io.EOF, io.ErrUnexpectedEOF, syscall.ECONNRESET, syscall.EPIPE} {
+		if errors.Is(down.Err, broken) {
+			return broken, true
+		}
+	}
+	return nil, false
+}
+
 // isTerminal says whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
@@ -248,6 +278,9 @@ wait:
 		return &detachedError{id: id}
 	}
 	res, err := out.res, out.err
+	if cause, lost := lostDaemon(err); lost {
+		err = &daemonLostError{id: id, err: cause}
+	}
 	var ve *verbs.Error
 	final, hasText := "", false
 	switch {

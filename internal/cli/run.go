@@ -67,7 +67,10 @@ func runCmd() *cli.Command {
 			err = runTurn(c, cl, id, text, timeout, oneShot)
 			var de *detachedError
 			detached := errors.As(err, &de)
-			if oneShot {
+			// A lost daemon took its agent with it: closing that would
+			// only start another daemon.
+			var le *daemonLostError
+			if oneShot && !errors.As(err, &le) {
 				if detached && !c.Bool("json") {
 					fmt.Fprintf(c.App.ErrWriter, "kaimon: closing agent %s, run -C's throwaway (Ctrl-C again to stop waiting)\n", id)
 				}

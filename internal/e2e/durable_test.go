@@ -1,8 +1,13 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -199,6 +204,46 @@ func TestCrashAndResume(t *testing.T) {
 		t.Fatalf("plain reopen: %+v", st)
 	}
 	checkSeq(t, st.EventLog)
+}
+
+// TestRunDaemonLost: the daemon SIGKILLed during a `kaimon run` is said as
+// what it is, a turn lost with its daemon (exit 3, not 1 for "not
+// running"), with the command that resumes the agent, as its log says;
+// `kaimon run` on the dead agent then names that command first too.
+func TestRunDaemonLost(t *testing.T) {
+	e := newEnv(t)
+	id := e.ok("open", e.work)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kaimon"), "run", id, "please hold")
+	cmd.Dir, cmd.Env = e.work, e.env
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the held half to stream", 60*time.Second, func() bool {
+		var o verbs.OutputResult
+		e.okJSON(&o, "output", id)
+		return o.Turn == 1 && o.Text == fakeapi.HoldFirst
+	})
+	e.killDaemon(t)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("run whose daemon was killed: %v (want exit 3)\nstdout: %s\nstderr: %s", err, so.String(), se.String())
+	}
+	msg := se.String()
+	if !strings.Contains(msg, "kaimon-agentd was lost during the turn of agent "+id) ||
+		!strings.Contains(msg, "`kaimon open --id "+id+" --resume`") || strings.Contains(msg, "is kaimon-agentd running") {
+		t.Fatalf("run whose daemon was killed says:\n%s", msg)
+	}
+
+	// The next daemon (autostarted) has the agent dead: run says how to
+	// get it back with its conversation.
+	r := e.fails(1, "is dead; reopen it with its conversation: `kaimon open --id "+id+" --resume`", "run", id, "anyone there?")
+	t.Logf("run whose daemon was killed: %s\nrun on the dead agent: %s", msg, r.stderr)
 }
 
 // TestForgetCLI: forget by id, --older-than, --all-dead and --logs, and

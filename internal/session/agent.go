@@ -303,7 +303,9 @@ func (ag *Agent) send(text string, wait bool) (int, error) {
 	switch ag.status {
 	case apitype.Dead:
 		ag.mu.Unlock()
-		return 0, verbs.WrongState("agent %s is dead; reopen it with `kaimon open --id %s DIR`", ag.id, ag.id)
+		// --resume first: the conversation is what a reader wants back.
+		return 0, verbs.WrongState("agent %s is dead; reopen it with its conversation: `kaimon open --id %s --resume` "+
+			"(or afresh: `kaimon open --id %s DIR`)", ag.id, ag.id, ag.id)
 	case apitype.Starting, "":
 		ag.mu.Unlock()
 		return 0, verbs.WrongState("agent %s is still starting; try again in a moment", ag.id)

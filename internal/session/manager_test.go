@@ -293,7 +293,8 @@ func TestDeadRetentionAndReopen(t *testing.T) {
 	if _, err := r.m.Open(bg, &verbs.OpenArgs{Cwd: t.TempDir(), ID: ids[2]}); err == nil || !strings.Contains(err.Error(), "already open") {
 		t.Fatalf("double open err = %v", err)
 	}
-	if _, err := r.m.Send(bg, &verbs.SendArgs{AgentID: ids[1], Text: "x"}); err == nil || !strings.Contains(err.Error(), "is dead") {
+	if _, err := r.m.Send(bg, &verbs.SendArgs{AgentID: ids[1], Text: "x"}); err == nil || !strings.Contains(err.Error(), "is dead") ||
+		!strings.Contains(err.Error(), "kaimon open --id "+ids[1]+" --resume") {
 		t.Fatalf("send to dead err = %v", err)
 	}
 }
