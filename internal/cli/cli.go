@@ -26,7 +26,7 @@ const (
 	ExitOK         = 0
 	ExitError      = 1
 	ExitUsage      = 2
-	ExitTurnFailed = 3 // the agent ended the turn with an error (or died in it)
+	ExitTurnFailed = 3 // the turn did not complete: an error, the agent or its daemon died in it, or an interrupt
 	ExitTimeout    = 4 // the turn did not end within --timeout
 )
 
@@ -116,7 +116,9 @@ func exitFor(err error) int {
 	return ExitError
 }
 
-// jsonReported is an error already printed as JSON.
+// jsonReported is an error already told: printed as JSON, or said in the
+// lines above (doctor's FAIL, run's cancelled turn). report only maps it
+// to its exit code.
 type jsonReported struct{ err error }
 
 func (e *jsonReported) Error() string { return e.err.Error() }

@@ -42,7 +42,7 @@ var exitCodes = []manpage.ExitCode{
 	{Code: ExitOK, Meaning: "ok"},
 	{Code: ExitError, Meaning: "error (bad argument, unknown agent, daemon unreachable, ...)"},
 	{Code: ExitUsage, Meaning: "usage (wrong command line)"},
-	{Code: ExitTurnFailed, Meaning: "the agent's turn failed (API error, crash, interrupted)"},
+	{Code: ExitTurnFailed, Meaning: "the agent's turn did not complete: it failed (API error, crash, daemon lost) or was interrupted"},
 	{Code: ExitTimeout, Meaning: "the turn did not end within --timeout (the agent keeps working; run -C's is closed)"},
 	{Code: ExitDetached, Meaning: "kaimon run left by a second Ctrl-C (the agent keeps working; run -C's is closed)"},
 }

@@ -321,6 +321,12 @@ wait:
 	}
 	if result != nil {
 		fmt.Fprintln(stderr, usageLine(result, time.Since(start)))
+		if err != nil && render.ResultOf(result).StopReason == event.StopCancelled {
+			// The usage line said it: "■ turn 6 · cancelled". Once is
+			// enough, and a cancel is no failure to report (the exit code
+			// stays 3: the turn did not complete).
+			return &jsonReported{err: err}
+		}
 	}
 	if err != nil {
 		return fail(c, err)
@@ -343,7 +349,10 @@ func usageLine(e *event.Envelope, elapsed time.Duration) string {
 		s += fmt.Sprintf(", cache read %d, write %d", u.CacheReadTokens, u.CacheCreationTokens)
 	}
 	s += " · " + elapsed.Round(100*time.Millisecond).String()
-	if r.Failed {
+	switch {
+	case r.StopReason == event.StopCancelled:
+		return yellow.Sprint("■ " + s) // stopped as asked: not a failure
+	case r.Failed:
 		return red.Sprint("✗ " + s)
 	}
 	return faint.Sprint("✓ " + s)

@@ -107,6 +107,17 @@ func TestUsageLine(t *testing.T) {
 	if got := usageLine(e, 1234*time.Millisecond); got != "✓ turn 2 · end_turn · tokens in 100, out 20 · 1.2s" {
 		t.Fatalf("usage line %q", got)
 	}
+	// A cancel (Ctrl-C) is not marked as a failure; an error is.
+	for stop, want := range map[string]string{
+		event.StopCancelled: "■ turn 2 · cancelled · tokens in 100, out 20 · 1.2s",
+		event.StopError:     "✗ turn 2 · error · tokens in 100, out 20 · 1.2s",
+	} {
+		ev := event.New(event.Result, 2, event.ResultData{StopReason: stop, Usage: event.UsageFigures{InputTokens: 100, OutputTokens: 20}})
+		e := &event.Envelope{Kind: ev.Kind, Turn: 2, Data: ev.Data}
+		if got := usageLine(e, 1234*time.Millisecond); got != want {
+			t.Errorf("usage line %q, want %q", got, want)
+		}
+	}
 }
 
 // TestCatchInterrupts: SIGINT cancels Main's context, except while a

@@ -290,6 +290,10 @@ func TestLiveRunCtrlC(t *testing.T) {
 	if out := k.output(); !strings.Contains(out, "interrupting the turn of agent "+id) || !strings.Contains(out, "cancelled") {
 		t.Fatalf("the terminal does not tell of the interrupt:\n%q", out)
 	}
+	// The cancel is said once, as a cancel: not also as a failure.
+	if out := k.output(); strings.Count(out, "cancelled") != 1 || strings.Contains(out, "failed") || strings.Contains(out, "✗") {
+		t.Fatalf("the terminal tells of the cancel more than once, or as a failure:\n%q", out)
+	}
 	waitFor(t, "the agent to be idle", 30*time.Second, func() bool { return e.statusOf(t, id).Status == "idle" })
 
 	// Detach: the agent must not end its turn between the two Ctrl-Cs,
@@ -466,6 +470,9 @@ func TestRunPiped(t *testing.T) {
 	}
 	if so.String() != fakeapi.HoldFirst+"\n" || !strings.Contains(se.String(), "interrupting the turn") {
 		t.Fatalf("piped interrupted run:\nstdout: %q\nstderr: %s", so.String(), se.String())
+	}
+	if msg := se.String(); !strings.Contains(msg, "turn 3 was cancelled") || strings.Contains(msg, "failed") {
+		t.Fatalf("piped interrupted run: the cancel is not said as one:\n%s", msg)
 	}
 	waitFor(t, "the agent to be idle", 30*time.Second, func() bool { return e.statusOf(t, id).Status == "idle" })
 }

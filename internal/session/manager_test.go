@@ -53,6 +53,10 @@ func (s *scripted) answer(turn int, text string) {
 		s.sink.Emit(event.New(event.Result, turn, event.ResultData{StopReason: event.StopError, Error: "scripted failure"}))
 		return
 	}
+	if strings.HasPrefix(text, "cancel") { // as an interrupted turn ends
+		s.sink.Emit(event.New(event.Result, turn, event.ResultData{StopReason: event.StopCancelled}))
+		return
+	}
 	s.sink.Emit(event.NewText(event.AssistantText, turn, true, "re: "))
 	s.sink.Emit(event.NewText(event.AssistantText, turn, false, "re: "+text))
 	s.sink.Emit(event.New(event.Result, turn, event.ResultData{StopReason: event.StopEndTurn,
@@ -173,6 +177,12 @@ func TestFSMAndUsage(t *testing.T) {
 	var ve *verbs.Error
 	if !errors.As(err, &ve) || ve.Code != verbs.CodeTurnFailed || !strings.Contains(ve.Message, "scripted failure") {
 		t.Fatalf("failed run err = %v", err)
+	}
+	// A cancelled turn: turn_failed still (it did not complete), but said
+	// as the cancel it is, not as a failure.
+	_, err = r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "cancel it"}))
+	if !errors.As(err, &ve) || ve.Code != verbs.CodeTurnFailed || ve.Message != "agent "+id+" turn 4 was cancelled (interrupted)" {
+		t.Fatalf("cancelled run err = %v", err)
 	}
 	// A refused model switch is false, not an error.
 	sm, err := r.m.SetModel(bg, &verbs.SetModelArgs{AgentID: id, Model: "opus"})

@@ -322,6 +322,9 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 		// save follow in the agent's queue and the background, not on
 		// the caller's way (issue 12).
 		switch {
+		case done && stop == event.StopCancelled && msg == "":
+			// An interrupt asked for: the turn did not go wrong.
+			return nil, &verbs.Error{Code: verbs.CodeTurnFailed, Message: fmt.Sprintf("agent %s turn %d was cancelled (interrupted)", ag.id, n), Text: text}
 		case done && event.Failed(stop):
 			if msg == "" {
 				msg = "stop reason " + stop
