@@ -139,8 +139,8 @@ type daemonLostError struct {
 }
 
 func (e *daemonLostError) Error() string {
-	return fmt.Sprintf("kaimon-agentd was lost during the turn of agent %s (%v: the daemon crashed or was killed), so the agent was stopped; "+
-		"resume its conversation with `kaimon open --id %s --resume`", e.id, e.err, e.id)
+	return fmt.Sprintf("kaimon-agentd was lost during the turn of agent %s (the daemon crashed or was killed: its connection ended with %v), "+
+		"so the agent was stopped; resume its conversation with `kaimon open --id %s --resume`", e.id, e.err, e.id)
 }
 
 // lostDaemon says whether err is the daemon's connection breaking while it
