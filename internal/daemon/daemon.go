@@ -18,6 +18,7 @@ import (
 	"github.com/kaimon/kaimon/internal/backend/replay"
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/proc"
 	"github.com/kaimon/kaimon/internal/server"
 	"github.com/kaimon/kaimon/internal/session"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -88,6 +89,14 @@ func Run(ctx context.Context) error {
 	defer lock.Close()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return fmt.Errorf("another kaimon-agentd holds %s: %w", lock.Name(), err)
+	}
+	// Before any agent starts: what an agent leaves behind when it dies
+	// is re-parented here, found by its tag and stopped (proc.Start), and
+	// reaped here.
+	if stopReaper, err := proc.BecomeSubreaper(); err != nil {
+		log.Printf("warning: %v; a tool an agent leaves behind is re-parented to init, still stopped but reaped only by init", err)
+	} else {
+		defer stopReaper()
 	}
 	ln, err := server.Listen(paths.SockDir, paths.Socket())
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -42,6 +43,12 @@ func TestDaemonSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The runtime's signal loop, once started, lives as long as the
+	// process: start it before counting, as kaimon-agentd's main does
+	// (signal.NotifyContext) before Run, which notifies SIGCHLD.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGCHLD)
+	signal.Stop(sigs)
 	fds0, g0 := openFDs(t), runtime.NumGoroutine()
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,7 +1,8 @@
 // Package proc runs agent children each in a process group of its own,
-// stops them gently and then hard as a group, and identifies a process by
-// pid plus start time so that reaping never hits a stranger with a reused
-// pid.
+// stops them gently and then hard as a group together with whatever they
+// left behind (tagged.go), reaps the orphans a subreaper daemon inherits
+// (reaper.go), and identifies a process by pid plus start time so that
+// reaping never hits a stranger with a reused pid.
 package proc
 
 import (
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -117,6 +119,13 @@ type Child struct {
 	exitMu sync.Mutex
 	exited bool
 	onExit []func()
+
+	// tag is the value of TagEnv in the child's environment, which every
+	// descendant inherits: it finds them once they are re-parented.
+	tag string
+	// stopping is set when Stop begins: the exit is then kaimon's doing,
+	// and Stop sweeps what is left in its own time.
+	stopping atomic.Bool
 }
 
 // Start starts cmd in its own process group and begins waiting on it. The
@@ -125,22 +134,44 @@ type Child struct {
 // in its group is reaped by the next daemon (pids.json). The signal is
 // tied to the OS thread that forks, which the Go runtime keeps alive
 // unless a goroutine locked to it exits; kaimon locks none.
+//
+// The child's environment gets TagEnv, unique to it, so that its
+// descendants are found after it died and they were re-parented (to this
+// process when it is a subreaper, to init otherwise): when the child
+// exits without Stop (killed from outside, crashed), what it left is
+// stopped too, gently then hard, in the goroutine that waited for it.
+// Start registers the child with the orphan reaper (BecomeSubreaper)
+// before the reaper may look at it, so that the reaper never waits for a
+// child that os/exec waits for.
 func Start(cmd *exec.Cmd) (*Child, error) {
 	Setpgid(cmd)
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
+	tag := newTag()
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = withTag(env, tag)
+	started.Lock()
 	if err := cmd.Start(); err != nil {
+		started.Unlock()
 		return nil, err
 	}
+	c := &Child{Cmd: cmd, done: make(chan struct{}), tag: tag}
+	c.ID.PID = cmd.Process.Pid
+	started.pids[c.ID.PID] = struct{}{}
+	started.Unlock()
 	// The child has its environment and arguments; the Cmd is kept for
 	// its exit state for the child's life, and copies of them (a
 	// kilobyte of headers each, for a claude agent) need not be.
 	cmd.Env, cmd.Args = nil, nil
-	c := &Child{Cmd: cmd, done: make(chan struct{})}
-	c.ID.PID = cmd.Process.Pid
 	c.ID.StartTime, _ = StartTime(c.ID.PID)
 	go func() {
 		awaitExit(c.ID.PID)
 		c.err = cmd.Wait()
+		started.Lock()
+		delete(started.pids, c.ID.PID)
+		started.Unlock()
 		close(c.done)
 		c.exitMu.Lock()
 		c.exited = true
@@ -149,6 +180,11 @@ func Start(cmd *exec.Cmd) (*Child, error) {
 		c.exitMu.Unlock()
 		for _, f := range fs {
 			f()
+		}
+		if !c.stopping.Load() {
+			// Nobody stopped it: it died on its own, and what it
+			// started (a tool in a session of its own) would run on.
+			stopTagged(c.tag, LeftoverGrace)
 		}
 	}()
 	return c, nil
@@ -223,6 +259,7 @@ func (c *Child) ExitCode() int {
 // first signal while the leader still holds them.
 func (c *Child) Stop(grace time.Duration) {
 	c.once.Do(func() {
+		c.stopping.Store(true)
 		pgid := c.ID.PID
 		below := descendants(pgid)
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
@@ -234,6 +271,8 @@ func (c *Child) Stop(grace time.Duration) {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		signalAll(below, syscall.SIGKILL)
 		<-c.done
+		// What had been re-parented before the stop began.
+		signalAll(tagged(c.tag), syscall.SIGKILL)
 	})
 }
 
@@ -245,6 +284,7 @@ func (c *Child) Stop(grace time.Duration) {
 // groups of their own included.
 func (c *Child) StopLeaderFirst(grace time.Duration) {
 	c.once.Do(func() {
+		c.stopping.Store(true)
 		pgid := c.ID.PID
 		below := descendants(pgid)
 		_ = syscall.Kill(pgid, syscall.SIGTERM)
@@ -264,43 +304,14 @@ func (c *Child) StopLeaderFirst(grace time.Duration) {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		signalAll(below, syscall.SIGKILL)
 		<-c.done
+		signalAll(tagged(c.tag), syscall.SIGKILL)
 	})
 }
 
 // descendants lists the processes below pid (its children, theirs, …),
 // from /proc, each with its identity so that a later signal never reaches
 // a stranger that reused a pid.
-func descendants(pid int) []Identity {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	children := map[int][]Identity{}
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		f, err := statFields(e.Name())
-		if err != nil {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		start, _ := strconv.ParseUint(f[19], 10, 64)
-		children[ppid] = append(children[ppid], Identity{PID: p, StartTime: start})
-	}
-	var out []Identity
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, ch := range children[p] {
-			out = append(out, ch)
-			queue = append(queue, ch.PID)
-		}
-	}
-	return out
-}
+func descendants(pid int) []Identity { return below(procTable(), pid) }
 
 // signalAll sends sig to each process of ids that is still the same
 // process, and to its group when it leads one.

@@ -1,0 +1,161 @@
+package proc
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// TagEnv is the environment variable Start gives each child, with a value
+// unique to that child: its descendants inherit it, and it is what still
+// ties them to the child once the child died and they were re-parented
+// (to this process when it is a subreaper, to init otherwise), where the
+// parent chain, the process group and the session no longer do (the
+// claude CLI runs each Bash tool in a session of its own). A descendant
+// that clears its environment (env -i) is found only while the chain
+// through it stands.
+const TagEnv = "KAIMON_PROC_TAG"
+
+// LeftoverGrace is how long what a child left behind when it died on its
+// own may take to exit on SIGTERM before it is killed.
+const LeftoverGrace = 3 * time.Second
+
+var tagSeq atomic.Uint64
+
+// newTag returns a value of TagEnv no other child of any process has: this
+// process's pid and start time, and a sequence number.
+func newTag() string {
+	self := os.Getpid()
+	st, _ := StartTime(self)
+	return fmt.Sprintf("%d.%d.%d", self, st, tagSeq.Add(1))
+}
+
+// withTag returns env with TagEnv set to tag alone: a child started by an
+// agent's descendant (a daemon started from a tool) has one already, and
+// getenv takes the first.
+func withTag(env []string, tag string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, TagEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, TagEnv+"="+tag)
+}
+
+// procEntry is one process as /proc/<pid>/stat shows it.
+type procEntry struct {
+	id    Identity
+	ppid  int
+	pgid  int
+	state string
+}
+
+// procTable reads every process's stat.
+func procTable() []procEntry {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	out := make([]procEntry, 0, len(ents))
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f, err := statFields(e.Name())
+		if err != nil {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		pgid, _ := strconv.Atoi(f[2])
+		start, _ := strconv.ParseUint(f[19], 10, 64)
+		out = append(out, procEntry{id: Identity{PID: p, StartTime: start}, ppid: ppid, pgid: pgid, state: f[0]})
+	}
+	return out
+}
+
+// below lists the processes below pid in table (its children, theirs, …).
+func below(table []procEntry, pid int) []Identity {
+	children := map[int][]Identity{}
+	for _, e := range table {
+		children[e.ppid] = append(children[e.ppid], e.id)
+	}
+	var out []Identity
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, ch := range children[p] {
+			out = append(out, ch)
+			queue = append(queue, ch.PID)
+		}
+	}
+	return out
+}
+
+// tagged lists the live processes whose environment holds TagEnv=tag and
+// whose parent is this process or one of its ancestors (where an orphan is
+// re-parented: the nearest subreaper, or init), with every process below
+// them. Only those parents' children are read for the tag: a tagged
+// process under another is found below its tagged root, and the reads stay
+// few when a thousand agents stop.
+func tagged(tag string) []Identity {
+	if tag == "" {
+		return nil
+	}
+	table := procTable()
+	parent := map[int]int{}
+	for _, e := range table {
+		parent[e.id.PID] = e.ppid
+	}
+	adopters := map[int]bool{}
+	for p := os.Getpid(); p > 0 && !adopters[p]; p = parent[p] {
+		adopters[p] = true
+	}
+	adopters[1] = true
+	needle := []byte(TagEnv + "=" + tag + "\x00")
+	var out []Identity
+	for _, e := range table {
+		if !adopters[e.ppid] || e.state == "Z" || e.state == "X" {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(e.id.PID) + "/environ")
+		if err != nil || !bytes.HasPrefix(env, needle) && !bytes.Contains(env, append([]byte{0}, needle...)) {
+			continue
+		}
+		out = append(out, e.id)
+		out = append(out, below(table, e.id.PID)...)
+	}
+	return out
+}
+
+// stopTagged stops what a child tagged tag left behind: SIGTERM, up to
+// grace for it to exit, then SIGKILL to whatever of it is left.
+func stopTagged(tag string, grace time.Duration) {
+	ids := tagged(tag)
+	if len(ids) == 0 {
+		return
+	}
+	signalAll(ids, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) && anyRunning(ids) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	signalAll(append(ids, tagged(tag)...), syscall.SIGKILL)
+}
+
+// anyRunning says whether a process of ids still runs (a zombie does not).
+func anyRunning(ids []Identity) bool {
+	for _, id := range ids {
+		if id.Alive() && Running(id.PID) {
+			return true
+		}
+	}
+	return false
+}
