@@ -133,6 +133,52 @@ func TestFaultDaemonTermMidTool(t *testing.T) {
 	}
 }
 
+// TestFaultAgentKilledMidTool: the claude CLI is SIGKILLed from outside
+// (not by kaimon) while its Bash tool runs sleep 300 in a session of its
+// own. The tool is re-parented to the daemon (a subreaper), found by its
+// tag and stopped with its agent: no process of the agent's tree is left,
+// not even a zombie, while the daemon lives on; the agent is dead.
+func TestFaultAgentKilledMidTool(t *testing.T) {
+	e := newEnv(t)
+	e.ok("daemon", "start")
+	var ds struct {
+		PID int `json:"pid"`
+	}
+	e.okJSON(&ds, "daemon", "status")
+	id := e.ok("open", e.work, "--allow", "Bash")
+	e.ok("send", id, "run command: sleep 300")
+	var sleeper int
+	waitFor(t, "the tool's sleep to run", 30*time.Second, func() bool {
+		for _, pid := range e.processes() {
+			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.HasPrefix(string(b), "sleep\x00300") {
+				sleeper = pid
+				return true
+			}
+		}
+		return false
+	})
+	claude := e.claudeProcesses(t)
+	for _, pid := range claude {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every process but the daemon to exit", 30*time.Second, func() bool {
+		left := e.processes()
+		return len(left) == 1 && left[0] == ds.PID
+	})
+	// Not even a zombie: the daemon reaped what it adopted.
+	waitFor(t, fmt.Sprintf("the daemon %d to reap the tool's sleep %d", ds.PID, sleeper), 30*time.Second, func() bool {
+		_, err := os.Stat("/proc/" + strconv.Itoa(sleeper))
+		return os.IsNotExist(err)
+	})
+	var st verbs.AgentStatus
+	waitFor(t, "the agent to be dead", 30*time.Second, func() bool {
+		e.okJSON(&st, "status", id)
+		return st.Status == "dead"
+	})
+}
+
 // TestFaultGarbageFromAgent: an agent program that prints lines that are
 // not stream-json (text, a NUL, invalid UTF-8, an array, an unknown type)
 // before its answer. Each malformed line is an error event, quoted; the
