@@ -35,7 +35,9 @@ import (
 // nothing else is taken while either is held. The agent's drain
 // (draining, queue.go) is not a mutex but a baton: its holder publishes,
 // and takes pubMu and mu per event (publishOne), and Manager.mu with
-// nothing else held (fanOut). Files: agent.go (the slot and its FSM),
+// nothing else held (fanOut). A result's fsync is made with pubMu held
+// and mu not (publishOne lets mu go for it), so that a slow disk holds
+// up no reader of the agent's state. Files: agent.go (the slot and its FSM),
 // publish.go (stamp, log, fan out), save.go (the record), queue.go (the
 // drain), service.go (the verbs), manager.go (the set of agents).
 type Agent struct {
@@ -48,6 +50,10 @@ type Agent struct {
 	qcond    *sync.Cond
 	queue    []queued
 	draining bool
+	// syncing: the drain is in a result's fsync (syncLog); syncBegan,
+	// when not nil, is closed when the next one begins (flushToSync).
+	syncing   bool
+	syncBegan chan struct{}
 	// held is the batch of the backend's reader (EmitBatched), fanned out
 	// at its Flush; while it is not nil the reader holds the drain. Only
 	// the reader's goroutine touches it.

@@ -235,3 +235,82 @@ func TestRecordFaultShows(t *testing.T) {
 		t.Errorf("record after the fault: turn %d, want 3", rec.Turn)
 	}
 }
+
+// slowDisk is a log file whose Sync, once armed, blocks until released:
+// a disk slow to flush.
+type slowDisk struct {
+	*os.File
+	mu      sync.Mutex
+	armed   bool
+	syncing chan struct{} // closed when a Sync begins blocking
+	release chan struct{}
+}
+
+func (f *slowDisk) Sync() error {
+	f.mu.Lock()
+	armed := f.armed
+	f.armed = false
+	f.mu.Unlock()
+	if armed {
+		close(f.syncing)
+		<-f.release
+	}
+	return f.File.Sync()
+}
+
+// TestStatusAnswersDuringResultSync: the fsync after a turn's result does
+// not hold the agent's lock, so agent_status answers while the disk is
+// slow (the turn still working, its result not yet published); agent_run
+// still returns only once the result is on disk.
+func TestStatusAnswersDuringResultSync(t *testing.T) {
+	r := newRig(t, 10)
+	id := r.open(t, "a1")
+	if _, err := r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "one"})); err != nil {
+		t.Fatal(err)
+	}
+	ag, _ := r.m.get(id)
+	path := r.paths.Agent(id).Events
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	disk := &slowDisk{File: f, armed: true, syncing: make(chan struct{}), release: make(chan struct{})}
+	ag.pubMu.Lock()
+	ag.log.Close()
+	ag.log = eventlog.NewWriter(disk, path, st.Size())
+	ag.pubMu.Unlock()
+
+	ran := make(chan error, 1)
+	go func() {
+		_, err := r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "two"}))
+		ran <- err
+	}()
+	<-disk.syncing
+	status := make(chan *verbs.AgentStatus, 1)
+	go func() {
+		s, _ := r.m.Status(bg, &verbs.StatusArgs{AgentID: id})
+		status <- s
+	}()
+	select {
+	case s := <-status:
+		if s.Status != apitype.Working || s.Turn != 2 {
+			t.Errorf("status during the sync: %s turn %d, want working turn 2", s.Status, s.Turn)
+		}
+	case <-time.After(30 * time.Second): // a hang, not a measure
+		close(disk.release)
+		t.Fatal("agent_status did not answer while the result's fsync was blocked")
+	}
+	select {
+	case err := <-ran:
+		t.Fatalf("agent_run returned before the result's fsync (err %v)", err)
+	default:
+	}
+	close(disk.release)
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := r.m.Status(bg, &verbs.StatusArgs{AgentID: id}); s.Status != apitype.Idle || s.Turn != 2 {
+		t.Fatalf("status after the sync: %s turn %d, want idle turn 2", s.Status, s.Turn)
+	}
+}

@@ -261,6 +261,10 @@ func TestRunTimeoutReturnsPartialAndAgentLivesOn(t *testing.T) {
 		t.Fatalf("send = %+v %v", s, err)
 	}
 	r.last.release()
+	// Both results published, on disk included: agent_status itself
+	// does not wait for a result's fsync (flushToSync).
+	ag, _ := r.m.get(id)
+	ag.flush()
 	st, _ := r.m.Status(bg, &verbs.StatusArgs{AgentID: id})
 	if st.Status != apitype.Idle {
 		t.Fatalf("after both results: %s", st.Status)

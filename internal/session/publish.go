@@ -31,7 +31,21 @@ func (ag *Agent) publishOne(ev event.Event, f *fanBuf) (persist bool) {
 	// The log takes the event before anyone sees it, agent_run reading the
 	// book included: a turn whose result could not be logged did not
 	// succeed.
-	if err := ag.logLocked(&env); err != nil && ev.Kind == event.Result {
+	logged, err := ag.logLocked(&env)
+	if logged && ev.Kind == event.Result {
+		// Flushed to disk once per turn (see the eventlog package), with
+		// mu let go: a slow disk must not hold up agent_status, which
+		// meanwhile sees the turn still working (syncLog). pubMu and the
+		// drain stay held, so nothing is logged or published between
+		// the result and its sync: the log's order is the same.
+		ag.mu.Unlock()
+		serr := ag.syncLog()
+		ag.mu.Lock()
+		if serr != nil {
+			err = ag.logFailedLocked(serr)
+		}
+	}
+	if err != nil && ev.Kind == event.Result {
 		ev = failedResult(ev, err)
 		env.Data = ev.Data
 	}
@@ -56,7 +70,7 @@ func (ag *Agent) publishOne(ev event.Event, f *fanBuf) (persist bool) {
 			if ag.pending == 0 && ag.status == apitype.Working && allowed(apitype.Working, apitype.Idle) {
 				ag.status = apitype.Idle
 				e := ag.stampLocked(event.New(event.Status, ev.Turn, event.StatusData{Status: apitype.Idle}))
-				_ = ag.logLocked(&e)
+				_, _ = ag.logLocked(&e)
 				idle = &e
 			}
 		}
@@ -150,21 +164,42 @@ func (ag *Agent) changedLocked() chan struct{} {
 	return ag.changed
 }
 
-// logLocked logs env when authoritative, and flushes the log to disk after
-// a result (once per turn: see the eventlog package). pubMu and mu held,
-// so seq order is log order is fan-out order. The first write that fails
-// is a log fault (logFault), returned; after it nothing is logged.
-func (ag *Agent) logLocked(env *event.Envelope) error {
+// logLocked logs env when authoritative, and says whether it did. pubMu
+// and mu held, so seq order is log order is fan-out order. The first write
+// that fails is a log fault (logFailedLocked), returned; after it nothing
+// is logged.
+func (ag *Agent) logLocked(env *event.Envelope) (logged bool, err error) {
 	if ag.log == nil || ag.logErr != nil || !event.Authoritative(env.Kind, env.Data) {
-		return nil
+		return false, nil
 	}
-	err := ag.log.AppendEnvelope(env)
-	if err == nil && env.Kind == event.Result {
-		err = ag.log.Sync()
+	if err := ag.log.AppendEnvelope(env); err != nil {
+		return false, ag.logFailedLocked(err)
 	}
-	if err == nil {
-		return nil
+	return true, nil
+}
+
+// syncLog flushes the log to disk; pubMu held, mu not: agent_status, which
+// takes mu and waits for the queue only up to a sync (flushToSync), is not
+// held up by a slow disk.
+func (ag *Agent) syncLog() error {
+	ag.qmu.Lock()
+	ag.syncing = true
+	if ag.syncBegan != nil {
+		close(ag.syncBegan)
+		ag.syncBegan = nil
 	}
+	ag.qmu.Unlock()
+	err := ag.log.Sync()
+	ag.qmu.Lock()
+	ag.syncing = false
+	ag.qmu.Unlock()
+	return err
+}
+
+// logFailedLocked makes err, a write or sync of the log that failed, the
+// agent's log fault: nothing is logged from now on, and the agent is
+// stopped. pubMu and mu held; it returns err.
+func (ag *Agent) logFailedLocked(err error) error {
 	ag.logErr = err
 	if ag.book != nil {
 		// The log no longer has every turn's end: the book keeps them

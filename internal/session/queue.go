@@ -152,6 +152,29 @@ func (ag *Agent) flush() {
 	<-done
 }
 
+// flushToSync is flush for a reader of the agent's state (agent_status),
+// which must not wait for a slow disk: it returns early when the drain
+// is in a result's fsync (syncLog), since that result and everything after
+// it are not published until the sync is done.
+func (ag *Agent) flushToSync() {
+	done := make(chan struct{})
+	ag.enqueue(queued{done: done, barrier: true})
+	ag.qmu.Lock()
+	if ag.syncing {
+		ag.qmu.Unlock()
+		return
+	}
+	if ag.syncBegan == nil {
+		ag.syncBegan = make(chan struct{})
+	}
+	began := ag.syncBegan
+	ag.qmu.Unlock()
+	select {
+	case <-done:
+	case <-began:
+	}
+}
+
 func (ag *Agent) enqueue(q queued) {
 	ag.qmu.Lock()
 	for len(ag.queue) >= maxQueued {

@@ -405,7 +405,7 @@ func (m *Manager) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.Agent
 	if err != nil {
 		return nil, err
 	}
-	ag.flush() // what the agent emitted before the call is reflected
+	ag.flushToSync() // what the agent emitted before the call is reflected, up to a result on its way to disk
 	s := ag.statusObj()
 	return &s, nil
 }
