@@ -315,6 +315,42 @@ func TestResume(t *testing.T) {
 	}
 }
 
+// A reopened agent (plain or resumed, after a crash of its daemon) keeps
+// its usage as it keeps its turn count: the figures are the slot's, which
+// numbers its turns on.
+func TestReopenCarriesUsage(t *testing.T) {
+	r := newRig(t, 0)
+	cwd := t.TempDir()
+	for _, id := range []string{"plain", "resumed"} {
+		if _, err := r.m.Open(bg, &verbs.OpenArgs{Cwd: cwd, ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range []string{"one", "two"} {
+			if _, err := r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: text})); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r.m.saves.Wait() // each turn's end is in the record, as the daemon crashes
+	m2, _ := r.restart(t)
+	for _, a := range []verbs.OpenArgs{{ID: "plain", Cwd: cwd}, {ID: "resumed", Resume: true}} {
+		if _, err := m2.Open(bg, &a); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := m2.Status(bg, &verbs.StatusArgs{AgentID: a.ID})
+		if st.Turn != 2 || st.Usage.InputTokens != 200 || st.Usage.OutputTokens != 40 {
+			t.Errorf("%s reopened: turn %d, usage %d/%d; want turn 2, 200/40", a.ID, st.Turn, st.Usage.InputTokens, st.Usage.OutputTokens)
+		}
+		if _, err := m2.Run(bg, decoded(&verbs.RunArgs{AgentID: a.ID, Text: "three"})); err != nil {
+			t.Fatal(err)
+		}
+		st, _ = m2.Status(bg, &verbs.StatusArgs{AgentID: a.ID})
+		if st.Turn != 3 || st.Usage.InputTokens != 300 || st.Usage.OutputTokens != 60 {
+			t.Errorf("%s after a turn more: turn %d, usage %d/%d; want turn 3, 300/60", a.ID, st.Turn, st.Usage.InputTokens, st.Usage.OutputTokens)
+		}
+	}
+}
+
 // A resume whose agent fails to start (the vendor lost the session, say)
 // leaves the dead agent as it was, in its slot, with its record, for a
 // later try; and a reopened agent's output still reads its earlier turns.

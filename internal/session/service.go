@@ -57,15 +57,15 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 		return nil, err
 	}
 	// A reopened slot numbers on from its earlier life (seq from its
-	// ceiling, turns from the log, in start); a resumed one also keeps
-	// its created_at and usage.
+	// ceiling, turns from the log, in start), and its usage sums the
+	// turns it numbers; a resumed one also keeps its created_at.
 	now := time.Now()
 	created, usage, seq := now, event.UsageFigures{}, uint64(0)
 	if old != nil {
 		old.mu.Lock()
-		seq = old.seqCeil
+		seq, usage = old.seqCeil, old.usage
 		if a.Resume {
-			created, usage = old.created, old.usage
+			created = old.created
 		}
 		old.mu.Unlock()
 	}
