@@ -75,6 +75,10 @@ type Backend struct {
 	sessionID  string
 	model      string
 	transcript string
+	// effort is the effort the agent's model goes with, once a switch
+	// (SetModel) named or carried one; before, opts says it.
+	effort    string
+	effortSet bool
 
 	done      chan struct{} // closed when the reader goroutine has finished
 	closeOnce sync.Once
@@ -461,13 +465,24 @@ func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// SetModel repoints the live CLI at model (an effort suffix is dropped:
-// the CLI's effort is fixed at spawn), keeping its conversation. It reports
-// true only when the CLI acknowledged the switch.
+// SetModel repoints the live CLI at model, keeping its conversation. It
+// reports true only when the CLI acknowledged the switch. The effort goes
+// with the agent, not the model: a model without a suffix keeps the one
+// the agent had (sonnet/high → opus is opus/high), and one with a suffix
+// changes it. The CLI's effort is fixed at spawn, so what changes is what
+// Info reports and the record keeps for a resume, which spawns with it.
 func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
-	name, _, err := ParseModel(model, "")
+	name, eff, err := ParseModel(model, "")
 	if err != nil {
 		return false, err
+	}
+	if eff == "" {
+		b.infoMu.Lock()
+		eff = b.effort
+		if !b.effortSet {
+			_, eff, _ = ParseModel(b.opts.Model, b.opts.Effort)
+		}
+		b.infoMu.Unlock()
 	}
 	b.life.Lock()
 	live := b.life.Live()
@@ -483,7 +498,10 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 		return false, fmt.Errorf("claude refused to switch to model %s: %s", name, r.Error)
 	}
 	b.infoMu.Lock()
-	b.model = name
+	b.model, b.effort, b.effortSet = name, eff, true
+	if eff != "" {
+		b.model += "/" + eff
+	}
 	b.infoMu.Unlock()
 	return true, nil
 }

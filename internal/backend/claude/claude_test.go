@@ -443,12 +443,21 @@ func TestBackendOnly(t *testing.T) {
 
 func TestBackendSetModel(t *testing.T) {
 	a := startAgent(t, backend.Options{Model: "sonnet/low"})
-	ok, err := a.b.SetModel(context.Background(), "claude-haiku-4-5/high")
-	if !ok || err != nil {
-		t.Fatalf("SetModel = %v, %v", ok, err)
-	}
-	if got := a.b.Info().Model; got != "claude-haiku-4-5" {
-		t.Errorf("Info().Model = %q", got)
+	// The effort goes with the agent: carried to a model without one,
+	// changed by a model that names one, and carried on from there.
+	for _, sw := range []struct{ model, want string }{
+		{"opus", "opus/low"},
+		{"sonnet/high", "sonnet/high"},
+		{"opus", "opus/high"},
+		{"claude-haiku-4-5/high", "claude-haiku-4-5/high"},
+	} {
+		ok, err := a.b.SetModel(context.Background(), sw.model)
+		if !ok || err != nil {
+			t.Fatalf("SetModel(%s) = %v, %v", sw.model, ok, err)
+		}
+		if got := a.b.Info().Model; got != sw.want {
+			t.Errorf("after SetModel(%s), Info().Model = %q, want %q", sw.model, got, sw.want)
+		}
 	}
 	if err := a.b.Send(1, "which model?"); err != nil {
 		t.Fatal(err)
