@@ -11,9 +11,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
-	"github.com/xrash/smetrics"
 
 	"github.com/kaimon/kaimon/internal/manpage"
+	"github.com/kaimon/kaimon/internal/suggest"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -196,17 +196,17 @@ func unknownCommand(cmds []*cli.Command, parent, name string) error {
 	if parent != "kaimon" {
 		msg = fmt.Sprintf("unknown command %q for '%s'", name, parent)
 	}
-	if s := suggest(cmds, name); s != "" {
+	if s := suggestCommand(cmds, name); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	}
 	return &usageError{msg: msg, help: parent}
 }
 
-// suggest returns the visible command name nearest to name, or "" when
-// none is near. One-letter aliases (help's h) are no candidates: a single
-// letter is near anything by Jaro-Winkler's measure, and "did you mean h"
-// helps nobody who typed a word.
-func suggest(cmds []*cli.Command, name string) string {
+// suggestCommand returns the visible command name nearest to name, or ""
+// when none is near. One-letter aliases (help's h) are no candidates: a
+// single letter is near anything by Jaro-Winkler's measure, and "did you
+// mean h" helps nobody who typed a word.
+func suggestCommand(cmds []*cli.Command, name string) string {
 	var names []string
 	for _, c := range cmds {
 		if c.Hidden {
@@ -218,40 +218,7 @@ func suggest(cmds []*cli.Command, name string) string {
 			}
 		}
 	}
-	return nearest(name, names, 0.7) // below 0.7, the "nearest" is a guess, not a typo
-}
-
-// nearest returns the one of names nearest to name by Jaro-Winkler
-// similarity (xrash/smetrics, as urfave/cli's own suggestions, whose
-// message cannot be worded as ours) if it scores over near, else one that
-// is name with two neighbouring letters swapped (Jaro-Winkler scores a
-// swap in a short name, "rnu" for run, below a guess), else "".
-func nearest(name string, names []string, near float64) string {
-	best, score, swapped := "", near, ""
-	for _, n := range names {
-		if s := smetrics.JaroWinkler(name, n, 0.7, 4); s > score {
-			best, score = n, s
-		}
-		if swapped == "" && adjacentSwap(name, n) {
-			swapped = n
-		}
-	}
-	if best == "" {
-		return swapped
-	}
-	return best
-}
-
-// adjacentSwap says whether a is b with two neighbouring letters swapped.
-func adjacentSwap(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	i := 0
-	for i < len(a) && a[i] == b[i] {
-		i++
-	}
-	return i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
+	return suggest.Nearest(name, names, 0.7) // below 0.7, the "nearest" is a guess, not a typo
 }
 
 // durationValue says what a duration flag takes, in place of the flag
@@ -290,7 +257,7 @@ func suggestFlag(flags []cli.Flag, name string) string {
 			names = append(names, f.Names()...)
 		}
 	}
-	best := nearest(strings.TrimLeft(name, "-"), names, 0.8) // flags are short: demand more than of commands
+	best := suggest.Nearest(strings.TrimLeft(name, "-"), names, 0.8) // flags are short: demand more than of commands
 	switch {
 	case best == "":
 		return ""
