@@ -27,9 +27,6 @@ var ModelPrefixes = []ModelPrefix{
 	{Prefix: "replay:", Backend: "replay", Doc: "re-emit a recorded event log: replay:<path>"},
 }
 
-// ACPAgentNames are the ACP agents acp:<agent> names, in the spec's order.
-var ACPAgentNames = []string{"opencode", "claude", "gemini"}
-
 // PrefixOf returns the backend prefix model starts with; false for a claude
 // model.
 func PrefixOf(model string) (ModelPrefix, bool) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/client"
@@ -611,7 +612,7 @@ func modelCandidates(cur string) []candidate {
 		out = append(out, candidate{p.Prefix, p.Doc})
 	}
 	if strings.HasPrefix(cur, backend.PrefixACP) {
-		for _, n := range backend.ACPAgentNames {
+		for _, n := range agentbin.ACPNames {
 			out = append(out, candidate{backend.PrefixACP + n, "ACP agent " + n})
 		}
 	}

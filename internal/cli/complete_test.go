@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/config"
@@ -84,7 +85,7 @@ func TestCompleteWords(t *testing.T) {
 		{words: []string{"open", "--effort", ""}, want: efforts},
 		{words: []string{"output", "--which", ""}, want: verbs.Whiches},
 		{words: []string{"open", "-m", ""}, want: models},
-		{words: []string{"open", "--model", "acp:"}, want: append([]string{"acp:"}, prefixed("acp:", backend.ACPAgentNames)...)},
+		{words: []string{"open", "--model", "acp:"}, want: append([]string{"acp:"}, prefixed("acp:", agentbin.ACPNames)...)},
 		{words: []string{"open", "--model", "opus/"}, want: prefixed("opus/", verbs.Efforts)},
 		{words: []string{"set-model", "live1", ""}, want: models},
 		{words: []string{"set-model", "live1", "so"}, want: []string{"sonnet"}},

@@ -24,12 +24,17 @@ func deps(t *testing.T, pkg string) []string {
 // every one-line verb time at start (Go runs the init of every package
 // linked, used or not): the MCP server's, whose JSON Schema library
 // compiles five meta-schemas at init (kaimon mcp execs kaimon-agentd's
-// server instead), and the daemon's own packages.
+// server instead), the ACP SDK and the backends that link it (kaimon
+// reads the agent programs from internal/agentbin instead), and the
+// daemon's own packages.
 func TestCLIDeps(t *testing.T) {
 	banned := []string{
 		"github.com/mark3labs/mcp-go/server",
 		"github.com/santhosh-tekuri/jsonschema/v6",
 		"github.com/kaimon/kaimon/internal/mcpserver",
+		"github.com/coder/acp-go-sdk",
+		"github.com/kaimon/kaimon/internal/backend/acp",
+		"github.com/kaimon/kaimon/internal/backend/claude",
 	}
 	for _, d := range deps(t, "github.com/kaimon/kaimon/cmd/kaimon") {
 		for _, b := range banned {

@@ -20,9 +20,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/apitype"
-	"github.com/kaimon/kaimon/internal/backend/acp"
-	"github.com/kaimon/kaimon/internal/backend/claude"
+	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/proc"
@@ -68,18 +68,17 @@ type agentProgram struct {
 	model   string // a model string that uses it
 }
 
-// agentPrograms lists the programs of every backend: the claude CLI, then
-// the ACP agents of acp.Agents, each with the config key that
-// config.ProgramBins maps onto its variable.
+// agentPrograms lists the programs of every backend, as agentbin's table
+// has them: the claude CLI, then the ACP agents, each with the config key
+// that config.ProgramBins maps onto its variable.
 func agentPrograms(cfg config.Config, cfgFile string) []agentProgram {
-	program := func(name, env, install, model string) agentProgram {
-		b, _ := cfg.ProgramBin(env)
-		return agentProgram{name: name, env: env, cfgKey: b.Key, cfg: b.Value, cfgFile: cfgFile, install: install, model: model}
+	program := func(p agentbin.Program, model string) agentProgram {
+		b, _ := cfg.ProgramBin(p.Env)
+		return agentProgram{name: p.Bin, env: p.Env, cfgKey: b.Key, cfg: b.Value, cfgFile: cfgFile, install: p.Install, model: model}
 	}
-	out := []agentProgram{program(claude.Bin, claude.BinEnv, claude.Install, verbs.DefaultModel)}
-	for _, n := range acp.AgentNames {
-		a := acp.Agents[n]
-		out = append(out, program(a.Bin, a.BinEnv, a.Install, acp.Prefix+n))
+	out := []agentProgram{program(agentbin.Claude, verbs.DefaultModel)}
+	for _, n := range agentbin.ACPNames {
+		out = append(out, program(agentbin.ACP[n], backend.PrefixACP+n))
 	}
 	return out
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kaimon/kaimon/internal/backend/claude"
+	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/config"
 )
 
@@ -27,23 +27,23 @@ func TestAgentProgramsHaveConfigKeys(t *testing.T) {
 func TestDoctorAgentSource(t *testing.T) {
 	bad := t.TempDir() + "/no-such-claude"
 	p := agentPrograms(config.Config{ClaudeBin: bad}, "/k/config.json")[0]
-	if p.env != claude.BinEnv {
+	if p.env != agentbin.Claude.Env {
 		t.Fatalf("first program is %s, want the claude CLI", p.env)
 	}
 
-	t.Setenv(claude.BinEnv, "")
+	t.Setenv(agentbin.Claude.Env, "")
 	ch := checkAgent(context.Background(), p)
 	if ch.Status != checkFail || !strings.Contains(ch.Detail, "claude_bin") || !strings.Contains(ch.Detail, "/k/config.json") ||
-		strings.Contains(ch.Detail, claude.BinEnv) {
-		t.Errorf("from the config file: detail %q (%s), want claude_bin in /k/config.json and no %s", ch.Detail, ch.Status, claude.BinEnv)
+		strings.Contains(ch.Detail, agentbin.Claude.Env) {
+		t.Errorf("from the config file: detail %q (%s), want claude_bin in /k/config.json and no %s", ch.Detail, ch.Status, agentbin.Claude.Env)
 	}
 	if !strings.Contains(ch.Fix, "claude_bin in /k/config.json") || strings.Contains(ch.Fix, "unset") {
 		t.Errorf("from the config file: fix %q, want one about claude_bin in the file", ch.Fix)
 	}
 
-	t.Setenv(claude.BinEnv, bad+"-env")
+	t.Setenv(agentbin.Claude.Env, bad+"-env")
 	ch = checkAgent(context.Background(), p)
-	if ch.Status != checkFail || !strings.Contains(ch.Detail, claude.BinEnv+"="+bad+"-env") || !strings.Contains(ch.Detail, "environment") {
+	if ch.Status != checkFail || !strings.Contains(ch.Detail, agentbin.Claude.Env+"="+bad+"-env") || !strings.Contains(ch.Detail, "environment") {
 		t.Errorf("from the environment: detail %q (%s)", ch.Detail, ch.Status)
 	}
 	if !strings.Contains(ch.Fix, "unset it") {

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/kaimon/kaimon/internal/agentbin"
 )
 
 // Paths are the places kaimon reads and writes.
@@ -140,18 +142,19 @@ type ProgramBin struct {
 	Value string
 }
 
-// ProgramBins is the one table of the agent programs' config keys and the
-// variables they become: daemon.Run exports each value set in the file as
-// its variable (unless the variable is set), which is how the backends,
-// which read only the variables, see the file; `kaimon doctor` reads it to
-// say where a program's path came from.
+// ProgramBins maps each program of agentbin's table to its config key's
+// value: daemon.Run exports each value set in the file as its variable
+// (unless the variable is set), which is how the backends, which read only
+// the variables, see the file; `kaimon doctor` reads it to say where a
+// program's path came from.
 func (c Config) ProgramBins() []ProgramBin {
-	return []ProgramBin{
-		{Env: "KAIMON_CLAUDE_BIN", Key: "claude_bin", Value: c.ClaudeBin},
-		{Env: "KAIMON_OPENCODE_BIN", Key: "opencode_bin", Value: c.OpencodeBin},
-		{Env: "KAIMON_CLAUDE_ACP_BIN", Key: "claude_acp_bin", Value: c.ClaudeACPBin},
-		{Env: "KAIMON_GEMINI_BIN", Key: "gemini_bin", Value: c.GeminiBin},
+	values := map[string]string{"claude_bin": c.ClaudeBin, "opencode_bin": c.OpencodeBin,
+		"claude_acp_bin": c.ClaudeACPBin, "gemini_bin": c.GeminiBin}
+	var out []ProgramBin
+	for _, p := range agentbin.All() {
+		out = append(out, ProgramBin{Env: p.Env, Key: p.ConfigKey, Value: values[p.ConfigKey]})
 	}
+	return out
 }
 
 // ProgramBin returns the table's row for the variable env.

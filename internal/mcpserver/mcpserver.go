@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -58,7 +59,7 @@ func agentKinds() string {
 	for _, p := range backend.ModelPrefixes {
 		k := p.Doc
 		if p.Prefix == backend.PrefixACP {
-			k += " (" + strings.Join(backend.ACPAgentNames, ", ") + ")"
+			k += " (" + strings.Join(agentbin.ACPNames, ", ") + ")"
 		}
 		kinds = append(kinds, k)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/mcptest"
 
+	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -375,7 +376,7 @@ func TestErrorsNameTheTools(t *testing.T) {
 
 // The instructions name every kind of agent agent_open can start.
 func TestInstructionsNameEveryAgentKind(t *testing.T) {
-	for _, want := range append([]string{"claude CLI"}, backend.ACPAgentNames...) {
+	for _, want := range append([]string{"claude CLI"}, agentbin.ACPNames...) {
 		if !strings.Contains(Instructions, want) {
 			t.Errorf("the instructions do not name %q: %s", want, Instructions)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/host"
 )
@@ -15,18 +16,15 @@ import (
 // Prefix is the model prefix that selects this backend.
 const Prefix = backend.PrefixACP
 
-// Agent is one ACP agent program kaimon knows how to drive.
+// Agent is one ACP agent program kaimon knows how to drive: its program
+// (agentbin's row: name, binary, variable, install hint) and how to talk
+// to it.
 type Agent struct {
-	Name string // opencode, claude, gemini
-	// Bin is the program's name on PATH; BinEnv the variable that names it
-	// instead.
-	Bin    string
-	BinEnv string
-	Args   []string
+	agentbin.Program
+	Args []string
 	// FallbackArgs are tried once when the program rejects Args (an
 	// older gemini-cli knows only --experimental-acp).
 	FallbackArgs []string
-	Install      string // how to get the program, for error messages
 	// Route is how a preset reaches the agent's own tools (see policy.go).
 	Route Route
 	// AnnouncesBeforeAsk: the agent announces a tool call (tool_call)
@@ -37,17 +35,14 @@ type Agent struct {
 
 // Agents are the ACP agents of the spec.
 var Agents = map[string]*Agent{
-	"opencode": {Name: "opencode", Bin: "opencode", BinEnv: "KAIMON_OPENCODE_BIN", Args: []string{"acp"},
-		Install: "npm install -g opencode-ai", Route: RouteBridge, AnnouncesBeforeAsk: true},
-	"claude": {Name: "claude", Bin: "claude-agent-acp", BinEnv: "KAIMON_CLAUDE_ACP_BIN",
-		Install: "npm install -g @zed-industries/claude-agent-acp", Route: RouteClaudeMeta, AnnouncesBeforeAsk: true},
-	"gemini": {Name: "gemini", Bin: "gemini", BinEnv: "KAIMON_GEMINI_BIN", Args: []string{"--acp"},
-		FallbackArgs: []string{"--experimental-acp"},
-		Install:      "npm install -g @google/gemini-cli", Route: RoutePermissionOnly},
+	"opencode": {Program: agentbin.ACP["opencode"], Args: []string{"acp"}, Route: RouteBridge, AnnouncesBeforeAsk: true},
+	"claude":   {Program: agentbin.ACP["claude"], Route: RouteClaudeMeta, AnnouncesBeforeAsk: true},
+	"gemini": {Program: agentbin.ACP["gemini"], Args: []string{"--acp"},
+		FallbackArgs: []string{"--experimental-acp"}, Route: RoutePermissionOnly},
 }
 
 // AgentNames lists the agents in the spec's order.
-var AgentNames = backend.ACPAgentNames
+var AgentNames = agentbin.ACPNames
 
 // IsACP says whether a model string selects this backend.
 func IsACP(model string) bool { return strings.HasPrefix(strings.TrimSpace(model), Prefix) }
@@ -75,18 +70,18 @@ func ParseModel(s string) (*Agent, string, error) {
 // findBinary returns the absolute path of the agent's program: $BinEnv,
 // else Bin on PATH (as env sets it).
 func (a *Agent) findBinary(env []string) (string, error) {
-	if p := host.LookupEnv(env, a.BinEnv); p != "" {
+	if p := host.LookupEnv(env, a.Env); p != "" {
 		path, err := exec.LookPath(p)
 		if err != nil && !errors.Is(err, exec.ErrDot) {
 			return "", fmt.Errorf("%w: %s=%s is not an executable %s (%v): point it at one, or unset it to use %s on PATH",
-				backend.ErrNotFound, a.BinEnv, p, a.Bin, err, a.Bin)
+				backend.ErrNotFound, a.Env, p, a.Bin, err, a.Bin)
 		}
 		return filepath.Abs(path)
 	}
 	path, err := lookPath(a.Bin, host.LookupEnv(env, "PATH"))
 	if err != nil {
 		return "", fmt.Errorf("%w: %s (the ACP agent %s) is not on PATH: install it with `%s`, or set %s to its path",
-			backend.ErrNotFound, a.Bin, a.Name, a.Install, a.BinEnv)
+			backend.ErrNotFound, a.Bin, a.Name, a.Install, a.Env)
 	}
 	return filepath.Abs(path)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/host"
 	"github.com/kaimon/kaimon/internal/event"
@@ -139,26 +140,22 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	return b, nil
 }
 
-// The claude CLI's program: its name on PATH, the variable that names it
-// instead, and how to install it. kaimon doctor checks it by these.
-const (
-	Bin     = "claude"
-	BinEnv  = "KAIMON_CLAUDE_BIN"
-	Install = "npm install -g @anthropic-ai/claude-code"
-)
+// prog is the claude CLI's row of the program table: its name on PATH,
+// the variable that names it instead, and how to install it.
+var prog = agentbin.Claude
 
 // findBinary returns the absolute path of the claude CLI.
 func findBinary(env []string) (string, error) {
-	if p := host.LookupEnv(env, BinEnv); p != "" {
+	if p := host.LookupEnv(env, prog.Env); p != "" {
 		path, err := exec.LookPath(p)
 		if err != nil && !errors.Is(err, exec.ErrDot) {
-			return "", fmt.Errorf("%w: %s=%s is not an executable claude CLI (%v): point it at one, or unset it to use %s on PATH", backend.ErrNotFound, BinEnv, p, err, Bin)
+			return "", fmt.Errorf("%w: %s=%s is not an executable claude CLI (%v): point it at one, or unset it to use %s on PATH", backend.ErrNotFound, prog.Env, p, err, prog.Bin)
 		}
 		return filepath.Abs(path)
 	}
-	path, err := exec.LookPath(Bin)
+	path, err := exec.LookPath(prog.Bin)
 	if err != nil && !errors.Is(err, exec.ErrDot) {
-		return "", fmt.Errorf("%w: the claude CLI is not on PATH: install it with `%s`, or set %s to its path", backend.ErrNotFound, Install, BinEnv)
+		return "", fmt.Errorf("%w: the claude CLI is not on PATH: install it with `%s`, or set %s to its path", backend.ErrNotFound, prog.Install, prog.Env)
 	}
 	return filepath.Abs(path)
 }
@@ -189,7 +186,7 @@ func (b *Backend) Start(ctx context.Context) error {
 		return err
 	}
 	if _, err := os.Stat(b.bin); err != nil {
-		return fmt.Errorf("%w: %s: %v: install the claude CLI (`%s`) or set %s", backend.ErrNotFound, b.bin, err, Install, BinEnv)
+		return fmt.Errorf("%w: %s: %v: install the claude CLI (`%s`) or set %s", backend.ErrNotFound, b.bin, err, prog.Install, prog.Env)
 	}
 
 	if b.opts.Door != nil {
