@@ -1,6 +1,14 @@
 package backend
 
-import "strings"
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kaimon/kaimon/internal/agentbin"
+	"github.com/kaimon/kaimon/internal/suggest"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
 
 // ModelAliases are the claude CLI's model family aliases, each resolved by
 // the CLI to its latest model of that family. Any other claude-… id is
@@ -15,17 +23,27 @@ type ModelPrefix struct {
 	Doc     string // what follows the prefix, for help and completion
 }
 
-// PrefixACP selects an ACP agent: acp:<agent>[:<model>].
-const PrefixACP = "acp:"
+// The model prefixes, by name for the daemon's table of constructors.
+const (
+	PrefixACP    = "acp:"
+	PrefixOllama = "ollama:"
+	PrefixVMLX   = "vmlx:"
+	PrefixReplay = "replay:"
+)
 
 // ModelPrefixes are the design's backend prefixes, the one list the daemon
-// picks backends from and completion offers.
+// picks backends from (each has its constructor there: a test checks),
+// Lookup refuses other prefixes by, and completion offers.
 var ModelPrefixes = []ModelPrefix{
 	{Prefix: PrefixACP, Backend: "acp", Doc: "an ACP agent: acp:<agent>[:<model>]"},
-	{Prefix: "ollama:", Backend: "ollama", Doc: "a local model served by Ollama: ollama:<tag>"},
-	{Prefix: "vmlx:", Backend: "vmlx", Doc: "an MLX server's OpenAI-compatible API: vmlx:<tag>"},
-	{Prefix: "replay:", Backend: "replay", Doc: "re-emit a recorded event log: replay:<path>"},
+	{Prefix: PrefixOllama, Backend: "ollama", Doc: "a local model served by Ollama: ollama:<tag>"},
+	{Prefix: PrefixVMLX, Backend: "vmlx", Doc: "an MLX server's OpenAI-compatible API: vmlx:<tag>"},
+	{Prefix: PrefixReplay, Backend: "replay", Doc: "re-emit a recorded event log: replay:<path>"},
 }
+
+// Claude is what Lookup returns for a model without a prefix: the claude
+// CLI's.
+var Claude = ModelPrefix{Prefix: "", Backend: "claude", Doc: "the claude CLI: sonnet, opus, haiku or claude-…, with an optional /<effort>"}
 
 // PrefixOf returns the backend prefix model starts with; false for a claude
 // model.
@@ -37,4 +55,74 @@ func PrefixOf(model string) (ModelPrefix, bool) {
 		}
 	}
 	return ModelPrefix{}, false
+}
+
+// Lookup returns the backend model selects: its prefix's, or Claude for a
+// model without one. A model that begins with a word and a colon
+// ("olama:qwen3") names a prefix, and one not in ModelPrefixes is refused
+// (a bad argument naming the known ones and the nearest) rather than sent
+// to the claude CLI, and so to a paid API, as a model name. A claude model
+// never begins so: its names are aliases, claude-… ids (a hyphen before any
+// colon), and provider ids with dots or slashes.
+func Lookup(model string) (ModelPrefix, error) {
+	if p, ok := PrefixOf(model); ok {
+		return p, nil
+	}
+	m := strings.TrimSpace(model)
+	word, _, ok := strings.Cut(m, ":")
+	if !ok || !isWord(word) {
+		return Claude, nil
+	}
+	msg := fmt.Sprintf("unknown model prefix %q in model %q: the prefixes are %s, and a claude model has none (%s, claude-…)",
+		word+":", m, strings.Join(prefixList(), ", "), strings.Join(ModelAliases, ", "))
+	if guess := guessModel(word, m[len(word)+1:]); guess != "" {
+		msg += fmt.Sprintf("; did you mean %q?", guess)
+	}
+	return ModelPrefix{}, verbs.BadArg("%s", msg)
+}
+
+// guessModel returns the model word:rest was likely meant to be: rest
+// under the prefix nearest to word, an ACP agent's name made an acp:
+// model, or a claude alias given its effort after a slash; "" when none is
+// near.
+func guessModel(word, rest string) string {
+	lower := strings.ToLower(word)
+	known := make([]string, len(ModelPrefixes))
+	for i, p := range ModelPrefixes {
+		known[i] = strings.TrimSuffix(p.Prefix, ":")
+	}
+	if n := suggest.Nearest(lower, known, 0.7); n != "" {
+		return n + ":" + rest
+	}
+	if slices.Contains(agentbin.ACPNames, lower) {
+		return PrefixACP + lower + ":" + rest
+	}
+	if slices.Contains(ModelAliases, lower) {
+		return lower + "/" + rest
+	}
+	return ""
+}
+
+// prefixList is ModelPrefixes' prefixes, in order.
+func prefixList() []string {
+	out := make([]string, len(ModelPrefixes))
+	for i, p := range ModelPrefixes {
+		out[i] = p.Prefix
+	}
+	return out
+}
+
+// isWord says whether s is a prefix's shape: a letter, then letters,
+// digits or underscores. (By hand: a package-level regexp is work at
+// every start of the CLI, which links this package.)
+func isWord(s string) bool {
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '_'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }

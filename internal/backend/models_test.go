@@ -1,6 +1,12 @@
 package backend
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kaimon/kaimon/internal/verbs"
+)
 
 func TestPrefixOf(t *testing.T) {
 	for model, want := range map[string]string{
@@ -13,6 +19,46 @@ func TestPrefixOf(t *testing.T) {
 		}
 	}
 	if p, _ := PrefixOf("acp:claude"); p.Prefix != PrefixACP {
-		t.Errorf("acp: is not PrefixACP: %+v", p)
+		t.Errorf("acp:claude is not PrefixACP: %+v", p)
+	}
+}
+
+// Lookup picks the backend of every model of the design's table, claude
+// models with a colon among them, and refuses a prefix it does not know
+// with the known ones and the nearest.
+func TestLookup(t *testing.T) {
+	for model, want := range map[string]string{
+		"acp:opencode:ollama/qwen2.5:14b": "acp", "ollama:qwen3": "ollama", " vmlx:m": "vmlx", "replay:/x.jsonl": "replay",
+		"": "claude", "sonnet": "claude", "opus/high": "claude", "claude-sonnet-5/max": "claude", "haiku": "claude",
+		// Claude model ids with a colon: a provider's id, its version
+		// after the colon (Bedrock), and a date after an @ (Vertex).
+		"us.anthropic.claude-sonnet-4-20250514-v1:0": "claude", "claude-opus-4-1@20250805": "claude",
+		"claude-sonnet-4:thinking": "claude", "sonnet[1m]": "claude",
+	} {
+		p, err := Lookup(model)
+		if err != nil || p.Backend != want {
+			t.Errorf("Lookup(%q) = %+v, %v; want backend %q", model, p, err, want)
+		}
+	}
+	for model, want := range map[string]string{
+		"olama:qwen3": `unknown model prefix "olama:" in model "olama:qwen3": the prefixes are acp:, ollama:, vmlx:, replay:, ` +
+			`and a claude model has none (sonnet, opus, haiku, claude-…); did you mean "ollama:qwen3"?`,
+		"Ollama:qwen3":  `did you mean "ollama:qwen3"?`,
+		"vlmx:m":        `did you mean "vmlx:m"?`,
+		"repaly:/x":     `did you mean "replay:/x"?`,
+		"bogus:thing":   `unknown model prefix "bogus:" in model "bogus:thing": the prefixes are acp:, ollama:, vmlx:, replay:`,
+		"opus:high":     `did you mean "opus/high"?`,
+		"openai:gpt-5":  `the prefixes are acp:, ollama:, vmlx:, replay:`,
+		" gemini:flash": `unknown model prefix "gemini:" in model "gemini:flash"`,
+		"opencode:m":    `did you mean "acp:opencode:m"?`,
+	} {
+		_, err := Lookup(model)
+		var ve *verbs.Error
+		if !errors.As(err, &ve) || ve.Code != verbs.CodeBadArgument || !strings.Contains(ve.Message, want) {
+			t.Errorf("Lookup(%q) = %v; want a bad argument saying %q", model, err, want)
+		}
+	}
+	if _, err := Lookup("bogus:thing"); strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("Lookup(bogus:thing) guesses: %v", err)
 	}
 }

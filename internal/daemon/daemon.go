@@ -11,52 +11,12 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/kaimon/kaimon/internal/backend"
-	"github.com/kaimon/kaimon/internal/backend/acp"
-	"github.com/kaimon/kaimon/internal/backend/claude"
-	"github.com/kaimon/kaimon/internal/backend/local"
-	"github.com/kaimon/kaimon/internal/backend/replay"
 	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/proc"
 	"github.com/kaimon/kaimon/internal/server"
 	"github.com/kaimon/kaimon/internal/session"
-	"github.com/kaimon/kaimon/internal/verbs"
 )
-
-// Factory picks the backend for a model string.
-func Factory(o backend.Options, sink backend.Sink) (backend.Backend, error) {
-	if acp.IsACP(o.Model) {
-		b, err := acp.New(o, sink)
-		if err != nil {
-			return nil, err
-		}
-		return b, nil
-	}
-	if replay.IsReplay(o.Model) {
-		b, err := replay.New(o, sink)
-		if err != nil {
-			return nil, err
-		}
-		return b, nil
-	}
-	if local.IsLocal(o.Model) {
-		b, err := local.New(o, sink)
-		if err != nil {
-			return nil, err
-		}
-		return b, nil
-	}
-	if p, ok := backend.PrefixOf(o.Model); ok { // a prefix of the model table with no backend above
-		return nil, verbs.Errorf(verbs.CodeUnavailable,
-			"model %q needs the %s backend, which this kaimon does not have yet; use a claude model (sonnet, opus, haiku, claude-…)", o.Model, p.Backend)
-	}
-	b, err := claude.New(o, sink)
-	if err != nil {
-		return nil, err
-	}
-	return b, nil
-}
 
 // Run serves until ctx is cancelled, then closes every live agent (whole
 // process groups, gently then hard) and returns nil.

@@ -1,0 +1,46 @@
+package daemon
+
+import (
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/backend/acp"
+	"github.com/kaimon/kaimon/internal/backend/claude"
+	"github.com/kaimon/kaimon/internal/backend/local"
+	"github.com/kaimon/kaimon/internal/backend/replay"
+)
+
+// constructor makes the backend of an agent whose model selects it.
+type constructor func(backend.Options, backend.Sink) (backend.Backend, error)
+
+// backends maps each prefix of backend.ModelPrefixes, and "" (a model
+// without one: the claude CLI's), to its backend's constructor: the one
+// place a backend is picked (a test checks it covers the prefixes).
+var backends = map[string]constructor{
+	backend.Claude.Prefix: ctor(claude.New),
+	backend.PrefixACP:     ctor(acp.New),
+	backend.PrefixOllama:  ctor(local.New),
+	backend.PrefixVMLX:    ctor(local.New),
+	backend.PrefixReplay:  ctor(replay.New),
+}
+
+// ctor makes a constructor of a backend's New, which returns its own
+// type: a nil *B in the interface would not be a nil Backend.
+func ctor[B backend.Backend](newB func(backend.Options, backend.Sink) (B, error)) constructor {
+	return func(o backend.Options, sink backend.Sink) (backend.Backend, error) {
+		b, err := newB(o, sink)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+}
+
+// Factory picks the backend for o's model by its prefix. An unknown
+// prefix is refused before any backend looks for its program, so the
+// error names the prefix rather than a missing claude CLI.
+func Factory(o backend.Options, sink backend.Sink) (backend.Backend, error) {
+	p, err := backend.Lookup(o.Model)
+	if err != nil {
+		return nil, err
+	}
+	return backends[p.Prefix](o, sink)
+}

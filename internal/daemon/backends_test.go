@@ -1,0 +1,44 @@
+package daemon
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// Every model prefix, and a model without one, has its constructor, and
+// the table has no row the prefixes do not name.
+func TestEveryPrefixHasABackend(t *testing.T) {
+	want := map[string]bool{backend.Claude.Prefix: true}
+	for _, p := range backend.ModelPrefixes {
+		want[p.Prefix] = true
+	}
+	for p := range want {
+		if backends[p] == nil {
+			t.Errorf("prefix %q has no constructor", p)
+		}
+	}
+	for p := range backends {
+		if !want[p] {
+			t.Errorf("constructor of prefix %q, which backend.ModelPrefixes does not name", p)
+		}
+	}
+}
+
+// An unknown prefix is refused before the claude backend looks for its
+// program: with no claude CLI anywhere, the error is about the prefix.
+func TestFactoryRefusesAnUnknownPrefix(t *testing.T) {
+	o := backend.Options{ID: "x", Cwd: t.TempDir(), Model: "bogus:thing",
+		Env: []string{"PATH=" + t.TempDir(), "KAIMON_CLAUDE_BIN="}}
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("KAIMON_CLAUDE_BIN", "")
+	_, err := Factory(o, nil)
+	var ve *verbs.Error
+	if !errors.As(err, &ve) || ve.Code != verbs.CodeBadArgument || !strings.Contains(ve.Message, `unknown model prefix "bogus:"`) ||
+		strings.Contains(ve.Message, "claude CLI is not") {
+		t.Fatalf("Factory(bogus:thing) = %v; want a bad argument naming the prefix", err)
+	}
+}
