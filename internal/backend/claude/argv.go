@@ -45,9 +45,16 @@ var (
 // ParseModel splits a claude model string into the model and its effort.
 // An inline suffix ("sonnet/high") gives the effort unless effort (the
 // agent_open option) is set, which wins. An empty model is DefaultModel.
-// An effort outside backend.Efforts is an error listing the valid ones.
+// An effort outside backend.Efforts is an error listing the valid ones,
+// and a model with a prefix (another backend's, or none's: olama:qwen3)
+// is refused, not passed to the CLI, and so to the API, as a name.
 func ParseModel(model, effort string) (name, eff string, err error) {
 	name = strings.TrimSpace(model)
+	if p, err := backend.Lookup(name); err != nil {
+		return "", "", err
+	} else if p != backend.Claude {
+		return "", "", fmt.Errorf("model %q is the %s backend's, not a claude model: an agent keeps its backend; close it and open one with that model", model, p.Backend)
+	}
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name, eff = name[:i], name[i+1:]
 		if !validEffort(eff) {

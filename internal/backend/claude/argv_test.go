@@ -196,3 +196,21 @@ func TestParseModel(t *testing.T) {
 		}
 	}
 }
+
+// A model with a prefix is not a claude model, whichever the prefix: the
+// claude agent refuses it (agent_set_model) instead of sending it to the
+// API as a name.
+func TestParseModelRefusesAPrefix(t *testing.T) {
+	for model, want := range map[string]string{
+		"olama:qwen3":  `unknown model prefix "olama:"`,
+		"ollama:qwen3": `the ollama backend's, not a claude model`,
+		"acp:opencode": `the acp backend's, not a claude model`,
+	} {
+		if _, _, err := ParseModel(model, ""); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseModel(%q) = %v; want an error saying %q", model, err, want)
+		}
+	}
+	if name, _, err := ParseModel("us.anthropic.claude-sonnet-4-20250514-v1:0", ""); err != nil || name != "us.anthropic.claude-sonnet-4-20250514-v1:0" {
+		t.Errorf("a Bedrock id with its colon: %q, %v", name, err)
+	}
+}
