@@ -6,6 +6,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
@@ -13,30 +14,22 @@ import (
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
-// Options are agent_open's options as a backend sees them, validated and
-// with defaults applied by the session manager.
+// Options are what a backend is made with: agent_open's arguments as the
+// session manager applied them (validated, defaults set, cwd absolute,
+// resume's inherited options filled in), the permission policy resolved
+// from them, and the daemon's part.
 type Options struct {
-	ID             string
-	Cwd            string
-	Model          string // as given, e.g. "sonnet/high" or "claude-sonnet-5"
-	Effort         string
-	Permission     string // preset name
-	PermissionMode string
-	AllowedTools   []string
-	Only           bool
-	// DisallowedTools nil means "the default recursion guard"; an empty,
-	// non-nil slice means "no guard" (nested agents allowed).
-	DisallowedTools []string
-	// Policy is the permission policy resolved from the options above,
-	// once, when the agent is opened (see ResolvePolicy). Backends and the
-	// door ask it and never resolve presets themselves.
-	Policy       *policy.Policy
-	MCPConfig    string
-	SystemPrompt string
-	// Resume is the vendor's session id to continue (agent_open with
-	// resume): the conversation is restored instead of begun. "" starts a
-	// fresh one.
-	Resume string
+	verbs.OpenArgs
+	// Policy is the permission policy resolved from OpenArgs once, when
+	// the agent is opened (policy.ForOpen). It is required: backends and
+	// the door ask it and never resolve presets themselves, and Check
+	// refuses options without one.
+	Policy *policy.Policy
+	// ResumeSession is the vendor's session id to continue (agent_open
+	// with resume): the conversation is restored instead of begun. ""
+	// starts a fresh one. (OpenArgs.Resume is false once applied: the
+	// record says what is, not how it came to be.)
+	ResumeSession string
 
 	// CacheDir is where the backend keeps per-agent files (stderr log,
 	// generated configs).
@@ -62,25 +55,23 @@ func (o *Options) Files() config.AgentFiles {
 	return config.Paths{CacheDir: o.CacheDir}.Agent(o.ID)
 }
 
-// PolicyOptions are o's permission options as agent_open gave them.
-func (o *Options) PolicyOptions() policy.Options {
-	return policy.Options{Preset: o.Permission, PermissionMode: o.PermissionMode,
-		AllowedTools: o.AllowedTools, Only: o.Only, DisallowedTools: o.DisallowedTools}
+// Check refuses options without a policy: a kaimon bug (the session
+// resolves one at open), reported rather than run as some default policy.
+// Every backend's New calls it first.
+func (o *Options) Check() error {
+	if o.Policy == nil {
+		return fmt.Errorf("agent %q: options without a resolved permission policy (a kaimon bug: the session resolves it at open)", o.ID)
+	}
+	return nil
 }
 
-// ResolvePolicy returns o.Policy, resolving it from o's permission options
-// first if it is not yet: the session manager does so once at open, and
-// options built by hand (tests, tools) get theirs on first use.
-func (o *Options) ResolvePolicy() (*policy.Policy, error) {
-	if o.Policy != nil {
-		return o.Policy, nil
+// Disallowed is the caller's own disallowed_tools: nil when it gave none
+// (the recursion guard applies).
+func (o *Options) Disallowed() []string {
+	if o.DisallowedTools == nil {
+		return nil
 	}
-	p, err := policy.Resolve(o.PolicyOptions())
-	if err != nil {
-		return nil, err
-	}
-	o.Policy = p
-	return p, nil
+	return *o.DisallowedTools
 }
 
 // Efforts are the effort levels accepted by effort and a model's suffix.

@@ -31,8 +31,7 @@ func TestEveryPrefixHasABackend(t *testing.T) {
 // An unknown prefix is refused before the claude backend looks for its
 // program: with no claude CLI anywhere, the error is about the prefix.
 func TestFactoryRefusesAnUnknownPrefix(t *testing.T) {
-	o := backend.Options{ID: "x", Cwd: t.TempDir(), Model: "bogus:thing",
-		Env: []string{"PATH=" + t.TempDir(), "KAIMON_CLAUDE_BIN="}}
+	o := backend.Options{OpenArgs: verbs.OpenArgs{ID: "x", Cwd: t.TempDir(), Model: "bogus:thing"}, Env: []string{"PATH=" + t.TempDir(), "KAIMON_CLAUDE_BIN="}}
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("KAIMON_CLAUDE_BIN", "")
 	_, err := Factory(o, nil)
@@ -40,5 +39,24 @@ func TestFactoryRefusesAnUnknownPrefix(t *testing.T) {
 	if !errors.As(err, &ve) || ve.Code != verbs.CodeBadArgument || !strings.Contains(ve.Message, `unknown model prefix "bogus:"`) ||
 		strings.Contains(ve.Message, "claude CLI is not") {
 		t.Fatalf("Factory(bogus:thing) = %v; want a bad argument naming the prefix", err)
+	}
+}
+
+// Options without the policy resolved at open are a kaimon bug: every
+// backend of the table refuses them, before it looks for its program or
+// its model, instead of running under some default policy.
+func TestEveryBackendRefusesOptionsWithoutAPolicy(t *testing.T) {
+	t.Setenv("KAIMON_HOME", t.TempDir())
+	models := map[string]string{backend.Claude.Prefix: "sonnet"}
+	for _, p := range backend.ModelPrefixes {
+		models[p.Prefix] = p.Prefix + "x"
+	}
+	models[backend.PrefixACP] = backend.PrefixACP + "opencode"
+	for prefix, newB := range backends {
+		o := backend.Options{OpenArgs: verbs.OpenArgs{ID: "x", Cwd: t.TempDir(), Model: models[prefix]}, CacheDir: t.TempDir(),
+			Env: []string{"PATH=" + t.TempDir()}}
+		if _, err := newB(o, nil); err == nil || !strings.Contains(err.Error(), "without a resolved permission policy") {
+			t.Errorf("backend of %q (model %s) given no policy: %v", prefix, o.Model, err)
+		}
 	}
 }

@@ -116,16 +116,14 @@ func (d *Door) Serve(ctx context.Context) error {
 	return nil
 }
 
-// Admit lets agent o.ID in with o's policy and returns its fresh token,
-// replacing an earlier one of the same id.
+// Admit lets agent o.ID in with o's policy (resolved at open) and returns
+// its fresh token, replacing an earlier one of the same id. Options
+// without a policy are a kaimon bug: Admit panics rather than guess one.
 func (d *Door) Admit(o backend.Options) string {
-	pol, err := o.ResolvePolicy() // resolved at open; by hand only in tests
-	if err != nil {
-		// The manager validated o already; a policy that fails now denies
-		// everything.
-		pol = policy.DenyAll()
-		pol.Only = o.Only
+	if err := o.Check(); err != nil {
+		panic("kaimon MCP door: " + err.Error())
 	}
+	pol := o.Policy
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	c := &caller{id: o.ID, token: hex.EncodeToString(b), opts: o, pol: pol}

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/testutil/backendtest"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -141,8 +142,8 @@ func listed(t *testing.T, c *client.Client) []string {
 func TestForgedTokenGetsNothing(t *testing.T) {
 	d, s := startDoor(t)
 	none := []string{}
-	tok := d.Admit(backend.Options{ID: "a1", Permission: "lab", DisallowedTools: none})
-	other := d.Admit(backend.Options{ID: "a2", Permission: "lab", DisallowedTools: none})
+	tok := d.Admit(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "a1", Permission: "lab", DisallowedTools: &none}}))
+	other := d.Admit(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "a2", Permission: "lab", DisallowedTools: &none}}))
 	if len(tok) != 64 || tok == other {
 		t.Fatalf("tokens %q %q", tok, other)
 	}
@@ -188,7 +189,7 @@ func TestForgedTokenGetsNothing(t *testing.T) {
 	if out, isErr := callTool(t, c, "agent_list", nil); !isErr {
 		t.Errorf("revoked token still calls: %s", out)
 	}
-	tok2 := d.Admit(backend.Options{ID: "a1", Permission: "lab", DisallowedTools: none})
+	tok2 := d.Admit(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "a1", Permission: "lab", DisallowedTools: &none}}))
 	d.Revoke("a1", tok)
 	mustConnect(t, d, "a1", tok2)
 	if got := s.reached(); len(got) != 1 {
@@ -205,7 +206,7 @@ func TestPolicyAtTheDoor(t *testing.T) {
 		"agent_run", "agent_send", "agent_set_model", "agent_status"}
 
 	// The default recursion guard: listed, refused at tools/call.
-	guarded := mustConnect(t, d, "g", d.Admit(backend.Options{ID: "g", Permission: "lab"}))
+	guarded := mustConnect(t, d, "g", d.Admit(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "g", Permission: "lab"}})))
 	if got := listed(t, guarded); strings.Join(got, " ") != strings.Join(all, " ") {
 		t.Errorf("guarded lists %v", got)
 	}
@@ -214,13 +215,13 @@ func TestPolicyAtTheDoor(t *testing.T) {
 		t.Errorf("guarded agent_list = %v %q", isErr, out)
 	}
 	// A caller's own deny list replaces the guard in the CLI, not here.
-	custom := mustConnect(t, d, "c", d.Admit(backend.Options{ID: "c", Permission: "lab", DisallowedTools: []string{"Task"}}))
+	custom := mustConnect(t, d, "c", d.Admit(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "c", Permission: "lab", DisallowedTools: &[]string{"Task"}}})))
 	if out, isErr := callTool(t, custom, "agent_status", map[string]any{"agent_id": "x1"}); !isErr || !strings.Contains(out, "recursion guard") {
 		t.Errorf("custom deny list agent_status = %v %q", isErr, out)
 	}
 
 	// lab with disallowed_tools = []: allowed.
-	lab := mustConnect(t, d, "l", d.Admit(backend.Options{ID: "l", Permission: "lab", DisallowedTools: none}))
+	lab := mustConnect(t, d, "l", d.Admit(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "l", Permission: "lab", DisallowedTools: &none}})))
 	if out, isErr := callTool(t, lab, "agent_list", nil); isErr || out != `{"agents":[{"agent_id":"x1","status":"","model":"","cwd":"","turn":0,"created_at":"","last_activity":"","session_id":"","transcript":"","event_log":"","usage":{"inputTokens":0,"outputTokens":0,"cacheReadTokens":0,"cacheCreationTokens":0,"costUsd":0},"queues_prompts":false}]}` {
 		t.Errorf("lab agent_list = %v %q", isErr, out)
 	}
@@ -233,8 +234,7 @@ func TestPolicyAtTheDoor(t *testing.T) {
 	}
 
 	// specialist: only what allowed_tools names.
-	spec := mustConnect(t, d, "s", d.Admit(backend.Options{ID: "s", Permission: "specialist", DisallowedTools: none,
-		AllowedTools: []string{"mcp__kaimon__agent_status"}}))
+	spec := mustConnect(t, d, "s", d.Admit(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "s", Permission: "specialist", DisallowedTools: &none, AllowedTools: []string{"mcp__kaimon__agent_status"}}})))
 	if out, isErr := callTool(t, spec, "agent_status", map[string]any{"agent_id": "x1"}); isErr {
 		t.Errorf("specialist agent_status = %q", out)
 	}
@@ -243,8 +243,7 @@ func TestPolicyAtTheDoor(t *testing.T) {
 	}
 
 	// only: a tool not named is invisible and refused as unknown.
-	only := mustConnect(t, d, "o", d.Admit(backend.Options{ID: "o", Only: true, DisallowedTools: none,
-		AllowedTools: []string{"Read", "mcp__kaimon__agent_list"}}))
+	only := mustConnect(t, d, "o", d.Admit(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "o", Only: true, DisallowedTools: &none, AllowedTools: []string{"Read", "mcp__kaimon__agent_list"}}})))
 	if got := listed(t, only); strings.Join(got, " ") != "agent_list" {
 		t.Errorf("only lists %v", got)
 	}
@@ -329,7 +328,7 @@ func (zeros) Read(p []byte) (int, error) {
 // read whole.
 func TestOversizedBody(t *testing.T) {
 	d, _ := startDoor(t)
-	tok := d.Admit(backend.Options{ID: "a1", Permission: "lab", DisallowedTools: []string{}})
+	tok := d.Admit(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "a1", Permission: "lab", DisallowedTools: &[]string{}}}))
 	for name, length := range map[string]int64{"content-length": 50 << 20, "chunked": -1} {
 		req, _ := http.NewRequest("POST", d.URL(), io.LimitReader(zeros{}, 50<<20))
 		req.ContentLength = length

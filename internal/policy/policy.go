@@ -158,11 +158,14 @@ func Resolve(o Options) (*Policy, error) {
 	return pol, nil
 }
 
-// DenyAll is the policy of an agent whose options cannot be resolved: it
-// refuses every kaimon tool (the door's fallback; the session manager
-// refuses such an open before it gets there).
-func DenyAll() *Policy {
-	return &Policy{Preset: Presets["specialist"], Deny: []string{KaimonServer}, Guard: true}
+// ForOpen resolves the policy of an agent opened with a: the session
+// manager does so once, at open, and the agent carries it.
+func ForOpen(a *verbs.OpenArgs) (*Policy, error) {
+	o := Options{Preset: a.Permission, PermissionMode: a.PermissionMode, AllowedTools: a.AllowedTools, Only: a.Only}
+	if a.DisallowedTools != nil {
+		o.DisallowedTools = append([]string{}, (*a.DisallowedTools)...)
+	}
+	return Resolve(o)
 }
 
 // WholeSet says whether the allowlist is the agent's whole tool set: under

@@ -100,6 +100,12 @@ func newRig(t testing.TB, deadKept int) *rig {
 	cfg := config.Defaults()
 	cfg.DeadKept = deadKept
 	m, err := New(r.paths, cfg, nil, func(o backend.Options, sink backend.Sink) (backend.Backend, error) {
+		// Every backend refuses options without the policy resolved at
+		// open; so does this one, so that every open here checks it.
+		if err := o.Check(); err != nil {
+			t.Errorf("the manager made a backend: %v", err)
+			return nil, err
+		}
 		if o.Model == "missing" {
 			return nil, verbs.Errorf(verbs.CodeUnavailable, "no such program")
 		}

@@ -87,9 +87,9 @@ func (ag *Agent) ask(ctx context.Context, req backend.PermissionRequest) backend
 
 	var d backend.PermissionDecision
 	decided := false
-	if pol, err := opts.ResolvePolicy(); err != nil {
+	if err := opts.Check(); err != nil {
 		d, decided = backend.PermissionDecision{By: event.DecidedByPolicy, Message: "kaimon: " + err.Error()}, true
-	} else if v, why := pol.Permission(req.Tool); v != policy.Ask {
+	} else if v, why := opts.Policy.Permission(req.Tool); v != policy.Ask {
 		d, decided = backend.PermissionDecision{Allow: v == policy.Allow, By: event.DecidedByPolicy, Message: why}, true
 	} else if allow, ok := m.permits.Rule(ag.id, req.Tool); ok {
 		d, decided = backend.PermissionDecision{Allow: allow, Always: true, By: event.DecidedByPolicy,

@@ -286,7 +286,7 @@ func TestResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := (*made)[len(*made)-1]
-	if o.Resume != "sess" || o.Cwd != cwd || o.Model != "opus" || o.Permission != "lab" || o.SystemPrompt != "sp" ||
+	if o.ResumeSession != "sess" || o.Policy == nil || o.Policy.Preset.Name != "lab" || o.Cwd != cwd || o.Model != "opus" || o.Permission != "lab" || o.SystemPrompt != "sp" ||
 		strings.Join(o.AllowedTools, ",") != "mcp__kaimon__agent_list" {
 		t.Fatalf("resumed with options %+v", o)
 	}
@@ -310,7 +310,7 @@ func TestResume(t *testing.T) {
 	if _, err := m2.Open(bg, &verbs.OpenArgs{ID: fresh, Cwd: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
-	if o := (*made)[len(*made)-1]; o.Resume != "" || o.Model != verbs.DefaultModel && o.Model != "" {
+	if o := (*made)[len(*made)-1]; o.ResumeSession != "" || o.Model != verbs.DefaultModel && o.Model != "" {
 		t.Errorf("plain reopen got %+v", o)
 	}
 }

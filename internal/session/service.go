@@ -13,6 +13,7 @@ import (
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -148,30 +149,16 @@ func (m *Manager) openOptions(id string, a verbs.OpenArgs, old *Agent) (verbs.Op
 		return a, backend.Options{}, verbs.BadArg("agent_open: cwd %s does not exist or is not a directory", cwd)
 	}
 	a.Cwd = cwd
-	opts := m.backendOptions(&a)
-	opts.Resume = session
 	// The one place the policy is resolved: the agent carries it.
-	if _, err := opts.ResolvePolicy(); err != nil {
+	pol, err := policy.ForOpen(&a)
+	if err != nil {
 		return a, backend.Options{}, verbs.BadArg("agent_open: %v", err)
 	}
-	return a, opts, nil
-}
-
-// backendOptions are the options a backend is made with for an agent
-// opened with a.
-func (m *Manager) backendOptions(a *verbs.OpenArgs) backend.Options {
-	o := backend.Options{
-		ID: a.ID, Cwd: a.Cwd, Model: a.Model, Effort: a.Effort,
-		Permission: a.Permission, PermissionMode: a.PermissionMode,
-		AllowedTools: a.AllowedTools, Only: a.Only,
-		MCPConfig: a.MCPConfig, SystemPrompt: a.SystemPrompt,
+	return a, backend.Options{
+		OpenArgs: a, Policy: pol, ResumeSession: session,
 		CacheDir: m.paths.CacheDir,
 		Env:      append(append([]string{}, m.env...), "KAIMON_AGENT_SESSION="+a.ID),
-	}
-	if a.DisallowedTools != nil {
-		o.DisallowedTools = append([]string{}, (*a.DisallowedTools)...)
-	}
-	return o
+	}, nil
 }
 
 // inherit fills the options a resuming open left out from the dead

@@ -97,16 +97,16 @@ var _ backend.Backend = (*Backend)(nil)
 // New validates o and finds the agent's program. Nothing starts until
 // Start.
 func New(o backend.Options, sink backend.Sink) (*Backend, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
+	pol := o.Policy
 	a, model, err := ParseModel(o.Model)
 	if err != nil {
 		return nil, err
 	}
 	if o.Effort != "" {
 		return nil, fmt.Errorf("effort is a claude CLI option; acp:%s takes none (drop --effort)", a.Name)
-	}
-	pol, err := o.ResolvePolicy()
-	if err != nil {
-		return nil, err
 	}
 	if pol.Only && o.MCPConfig != "" {
 		return nil, errors.New("only refuses a caller-supplied mcp_config: under only kaimon attaches its own server alone; drop mcp_config or only")
@@ -341,7 +341,7 @@ type sessionState struct {
 	Modes         *sdk.SessionModeState
 }
 
-// session begins the agent's session, or with opts.Resume continues that
+// session begins the agent's session, or with opts.ResumeSession continues that
 // one: session/load where the agent declares loadSession (it replays the
 // conversation as session/update notifications, which are not this
 // agent's new events and are dropped), else session/resume where declared.
@@ -351,7 +351,7 @@ func (b *Backend) session(ctx context.Context, caps sdk.AgentCapabilities, serve
 	if b.agent.Route == RouteClaudeMeta {
 		meta = claudeMeta(b.pol, &b.opts)
 	}
-	id := sdk.SessionId(b.opts.Resume)
+	id := sdk.SessionId(b.opts.ResumeSession)
 	switch {
 	case id == "":
 		sess, err := b.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: b.opts.Cwd, McpServers: servers, Meta: meta})

@@ -14,6 +14,8 @@ import (
 
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/testutil/backendtest"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // sink records what a backend reports.
@@ -50,8 +52,7 @@ func standin(t *testing.T, mode string) (*Backend, *sink) {
 		t.Fatal(err)
 	}
 	s := &sink{exited: make(chan struct{})}
-	b, err := New(backend.Options{ID: "s1", Cwd: t.TempDir(), CacheDir: t.TempDir(), Model: "acp:gemini",
-		Env: []string{"KAIMON_GEMINI_BIN=" + bin, "KAIMON_STANDIN=" + mode, "PATH=" + os.Getenv("PATH")}}, s)
+	b, err := New(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "s1", Cwd: t.TempDir(), Model: "acp:gemini"}, CacheDir: t.TempDir(), Env: []string{"KAIMON_GEMINI_BIN=" + bin, "KAIMON_STANDIN=" + mode, "PATH=" + os.Getenv("PATH")}}), s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,10 +97,10 @@ func Args(o *backend.Options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol, err := o.ResolvePolicy()
-	if err != nil {
+	if err := o.Check(); err != nil {
 		return nil, err
 	}
+	pol := o.Policy
 	args := append([]string{}, baseArgs...)
 	args = append(args, "--model", model)
 	if effort != "" {
@@ -148,10 +148,10 @@ func Args(o *backend.Options) ([]string, error) {
 	if o.SystemPrompt != "" {
 		args = append(args, "--append-system-prompt", o.SystemPrompt)
 	}
-	if o.Resume != "" {
+	if o.ResumeSession != "" {
 		// The CLI restores the conversation from its transcript and goes
 		// on in the same session id.
-		args = append(args, "--resume", o.Resume)
+		args = append(args, "--resume", o.ResumeSession)
 	}
 	var configs []string
 	if o.Door != nil {

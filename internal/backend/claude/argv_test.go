@@ -9,6 +9,8 @@ import (
 
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/policy"
+	"github.com/kaimon/kaimon/internal/testutil/backendtest"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // guard is the default recursion guard as --disallowedTools elements.
@@ -43,102 +45,108 @@ func TestArgs(t *testing.T) {
 	}{
 		{name: "empty model defaults to sonnet",
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "acceptEdits"}, deny())...)},
-		{name: "alias opus", o: backend.Options{Model: "opus"},
+		{name: "alias opus", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "opus"}},
 			want: withBase(cat([]string{"--model", "opus", "--permission-mode", "acceptEdits"}, deny())...)},
-		{name: "alias haiku", o: backend.Options{Model: "haiku"},
+		{name: "alias haiku", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "haiku"}},
 			want: withBase(cat([]string{"--model", "haiku", "--permission-mode", "acceptEdits"}, deny())...)},
-		{name: "pinned id", o: backend.Options{Model: "claude-sonnet-5"},
+		{name: "pinned id", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "claude-sonnet-5"}},
 			want: withBase(cat([]string{"--model", "claude-sonnet-5", "--permission-mode", "acceptEdits"}, deny())...)},
-		{name: "inline effort suffix", o: backend.Options{Model: "sonnet/high"},
+		{name: "inline effort suffix", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "sonnet/high"}},
 			want: withBase(cat([]string{"--model", "sonnet", "--effort", "high", "--permission-mode", "acceptEdits"}, deny())...)},
-		{name: "inline effort on an id", o: backend.Options{Model: "claude-sonnet-5/low"},
+		{name: "inline effort on an id", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "claude-sonnet-5/low"}},
 			want: withBase(cat([]string{"--model", "claude-sonnet-5", "--effort", "low", "--permission-mode", "acceptEdits"}, deny())...)},
-		{name: "effort option without suffix", o: backend.Options{Model: "opus", Effort: "max"},
+		{name: "effort option without suffix", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "opus", Effort: "max"}},
 			want: withBase(cat([]string{"--model", "opus", "--effort", "max", "--permission-mode", "acceptEdits"}, deny())...)},
-		{name: "effort option overrides suffix", o: backend.Options{Model: "sonnet/low", Effort: "high"},
+		{name: "effort option overrides suffix", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "sonnet/low", Effort: "high"}},
 			want: withBase(cat([]string{"--model", "sonnet", "--effort", "high", "--permission-mode", "acceptEdits"}, deny())...)},
-		{name: "bad effort suffix", o: backend.Options{Model: "sonnet/turbo"},
+		{name: "bad effort suffix", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "sonnet/turbo"}},
 			wantErr: `unknown effort "turbo" in model "sonnet/turbo": use one of low, medium, high, xhigh, max`},
-		{name: "bad effort option", o: backend.Options{Model: "sonnet", Effort: "extreme"},
+		{name: "bad effort option", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "sonnet", Effort: "extreme"}},
 			wantErr: `unknown effort "extreme": use one of low, medium, high, xhigh, max`},
-		{name: "bad effort option even with a good suffix", o: backend.Options{Model: "sonnet/low", Effort: "extreme"},
+		{name: "bad effort option even with a good suffix", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "sonnet/low", Effort: "extreme"}},
 			wantErr: `unknown effort "extreme"`},
-		{name: "suffix without model", o: backend.Options{Model: "/high"},
+		{name: "suffix without model", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "/high"}},
 			wantErr: "names an effort but no model"},
-		{name: "model that reads as a flag", o: backend.Options{Model: "--help"},
+		{name: "model that reads as a flag", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "--help"}},
 			wantErr: "bad claude model"},
 
-		{name: "preset default", o: backend.Options{Permission: "default"},
+		{name: "preset default", o: backend.Options{OpenArgs: verbs.OpenArgs{Permission: "default"}},
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "acceptEdits"}, deny())...)},
-		{name: "preset notebook", o: backend.Options{Permission: "notebook"},
+		{name: "preset notebook", o: backend.Options{OpenArgs: verbs.OpenArgs{Permission: "notebook"}},
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "acceptEdits",
 				"--allowedTools", "mcp__kaimon"}, deny(native...))...)},
-		{name: "preset specialist", o: backend.Options{Permission: "specialist"},
+		{name: "preset specialist", o: backend.Options{OpenArgs: verbs.OpenArgs{Permission: "specialist"}},
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "acceptEdits"}, deny(native...))...)},
-		{name: "preset lab", o: backend.Options{Permission: "lab"},
+		{name: "preset lab", o: backend.Options{OpenArgs: verbs.OpenArgs{Permission: "lab"}},
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "acceptEdits",
 				"--allowedTools", "mcp__kaimon"}, deny())...)},
-		{name: "preset auto", o: backend.Options{Permission: "auto"},
+		{name: "preset auto", o: backend.Options{OpenArgs: verbs.OpenArgs{Permission: "auto"}},
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "auto"}, deny())...)},
-		{name: "preset bypass", o: backend.Options{Permission: "bypass"},
+		{name: "preset bypass", o: backend.Options{OpenArgs: verbs.OpenArgs{Permission: "bypass"}},
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "bypassPermissions",
 				"--dangerously-skip-permissions"}, deny())...)},
-		{name: "unknown preset", o: backend.Options{Permission: "yolo"},
+		{name: "unknown preset", o: backend.Options{OpenArgs: verbs.OpenArgs{Permission: "yolo"}},
 			wantErr: `unknown permission preset "yolo"`},
-		{name: "permission_mode overrides the preset's mode", o: backend.Options{Permission: "lab", PermissionMode: "plan"},
+		{name: "permission_mode overrides the preset's mode", o: backend.Options{OpenArgs: verbs.OpenArgs{Permission: "lab", PermissionMode: "plan"}},
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "plan",
 				"--allowedTools", "mcp__kaimon"}, deny())...)},
-		{name: "permission_mode keeps bypass's skip flag", o: backend.Options{Permission: "bypass", PermissionMode: "default"},
+		{name: "permission_mode keeps bypass's skip flag", o: backend.Options{OpenArgs: verbs.OpenArgs{Permission: "bypass", PermissionMode: "default"}},
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "default",
 				"--dangerously-skip-permissions"}, deny())...)},
-		{name: "unknown permission_mode", o: backend.Options{PermissionMode: "yes"},
+		{name: "unknown permission_mode", o: backend.Options{OpenArgs: verbs.OpenArgs{PermissionMode: "yes"}},
 			wantErr: `unknown permission_mode "yes"`},
 
-		{name: "allowed_tools compose with the preset", o: backend.Options{Permission: "notebook", AllowedTools: []string{"Bash(git *)", "WebFetch"}},
+		{name: "allowed_tools compose with the preset", o: backend.Options{OpenArgs: verbs.OpenArgs{Permission: "notebook", AllowedTools: []string{"Bash(git *)", "WebFetch"}}},
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "acceptEdits",
 				"--allowedTools", "mcp__kaimon", "Bash(git *)", "WebFetch"}, deny(native...))...)},
-		{name: "allowed_tools replace the allowance under specialist", o: backend.Options{Permission: "specialist", AllowedTools: []string{"mcp__kaimon__slate_add_cell"}},
+		{name: "allowed_tools replace the allowance under specialist", o: backend.Options{OpenArgs: verbs.OpenArgs{Permission: "specialist", AllowedTools: []string{"mcp__kaimon__slate_add_cell"}}},
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "acceptEdits",
 				"--allowedTools", "mcp__kaimon__slate_add_cell"}, deny(native...))...)},
-		{name: "explicit disallowed_tools replace the guard", o: backend.Options{DisallowedTools: []string{"WebSearch"}},
+		{name: "explicit disallowed_tools replace the guard", o: backend.Options{OpenArgs: verbs.OpenArgs{DisallowedTools: &[]string{"WebSearch"}}},
 			want: withBase("--model", "sonnet", "--permission-mode", "acceptEdits", "--disallowedTools", "WebSearch")},
-		{name: "empty disallowed_tools removes the guard", o: backend.Options{DisallowedTools: []string{}},
+		{name: "empty disallowed_tools removes the guard", o: backend.Options{OpenArgs: verbs.OpenArgs{DisallowedTools: &[]string{}}},
 			want: withBase("--model", "sonnet", "--permission-mode", "acceptEdits")},
-		{name: "empty disallowed_tools keeps the preset's deny list", o: backend.Options{Permission: "notebook", DisallowedTools: []string{}},
+		{name: "empty disallowed_tools keeps the preset's deny list", o: backend.Options{OpenArgs: verbs.OpenArgs{Permission: "notebook", DisallowedTools: &[]string{}}},
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "acceptEdits",
 				"--allowedTools", "mcp__kaimon", "--disallowedTools"}, native)...)},
-		{name: "empty tool name", o: backend.Options{AllowedTools: []string{" "}},
+		{name: "empty tool name", o: backend.Options{OpenArgs: verbs.OpenArgs{AllowedTools: []string{" "}}},
 			wantErr: "empty tool name"},
 
-		{name: "only with built-ins", o: backend.Options{Only: true, AllowedTools: []string{"Read", "Bash(git *)", "Bash(ls)", "Grep"}},
+		{name: "only with built-ins", o: backend.Options{OpenArgs: verbs.OpenArgs{Only: true, AllowedTools: []string{"Read", "Bash(git *)", "Bash(ls)", "Grep"}}},
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "acceptEdits",
 				"--tools", "Read", "Bash", "Grep", "--strict-mcp-config",
 				"--allowedTools", "Read", "Bash(git *)", "Bash(ls)", "Grep"}, deny())...)},
-		{name: "only with no tools", o: backend.Options{Only: true, Permission: "specialist"},
+		{name: "only with no tools", o: backend.Options{OpenArgs: verbs.OpenArgs{Only: true, Permission: "specialist"}},
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "acceptEdits",
 				"--tools", "", "--strict-mcp-config"}, deny(native...))...)},
-		{name: "only refuses MCP tools", o: backend.Options{Only: true, AllowedTools: []string{"Read", "mcp__kaimon__slate_add_cell"}},
+		{name: "only refuses MCP tools", o: backend.Options{OpenArgs: verbs.OpenArgs{Only: true, AllowedTools: []string{"Read", "mcp__kaimon__slate_add_cell"}}},
 			wantErr: "the kaimon MCP door's port is not known, so an agent restricted with only cannot be given MCP tools"},
-		{name: "only refuses a preset's MCP allowance", o: backend.Options{Only: true, Permission: "lab"},
+		{name: "only refuses a preset's MCP allowance", o: backend.Options{OpenArgs: verbs.OpenArgs{Only: true, Permission: "lab"}},
 			wantErr: "cannot be given MCP tools"},
-		{name: "only refuses mcp_config", o: backend.Options{Only: true, AllowedTools: []string{"Read"}, MCPConfig: mcpFile},
+		{name: "only refuses mcp_config", o: backend.Options{OpenArgs: verbs.OpenArgs{Only: true, AllowedTools: []string{"Read"}, MCPConfig: mcpFile}},
 			wantErr: "only refuses a caller-supplied mcp_config"},
 
-		{name: "system_prompt", o: backend.Options{SystemPrompt: "Be terse.\nAnswer in French."},
+		{name: "system_prompt", o: backend.Options{OpenArgs: verbs.OpenArgs{SystemPrompt: "Be terse.\nAnswer in French."}},
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "acceptEdits"}, deny(),
 				[]string{"--append-system-prompt", "Be terse.\nAnswer in French."})...)},
-		{name: "mcp_config", o: backend.Options{MCPConfig: mcpFile},
+		{name: "mcp_config", o: backend.Options{OpenArgs: verbs.OpenArgs{MCPConfig: mcpFile}},
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "acceptEdits"}, deny(),
 				[]string{"--mcp-config", mcpFile})...)},
-		{name: "missing mcp_config", o: backend.Options{MCPConfig: filepath.Join(dir, "nope.json")},
+		{name: "missing mcp_config", o: backend.Options{OpenArgs: verbs.OpenArgs{MCPConfig: filepath.Join(dir, "nope.json")}},
 			wantErr: "no such file"},
-		{name: "mcp_config that is a directory", o: backend.Options{MCPConfig: dir},
+		{name: "mcp_config that is a directory", o: backend.Options{OpenArgs: verbs.OpenArgs{MCPConfig: dir}},
 			wantErr: "is a directory"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			// The session resolves the policy at open, and refuses
+			// there what does not resolve (an unknown preset).
 			o := tc.o
-			got, err := Args(&o)
+			var got []string
+			pol, err := policy.ForOpen(&o.OpenArgs)
+			if o.Policy = pol; err == nil {
+				got, err = Args(&o)
+			}
 			if tc.wantErr != "" {
 				if err == nil {
 					t.Fatalf("Args = %q, want error containing %q", got, tc.wantErr)
@@ -159,7 +167,8 @@ func TestArgs(t *testing.T) {
 }
 
 func TestArgsGuardPresentByDefault(t *testing.T) {
-	got, err := Args(&backend.Options{})
+	o := backendtest.Resolved(t, backend.Options{})
+	got, err := Args(&o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,16 +107,16 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 		return nil, err
 	}
 	var transcript string
-	if o.Resume != "" {
+	if o.ResumeSession != "" {
 		// Without its transcript the CLI would start, then fail the first
 		// turn with "No conversation found": refuse now instead.
-		path := TranscriptPath(env, o.Cwd, o.Resume)
+		path := TranscriptPath(env, o.Cwd, o.ResumeSession)
 		transcript = path
 		if _, err := os.Stat(path); path == "" || err != nil {
 			if path == "" {
 				path = "its transcript"
 			}
-			return nil, fmt.Errorf("cannot resume claude session %s: %s is gone (the claude CLI keeps it under its config dir, for cwd %s); open the agent without --resume for a fresh conversation", o.Resume, path, o.Cwd)
+			return nil, fmt.Errorf("cannot resume claude session %s: %s is gone (the claude CLI keeps it under its config dir, for cwd %s); open the agent without --resume for a fresh conversation", o.ResumeSession, path, o.Cwd)
 		}
 	}
 	b := &Backend{
@@ -132,7 +132,7 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 		model:   model,
 		done:    make(chan struct{}),
 		// A resumed session is known before its first turn.
-		sessionID: o.Resume, transcript: transcript,
+		sessionID: o.ResumeSession, transcript: transcript,
 	}
 	if o.CacheDir != "" {
 		b.logPath = o.Files().Log

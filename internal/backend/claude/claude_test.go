@@ -19,7 +19,9 @@ import (
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/testutil/agents"
+	"github.com/kaimon/kaimon/internal/testutil/backendtest"
 	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // recSink records what a backend reports, and checks the Sink contract:
@@ -193,7 +195,7 @@ func startAgent(t *testing.T, o backend.Options) *agent {
 	o.CacheDir = t.TempDir()
 	o.Env = cliEnv(t, bin, api.URL())
 	sink := newSink(t)
-	b, err := New(o, sink)
+	b, err := New(backendtest.Resolved(t, o), sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +217,7 @@ func startAgent(t *testing.T, o backend.Options) *agent {
 const turnTimeout = 60 * time.Second
 
 func TestBackendTurns(t *testing.T) {
-	a := startAgent(t, backend.Options{Permission: "bypass"})
+	a := startAgent(t, backend.Options{OpenArgs: verbs.OpenArgs{Permission: "bypass"}})
 	if err := a.b.Send(1, "hello there"); err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +426,7 @@ func TestBackendQueuedWhileBusy(t *testing.T) {
 
 // Under only, the CLI loads just the built-in tools allowed_tools names.
 func TestBackendOnly(t *testing.T) {
-	a := startAgent(t, backend.Options{Only: true, Permission: "bypass", AllowedTools: []string{"Read"}})
+	a := startAgent(t, backend.Options{OpenArgs: verbs.OpenArgs{Only: true, Permission: "bypass", AllowedTools: []string{"Read"}}})
 	if err := a.b.Send(1, "please use a tool"); err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +444,7 @@ func TestBackendOnly(t *testing.T) {
 }
 
 func TestBackendSetModel(t *testing.T) {
-	a := startAgent(t, backend.Options{Model: "sonnet/low"})
+	a := startAgent(t, backend.Options{OpenArgs: verbs.OpenArgs{Model: "sonnet/low"}})
 	// The effort goes with the agent: carried to a model without one,
 	// changed by a model that names one, and carried on from there.
 	for _, sw := range []struct{ model, want string }{
@@ -607,7 +609,7 @@ func TestStartFailsWhenTheCLIExits(t *testing.T) {
 	bin := fakeCLI(t, "echo 'boom: no config' >&2\nexit 3\n")
 	sink := newSink(t)
 	cache := t.TempDir()
-	b, err := New(backend.Options{ID: "x1", Cwd: t.TempDir(), CacheDir: cache, Env: []string{"KAIMON_CLAUDE_BIN=" + bin}}, sink)
+	b, err := New(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "x1", Cwd: t.TempDir()}, CacheDir: cache, Env: []string{"KAIMON_CLAUDE_BIN=" + bin}}), sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,7 +630,7 @@ func TestStartTimesOut(t *testing.T) {
 	// A CLI that never answers initialize: Start gives up with ctx and
 	// leaves no process.
 	bin := fakeCLI(t, "exec sleep 60\n")
-	b, err := New(backend.Options{ID: "x2", Cwd: t.TempDir(), CacheDir: t.TempDir(), Env: []string{"KAIMON_CLAUDE_BIN=" + bin}}, newSink(t))
+	b, err := New(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "x2", Cwd: t.TempDir()}, CacheDir: t.TempDir(), Env: []string{"KAIMON_CLAUDE_BIN=" + bin}}), newSink(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -645,17 +647,17 @@ func TestStartTimesOut(t *testing.T) {
 }
 
 func TestMissingBinary(t *testing.T) {
-	_, err := New(backend.Options{Cwd: t.TempDir(), Env: []string{"KAIMON_CLAUDE_BIN=/nonexistent/claude"}}, newSink(t))
+	_, err := New(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{Cwd: t.TempDir()}, Env: []string{"KAIMON_CLAUDE_BIN=/nonexistent/claude"}}), newSink(t))
 	if !errors.Is(err, backend.ErrNotFound) || !strings.Contains(err.Error(), "KAIMON_CLAUDE_BIN") {
 		t.Errorf("New = %v", err)
 	}
 	t.Setenv("PATH", t.TempDir())
-	_, err = New(backend.Options{Cwd: t.TempDir(), Env: []string{"HOME=/x"}}, newSink(t))
+	_, err = New(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{Cwd: t.TempDir()}, Env: []string{"HOME=/x"}}), newSink(t))
 	if !errors.Is(err, backend.ErrNotFound) || !strings.Contains(err.Error(), "@anthropic-ai/claude-code") {
 		t.Errorf("New = %v", err)
 	}
 	// Bad options fail before the binary is looked for.
-	if _, err := New(backend.Options{Model: "sonnet/turbo"}, newSink(t)); err == nil || errors.Is(err, backend.ErrNotFound) {
+	if _, err := New(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{Model: "sonnet/turbo"}}), newSink(t)); err == nil || errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("New with a bad effort = %v", err)
 	}
 }
@@ -709,7 +711,7 @@ func startStandin(t *testing.T, id, script string) (*Backend, *recSink) {
 	t.Helper()
 	bin := fakeCLI(t, standinInit+script)
 	sink := newSink(t)
-	b, err := New(backend.Options{ID: id, Cwd: t.TempDir(), CacheDir: t.TempDir(), Env: []string{"KAIMON_CLAUDE_BIN=" + bin}}, sink)
+	b, err := New(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: id, Cwd: t.TempDir()}, CacheDir: t.TempDir(), Env: []string{"KAIMON_CLAUDE_BIN=" + bin}}), sink)
 	if err != nil {
 		t.Fatal(err)
 	}

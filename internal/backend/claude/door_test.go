@@ -16,6 +16,8 @@ import (
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/testutil/backendtest"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 func noAsk(ctx context.Context, r backend.PermissionRequest) backend.PermissionDecision {
@@ -41,25 +43,25 @@ func TestArgsWithDoorAndAsk(t *testing.T) {
 		want    []string
 		wantErr string
 	}{
-		{name: "door and asker", o: backend.Options{ID: "ag1", CacheDir: cache, Door: door, Ask: noAsk, DisallowedTools: none},
+		{name: "door and asker", o: backend.Options{OpenArgs: verbs.OpenArgs{ID: "ag1", DisallowedTools: &none}, CacheDir: cache, Door: door, Ask: noAsk},
 			want: withBase("--model", "sonnet", "--permission-mode", "acceptEdits", "--permission-prompt-tool", "stdio",
 				"--mcp-config", gen)},
-		{name: "bypass asks nothing", o: backend.Options{ID: "ag1", CacheDir: cache, Ask: noAsk, Permission: "bypass", DisallowedTools: none},
+		{name: "bypass asks nothing", o: backend.Options{OpenArgs: verbs.OpenArgs{ID: "ag1", Permission: "bypass", DisallowedTools: &none}, CacheDir: cache, Ask: noAsk},
 			want: withBase("--model", "sonnet", "--permission-mode", "bypassPermissions", "--dangerously-skip-permissions")},
-		{name: "door and a caller's config", o: backend.Options{ID: "ag1", CacheDir: cache, Door: door, MCPConfig: user, DisallowedTools: none},
+		{name: "door and a caller's config", o: backend.Options{OpenArgs: verbs.OpenArgs{ID: "ag1", MCPConfig: user, DisallowedTools: &none}, CacheDir: cache, Door: door},
 			want: withBase("--model", "sonnet", "--permission-mode", "acceptEdits", "--mcp-config", gen, user)},
-		{name: "a caller's config naming kaimon", o: backend.Options{ID: "ag1", CacheDir: cache, Door: door, MCPConfig: clash},
+		{name: "a caller's config naming kaimon", o: backend.Options{OpenArgs: verbs.OpenArgs{ID: "ag1", MCPConfig: clash}, CacheDir: cache, Door: door},
 			wantErr: `defines a server named "kaimon", which kaimon attaches to every agent itself`},
-		{name: "only with kaimon tools once the door is known", o: backend.Options{ID: "ag1", CacheDir: cache, Door: door, Only: true,
-			DisallowedTools: none, AllowedTools: []string{"Read", "mcp__kaimon__agent_list"}},
+		{name: "only with kaimon tools once the door is known", o: backend.Options{OpenArgs: verbs.OpenArgs{ID: "ag1", Only: true, DisallowedTools: &none, AllowedTools: []string{"Read", "mcp__kaimon__agent_list"}}, CacheDir: cache, Door: door},
 			want: withBase("--model", "sonnet", "--permission-mode", "acceptEdits", "--tools", "Read", "ToolSearch", "--strict-mcp-config",
 				"--allowedTools", "Read", "mcp__kaimon__agent_list", "--mcp-config", gen)},
-		{name: "only still refuses a caller's config", o: backend.Options{ID: "ag1", CacheDir: cache, Door: door, Only: true, MCPConfig: user},
+		{name: "only still refuses a caller's config", o: backend.Options{OpenArgs: verbs.OpenArgs{ID: "ag1", Only: true, MCPConfig: user}, CacheDir: cache, Door: door},
 			wantErr: "only refuses a caller-supplied mcp_config"},
-		{name: "a door needs a cache dir", o: backend.Options{ID: "ag1", Door: door}, wantErr: "needs a cache dir"},
+		{name: "a door needs a cache dir", o: backend.Options{OpenArgs: verbs.OpenArgs{ID: "ag1"}, Door: door}, wantErr: "needs a cache dir"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Args(&tc.o)
+			o := backendtest.Resolved(t, tc.o)
+			got, err := Args(&o)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Args = %q, %v; want error %q", got, err, tc.wantErr)
@@ -79,7 +81,7 @@ func TestArgsWithDoorAndAsk(t *testing.T) {
 // The generated config names the door as server kaimon, over HTTP, with the
 // agent's id and token in headers, readable by its owner only.
 func TestWriteMCPConfig(t *testing.T) {
-	o := backend.Options{ID: "ag1", CacheDir: filepath.Join(t.TempDir(), "cache"), Door: &backend.Door{URL: "http://127.0.0.1:4242/mcp", Token: "t0k"}}
+	o := backend.Options{OpenArgs: verbs.OpenArgs{ID: "ag1"}, CacheDir: filepath.Join(t.TempDir(), "cache"), Door: &backend.Door{URL: "http://127.0.0.1:4242/mcp", Token: "t0k"}}
 	path, err := writeMCPConfig(&o)
 	if err != nil {
 		t.Fatal(err)

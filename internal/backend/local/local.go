@@ -158,13 +158,13 @@ func newBackend(o backend.Options, sink backend.Sink, family, tag string, api ch
 	return b, nil
 }
 
-// Start begins the conversation, or with Options.Resume reloads the one of
+// Start begins the conversation, or with Options.ResumeSession reloads the one of
 // that session. (New checked the model.)
 func (b *Backend) Start(ctx context.Context) error {
 	path := b.o.Files().History
 	var h *history
 	var err error
-	session := b.o.Resume
+	session := b.o.ResumeSession
 	if session != "" {
 		h, err = loadHistory(path, session, b.family)
 	} else {

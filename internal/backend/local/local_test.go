@@ -19,9 +19,11 @@ import (
 	"github.com/kaimon/kaimon/internal/confine"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/proc"
+	"github.com/kaimon/kaimon/internal/testutil/backendtest"
 	"github.com/kaimon/kaimon/internal/testutil/fakeollama"
 	"github.com/kaimon/kaimon/internal/testutil/fakeopenai"
 	"github.com/kaimon/kaimon/internal/testutil/fakescript"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // sink records a backend's events.
@@ -179,6 +181,7 @@ func open(t *testing.T, srv server, o backend.Options, rounds int) *agent {
 	}
 	o.Model = srv.family + ":" + srv.tag
 	o.Env = os.Environ()
+	o = backendtest.Resolved(t, o)
 	a.dir, a.opts = o.Cwd, o
 	b, err := newBackend(o, a.s, srv.family, srv.tag, srv.api(), rounds)
 	if err != nil {
@@ -212,7 +215,7 @@ func result(t *testing.T, evs []event.Event) event.ResultData {
 func TestTextAndThought(t *testing.T) {
 	for _, srv := range servers(t) {
 		t.Run(srv.family, func(t *testing.T) {
-			a := open(t, srv, backend.Options{SystemPrompt: "be brief"}, 0)
+			a := open(t, srv, backend.Options{OpenArgs: verbs.OpenArgs{SystemPrompt: "be brief"}}, 0)
 			evs := a.turn(t, 1, "hello")
 			if k := authKinds(evs); k != "user_text turn_started assistant_text usage result" {
 				t.Fatalf("kinds: %s\n%s", k, dump(evs))
@@ -295,7 +298,7 @@ func TestEditAndConfinement(t *testing.T) {
 func TestPresets(t *testing.T) {
 	srv := servers(t)[0]
 	t.Run("notebook offers nothing", func(t *testing.T) {
-		a := open(t, srv, backend.Options{Permission: "notebook"}, 0)
+		a := open(t, srv, backend.Options{OpenArgs: verbs.OpenArgs{Permission: "notebook"}}, 0)
 		a.turn(t, 1, "hello")
 		reqs := srv.reqs()
 		if tools := reqs[len(reqs)-1].Tools; len(tools) != 0 {
@@ -303,7 +306,7 @@ func TestPresets(t *testing.T) {
 		}
 	})
 	t.Run("specialist offers what allowed_tools names", func(t *testing.T) {
-		a := open(t, srv, backend.Options{Permission: "specialist", AllowedTools: []string{"Read", "list_dir"}}, 0)
+		a := open(t, srv, backend.Options{OpenArgs: verbs.OpenArgs{Permission: "specialist", AllowedTools: []string{"Read", "list_dir"}}}, 0)
 		a.turn(t, 1, "hello")
 		reqs := srv.reqs()
 		if tools := strings.Join(reqs[len(reqs)-1].Tools, ","); tools != "read_file,list_dir" {
@@ -350,7 +353,7 @@ func TestPresets(t *testing.T) {
 		}
 	})
 	t.Run("bypass asks nothing", func(t *testing.T) {
-		a := open(t, srv, backend.Options{Permission: "bypass"}, 0)
+		a := open(t, srv, backend.Options{OpenArgs: verbs.OpenArgs{Permission: "bypass"}}, 0)
 		evs := a.turn(t, 1, `call tool: bash {"command":"echo hi"}`)
 		if r := ofKind(evs, event.ToolResult)[0]; r.Get("update.status").String() != "completed" {
 			t.Fatalf("bypass bash: %v", r)
@@ -362,7 +365,7 @@ func TestPresets(t *testing.T) {
 		}
 	})
 	t.Run("disallowed_tools removes a tool", func(t *testing.T) {
-		a := open(t, srv, backend.Options{DisallowedTools: []string{"bash", "Write"}}, 0)
+		a := open(t, srv, backend.Options{OpenArgs: verbs.OpenArgs{DisallowedTools: &[]string{"bash", "Write"}}}, 0)
 		a.turn(t, 1, "hello")
 		reqs := srv.reqs()
 		if tools := strings.Join(reqs[len(reqs)-1].Tools, ","); tools != "read_file,edit_file,list_dir,grep" {
@@ -406,7 +409,7 @@ func TestFailures(t *testing.T) {
 func TestUnknownModel(t *testing.T) {
 	for _, srv := range servers(t) {
 		t.Run(srv.family, func(t *testing.T) {
-			b, err := newBackend(backend.Options{ID: "x", Cwd: t.TempDir(), CacheDir: t.TempDir(), Model: srv.family + ":nope"}, newSink(), srv.family, "nope", srv.api(), 0)
+			b, err := newBackend(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "x", Cwd: t.TempDir(), Model: srv.family + ":nope"}, CacheDir: t.TempDir()}), newSink(), srv.family, "nope", srv.api(), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -422,7 +425,7 @@ func TestUnknownModel(t *testing.T) {
 	// A server without /models is believed.
 	oa := fakeopenai.New(t)
 	oa.SetNoModels(true)
-	b, err := newBackend(backend.Options{ID: "x", Cwd: t.TempDir(), CacheDir: t.TempDir(), Model: "vmlx:anything"}, newSink(), VMLX, "anything", &openAI{base: oa.URL()}, 0)
+	b, err := newBackend(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "x", Cwd: t.TempDir(), Model: "vmlx:anything"}, CacheDir: t.TempDir()}), newSink(), VMLX, "anything", &openAI{base: oa.URL()}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +437,7 @@ func TestUnknownModel(t *testing.T) {
 func TestInterrupt(t *testing.T) {
 	for _, srv := range servers(t) {
 		t.Run(srv.family, func(t *testing.T) {
-			a := open(t, srv, backend.Options{Permission: "bypass"}, 0)
+			a := open(t, srv, backend.Options{OpenArgs: verbs.OpenArgs{Permission: "bypass"}}, 0)
 			if ok, err := a.b.Interrupt(context.Background()); ok || err != nil {
 				t.Fatalf("interrupt with no turn: %v %v", ok, err)
 			}
@@ -486,7 +489,7 @@ func TestResumeAndSetModel(t *testing.T) {
 	for _, srv := range servers(t) {
 		t.Run(srv.family, func(t *testing.T) {
 			cache := t.TempDir()
-			a := open(t, srv, backend.Options{CacheDir: cache, ID: "r1"}, 0)
+			a := open(t, srv, backend.Options{OpenArgs: verbs.OpenArgs{ID: "r1"}, CacheDir: cache}, 0)
 			a.turn(t, 1, "say exactly: remember the word kumquat")
 			info := a.b.Info()
 			if !strings.HasPrefix(info.SessionID, srv.family+"-") || info.Transcript != (config.Paths{CacheDir: cache}).Agent("r1").History || !info.QueuesPrompts {
@@ -524,7 +527,7 @@ func TestResumeAndSetModel(t *testing.T) {
 				t.Fatalf("exited: %v", err)
 			}
 			// Resume: the next request carries the earlier turns.
-			r := open(t, srv, backend.Options{CacheDir: cache, ID: "r1", Resume: info.SessionID}, 0)
+			r := open(t, srv, backend.Options{OpenArgs: verbs.OpenArgs{ID: "r1"}, CacheDir: cache, ResumeSession: info.SessionID}, 0)
 			if r.b.Info().SessionID != info.SessionID {
 				t.Fatalf("resumed session %s", r.b.Info().SessionID)
 			}
@@ -536,7 +539,7 @@ func TestResumeAndSetModel(t *testing.T) {
 				t.Fatalf("resumed history: %s", h)
 			}
 			// Another session id is not this conversation.
-			b2, _ := newBackend(backend.Options{ID: "r1", Cwd: t.TempDir(), CacheDir: cache, Resume: srv.family + "-0000"}, newSink(), srv.family, srv.tag, srv.api(), 0)
+			b2, _ := newBackend(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "r1", Cwd: t.TempDir()}, CacheDir: cache, ResumeSession: srv.family + "-0000"}), newSink(), srv.family, srv.tag, srv.api(), 0)
 			if err := b2.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "is gone") {
 				t.Fatalf("resume of another session: %v", err)
 			}
@@ -643,15 +646,16 @@ func TestGateModes(t *testing.T) {
 		why       string
 		offerings string
 	}{
-		{"default mode asks before edits", backend.Options{PermissionMode: "default"}, edit, false, "asked", "read_file,write_file,edit_file,list_dir,grep,bash"},
-		{"plan refuses edits", backend.Options{PermissionMode: "plan"}, edit, false, "plan mode", "read_file,write_file,edit_file,list_dir,grep,bash"},
+		{"default mode asks before edits", backend.Options{OpenArgs: verbs.OpenArgs{PermissionMode: "default"}}, edit, false, "asked", "read_file,write_file,edit_file,list_dir,grep,bash"},
+		{"plan refuses edits", backend.Options{OpenArgs: verbs.OpenArgs{PermissionMode: "plan"}}, edit, false, "plan mode", "read_file,write_file,edit_file,list_dir,grep,bash"},
 		{"acceptEdits runs them", backend.Options{}, edit, true, "", "read_file,write_file,edit_file,list_dir,grep,bash"},
-		{"only: allow is the whole set", backend.Options{Only: true, AllowedTools: []string{"read_file"}}, read, true, "allowed tools", "read_file"},
-		{"only: the rest is refused", backend.Options{Only: true, AllowedTools: []string{"read_file"}}, edit, false, "whole tool set", "read_file"},
-		{"disallowed wins over specialist's allow", backend.Options{Permission: "specialist", AllowedTools: []string{"Read"}, DisallowedTools: []string{"read_file"}}, read, false, "disallowed", ""},
+		{"only: allow is the whole set", backend.Options{OpenArgs: verbs.OpenArgs{Only: true, AllowedTools: []string{"read_file"}}}, read, true, "allowed tools", "read_file"},
+		{"only: the rest is refused", backend.Options{OpenArgs: verbs.OpenArgs{Only: true, AllowedTools: []string{"read_file"}}}, edit, false, "whole tool set", "read_file"},
+		{"disallowed wins over specialist's allow", backend.Options{OpenArgs: verbs.OpenArgs{Permission: "specialist", AllowedTools: []string{"Read"}, DisallowedTools: &[]string{"read_file"}}}, read, false, "disallowed", ""},
 	} {
 		c.o.Ask = ask
-		g, err := newGate(&c.o)
+		o := backendtest.Resolved(t, c.o)
+		g, err := newGate(&o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -666,18 +670,25 @@ func TestGateModes(t *testing.T) {
 	}
 	// notebook says at open that the model has no tools.
 	srv := servers(t)[0]
-	a := open(t, srv, backend.Options{Permission: "notebook"}, 0)
+	a := open(t, srv, backend.Options{OpenArgs: verbs.OpenArgs{Permission: "notebook"}}, 0)
 	if errs := ofKind(a.s.all(), event.Error); len(errs) != 1 || !strings.Contains(errs[0].Raw, "offered no tools") {
 		t.Fatalf("notebook at open: %v", errs)
 	}
 }
 
 func TestRefusedOptions(t *testing.T) {
-	for _, o := range []backend.Options{{Effort: "low"}, {MCPConfig: "/x.json"}, {Permission: "yolo"}} {
-		o.Cwd = t.TempDir()
+	for _, a := range []verbs.OpenArgs{{Effort: "low"}, {MCPConfig: "/x.json"}} {
+		a.Cwd = t.TempDir()
+		o := backendtest.Resolved(t, backend.Options{OpenArgs: a})
 		if _, err := newBackend(o, newSink(), Ollama, "qwen3:fake", nil, 0); err == nil {
-			t.Errorf("options %+v taken", o)
+			t.Errorf("options %+v taken", a)
 		}
+	}
+	// Options without a policy are a kaimon bug, refused, not run under
+	// some default policy.
+	_, err := newBackend(backend.Options{OpenArgs: verbs.OpenArgs{Cwd: t.TempDir()}}, newSink(), Ollama, "qwen3:fake", nil, 0)
+	if err == nil || !strings.Contains(err.Error(), "without a resolved permission policy") {
+		t.Errorf("options without a policy: %v", err)
 	}
 	for _, m := range []string{"ollama:", "vmlx: ", "ollamax:y", "acp:opencode"} {
 		if _, _, err := ParseModel(m); err == nil {

@@ -27,14 +27,14 @@ type gate struct {
 // newGate takes the policy o carries (resolved once, at open) and views it
 // in the CLI's tool names: the lists are mapped, nothing is resolved again.
 func newGate(o *backend.Options) (*gate, error) {
-	pol, err := o.ResolvePolicy()
-	if err != nil {
+	if err := o.Check(); err != nil {
 		return nil, err
 	}
+	pol := o.Policy
 	view := *pol
 	view.Allow = nativeNames(pol.Allow)
 	view.Deny = nativeNames(pol.Deny)
-	return &gate{pol: &view, deny: nativeNames(o.DisallowedTools), ask: o.Ask}, nil
+	return &gate{pol: &view, deny: nativeNames(o.Disallowed()), ask: o.Ask}, nil
 }
 
 // nativeNames maps the built-in tools' names in a tool list to the CLI's.

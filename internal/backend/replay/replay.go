@@ -51,6 +51,9 @@ const SessionPrefix = "replay@"
 // New reads the recording o.Model names (relative to o.Cwd), so that a
 // missing or damaged one fails agent_open, not the first turn.
 func New(o backend.Options, sink backend.Sink) (*Backend, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
 	m, err := ParseModel(o.Model)
 	if err != nil {
 		return nil, err
@@ -60,10 +63,10 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{o: o, sink: sink, rec: rec, speed: m.Speed, sleep: sleep}
-	if o.Resume != "" {
-		n, err := strconv.Atoi(strings.TrimPrefix(o.Resume, SessionPrefix))
-		if err != nil || !strings.HasPrefix(o.Resume, SessionPrefix) || n < 0 || n > len(rec.Turns) {
-			return nil, fmt.Errorf("replay: cannot resume session %q with the recording %s (%d turns): want %s<turns replayed>", o.Resume, rec.Path, len(rec.Turns), SessionPrefix)
+	if o.ResumeSession != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(o.ResumeSession, SessionPrefix))
+		if err != nil || !strings.HasPrefix(o.ResumeSession, SessionPrefix) || n < 0 || n > len(rec.Turns) {
+			return nil, fmt.Errorf("replay: cannot resume session %q with the recording %s (%d turns): want %s<turns replayed>", o.ResumeSession, rec.Path, len(rec.Turns), SessionPrefix)
 		}
 		b.pos = n
 	}

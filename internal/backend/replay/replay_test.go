@@ -15,6 +15,8 @@ import (
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
+	"github.com/kaimon/kaimon/internal/testutil/backendtest"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // sink records what the backend emits, and fails the test on an event
@@ -168,7 +170,7 @@ func open(t *testing.T, model, resume string) (*Backend, *sink, *[]time.Duration
 	dir := t.TempDir()
 	writeLog(t, dir, recording())
 	s := newSink(t)
-	b, err := New(backend.Options{ID: "r1", Cwd: dir, Model: model, Resume: resume}, s)
+	b, err := New(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "r1", Cwd: dir, Model: model}, ResumeSession: resume}), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,13 +523,13 @@ func TestReplayOpenErrors(t *testing.T) {
 		{"replay:rec.events.jsonl", "replay@3", "cannot resume session"},
 		{"replay:rec.events.jsonl", "5e97-uuid", "cannot resume session"},
 	} {
-		_, err := New(backend.Options{Cwd: dir, Model: c.model, Resume: c.resume}, newSink(t))
+		_, err := New(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{Cwd: dir, Model: c.model}, ResumeSession: c.resume}), newSink(t))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%s, resume %q): %v; want %q", c.model, c.resume, err, c.want)
 		}
 	}
 	// An absolute path is taken as it is, whatever the cwd.
-	if _, err := New(backend.Options{Cwd: t.TempDir(), Model: "replay:" + good + "?speed=2"}, newSink(t)); err != nil {
+	if _, err := New(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{Cwd: t.TempDir(), Model: "replay:" + good + "?speed=2"}}), newSink(t)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -578,7 +580,7 @@ func TestReplayExample(t *testing.T) {
 	}
 	// And it replays, whole.
 	s := newSink(t)
-	b, err := New(backend.Options{Cwd: filepath.Dir(path), Model: "replay:hello.events.jsonl?speed=0"}, s)
+	b, err := New(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{Cwd: filepath.Dir(path), Model: "replay:hello.events.jsonl?speed=0"}}), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,7 +607,7 @@ func TestReplayTurnWithoutResult(t *testing.T) {
 	dir := t.TempDir()
 	writeLog(t, dir, recording()[:8]) // turn 1 up to its tool call's announce
 	s := newSink(t)
-	b, err := New(backend.Options{Cwd: dir, Model: "replay:rec.events.jsonl?speed=0"}, s)
+	b, err := New(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{Cwd: dir, Model: "replay:rec.events.jsonl?speed=0"}}), s)
 	if err != nil {
 		t.Fatal(err)
 	}
