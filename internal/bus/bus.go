@@ -2,9 +2,10 @@
 // kaimon-agentd publishes every envelope of every agent, deltas included, as
 // two frames (topic "agent:<id>", then the envelope JSON), with ZeroMQ's
 // prefix subscriptions ("agent:" for all agents, "agent:<id>" for one).
-// It also holds the subscriber `kaimon tail` uses, an in-process hub for the
-// control API's event stream, and the join of an agent's log with the live
-// stream by seq.
+// It also holds the subscriber `kaimon tail` uses and an in-process hub for
+// the control API's event stream. It only publishes and subscribes: the
+// join of an agent's log with the live stream by seq is eventlog.Join, and
+// following agents (tail, monitor) is package follow.
 //
 // # Why the fan-out is our own
 //

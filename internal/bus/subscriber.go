@@ -127,6 +127,14 @@ func (s *Subscriber) Next() (Message, error) {
 	return s.recv()
 }
 
+// Buffered reports whether Next has something already read from the
+// connection (a message, or the start of one) and so returns without
+// waiting for the publisher, but for the rest of a message cut short:
+// a reader that batches its output flushes when this is false.
+func (s *Subscriber) Buffered() bool {
+	return len(s.pending) > 0 || s.r.Buffered() > 0
+}
+
 // recv reads the next two-frame message (topic, body), skipping commands
 // and messages of other shapes. It parses the frames itself, as the
 // publisher's side does (bus.read), rather than with zmq4's RecvMsg, which

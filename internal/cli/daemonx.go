@@ -62,7 +62,7 @@ func daemonLogsCmd() *cli.Command {
 			if !c.Bool("follow") {
 				return f.Close()
 			}
-			return follow(c.Context, c.App.Writer, path, f, end)
+			return followFile(c.Context, c.App.Writer, path, f, end)
 		},
 	}
 }
@@ -112,10 +112,10 @@ func writeLastLines(w io.Writer, f *os.File, n int) (int64, error) {
 // juggling that an inotify watch on a renamed file needs.
 const followPoll = 250 * time.Millisecond
 
-// follow copies what is appended to path from offset until ctx ends,
+// followFile copies what is appended to path from offset until ctx ends,
 // starting over when the file is truncated or replaced. It owns f: it
 // closes it, and every file it opens after it, before it returns.
-func follow(ctx context.Context, w io.Writer, path string, f *os.File, offset int64) error {
+func followFile(ctx context.Context, w io.Writer, path string, f *os.File, offset int64) error {
 	tick := time.NewTicker(followPoll)
 	defer tick.Stop()
 	defer func() { f.Close() }() // the file followed last, not the first

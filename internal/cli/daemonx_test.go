@@ -127,7 +127,7 @@ func TestFollowRotation(t *testing.T) {
 	defer cancel()
 	var out lockedBuffer
 	done := make(chan error, 1)
-	go func() { done <- follow(ctx, &out, path, f, 0) }()
+	go func() { done <- followFile(ctx, &out, path, f, 0) }()
 	waitFor := func(want string) {
 		t.Helper()
 		for deadline := time.Now().Add(5 * time.Second); out.String() != want; {

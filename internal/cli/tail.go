@@ -1,21 +1,21 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaimon/kaimon/internal/apitype"
-	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
+	"github.com/kaimon/kaimon/internal/follow"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -147,30 +147,24 @@ func (o *tailOptions) agent() string {
 var errTailDone = errors.New("tail done")
 
 // runTail subscribes first, then replays the log (with --since), then
-// prints live envelopes: bus.Join puts each agent's envelopes in seq order
-// with no gap and no duplicate.
+// prints live envelopes: the follower puts each agent's envelopes in seq
+// order with no gap and no duplicate. Plain output is each envelope's
+// bytes as the daemon encoded them, written in batches: a tail that
+// decodes and re-encodes falls behind an agent at full speed, and the
+// bus drops what it cannot take.
 func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 	// Any request starts the daemon when it is not running (and allowed).
 	var st apitype.DaemonStatus
 	if err := cl.Do(ctx, "GET", "/v1/daemon", nil, &st); err != nil {
 		return err
 	}
-	endpoint := "ipc://" + cl.Paths.EventsSocket()
-	sub, err := bus.Dial(ctx, endpoint)
+	// Only once the subscriptions are in force may the log be read: what
+	// is published meanwhile is then held for us on the bus.
+	f, err := follow.Dial(ctx, cl, o.Channels)
 	if err != nil {
 		return fmt.Errorf("%w (is kaimon-agentd running? try `kaimon daemon status`)", err)
 	}
-	defer sub.Close()
-	for _, ch := range o.Channels {
-		if err := sub.Subscribe(ch); err != nil {
-			return fmt.Errorf("subscribing to %s: %w", ch, err)
-		}
-	}
-	// Only once the subscriptions are in force may the log be read: what is
-	// published meanwhile is then held for us on the bus.
-	if err := sub.Sync(15 * time.Second); err != nil {
-		return err
-	}
+	defer f.Close()
 	p := newTailPrinter(o)
 	p.ctx = ctx
 	if p.pretty != nil {
@@ -180,17 +174,19 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 	// daemon is asked about it: an unknown one ends tail now (unless
 	// --wait), a dead one ends --until-result once its log is read.
 	//
-	// The question is asked after Sync, and the log read after the
-	// answer, so whatever happens to the agent after the answer reaches
-	// us: a record the daemon writes after it is in the replay, or on the
-	// bus, or both (bus.Join prints it once). A status dead in the replay
-	// outweighs an older answer (settle), one on the bus ends the wait
-	// (watch). And an answer "dead" comes only once the backend has
-	// reported its last result: the log then holds every result of that
-	// life, so the replay finds the awaited one if it exists.
+	// The question is asked after the subscriptions are in force, and
+	// the log read after the answer, so whatever happens to the agent
+	// after the answer reaches us: a record the daemon writes after it is
+	// in the replay, or on the bus, or both (the follower prints it
+	// once). A status dead in the replay outweighs an older answer
+	// (settle), one on the bus ends the wait (watch). And an answer
+	// "dead" comes only once the backend has reported its last result:
+	// the log then holds every result of that life, so the replay finds
+	// the awaited one if it exists.
 	var agent *verbs.AgentStatus
 	if id := o.agent(); id != "" && (o.Replay || o.UntilResult) {
 		p.only = id
+		f.Only = id // not the agents whose ids merely start with it
 		agent, err = cl.Status(ctx, &verbs.StatusArgs{AgentID: id})
 		var ve *verbs.Error
 		switch {
@@ -203,29 +199,23 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 			return err
 		}
 	}
-	lost := func(agent string, from, to uint64, n int) {
+	f.Lost = func(agent string, from, to uint64, n int) {
+		p.flush()
 		fmt.Fprintf(o.Err, "kaimon: tail: lost %d streamed chunk(s) of agent %s (seq %d-%d): the bus dropped them for this slow reader; the complete blocks follow\n",
 			n, agent, from, to)
 	}
-	bad := func(agent string, b eventlog.Bad) {
+	f.Bad = func(agent string, b eventlog.Bad) {
+		p.flush()
 		fmt.Fprintf(o.Err, "kaimon: tail: agent %s: event log %s %v; skipped\n",
 			agent, cl.Paths.Agent(agent).Events, b)
 	}
-	joins := map[string]*bus.Join{}
-	defer func() {
-		for _, j := range joins {
-			j.Close()
-		}
-	}()
+	f.Idle = p.flush
 	if o.Replay {
-		j := bus.NewJoin(p.only, cl.Paths.Agent(p.only).Events, o.Since, p.emit)
-		j.Lost, j.Bad = lost, bad
-		joins[p.only] = j
-		if err := j.Replay(); err != nil {
+		if err := f.Replay(p.only, o.Since, p.emit); err != nil {
 			return p.end(err)
 		}
 		if agent != nil && agent.Status == apitype.Dead {
-			j.Torn() // no one writes its log: a last line cut short is torn
+			f.Torn(p.only) // no one writes its log: a last line cut short is torn
 		}
 	}
 	if agent != nil {
@@ -234,31 +224,16 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 		}
 	}
 	p.live = true
-	for {
-		m, err := sub.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				return p.end(nil) // interrupted: a normal end
-			}
-			return fmt.Errorf("the event bus went away (%v): kaimon-agentd stopped", err)
-		}
-		var e event.Envelope
-		if json.Unmarshal(m.Body, &e) != nil || e.AgentID == "" {
-			continue // not an envelope
-		}
-		if p.only != "" && e.AgentID != p.only {
-			continue // an id that merely starts with ours
-		}
-		j := joins[e.AgentID]
-		if j == nil {
-			j = bus.NewLiveJoin(e.AgentID, cl.Paths.Agent(e.AgentID).Events, p.emit)
-			j.Lost, j.Bad = lost, bad
-			joins[e.AgentID] = j
-		}
-		if err := j.Live(&e); err != nil {
-			return p.end(err)
-		}
+	err = f.Run(ctx, p.emit)
+	var se *follow.SourceError
+	switch {
+	case ctx.Err() != nil:
+		return p.end(nil) // interrupted: a normal end
+	case errors.As(err, &se):
+		p.end(nil)
+		return fmt.Errorf("the event bus went away (%v): kaimon-agentd stopped", se.Err)
 	}
+	return p.end(err)
 }
 
 // tailPrinter filters and prints envelopes, and watches for the result
@@ -267,7 +242,9 @@ type tailPrinter struct {
 	ctx    context.Context
 	o      *tailOptions
 	pretty *pretty
-	line   []byte
+	// out batches plain output: it is flushed when the bus has nothing
+	// more ready (Follower.Idle), before a note on stderr, and at the end.
+	out *bufio.Writer
 	// inTurn is the turn in flight per agent, as far as seen.
 	inTurn map[string]int
 	// only is the one agent tail is about ("" for a prefix); status is
@@ -280,6 +257,9 @@ type tailPrinter struct {
 
 func newTailPrinter(o *tailOptions) *tailPrinter {
 	p := &tailPrinter{o: o, inTurn: map[string]int{}}
+	if !o.Pretty {
+		p.out = bufio.NewWriterSize(o.Out, 64<<10)
+	}
 	if o.Pretty {
 		single := len(o.Channels) == 1 && o.Channels[0] != "agent:"
 		p.pretty = newPretty(o.Out, !single)
@@ -288,7 +268,7 @@ func newTailPrinter(o *tailOptions) *tailPrinter {
 	return p
 }
 
-func (p *tailPrinter) match(e *event.Envelope) bool {
+func (p *tailPrinter) match(e *follow.Envelope) bool {
 	o := p.o
 	if o.Kinds != nil && !o.Kinds[e.Kind] {
 		return false
@@ -299,21 +279,22 @@ func (p *tailPrinter) match(e *event.Envelope) bool {
 	return o.Turn == 0 || e.Turn == o.Turn
 }
 
-func (p *tailPrinter) emit(e *event.Envelope) error {
+// emit prints e if it passes the filters: plain, its bytes as they came;
+// pretty, decoded and rendered.
+func (p *tailPrinter) emit(e *follow.Envelope) error {
 	if p.ctx != nil && p.ctx.Err() != nil {
 		return p.ctx.Err()
 	}
 	if p.match(e) {
 		if p.pretty != nil {
-			p.pretty.print(e)
-		} else {
-			b, err := event.Marshal(e)
+			env, err := e.Decode()
 			if err != nil {
 				return err
 			}
-			// One write per line: a reader sees every line as it comes.
-			p.line = append(append(p.line[:0], b...), '\n')
-			if _, err := p.o.Out.Write(p.line); err != nil {
+			p.pretty.print(env)
+		} else {
+			p.out.Write(e.Raw)
+			if err := p.out.WriteByte('\n'); err != nil {
 				return err
 			}
 		}
@@ -321,18 +302,26 @@ func (p *tailPrinter) emit(e *event.Envelope) error {
 	return p.watch(e)
 }
 
+// flush writes out what plain output holds.
+func (p *tailPrinter) flush() error {
+	if p.out == nil {
+		return nil
+	}
+	return p.out.Flush()
+}
+
 // watch ends --until-result at the result of the turn waited for, or when
 // the agent dies in that turn.
-func (p *tailPrinter) watch(e *event.Envelope) error {
+func (p *tailPrinter) watch(e *follow.Envelope) error {
 	if !p.o.UntilResult {
 		return nil
 	}
 	mine := p.o.Turn == 0 || e.Turn == p.o.Turn
 	switch e.Kind {
 	case event.TurnStarted:
-		p.inTurn[e.AgentID] = e.Turn
+		p.inTurn[e.Agent] = e.Turn
 	case event.Result:
-		delete(p.inTurn, e.AgentID)
+		delete(p.inTurn, e.Agent)
 		if !mine {
 			return nil
 		}
@@ -343,26 +332,26 @@ func (p *tailPrinter) watch(e *event.Envelope) error {
 			if d.Error != "" {
 				msg += ": " + d.Error
 			}
-			return &verbs.Error{Code: verbs.CodeTurnFailed, Message: fmt.Sprintf("agent %s turn %d failed: %s", e.AgentID, e.Turn, msg)}
+			return &verbs.Error{Code: verbs.CodeTurnFailed, Message: fmt.Sprintf("agent %s turn %d failed: %s", e.Agent, e.Turn, msg)}
 		}
 		return errTailDone
 	case event.Status:
 		var d event.StatusData
 		_ = json.Unmarshal(e.Data, &d)
-		if e.AgentID == p.only {
+		if e.Agent == p.only {
 			p.status = d.Status
 		}
 		if d.Status != apitype.Dead {
 			return nil
 		}
-		n, ok := p.inTurn[e.AgentID]
-		delete(p.inTurn, e.AgentID)
+		n, ok := p.inTurn[e.Agent]
+		delete(p.inTurn, e.Agent)
 		if ok && (p.o.Turn == 0 || n == p.o.Turn) {
-			return &verbs.Error{Code: verbs.CodeTurnFailed, Message: fmt.Sprintf("agent %s died during turn %d", e.AgentID, n)}
+			return &verbs.Error{Code: verbs.CodeTurnFailed, Message: fmt.Sprintf("agent %s died during turn %d", e.Agent, n)}
 		}
 		// A death in the replay may have been followed by a reopen;
 		// settle judges the replay as a whole.
-		if p.live && e.AgentID == p.only {
+		if p.live && e.Agent == p.only {
 			return p.dead(e.Turn)
 		}
 	}
@@ -412,6 +401,9 @@ func (p *tailPrinter) dead(last int) error {
 func (p *tailPrinter) end(err error) error {
 	if p.pretty != nil {
 		p.pretty.endLine()
+	}
+	if ferr := p.flush(); ferr != nil && err == nil {
+		err = ferr
 	}
 	if errors.Is(err, errTailDone) || errors.Is(err, context.Canceled) {
 		return nil // done, or interrupted (during a long replay, say)

@@ -11,6 +11,7 @@ import (
 	"github.com/fatih/color"
 
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/follow"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -46,7 +47,7 @@ func TestTailPretty(t *testing.T) {
 	var out bytes.Buffer
 	p := newTailPrinter(&tailOptions{Channels: []string{"agent:a1"}, Pretty: true, Out: &out})
 	for _, e := range turnEnvelopes("a1", 1) {
-		if err := p.emit(e); err != nil {
+		if err := emitEnv(t, p, e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -66,7 +67,7 @@ Tool said: hi. Done.
 	// Several agents: lines carry the agent's id.
 	out.Reset()
 	p = newTailPrinter(&tailOptions{Channels: []string{"agent:"}, Pretty: true, Out: &out})
-	p.emit(turnEnvelopes("a1", 1)[2])
+	emitEnv(t, p, turnEnvelopes("a1", 1)[2])
 	if out.String() != "[a1] ── turn 1 ──\n" {
 		t.Fatalf("pretty, several agents: %q", out.String())
 	}
@@ -77,7 +78,7 @@ func TestTailFiltersAndUntilResult(t *testing.T) {
 	o := &tailOptions{Channels: []string{"agent:a1"}, Out: &out, NoDeltas: true, Kinds: map[event.Kind]bool{event.AssistantText: true, event.Result: true}, UntilResult: true, Turn: 2}
 	p := newTailPrinter(o)
 	for _, e := range append(turnEnvelopes("a1", 1), turnEnvelopes("a1", 2)...) {
-		if err := p.emit(e); err != nil {
+		if err := emitEnv(t, p, e); err != nil {
 			if !errors.Is(err, errTailDone) || e.Turn != 2 || e.Kind != event.Result {
 				t.Fatalf("stopped at turn %d %s: %v", e.Turn, e.Kind, err)
 			}
@@ -93,13 +94,13 @@ func TestTailFiltersAndUntilResult(t *testing.T) {
 	fail := &event.Envelope{Kind: event.Result, Turn: 1, AgentID: "a1", Data: []byte(`{"stopReason":"error","error":"boom"}`)}
 	p = newTailPrinter(&tailOptions{Out: &out, UntilResult: true})
 	var ve *verbs.Error
-	if err := p.emit(fail); !errors.As(err, &ve) || ve.Code != verbs.CodeTurnFailed || !strings.Contains(ve.Message, "boom") {
+	if err := emitEnv(t, p, fail); !errors.As(err, &ve) || ve.Code != verbs.CodeTurnFailed || !strings.Contains(ve.Message, "boom") {
 		t.Fatalf("failed turn: %v", err)
 	}
 	p = newTailPrinter(&tailOptions{Out: &out, UntilResult: true})
-	p.emit(turnEnvelopes("a1", 1)[2])
+	emitEnv(t, p, turnEnvelopes("a1", 1)[2])
 	dead := &event.Envelope{Kind: event.Status, Turn: 1, AgentID: "a1", Data: []byte(`{"status":"dead"}`)}
-	if err := p.emit(dead); !errors.As(err, &ve) || !strings.Contains(ve.Message, "died during turn 1") {
+	if err := emitEnv(t, p, dead); !errors.As(err, &ve) || !strings.Contains(ve.Message, "died during turn 1") {
 		t.Fatalf("death in the turn: %v", err)
 	}
 	if exitFor(ve) != ExitTurnFailed {
@@ -117,7 +118,7 @@ func TestTailDeadAgentEnds(t *testing.T) {
 	replay := func(p *tailPrinter, envs ...*event.Envelope) {
 		t.Helper()
 		for _, e := range envs {
-			if err := p.emit(e); err != nil {
+			if err := emitEnv(t, p, e); err != nil {
 				t.Fatalf("replay stopped at %s: %v", e.Kind, err)
 			}
 		}
@@ -164,7 +165,7 @@ func TestTailDeadAgentEnds(t *testing.T) {
 	}
 	p.live = true
 	var ve *verbs.Error
-	if err := p.emit(status("dead", 1)); !errors.As(err, &ve) || !strings.Contains(ve.Message, "turn 2 will never come") {
+	if err := emitEnv(t, p, status("dead", 1)); !errors.As(err, &ve) || !strings.Contains(ve.Message, "turn 2 will never come") {
 		t.Fatalf("a live death: %v", err)
 	}
 	// Without --until-result nothing ends.
@@ -195,4 +196,19 @@ func TestTailUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, se.String(), c.want)
 		}
 	}
+}
+
+// emitEnv hands e to p as the follower would: encoded as the daemon
+// encodes it.
+func emitEnv(t *testing.T, p *tailPrinter, e *event.Envelope) error {
+	t.Helper()
+	fe, err := follow.Encode(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.emit(fe)
+	if ferr := p.flush(); err == nil {
+		err = ferr
+	}
+	return err
 }

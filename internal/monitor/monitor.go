@@ -7,7 +7,6 @@ package monitor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,9 +19,9 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/kaimon/kaimon/internal/apitype"
-	"github.com/kaimon/kaimon/internal/bus"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/follow"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -158,7 +157,7 @@ func Run(ctx context.Context, cl *client.Client, in io.Reader, out io.Writer, no
 	}
 	cl.NoAutostart = true
 	return runProgram(ctx, New(clientDaemon{cl}, home()), in, out,
-		func(ctx context.Context, send func(tea.Msg)) { follow(ctx, cl, send) },
+		func(ctx context.Context, send func(tea.Msg)) { followBus(ctx, cl, send) },
 		programOptions(out, noColor)...)
 }
 
@@ -222,9 +221,9 @@ func (q quitOnFeedPanic) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // retryEvery is how often a monitor whose daemon is down looks for it.
 const retryEvery = 500 * time.Millisecond
 
-// follow keeps a subscription to the bus and hands the model what it reads,
+// followBus keeps a subscription to the bus and hands the model what it reads,
 // reconnecting whenever the daemon goes away, until ctx ends.
-func follow(ctx context.Context, cl *client.Client, send func(tea.Msg)) {
+func followBus(ctx context.Context, cl *client.Client, send func(tea.Msg)) {
 	for {
 		err := followOnce(ctx, cl, send)
 		if ctx.Err() != nil {
@@ -242,56 +241,34 @@ func follow(ctx context.Context, cl *client.Client, send func(tea.Msg)) {
 // followOnce subscribes to every agent's channel as `kaimon tail` does,
 // says so once the subscription is in force (the model then reads the
 // list: nothing published after that is missed), and forwards envelopes
-// until the bus goes away.
+// until the bus goes away. The follower joins each agent's live stream
+// with its log, as tail's: when the bus drops envelopes for a slow
+// reader, the authoritative ones are read back from the log, in order,
+// so no status or result goes missing.
 func followOnce(ctx context.Context, cl *client.Client, send func(tea.Msg)) error {
 	if _, err := cl.Ping(ctx); err != nil {
 		return errors.New("no answer on " + cl.Paths.Socket())
 	}
-	sub, err := bus.Dial(ctx, "ipc://"+cl.Paths.EventsSocket())
+	f, err := follow.Dial(ctx, cl, []string{"agent:"})
 	if err != nil {
 		return err
 	}
-	defer sub.Close()
-	if err := sub.Subscribe("agent:"); err != nil {
-		return err
-	}
-	if err := sub.Sync(15 * time.Second); err != nil {
-		return err
-	}
+	defer f.Close()
+	// A log that cannot be read to fill a gap: show what came, and start
+	// that agent's join afresh.
+	f.LogError = func(string, error) error { return nil }
 	send(ConnectedMsg{})
-	// A live join per agent, as tail's: when the bus drops envelopes for
-	// a slow reader, the authoritative ones are read back from the log,
-	// in order, so no status or result goes missing.
-	joins := map[string]*bus.Join{}
-	defer func() {
-		for _, j := range joins {
-			j.Close()
-		}
-	}()
-	emit := func(e *event.Envelope) error {
-		send(EnvelopeMsg{Env: *e})
-		return nil
-	}
-	for {
-		msg, err := sub.Next()
+	err = f.Run(ctx, func(e *follow.Envelope) error {
+		env, err := e.Decode()
 		if err != nil {
-			return fmt.Errorf("the event bus went away: %w", err)
+			return nil // not for the monitor to stop on
 		}
-		var e event.Envelope
-		if json.Unmarshal(msg.Body, &e) != nil || e.AgentID == "" {
-			continue
-		}
-		j := joins[e.AgentID]
-		if j == nil {
-			j = bus.NewLiveJoin(e.AgentID, cl.Paths.Agent(e.AgentID).Events, emit)
-			joins[e.AgentID] = j
-		}
-		if err := j.Live(&e); err != nil {
-			// The log could not be read to fill a gap: show what came,
-			// and start this agent's join afresh.
-			j.Close()
-			delete(joins, e.AgentID)
-			send(EnvelopeMsg{Env: e})
-		}
+		send(EnvelopeMsg{Env: *env})
+		return nil
+	})
+	var se *follow.SourceError
+	if errors.As(err, &se) {
+		return fmt.Errorf("the event bus went away: %w", se.Err)
 	}
+	return err
 }

@@ -26,7 +26,7 @@ type BusStats interface{ Stats() apitype.BusStats }
 // the log (authoritative events only) and ends. With follow it then goes on
 // with the live envelopes, deltas included, until the client goes away:
 // the live subscription starts before the log is read, and seq joins the
-// two with no gap and no duplicate (bus.Join), as `kaimon tail --since`
+// two with no gap and no duplicate (eventlog.Join), as `kaimon tail --since`
 // does over the bus. A client too slow for its queue loses deltas only:
 // what the queue dropped is filled from the log when it was authoritative.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
@@ -79,7 +79,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	var line []byte
-	j := bus.NewJoin(id, path, since, func(e *event.Envelope) error {
+	emit := func(e *event.Envelope) error {
 		b, err := event.Marshal(e)
 		if err != nil {
 			return err
@@ -87,7 +87,8 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		line = append(append(line[:0], b...), '\n')
 		_, err = w.Write(line)
 		return err
-	})
+	}
+	j := eventlog.NewJoin(id, path, since, emit)
 	defer j.Close()
 	// A line of the log that is not a record is not skipped unseen: the
 	// stream says so in an error envelope of seq 0, which no event of the
@@ -127,7 +128,11 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		if e.AgentID != id {
 			continue // an id that merely starts with this one
 		}
-		if err := j.Live(e); err != nil {
+		fresh, err := j.Live(e.Seq)
+		if err == nil && fresh {
+			err = emit(e)
+		}
+		if err != nil {
 			return
 		}
 		if err := rc.Flush(); err != nil {

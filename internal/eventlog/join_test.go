@@ -1,19 +1,25 @@
-package bus
+package eventlog
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/eventlog"
 )
 
+func env(agent string, seq uint64, text string) *event.Envelope {
+	return &event.Envelope{Kind: event.AssistantText, Turn: 1, AgentID: agent, Seq: seq, TS: time.Now().UTC(),
+		Data: json.RawMessage(fmt.Sprintf(`{"delta":true,"content":{"type":"text","text":%q}}`, text))}
+}
+
 // logRecords appends authoritative records with these seqs to the log.
-func logRecords(t *testing.T, w *eventlog.Writer, seqs ...uint64) {
+func logRecords(t *testing.T, w *Writer, seqs ...uint64) {
 	t.Helper()
 	for _, s := range seqs {
 		e := env("a", s, "x")
@@ -55,8 +61,12 @@ func newJoinRig(t *testing.T, path string, since uint64, live bool) *joinRig {
 func (r *joinRig) live(t *testing.T, seqs ...uint64) {
 	t.Helper()
 	for _, s := range seqs {
-		if err := r.j.Live(env("a", s, "x")); err != nil {
+		fresh, err := r.j.Live(s)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if fresh {
+			r.got = append(r.got, s)
 		}
 	}
 }
@@ -65,7 +75,7 @@ func (r *joinRig) live(t *testing.T, seqs ...uint64) {
 // overlap, gaps filled from the log, lost deltas reported only once live.
 func TestJoin(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a.events.jsonl")
-	w, _, err := eventlog.Open(path)
+	w, _, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +135,7 @@ func TestCursorTornLine(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"seq":1,"kind":"status","turn":0,"data":{}}`+"\n"+`{"seq":2,"ki`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := eventlog.NewCursor(path)
+	c := NewCursor(path)
 	defer c.Close()
 	var got []uint64
 	read := func() {
@@ -151,7 +161,7 @@ func TestCursorTornLine(t *testing.T) {
 // Torn names a last line cut short.
 func TestJoinReportsBadLines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a.events.jsonl")
-	w, _, err := eventlog.Open(path)
+	w, _, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +171,7 @@ func TestJoinReportsBadLines(t *testing.T) {
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString("{\"seq\":2,\"kind\n")
 	f.Close()
-	w, _, _ = eventlog.Open(path)
+	w, _, _ = Open(path)
 	logRecords(t, w, 3)
 	w.Close()
 	f, _ = os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
@@ -170,7 +180,7 @@ func TestJoinReportsBadLines(t *testing.T) {
 
 	r := newJoinRig(t, path, 0, false)
 	var bad []string
-	r.j.Bad = func(agent string, b eventlog.Bad) {
+	r.j.Bad = func(agent string, b Bad) {
 		bad = append(bad, fmt.Sprintf("%s %d %d %v", agent, b.Line, b.Offset, b.Torn))
 	}
 	if err := r.j.Replay(); err != nil {

@@ -1,9 +1,6 @@
-package bus
+package eventlog
 
-import (
-	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/eventlog"
-)
+import "github.com/kaimon/kaimon/internal/event"
 
 // Join puts one agent's envelopes in seq order, with no gap and no
 // duplicate, from two sources: its log (authoritative events only, written
@@ -12,25 +9,32 @@ import (
 // queue dropped).
 //
 // The caller subscribes to the live stream first and holds what arrives,
-// then calls Replay, which emits the log after the start seq, then feeds
-// every live envelope to Live. Live skips what was already emitted (seq at
-// or below the last one) and fills a jump in seq from the log; since the
-// log is written before publishing, every authoritative event below a live
-// seq is in it by then. What the log cannot fill were deltas: after the
-// first live envelope that is a loss (reported to Lost); before it, it is
-// only what streamed before the subscription began.
+// then calls Replay, which emits the log after the start seq, then hands
+// the seq of every live envelope to Live. Live skips what was already
+// emitted (seq at or below the last one) and fills a jump in seq from the
+// log; since the log is written before publishing, every authoritative
+// event below a live seq is in it by then. What the log cannot fill were
+// deltas: after the first live envelope that is a loss (reported to Lost);
+// before it, it is only what streamed before the subscription began.
+//
+// The join sees only the live envelope's seq, and the caller emits the
+// envelope itself when Live says so: a caller that holds the bytes the
+// bus sent passes them on as they came, one that holds a decoded
+// envelope passes that. It lives here, beside the log it reads, so that
+// both the daemon's events route and the CLI's follower use it.
 type Join struct {
 	Agent string
-	// Emit receives the envelopes in order; an error stops the join.
+	// Emit receives the log's envelopes (Replay, and what fills a gap);
+	// an error stops the join.
 	Emit func(*event.Envelope) error
 	// Lost, if set, hears of deltas lost in a gap: n envelopes of seq
 	// from..to that the log does not hold.
 	Lost func(agent string, from, to uint64, n int)
 	// Bad, if set, hears of each line of the log that is not a record
 	// (torn or damaged), which the join skips.
-	Bad func(agent string, b eventlog.Bad)
+	Bad func(agent string, b Bad)
 
-	cur  *eventlog.Cursor
+	cur  *Cursor
 	last uint64
 	live bool
 	// fromLive starts the stream at the first live envelope.
@@ -40,8 +44,8 @@ type Join struct {
 // NewJoin joins agent's log at logPath (from seq since+1) with live
 // envelopes.
 func NewJoin(agent, logPath string, since uint64, emit func(*event.Envelope) error) *Join {
-	j := &Join{Agent: agent, Emit: emit, cur: eventlog.NewCursor(logPath), last: since}
-	j.cur.Bad = func(b eventlog.Bad) {
+	j := &Join{Agent: agent, Emit: emit, cur: NewCursor(logPath), last: since}
+	j.cur.Bad = func(b Bad) {
 		if j.Bad != nil {
 			j.Bad(j.Agent, b)
 		}
@@ -92,30 +96,33 @@ func (j *Join) Torn() {
 	}
 }
 
-// Live takes one live envelope of this agent.
-func (j *Join) Live(env *event.Envelope) error {
+// Live takes the seq of one live envelope of this agent: it emits what
+// the log holds before it that was not emitted yet, and reports whether
+// the live envelope is new, which the caller then emits (after the log's,
+// so in order); false is a duplicate, to drop.
+func (j *Join) Live(seq uint64) (fresh bool, err error) {
 	if j.fromLive && !j.live {
-		j.last = env.Seq - 1
+		j.last = seq - 1
 	}
-	if env.Seq <= j.last {
-		return nil
+	if seq <= j.last {
+		return false, nil
 	}
-	if from := j.last + 1; env.Seq > from {
+	if from := j.last + 1; seq > from {
 		filled := 0
-		err := j.cur.Read(j.last, env.Seq, func(r *event.Record) error {
+		err := j.cur.Read(j.last, seq, func(r *event.Record) error {
 			filled++
 			return j.emitRecord(r)
 		})
 		if err != nil {
-			return err
+			return false, err
 		}
-		if n := int(env.Seq-from) - filled; n > 0 && j.live && j.Lost != nil {
-			j.Lost(j.Agent, from, env.Seq-1, n)
+		if n := int(seq-from) - filled; n > 0 && j.live && j.Lost != nil {
+			j.Lost(j.Agent, from, seq-1, n)
 		}
 	}
 	j.live = true
-	j.last = env.Seq
-	return j.Emit(env)
+	j.last = seq
+	return true, nil
 }
 
 // Close releases the log file.
