@@ -60,8 +60,7 @@ type BusStats struct {
 	Subscribers int      `json:"subscribers"`
 	Published   uint64   `json:"published"`
 	Dropped     uint64   `json:"dropped"`
-	QueueLen    int      `json:"queue_len"`
-	QueueBytes  int      `json:"queue_bytes"`
+	QueueBytes  int      `json:"queue_bytes"` // each subscriber's queue's bound
 	// Connections has one entry per connected subscriber.
 	Connections []SubscriberStats `json:"connections"`
 }

@@ -45,11 +45,10 @@ import (
 	"github.com/kaimon/kaimon/internal/event"
 )
 
-// Defaults of Options.
-const (
-	DefaultQueueLen   = 4096     // messages per subscriber
-	DefaultQueueBytes = 32 << 20 // bytes per subscriber (images are large)
-)
+// DefaultQueueBytes is the default of Options.QueueBytes: room for a
+// burst of some 100k deltas (an agent streaming faster than a reader
+// reads for a moment), or a few large images.
+const DefaultQueueBytes = 32 << 20
 
 // SyncPrefix marks a subscription that asks for a sync marker rather than
 // messages: on reading the subscription "kaimon-sync:<nonce>" the publisher
@@ -62,10 +61,10 @@ const SyncPrefix = "kaimon-sync:"
 
 // Options tune a Bus.
 type Options struct {
-	// QueueLen and QueueBytes bound each subscriber's queue (defaults
-	// DefaultQueueLen, DefaultQueueBytes). A message larger than QueueBytes
-	// is still queued, alone.
-	QueueLen   int
+	// QueueBytes bounds each subscriber's queue, in bytes (default
+	// DefaultQueueBytes): what is queued costs its size plus a message's
+	// overhead (messageOverhead). A message larger than QueueBytes is
+	// still queued, alone.
 	QueueBytes int
 	// Logf logs connection problems; default log.Printf.
 	Logf func(format string, args ...any)
@@ -91,9 +90,6 @@ type Bus struct {
 // Listen binds every endpoint ("ipc:///path/to.sock" or "tcp://host:port")
 // and starts accepting subscribers.
 func Listen(endpoints []string, opts Options) (*Bus, error) {
-	if opts.QueueLen <= 0 {
-		opts.QueueLen = DefaultQueueLen
-	}
 	if opts.QueueBytes <= 0 {
 		opts.QueueBytes = DefaultQueueBytes
 	}
@@ -182,7 +178,11 @@ func (m *message) release() {
 	messages.Put(m)
 }
 
-func (m *message) size() int { return len(m.topic) + len(m.body) + 64 }
+// messageOverhead is what a queued message costs besides its topic and
+// body: the message itself and its place in the ring.
+const messageOverhead = 128
+
+func (m *message) size() int { return len(m.topic) + len(m.body) + messageOverhead }
 
 // Publish queues envs, in order, for every subscriber whose
 // subscriptions match their topic. It never blocks on a subscriber. Each
@@ -393,7 +393,7 @@ func (b *Bus) serve(c net.Conn) {
 	_ = c.SetDeadline(time.Time{})
 	bc.w = bufio.NewWriterSize(c, 64<<10)
 	s := &subscriber{b: b, c: c, bc: bc, zc: zc, peer: peer, done: make(chan struct{}),
-		q: newQueue[*message](b.opts.QueueLen, b.opts.QueueBytes)}
+		q: newQueue[*message](b.opts.QueueBytes)}
 	s.q.drop = (*message).release
 	if sc, ok := c.(syscall.Conn); ok {
 		s.rc, _ = sc.SyscallConn()
@@ -472,7 +472,7 @@ func (b *Bus) Close() error {
 // Stats reports the counters now.
 func (b *Bus) Stats() apitype.BusStats {
 	st := apitype.BusStats{Endpoints: b.Endpoints(), Published: b.published.Load(), Dropped: b.dropped.Load(),
-		QueueLen: b.opts.QueueLen, QueueBytes: b.opts.QueueBytes, Connections: []apitype.SubscriberStats{}}
+		QueueBytes: b.opts.QueueBytes, Connections: []apitype.SubscriberStats{}}
 	for _, s := range *b.list.Load() {
 		n, bytes, dropped := s.q.stats()
 		st.Connections = append(st.Connections, apitype.SubscriberStats{Peer: s.peer, Topics: append([]string{}, *s.topics.Load()...),

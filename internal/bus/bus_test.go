@@ -163,7 +163,7 @@ func TestUnsubscribeCounts(t *testing.T) {
 // one's queue stays within its bounds while its drops are counted.
 func TestStalledSubscriberDropsOthersDoNot(t *testing.T) {
 	const n, burst = 20000, 100
-	b, ep := newBus(t, Options{QueueLen: 256, QueueBytes: 1 << 20})
+	b, ep := newBus(t, Options{QueueBytes: 256 << 10})
 	stalled := dial(t, ep, "agent:")
 	_ = stalled // connected and subscribed, never read
 	fast := dial(t, ep, "agent:")
@@ -209,15 +209,16 @@ func TestStalledSubscriberDropsOthersDoNot(t *testing.T) {
 	if sc.Dropped == 0 || sc.Dropped != st.Dropped {
 		t.Fatalf("stalled subscriber dropped %d, bus dropped %d; want > 0 and equal (%+v)", sc.Dropped, st.Dropped, st)
 	}
-	if sc.Queued > 256 || sc.QueuedBytes > 1<<20 {
+	if sc.QueuedBytes > 256<<10 {
 		t.Fatalf("stalled queue not bounded: %+v", sc)
 	}
 	t.Logf("stalled subscriber: sent %d, queued %d (%d bytes), dropped %d of %d", sc.Sent, sc.Queued, sc.QueuedBytes, sc.Dropped, n)
 }
 
-// The queue drops its oldest entries, by count and by bytes.
+// The queue drops its oldest entries to stay within its bytes, however
+// many entries that is; a ring grown by a burst is let go once emptied.
 func TestQueueDropsOldest(t *testing.T) {
-	q := newQueue[int](3, 100)
+	q := newQueue[int](30)
 	for i := 1; i <= 5; i++ {
 		q.push(i, 10)
 	}
@@ -227,13 +228,34 @@ func TestQueueDropsOldest(t *testing.T) {
 	if v, _ := q.pop(); v != 3 {
 		t.Fatalf("oldest kept = %d, want 3", v)
 	}
-	q.push(6, 90) // 4 must go to fit 90 bytes
-	if n, bytes, d := q.stats(); n != 2 || bytes != 100 || d != 3 {
+	q.push(6, 20) // 4 must go to fit 20 bytes
+	if n, bytes, d := q.stats(); n != 2 || bytes != 30 || d != 3 {
 		t.Fatalf("after a big push: %d %d %d", n, bytes, d)
 	}
 	q.push(7, 500) // larger than the limit: queued alone
 	if v, _ := q.pop(); v != 7 {
 		t.Fatalf("got %d, want the oversized 7", v)
+	}
+
+	// A burst of many small entries fits in the bytes: none dropped.
+	q = newQueue[int](200000 * 8)
+	for i := range 200000 {
+		q.push(i, 8)
+	}
+	if n, _, d := q.stats(); n != 200000 || d != 0 {
+		t.Fatalf("a burst of 200000 small entries: %d queued, %d dropped", n, d)
+	}
+	for i := range 200000 {
+		if v, ok := q.pop(); !ok || v != i {
+			t.Fatalf("pop %d = %d %v", i, v, ok)
+		}
+	}
+	if len(q.buf) > shrinkAbove {
+		t.Fatalf("the emptied queue kept a ring of %d", len(q.buf))
+	}
+	q.push(1, 8)
+	if v, ok := q.pop(); !ok || v != 1 {
+		t.Fatalf("after the shrink: %d %v", v, ok)
 	}
 }
 
@@ -380,7 +402,7 @@ func waitSubscribed(t *testing.T, b *Bus, topic string) {
 
 // Local subscriptions are in force at once and see only their prefix.
 func TestLocal(t *testing.T) {
-	l := NewLocal(Options{QueueLen: 2})
+	l := NewLocal(Options{QueueBytes: 2 * localSize(env("a", 1, "x"))})
 	a := l.Subscribe("agent:a")
 	all := l.Subscribe("agent:")
 	for i := uint64(1); i <= 3; i++ {
@@ -436,7 +458,7 @@ func TestLongFrame(t *testing.T) {
 // length that varies with the seq (over the pooled size too).
 func TestPooledMessagesStayIntact(t *testing.T) {
 	const n = 6000
-	b, ep := newBus(t, Options{QueueLen: 64, QueueBytes: 1 << 20})
+	b, ep := newBus(t, Options{QueueBytes: 64 << 10})
 	text := func(agent string, seq uint64) string {
 		return fmt.Sprintf("%s/%d/", agent, seq) + strings.Repeat("x", int(seq*37%700)+int(seq%97/96)*5000)
 	}

@@ -28,9 +28,6 @@ type Local struct {
 
 // NewLocal makes a hub; opts bounds each subscription's queue.
 func NewLocal(opts Options) *Local {
-	if opts.QueueLen <= 0 {
-		opts.QueueLen = DefaultQueueLen
-	}
 	if opts.QueueBytes <= 0 {
 		opts.QueueBytes = DefaultQueueBytes
 	}
@@ -50,7 +47,7 @@ type LocalSub struct {
 
 // Subscribe starts a subscription to the topics with this prefix.
 func (l *Local) Subscribe(prefix string) *LocalSub {
-	s := &LocalSub{l: l, prefix: prefix, q: newQueue[*event.Envelope](l.opts.QueueLen, l.opts.QueueBytes), done: make(chan struct{})}
+	s := &LocalSub{l: l, prefix: prefix, q: newQueue[*event.Envelope](l.opts.QueueBytes), done: make(chan struct{})}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -87,7 +84,7 @@ func (l *Local) Publish(envs ...*event.Envelope) {
 					c := *env
 					e = &c
 				}
-				s.q.add(e, len(e.Data)+128)
+				s.q.add(e, localSize(e))
 				woken[i] = true
 			}
 		}
@@ -145,3 +142,6 @@ func (s *LocalSub) Close() {
 	s.l.mu.Unlock()
 	s.once.Do(func() { close(s.done) })
 }
+
+// localSize is what a queued envelope costs: its data and the rest of it.
+func localSize(e *event.Envelope) int { return len(e.Data) + 128 }

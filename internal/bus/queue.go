@@ -3,8 +3,13 @@ package bus
 import "sync"
 
 // queue is one subscriber's bounded FIFO. Push never blocks: when the queue
-// is full (by count or by bytes) it drops the oldest entries to make room
-// and counts them. Dropping the oldest rather than the newest keeps what a
+// is full it drops the oldest entries to make room and counts them.
+//
+// It is bounded in bytes, not in entries: what a subscriber's lag costs
+// the daemon is memory, and an agent's burst of small deltas (200k of a
+// few hundred bytes) fits in a bound that a count sized for large
+// envelopes would cut to a few thousand, dropping most of the burst for a
+// subscriber that only needed a moment to catch up. Dropping the oldest rather than the newest keeps what a
 // lagging subscriber receives current: the end of a turn (its result) still
 // reaches it, and the seq jump tells it what it lost, which the log fills.
 type queue[T any] struct {
@@ -13,15 +18,18 @@ type queue[T any] struct {
 	sizes    []int
 	head, n  int
 	bytes    int
-	maxLen   int
 	maxBytes int
 	dropped  uint64
 	wake     chan struct{} // has a token when the queue may be non-empty
 	drop     func(T)       // if set, called with each entry dropped
 }
 
-func newQueue[T any](maxLen, maxBytes int) *queue[T] {
-	return &queue[T]{maxLen: maxLen, maxBytes: maxBytes, wake: make(chan struct{}, 1)}
+// shrinkAbove is the ring size a queue keeps once emptied; a larger one
+// (grown by a burst) is let go.
+const shrinkAbove = 1024
+
+func newQueue[T any](maxBytes int) *queue[T] {
+	return &queue[T]{maxBytes: maxBytes, wake: make(chan struct{}, 1)}
 }
 
 // push appends v (of size bytes), wakes the consumer, and reports how
@@ -36,7 +44,7 @@ func (q *queue[T]) push(v T, size int) (dropped int) {
 // publisher calls signal once after its last add.
 func (q *queue[T]) add(v T, size int) (dropped int) {
 	q.mu.Lock()
-	for q.n > 0 && (q.n >= q.maxLen || q.bytes+size > q.maxBytes) {
+	for q.n > 0 && q.bytes+size > q.maxBytes {
 		v, _ := q.popLocked()
 		if q.drop != nil {
 			q.drop(v)
@@ -63,10 +71,9 @@ func (q *queue[T]) signal() {
 	}
 }
 
-// growLocked doubles the ring, up to maxLen, so idle subscribers stay small.
+// growLocked doubles the ring, so idle subscribers stay small.
 func (q *queue[T]) growLocked() {
 	c := max(2*len(q.buf), 64)
-	c = min(c, q.maxLen)
 	buf, sizes := make([]T, c), make([]int, c)
 	for i := 0; i < q.n; i++ {
 		j := (q.head + i) % len(q.buf)
@@ -85,6 +92,10 @@ func (q *queue[T]) popLocked() (T, bool) {
 	q.buf[q.head] = zero // let the message be collected
 	q.head = (q.head + 1) % len(q.buf)
 	q.n--
+	if q.n == 0 && len(q.buf) > shrinkAbove {
+		// A burst is over: let its ring go.
+		q.buf, q.sizes, q.head = nil, nil, 0
+	}
 	return v, true
 }
 

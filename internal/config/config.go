@@ -187,6 +187,10 @@ type Config struct {
 	// BusEndpoints are extra endpoints the event bus binds besides its ipc
 	// socket, e.g. "tcp://127.0.0.1:5556" for subscribers in containers.
 	BusEndpoints []string `json:"bus_endpoints"`
+	// BusQueueBytes bounds each event bus subscriber's queue, in bytes
+	// (0: the bus's default, 32 MiB): what a subscriber that falls behind
+	// may cost the daemon before the bus drops its oldest envelopes.
+	BusQueueBytes int `json:"bus_queue_bytes"`
 	// PermissionTimeout is how many seconds an agent's permission request
 	// waits for agent_permit before it is denied (KAIMON_PERMISSION_TIMEOUT
 	// wins).

@@ -69,12 +69,13 @@ func Run(ctx context.Context) error {
 	}
 	// The event bus (ZeroMQ) and the in-process hub of the API's event
 	// streams get every envelope, after it is logged.
-	events, err := bus.Listen(bus.Endpoints(paths.EventsSocket(), cfg.BusEndpoints), bus.Options{})
+	queues := bus.Options{QueueBytes: cfg.BusQueueBytes}
+	events, err := bus.Listen(bus.Endpoints(paths.EventsSocket(), cfg.BusEndpoints), queues)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	hub := bus.NewLocal(bus.Options{})
+	hub := bus.NewLocal(queues)
 	mgr.AddPublisher(events)
 	mgr.AddPublisher(hub)
 	ctx, stop := context.WithCancel(ctx)
