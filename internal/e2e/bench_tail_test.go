@@ -28,7 +28,8 @@ import (
 //
 //	received/turn  the turn's text deltas tail printed (the bus drops for
 //	               a reader that falls behind; the target is all of them)
-//	chunks         the deltas of the turn
+//	deltas/turn    the text deltas of the turn (its chunks, and the few of
+//	               its second text block)
 //	tail-ms        from agent_send to tail's printing of the turn's result
 //	pipe-ms        the same lines through a bare pipe, measured in the same
 //	               op: fakeclaude's turn into `fakeclaude --sink` (bufio
@@ -52,6 +53,13 @@ func BenchmarkTail(b *testing.B) {
 	tail := startTailReader(b, e, id)
 	e.waitTopic("agent:"+id, 1)
 	text := fmt.Sprintf("stream %d chunks", chunks)
+	lines := fakeclaude.Lines(chunks)
+	deltas := 0
+	for _, l := range lines {
+		if bytes.Contains(l, []byte(`"text_delta"`)) {
+			deltas++
+		}
+	}
 	var (
 		tailD, pipeD time.Duration
 		received     int
@@ -66,12 +74,12 @@ func BenchmarkTail(b *testing.B) {
 		tailD += r.at.Sub(t0)
 		received += r.deltas
 		b.StopTimer()
-		pipeD += barePipe(b, text, len(fakeclaude.Lines(chunks)))
+		pipeD += barePipe(b, text, len(lines))
 		b.StartTimer()
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(received)/float64(b.N), "received/turn")
-	b.ReportMetric(float64(chunks), "chunks")
+	b.ReportMetric(float64(deltas), "deltas/turn")
 	b.ReportMetric(float64(tailD.Milliseconds())/float64(b.N), "tail-ms")
 	b.ReportMetric(float64(pipeD.Milliseconds())/float64(b.N), "pipe-ms")
 	b.ReportMetric(100*pipeD.Seconds()/tailD.Seconds(), "%pipe")
