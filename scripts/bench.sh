@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every benchmark of issue 12, run once, printed as ONE table: each figure
+# Every benchmark of issues 12 and 18, run once, printed as ONE table: each figure
 # (the median of COUNT runs) beside its floor or bare run measured in the
 # same run, their ratio, the issue's target and whether it is met.
 # BENCHMARKS.md says what each figure means.
@@ -26,6 +26,8 @@ fi
 : "${KAIMON_BENCH_RELAY_CHUNKS:=20000}" "${KAIMON_BENCH_CHUNKS:=2000}" "${KAIMON_BENCH_AGENTS:=1,10,50}"
 : "${KAIMON_BENCH_RATES:=0,500}" "${KAIMON_BENCH_IDLE:=1,100,1000}" "${KAIMON_BENCH_TURNS:=1000}"
 export KAIMON_BENCH_RELAY_CHUNKS KAIMON_BENCH_CHUNKS KAIMON_BENCH_AGENTS KAIMON_BENCH_RATES KAIMON_BENCH_IDLE KAIMON_BENCH_TURNS
+# KAIMON_BENCH_TAIL_CHUNKS (tail's turn, default 200000) is the issue's
+# own figure at every size.
 
 raw=$(mktemp "${TMPDIR:-/tmp}/kaimon-bench.XXXXXX")
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -48,6 +50,7 @@ bench ./internal/e2e/ 'CLIStart' "$cli" "$count"
 bench ./internal/e2e/ 'Relay$' 3x "$count"
 bench ./internal/e2e/ 'Latency' 1x "$count"
 bench ./internal/e2e/ 'BusStalledSubscriber' 2x 1
+bench ./internal/e2e/ 'Tail$' 1x "$count"
 bench ./internal/e2e/ 'Memory' 1x 1
 grep '^Benchmark' "$raw" >&2
 

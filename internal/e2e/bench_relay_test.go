@@ -43,6 +43,7 @@ import (
 //	                           speed ("0,500")
 //	KAIMON_BENCH_IDLE          idle agents for memory ("1,100,1000")
 //	KAIMON_BENCH_TURNS         turns on one agent for memory (1000)
+//	KAIMON_BENCH_TAIL_CHUNKS   text deltas of kaimon tail's turn (200000)
 
 var (
 	fakeOnce sync.Once

@@ -168,6 +168,16 @@ func main() {
 		}
 		add("agent→subscriber latency, "+label, measured, floor, "", "p99 ≤ 2 ms, no drops", verdict(p99 <= 2000 && d == 0))
 	}
+	// One kaimon tail of an agent at full speed (issue 18): every delta
+	// received, and the result as soon as through a bare pipe, or nearly.
+	if got, ok := r.get("Tail", "received/turn"); ok {
+		d, _ := r.get("Tail", "deltas/turn")
+		tm, _ := r.get("Tail", "tail-ms")
+		pm, _ := r.get("Tail", "pipe-ms")
+		p, _ := r.get("Tail", "%pipe")
+		add("kaimon tail of a turn of "+kfmt(d)+" deltas: received", fmt.Sprintf("%.0f", got), fmt.Sprintf("%.0f deltas", d), pct(got/d), "every delta", verdict(got >= d))
+		add("  its result reaches tail", fmt.Sprintf("%.0f ms", tm), fmt.Sprintf("bare pipe %.0f ms", pm), fmt.Sprintf("%.0f%%", p), "≥ 60% of the pipe's pace", verdict(p >= 60))
+	}
 	// The bus alone and a stalled subscriber.
 	if v, ok := r.get("BusThroughput/subscribers=1", "env/s"); ok {
 		add("bus alone: 1 subscriber, throughput", kfmt(v)+" env/s", "", "", "", "")
