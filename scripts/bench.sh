@@ -11,10 +11,14 @@
 # Any KAIMON_BENCH_* already set wins (see internal/e2e/bench_relay_test.go).
 # The raw `go test` output is kept in $TMPDIR and named at the end.
 #
-# It needs what scripts/setup-test.sh installs (the claude CLI for the warm
-# turn and the stalled-subscriber turn, curl).
+# It first installs what the end-to-end benchmarks need, when it is missing,
+# as scripts/test.sh does (scripts/setup-test.sh: the claude CLI for the
+# warm turn and the stalled-subscriber turn, curl, …). A benchmark that
+# skips all the same is a row of the table that says why, and the script
+# then exits 1: a table without its end-to-end rows is not a measurement.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/setup-test.sh >&2
 count=${1:-3}
 size=${2:-small}
 if [ "$size" = big ]; then
@@ -60,6 +64,8 @@ echo "$(awk '/MemTotal/ {printf "%.0f GB RAM", $2/1048576}' /proc/meminfo); load
 echo "medians of $count runs ($size counts: relay turn $KAIMON_BENCH_RELAY_CHUNKS deltas; latency $KAIMON_BENCH_CHUNKS deltas per agent;"
 echo "idle agents $KAIMON_BENCH_IDLE; $KAIMON_BENCH_TURNS turns; memory and the stalled subscriber run once)"
 echo
-go run ./internal/testutil/benchtable <"$raw"
+status=0
+go run ./internal/testutil/benchtable <"$raw" || status=$?
 echo
 echo "raw go test output: $raw"
+exit $status

@@ -2,11 +2,14 @@
 // on stdin and prints the one table scripts/bench.sh shows: each figure,
 // the median of its runs, beside its floor or bare run from the same
 // benchmark run, their ratio, the issue's target (issue 12) and whether it
-// is met. A figure whose benchmark did not run prints as "-".
+// is met. A figure whose benchmark did not run is left out; a benchmark
+// that skipped is a row that says why, and makes benchtable exit 1: a
+// table that quietly lacks its end-to-end rows reads as if they passed.
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -19,13 +22,43 @@ import (
 // results maps benchmark name (no -procs suffix) → unit → values.
 type results map[string]map[string][]float64
 
-var procsRE = regexp.MustCompile(`-\d+$`)
+// skip is a benchmark that skipped, and why.
+type skip struct{ name, why string }
 
-func parse(r io.Reader) results {
+var (
+	procsRE = regexp.MustCompile(`-\d+$`)
+	skipRE  = regexp.MustCompile(`^\s*--- SKIP: (\S+)`)
+)
+
+// parse reads go test's output: the benchmarks' figures, and those that
+// skipped with the line after each SKIP (the t.Skip message), once each.
+func parse(r io.Reader) (results, []skip) {
 	res := results{}
+	var skips []skip
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
+	pending := "" // a SKIP whose reason is the next line
 	for sc.Scan() {
+		if pending != "" {
+			// The reason is the indented line after the SKIP, if any.
+			line := sc.Text()
+			why := strings.TrimSpace(line)
+			indented := strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t")
+			if !indented || strings.HasPrefix(why, "---") {
+				why = ""
+			}
+			if !slices.ContainsFunc(skips, func(s skip) bool { return s.name == pending }) {
+				skips = append(skips, skip{pending, cmp.Or(why, "(no reason given)")})
+			}
+			pending = ""
+			if why != "" {
+				continue // the reason, read
+			}
+		}
+		if m := skipRE.FindStringSubmatch(sc.Text()); m != nil {
+			pending = strings.TrimPrefix(m[1], "Benchmark")
+			continue
+		}
 		f := strings.Fields(sc.Text())
 		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
 			continue
@@ -42,7 +75,10 @@ func parse(r io.Reader) results {
 			res[name][f[i+1]] = append(res[name][f[i+1]], v)
 		}
 	}
-	return res
+	if pending != "" {
+		skips = append(skips, skip{pending, "(no reason given)"})
+	}
+	return res, skips
 }
 
 // get is the median of name's unit, and whether it was measured.
@@ -62,7 +98,16 @@ func (r results) get(name, unit string) (float64, bool) {
 type row struct{ figure, measured, floor, ratio, target, met string }
 
 func main() {
-	r := parse(os.Stdin)
+	r, skips := parse(os.Stdin)
+	print(table(r, skips))
+	if len(skips) > 0 {
+		fmt.Fprintf(os.Stderr, "benchtable: %d benchmark(s) skipped: their rows say why (scripts/setup-test.sh installs what the end-to-end ones need)\n", len(skips))
+		os.Exit(1)
+	}
+}
+
+// table is the table's rows: r's figures, then a row per skip.
+func table(r results, skips []skip) []row {
 	var rows []row
 	add := func(figure, measured, floor, ratio, target, met string) {
 		rows = append(rows, row{figure, measured, floor, ratio, target, met})
@@ -232,7 +277,10 @@ func main() {
 		add("event log append, one record, no fsync", fmt.Sprintf("%.1f µs, %.0f allocs", v/1e3, a), "", "", "", "")
 		add("event log append + fsync (kaimon: once a turn)", fmt.Sprintf("%.0f µs", s/1e3), "no fsync "+fmt.Sprintf("%.1f µs", v/1e3), fx(s/v), "", "")
 	}
-	print(rows)
+	for _, s := range skips {
+		add(s.name+": SKIPPED", s.why, "", "", "", "NOT RUN")
+	}
+	return rows
 }
 
 func latKey(name string) int {

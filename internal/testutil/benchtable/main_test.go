@@ -1,0 +1,36 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// A benchmark that skips (an end-to-end one without the claude CLI, say)
+// is a row that says why, not a row quietly missing; the figures of those
+// that ran are there as ever.
+func TestSkippedBenchmarkIsARow(t *testing.T) {
+	out := `goos: linux
+--- SKIP: BenchmarkOverhead
+    harness_test.go:85: the claude CLI is not installed: run ` + "`npm ci`" + ` in the repo root, or set KAIMON_CLAUDE_BIN
+--- SKIP: BenchmarkOverhead
+    harness_test.go:85: the claude CLI is not installed
+BenchmarkTail-2   	       1	4542345946 ns/op	       111.6 %pipe	    200002 deltas/turn	      5068 pipe-ms	    200002 received/turn	      4542 tail-ms
+    --- SKIP: BenchmarkRelay/burst
+PASS
+`
+	r, skips := parse(strings.NewReader(out))
+	if len(skips) != 2 || skips[0].name != "Overhead" || !strings.Contains(skips[0].why, "claude CLI is not installed: run") || skips[1].name != "Relay/burst" {
+		t.Fatalf("skips = %+v", skips)
+	}
+	rows := table(r, skips)
+	var text []string
+	for _, row := range rows {
+		text = append(text, strings.Join([]string{row.figure, row.measured, row.met}, " | "))
+	}
+	all := strings.Join(text, "\n")
+	for _, want := range []string{"Overhead: SKIPPED | harness_test.go:85: the claude CLI is not installed: run", "NOT RUN", "Relay/burst: SKIPPED | (no reason given)", "received | 200002 | MET"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("want %q in the rows:\n%s", want, all)
+		}
+	}
+}
