@@ -9,7 +9,13 @@ cd "$(dirname "$0")/.."
 echo "== go modules"
 go mod download
 echo "== pinned agent programs (package.json / package-lock.json)"
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+if [ -L node_modules ]; then
+	# A checkout that shares another's node_modules (a git worktree): npm
+	# ci here would empty the directory the link points to, under every
+	# checkout that shares it, and install a copy of its own. The checks
+	# below still say whether what is there will do.
+	echo "node_modules is a link to $(readlink node_modules): left as it is (install in the checkout it points to)"
+elif [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
 	npm ci --no-audit --no-fund
 else
 	echo "node_modules is up to date with package-lock.json"
