@@ -62,6 +62,10 @@ var Env = []EnvVar{
 	{Name: "KAIMON_AGENT_SESSION", ReadBy: ByAgents,
 		Doc: "Set by kaimon-agentd in each agent's environment to the agent's id, so that programs the agent runs " +
 			"(and the MCP door) know which agent they serve. Not read from the user's environment."},
+	{Name: "KAIMON_PROC_TAG", ReadBy: ByAgents,
+		Doc: "Set by kaimon-agentd in the environment of each process it starts, to a tag of that process's own; " +
+			"every descendant inherits it, so that what an agent leaves running when it dies (a tool re-parented " +
+			"to the daemon) is found, stopped and reaped. Not read from the user's environment."},
 	{Name: "ANTHROPIC_*", ReadBy: ByAgents,
 		Doc: "Passed on to the claude CLI (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, ...). The daemon's agents get the " +
 			"environment the daemon was started with; kaimon names the KAIMON_*_BIN and ANTHROPIC_* variables that " +
