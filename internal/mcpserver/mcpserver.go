@@ -66,23 +66,11 @@ func agentKinds() string {
 	return strings.Join(kinds, "; ")
 }
 
-// notes are MCP-only advice added to a verb's description: MCP clients time
-// out long tool calls, so the non-blocking pattern is spelled out where a
-// model picks its tool.
-var notes = map[string]string{
-	"agent_send": "agent_send + agent_output is the non-blocking pattern: dispatch the turn with agent_send, " +
-		"then poll agent_output with the agent_id until done is true; the text is partial while the agent works.",
-	"agent_run": "It can take minutes, and MCP clients time out long tool calls: for long turns prefer agent_send, " +
-		"then poll agent_output (the non-blocking pattern). While it runs, agent_run sends progress notifications " +
-		"when the call carries a progressToken.",
-	"agent_output": "Pair with agent_send to dispatch-then-poll instead of blocking on agent_run.",
-}
-
-// Description is the tool description of v: its doc, the MCP note, and
-// what it returns.
+// Description is the tool description of v: its doc, the table's MCP
+// note, and what it returns.
 func Description(v *verbs.Verb) string {
 	d := v.Doc
-	if n := notes[v.Name]; n != "" {
+	if n := v.MCPNote; n != "" {
 		d += " " + n
 	}
 	return d + " Returns JSON: " + v.Returns

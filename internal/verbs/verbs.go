@@ -103,6 +103,10 @@ type Verb struct {
 	// Example is a shell session using the verb's command, one command a
 	// line; the command's --help and the man page both show it.
 	Example string
+	// MCPNote is advice added to the verb's MCP tool description only:
+	// MCP clients time out long tool calls, so the non-blocking pattern is
+	// spelled out where a model picks its tool.
+	MCPNote string
 	Args    []Arg
 	// ReadOnly verbs change nothing; Destructive ones stop or remove
 	// something. MCP clients get both as tool annotations.
@@ -619,6 +623,8 @@ var All = []*Verb{
 		Doc:     "Writes a user turn and returns its number at once; the turn's events stream on agent:<id>. Pair with agent_output to dispatch, then poll.",
 		Returns: `{"turn": <n>}`,
 		Example: "turn=$(kaimon send $id 'add a test for the parser')",
+		MCPNote: "agent_send + agent_output is the non-blocking pattern: dispatch the turn with agent_send, " +
+			"then poll agent_output with the agent_id until done is true; the text is partial while the agent works.",
 		Args:    []Arg{agentID, {Name: "text", Type: TString, Required: true, Doc: "The user's message."}},
 	}, func(s Service) func(context.Context, *SendArgs) (*SendResult, error) { return s.Send }),
 	verb(Verb{
@@ -627,6 +633,9 @@ var All = []*Verb{
 		Doc:     "Sends a turn and blocks until it ends, returning the assistant's text. On timeout or agent death it is an error, and the agent lives on after a timeout.",
 		Returns: `{"text": "…"}`,
 		Example: "kaimon run $id 'summarize the failing tests'\nkaimon run -C . --timeout 5m 'what does main.go do?'",
+		MCPNote: "It can take minutes, and MCP clients time out long tool calls: for long turns prefer agent_send, " +
+			"then poll agent_output (the non-blocking pattern). While it runs, agent_run sends progress notifications " +
+			"when the call carries a progressToken.",
 		Args: []Arg{agentID, {Name: "text", Type: TString, Required: true, Doc: "The user's message."},
 			{Name: "timeout", Type: TNumber, Default: DefaultTimeout, Range: TimeoutRange, Doc: "Seconds to wait for the turn to end."}},
 	}, func(s Service) func(context.Context, *RunArgs) (*RunResult, error) { return s.Run }),
@@ -636,6 +645,7 @@ var All = []*Verb{
 		Doc:     "Returns a turn's output so far: partial while the agent is still working, final when done, and from the log once the agent is dead.",
 		Returns: `{"agent_id", "turn", "which", "status", "done", "text", "truncated", "dropped_chars", "usage"}`,
 		Example: "kaimon output $id --which full_turn --include-tools",
+		MCPNote: "Pair with agent_send to dispatch-then-poll instead of blocking on agent_run.",
 		Args: []Arg{anyAgentID,
 			{Name: "turn", Type: TInteger, Range: TurnRange, Doc: "Turn number; default (or 0) the latest."},
 			{Name: "which", Type: TString, Default: DefaultWhich, Enum: Whiches, Doc: "last_message: the turn's final assistant text block; full_turn: every assistant text block of the turn; all: every turn."},
