@@ -48,6 +48,41 @@ type Arg struct {
 	// agent_ids, agent_open's id) may name: the shells' completion offers
 	// those. AgentsNone for every other argument.
 	Agents Agents
+	// Flag is the argument's CLI flag when it is not the name dashed
+	// (allowed_tools is --allow); Short is a one-letter alias (-m).
+	Flag, Short string
+	// Placeholder names the argument's value in CLI usage (ID, DIR); ""
+	// is the flag's name in capitals, or an Enum's values.
+	Placeholder string
+}
+
+// FlagName is the argument's CLI flag, without dashes.
+func (a *Arg) FlagName() string {
+	if a.Flag != "" {
+		return a.Flag
+	}
+	return strings.ReplaceAll(a.Name, "_", "-")
+}
+
+// Usage names the argument's value as a CLI usage line writes it: its
+// Placeholder, or for an Enum its values (allow|deny), else the flag in
+// capitals; bracketed when optional, with … when it takes several.
+func (a *Arg) Usage() string {
+	u := a.Placeholder
+	switch {
+	case u != "":
+	case len(a.Enum) > 0:
+		u = strings.Join(a.Enum, "|")
+	default:
+		u = strings.ToUpper(strings.ReplaceAll(a.FlagName(), "-", "_"))
+	}
+	if a.Type == TArray {
+		u += "…"
+	}
+	if !a.Required {
+		u = "[" + u + "]"
+	}
+	return u
 }
 
 // Agents is which agents, by status, an agent-id argument names.
@@ -108,12 +143,52 @@ type Verb struct {
 	// spelled out where a model picks its tool.
 	MCPNote string
 	Args    []Arg
+	// Positional names the arguments the CLI command takes as positional
+	// arguments, in their order; the others are its flags. Only the last
+	// may be optional or an array.
+	Positional []string
 	// ReadOnly verbs change nothing; Destructive ones stop or remove
 	// something. MCP clients get both as tool annotations.
 	ReadOnly, Destructive bool
 	// newArgs returns a pointer to the verb's typed argument struct.
 	newArgs func() any
 	call    func(ctx context.Context, s Service, args any) (any, error)
+}
+
+// Arg is the verb's argument named name, or nil.
+func (v *Verb) Arg(name string) *Arg {
+	for i := range v.Args {
+		if v.Args[i].Name == name {
+			return &v.Args[i]
+		}
+	}
+	return nil
+}
+
+// PositionalArgs are the arguments the CLI takes as positional
+// arguments, in order.
+func (v *Verb) PositionalArgs() []*Arg {
+	out := make([]*Arg, 0, len(v.Positional))
+	for _, name := range v.Positional {
+		out = append(out, v.Arg(name))
+	}
+	return out
+}
+
+// IsPositional says whether the CLI takes argument name as a positional.
+func (v *Verb) IsPositional(name string) bool { return slices.Contains(v.Positional, name) }
+
+// ArgsUsage is the CLI command's positional arguments as its usage line
+// writes them ("ID TEXT", "[DIR]"), without those named in except; "" for
+// none.
+func (v *Verb) ArgsUsage(except ...string) string {
+	var u []string
+	for _, a := range v.PositionalArgs() {
+		if !slices.Contains(except, a.Name) {
+			u = append(u, a.Usage())
+		}
+	}
+	return strings.Join(u, " ")
 }
 
 // Route is the verb's path in the control API.
@@ -589,29 +664,30 @@ func verb[A any, R any](v Verb, f func(Service) func(context.Context, *A) (R, er
 // agentID is the agent_id argument of the verbs that act on a live agent;
 // anyAgentID that of the read-only verbs, which read dead agents too.
 var (
-	agentID    = Arg{Name: "agent_id", Type: TString, Required: true, Doc: "The agent's id, as agent_open returned it.", Agents: AgentsLive}
-	anyAgentID = Arg{Name: "agent_id", Type: TString, Required: true, Doc: agentID.Doc, Agents: AgentsAny}
+	agentID    = Arg{Name: "agent_id", Type: TString, Required: true, Doc: "The agent's id, as agent_open returned it.", Agents: AgentsLive, Placeholder: "ID"}
+	anyAgentID = Arg{Name: "agent_id", Type: TString, Required: true, Doc: agentID.Doc, Agents: AgentsAny, Placeholder: "ID"}
 )
 
 // All is the table, in the spec's order.
 var All = []*Verb{
 	verb(Verb{
 		Name: "agent_open", CLI: "open",
-		Summary: "Open an agent session in a directory",
-		Doc:     "Spawns and owns an agent process working in cwd. Events then stream on the bus channel agent:<id> and in the agent's event log.",
-		Returns: `{"agent_id": "<id>"}`,
-		Example: "id=$(kaimon open --model opus --permission lab ~/src/project)",
+		Positional: []string{"cwd"},
+		Summary:    "Open an agent session in a directory",
+		Doc:        "Spawns and owns an agent process working in cwd. Events then stream on the bus channel agent:<id> and in the agent's event log.",
+		Returns:    `{"agent_id": "<id>"}`,
+		Example:    "id=$(kaimon open --model opus --permission lab ~/src/project)",
 		Args: []Arg{
-			{Name: "cwd", Type: TString, RequiredUnless: "resume", Doc: "Working directory for the agent. Must exist. Required, except to resume (then it is the agent's own)."},
-			{Name: "model", Type: TString, Default: DefaultModel, Doc: "Model alias or id, e.g. sonnet, opus, claude-sonnet-5; may carry an effort suffix (sonnet/high). acp:<agent>[:<model>] drives an ACP agent instead: acp:opencode, acp:claude (claude-agent-acp) or acp:gemini, e.g. acp:opencode:ollama/qwen2.5:14b. ollama:<tag> and vmlx:<tag> run a local model served by Ollama or an OpenAI-compatible server, kaimon running its tools, e.g. ollama:qwen3:8b. replay:<path>[?speed=N] replays a recorded kaimon event log (an <id>.events.jsonl; a relative path is relative to cwd) as an agent, one recorded turn per send, at the recorded pace times N (speed=0: no waiting); no agent program, no network."},
-			{Name: "effort", Type: TString, Enum: Efforts, Doc: "Thinking/effort level; overrides a model suffix."},
-			{Name: "permission", Type: TString, Default: DefaultPermission, Enum: PresetNames, Doc: "Permission preset."},
-			{Name: "permission_mode", Type: TString, Enum: PermissionModes, Doc: "Override the preset's raw claude permission mode."},
-			{Name: "allowed_tools", Type: TArray, Default: []string{}, Doc: "Extra tool allowlist; composes with the preset (replaces it under specialist)."},
+			{Name: "cwd", Type: TString, RequiredUnless: "resume", Placeholder: "DIR", Doc: "Working directory for the agent. Must exist. Required, except to resume (then it is the agent's own)."},
+			{Name: "model", Type: TString, Default: DefaultModel, Short: "m", Doc: "Model alias or id, e.g. sonnet, opus, claude-sonnet-5; may carry an effort suffix (sonnet/high). acp:<agent>[:<model>] drives an ACP agent instead: acp:opencode, acp:claude (claude-agent-acp) or acp:gemini, e.g. acp:opencode:ollama/qwen2.5:14b. ollama:<tag> and vmlx:<tag> run a local model served by Ollama or an OpenAI-compatible server, kaimon running its tools, e.g. ollama:qwen3:8b. replay:<path>[?speed=N] replays a recorded kaimon event log (an <id>.events.jsonl; a relative path is relative to cwd) as an agent, one recorded turn per send, at the recorded pace times N (speed=0: no waiting); no agent program, no network."},
+			{Name: "effort", Type: TString, Enum: Efforts, Placeholder: "LEVEL", Doc: "Thinking/effort level; overrides a model suffix."},
+			{Name: "permission", Type: TString, Default: DefaultPermission, Enum: PresetNames, Short: "p", Placeholder: "PRESET", Doc: "Permission preset."},
+			{Name: "permission_mode", Type: TString, Enum: PermissionModes, Placeholder: "MODE", Doc: "Override the preset's raw claude permission mode."},
+			{Name: "allowed_tools", Type: TArray, Default: []string{}, Flag: "allow", Placeholder: "TOOL", Doc: "Extra tool allowlist; composes with the preset (replaces it under specialist)."},
 			{Name: "only", Type: TBoolean, Default: false, Doc: "Make allowed_tools the agent's whole tool set."},
-			{Name: "disallowed_tools", Type: TArray, Doc: "Tools the agent may not call. Default: the recursion guard (the agent_* tools and the CLI's subagent spawners). Pass [] to allow nested agents."},
-			{Name: "mcp_config", Type: TString, Doc: "Path to an --mcp-config JSON for the agent."},
-			{Name: "system_prompt", Type: TString, Doc: "Instructions appended to the agent's system prompt, for every turn."},
+			{Name: "disallowed_tools", Type: TArray, Flag: "disallow", Placeholder: "TOOL", Doc: "Tools the agent may not call. Default: the recursion guard (the agent_* tools and the CLI's subagent spawners). Pass [] to allow nested agents."},
+			{Name: "mcp_config", Type: TString, Placeholder: "FILE", Doc: "Path to an --mcp-config JSON for the agent."},
+			{Name: "system_prompt", Type: TString, Placeholder: "TEXT", Doc: "Instructions appended to the agent's system prompt, for every turn."},
 			{Name: "id", Type: TString, Agents: AgentsDead, Doc: "Caller-supplied agent id; reopening a dead id reuses its slot, with a fresh conversation unless resume."},
 			{Name: "resume", Type: TBoolean, Default: false, Doc: "Reopen the dead agent id with its conversation (claude --resume; ACP session/load). " +
 				"The options left out come from the agent's record: its cwd, its model as last switched, its preset and tools. Turn numbers and seq continue."},
@@ -619,20 +695,22 @@ var All = []*Verb{
 	}, func(s Service) func(context.Context, *OpenArgs) (*OpenResult, error) { return s.Open }),
 	verb(Verb{
 		Name: "agent_send", CLI: "send",
-		Summary: "Send a user turn (asynchronous)",
-		Doc:     "Writes a user turn and returns its number at once; the turn's events stream on agent:<id>. Pair with agent_output to dispatch, then poll.",
-		Returns: `{"turn": <n>}`,
-		Example: "turn=$(kaimon send $id 'add a test for the parser')",
+		Positional: []string{"agent_id", "text"},
+		Summary:    "Send a user turn (asynchronous)",
+		Doc:        "Writes a user turn and returns its number at once; the turn's events stream on agent:<id>. Pair with agent_output to dispatch, then poll.",
+		Returns:    `{"turn": <n>}`,
+		Example:    "turn=$(kaimon send $id 'add a test for the parser')",
 		MCPNote: "agent_send + agent_output is the non-blocking pattern: dispatch the turn with agent_send, " +
 			"then poll agent_output with the agent_id until done is true; the text is partial while the agent works.",
-		Args:    []Arg{agentID, {Name: "text", Type: TString, Required: true, Doc: "The user's message."}},
+		Args: []Arg{agentID, {Name: "text", Type: TString, Required: true, Doc: "The user's message."}},
 	}, func(s Service) func(context.Context, *SendArgs) (*SendResult, error) { return s.Send }),
 	verb(Verb{
 		Name: "agent_run", CLI: "run",
-		Summary: "Send a turn and wait for it to end",
-		Doc:     "Sends a turn and blocks until it ends, returning the assistant's text. On timeout or agent death it is an error, and the agent lives on after a timeout.",
-		Returns: `{"text": "…"}`,
-		Example: "kaimon run $id 'summarize the failing tests'\nkaimon run -C . --timeout 5m 'what does main.go do?'",
+		Positional: []string{"agent_id", "text"},
+		Summary:    "Send a turn and wait for it to end",
+		Doc:        "Sends a turn and blocks until it ends, returning the assistant's text. On timeout or agent death it is an error, and the agent lives on after a timeout.",
+		Returns:    `{"text": "…"}`,
+		Example:    "kaimon run $id 'summarize the failing tests'\nkaimon run -C . --timeout 5m 'what does main.go do?'",
 		MCPNote: "It can take minutes, and MCP clients time out long tool calls: for long turns prefer agent_send, " +
 			"then poll agent_output (the non-blocking pattern). While it runs, agent_run sends progress notifications " +
 			"when the call carries a progressToken.",
@@ -641,11 +719,12 @@ var All = []*Verb{
 	}, func(s Service) func(context.Context, *RunArgs) (*RunResult, error) { return s.Run }),
 	verb(Verb{
 		Name: "agent_output", CLI: "output", ReadOnly: true,
-		Summary: "Read an agent's output (non-blocking)",
-		Doc:     "Returns a turn's output so far: partial while the agent is still working, final when done, and from the log once the agent is dead.",
-		Returns: `{"agent_id", "turn", "which", "status", "done", "text", "truncated", "dropped_chars", "usage"}`,
-		Example: "kaimon output $id --which full_turn --include-tools",
-		MCPNote: "Pair with agent_send to dispatch-then-poll instead of blocking on agent_run.",
+		Positional: []string{"agent_id"},
+		Summary:    "Read an agent's output (non-blocking)",
+		Doc:        "Returns a turn's output so far: partial while the agent is still working, final when done, and from the log once the agent is dead.",
+		Returns:    `{"agent_id", "turn", "which", "status", "done", "text", "truncated", "dropped_chars", "usage"}`,
+		Example:    "kaimon output $id --which full_turn --include-tools",
+		MCPNote:    "Pair with agent_send to dispatch-then-poll instead of blocking on agent_run.",
 		Args: []Arg{anyAgentID,
 			{Name: "turn", Type: TInteger, Range: TurnRange, Doc: "Turn number; default (or 0) the latest."},
 			{Name: "which", Type: TString, Default: DefaultWhich, Enum: Whiches, Doc: "last_message: the turn's final assistant text block; full_turn: every assistant text block of the turn; all: every turn."},
@@ -654,20 +733,22 @@ var All = []*Verb{
 	}, func(s Service) func(context.Context, *OutputArgs) (*OutputResult, error) { return s.Output }),
 	verb(Verb{
 		Name: "agent_status", CLI: "status",
-		Summary:  "Show an agent's status and token usage",
-		Doc:      "Reports the agent's lifecycle state, model, turn, session, log paths and summed token usage.",
-		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts", "reason", "record_error", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}]}`,
-		Example:  "kaimon status $id --json | jq .usage",
-		Args:     []Arg{anyAgentID},
-		ReadOnly: true,
+		Positional: []string{"agent_id"},
+		Summary:    "Show an agent's status and token usage",
+		Doc:        "Reports the agent's lifecycle state, model, turn, session, log paths and summed token usage.",
+		Returns:    `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts", "reason", "record_error", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}]}`,
+		Example:    "kaimon status $id --json | jq .usage",
+		Args:       []Arg{anyAgentID},
+		ReadOnly:   true,
 	}, func(s Service) func(context.Context, *StatusArgs) (*AgentStatus, error) { return s.Status }),
 	verb(Verb{
 		Name: "agent_set_model", CLI: "set-model",
-		Summary: "Repoint a live agent at another model",
-		Doc:     "Switches the model of a live agent, keeping its conversation: within one ACP agent, or between the tags of one ollama: or vmlx: server. switched is true only when the agent acknowledged it; otherwise close and reopen.",
-		Returns: `{"switched": bool}`,
-		Example: "kaimon set-model $id acp:opencode:ollama/qwen2.5:14b",
-		Args:    []Arg{agentID, {Name: "model", Type: TString, Required: true, Doc: "The model alias or id to switch to."}},
+		Positional: []string{"agent_id", "model"},
+		Summary:    "Repoint a live agent at another model",
+		Doc:        "Switches the model of a live agent, keeping its conversation: within one ACP agent, or between the tags of one ollama: or vmlx: server. switched is true only when the agent acknowledged it; otherwise close and reopen.",
+		Returns:    `{"switched": bool}`,
+		Example:    "kaimon set-model $id acp:opencode:ollama/qwen2.5:14b",
+		Args:       []Arg{agentID, {Name: "model", Type: TString, Required: true, Doc: "The model alias or id to switch to."}},
 	}, func(s Service) func(context.Context, *SetModelArgs) (*SetModelResult, error) { return s.SetModel }),
 	verb(Verb{
 		Name: "agent_list", CLI: "list", ReadOnly: true,
@@ -678,23 +759,26 @@ var All = []*Verb{
 	}, func(s Service) func(context.Context, *ListArgs) (*ListResult, error) { return s.List }),
 	verb(Verb{
 		Name: "agent_interrupt", CLI: "interrupt", Destructive: true,
-		Summary: "Cancel the turn in flight",
-		Doc:     "Cancels the in-flight turn; the agent stays alive for the next one. interrupted is false when no turn was running. An agent that refuses or does not acknowledge the interrupt in time is an error (its turn may run on).",
-		Returns: `{"interrupted": bool}`,
-		Example: "kaimon interrupt $id",
-		Args:    []Arg{agentID},
+		Positional: []string{"agent_id"},
+		Summary:    "Cancel the turn in flight",
+		Doc:        "Cancels the in-flight turn; the agent stays alive for the next one. interrupted is false when no turn was running. An agent that refuses or does not acknowledge the interrupt in time is an error (its turn may run on).",
+		Returns:    `{"interrupted": bool}`,
+		Example:    "kaimon interrupt $id",
+		Args:       []Arg{agentID},
 	}, func(s Service) func(context.Context, *InterruptArgs) (*InterruptResult, error) { return s.Interrupt }),
 	verb(Verb{
 		Name: "agent_close", CLI: "close", Destructive: true,
-		Summary: "Close an agent",
-		Doc:     "Stops the agent's process group; the slot is kept as dead for review, with its record and log on disk, until agent_forget. It can be reopened, or resumed with its conversation.",
-		Returns: `{"closed": bool}`,
-		Example: "kaimon close $id",
-		Args:    []Arg{agentID},
+		Positional: []string{"agent_id"},
+		Summary:    "Close an agent",
+		Doc:        "Stops the agent's process group; the slot is kept as dead for review, with its record and log on disk, until agent_forget. It can be reopened, or resumed with its conversation.",
+		Returns:    `{"closed": bool}`,
+		Example:    "kaimon close $id",
+		Args:       []Arg{agentID},
 	}, func(s Service) func(context.Context, *CloseArgs) (*CloseResult, error) { return s.Close }),
 	verb(Verb{
 		Name: "agent_permit", CLI: "permit",
-		Summary: "Answer an agent's permission request",
+		Positional: []string{"agent_id", "request_id", "decision"},
+		Summary:    "Answer an agent's permission request",
 		Doc: "Allows or denies a tool call an agent is waiting on: the permission event with this requestId on agent:<id> (and in its event log). " +
 			"A request nobody answers is denied after the daemon's permission timeout (permission_timeout in the config file, default 300 seconds). " +
 			"With always, the answer also holds for every later request of the same tool by this agent. Another permission event, carrying the decision, follows.",
@@ -707,16 +791,17 @@ var All = []*Verb{
 	}, func(s Service) func(context.Context, *PermitArgs) (*PermitResult, error) { return s.Permit }),
 	verb(Verb{
 		Name: "agent_forget", CLI: "forget", Destructive: true,
-		Summary: "Forget dead agents",
+		Positional: []string{"agent_ids"},
+		Summary:    "Forget dead agents",
 		Doc: "Removes dead agents' records, so they no longer show in agent_list and cannot be resumed; with logs, their event and stderr logs too. " +
 			"A live agent is refused (close it first), and an unknown id is an error; then nothing is forgotten. " +
 			"Dead agents are kept until forgotten, unless dead_kept in the config file sets how many to keep.",
 		Returns: `{"forgotten": ["<id>", …]}`,
 		Example: "kaimon forget --all-dead --older-than 7d --logs",
 		Args: []Arg{
-			{Name: "agent_ids", Type: TArray, Agents: AgentsDead, Doc: "The dead agents to forget."},
+			{Name: "agent_ids", Type: TArray, Agents: AgentsDead, Placeholder: "ID", Doc: "The dead agents to forget."},
 			{Name: "all_dead", Type: TBoolean, Default: false, Doc: "Forget every dead agent."},
-			{Name: "older_than", Type: TString, Doc: "Only dead agents whose last activity is older than this, e.g. 7d, 12h, 90m; alone, every dead agent that old."},
+			{Name: "older_than", Type: TString, Placeholder: "AGE", Doc: "Only dead agents whose last activity is older than this, e.g. 7d, 12h, 90m; alone, every dead agent that old."},
 			{Name: "logs", Type: TBoolean, Default: false, Doc: "Remove their event logs and stderr logs too."},
 		},
 	}, func(s Service) func(context.Context, *ForgetArgs) (*ForgetResult, error) { return s.Forget }),

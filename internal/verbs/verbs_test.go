@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -265,5 +266,47 @@ func TestValidAgentID(t *testing.T) {
 		if got, want := ValidAgentID(id), re.MatchString(id); got != want {
 			t.Errorf("ValidAgentID(%q) = %v, the regexp says %v", id, got, want)
 		}
+	}
+}
+
+// A verb's positionals are its own arguments, each once, and only the last
+// may be left out or repeated: otherwise the CLI could not tell which
+// position a word fills. Flag names are unique within a verb.
+func TestCLIShape(t *testing.T) {
+	for _, v := range All {
+		pos := v.PositionalArgs()
+		for i, a := range pos {
+			if a == nil {
+				t.Errorf("%s: positional %q is not an argument", v.Name, v.Positional[i])
+				continue
+			}
+			if slices.Index(v.Positional, a.Name) != i {
+				t.Errorf("%s: positional %s twice", v.Name, a.Name)
+			}
+			if i < len(pos)-1 && (!a.Required || a.Type == TArray) {
+				t.Errorf("%s: positional %s is optional or repeated but not last", v.Name, a.Name)
+			}
+		}
+		flags := map[string]string{}
+		for _, a := range v.Args {
+			for _, f := range []string{a.FlagName(), a.Short} {
+				if other, dup := flags[f]; f != "" && dup {
+					t.Errorf("%s: arguments %s and %s share the flag %q", v.Name, other, a.Name, f)
+				}
+				flags[f] = a.Name
+			}
+			if len(a.Short) > 1 {
+				t.Errorf("%s: %s's Short %q is not one letter", v.Name, a.Name, a.Short)
+			}
+		}
+	}
+	for verb, want := range map[string]string{"agent_open": "[DIR]", "agent_run": "ID TEXT", "agent_list": "",
+		"agent_permit": "ID REQUEST_ID allow|deny", "agent_forget": "[ID…]", "agent_set_model": "ID MODEL"} {
+		if got := ByName(verb).ArgsUsage(); got != want {
+			t.Errorf("%s: ArgsUsage %q, want %q", verb, got, want)
+		}
+	}
+	if got := ByName("agent_run").ArgsUsage("agent_id"); got != "TEXT" {
+		t.Errorf("agent_run without agent_id: ArgsUsage %q, want TEXT", got)
 	}
 }
