@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -179,11 +178,15 @@ func newClient(c *cli.Context) (*client.Client, error) {
 
 var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print exactly the verb's JSON return"}
 
-// verbCmd fills a command's name and help from the verb table.
+// verbCmd fills a command's name, help and positionals' usage from the
+// verb table.
 func verbCmd(name string, cmd *cli.Command) *cli.Command {
 	v := verbs.ByName(name)
 	cmd.Name = v.CLI
 	cmd.Usage = v.Summary
+	if cmd.ArgsUsage == "" {
+		cmd.ArgsUsage = v.ArgsUsage()
+	}
 	desc := v.Doc + "\n\nWith --json it prints the " + v.Name + " return: " + v.Returns
 	if cmd.Description != "" {
 		desc = cmd.Description + "\n\n" + desc
@@ -241,13 +244,12 @@ func needArgs(c *cli.Context, n int, names string) error {
 	return nil
 }
 
-// lineCmd builds the command of a verb whose arguments are the positionals
-// named in argsUsage and whose answer, for people, is one line.
-func lineCmd[R any](verb, argsUsage string, cmd *cli.Command,
+// lineCmd builds the command of a verb that takes exactly the positionals
+// the table names for it and whose answer, for people, is one line.
+func lineCmd[R any](verb string, cmd *cli.Command,
 	call func(c *cli.Context, cl verbs.Service, args cli.Args) (R, error), line func(R) string) *cli.Command {
-	cmd.ArgsUsage = argsUsage
 	cmd.Action = func(c *cli.Context) error {
-		if err := needArgs(c, len(strings.Fields(argsUsage)), argsUsage); err != nil {
+		if err := needVerbArgs(c, verb); err != nil {
 			return err
 		}
 		cl, err := service(c)

@@ -7,7 +7,7 @@ import (
 )
 
 func closeCmd() *cli.Command {
-	return lineCmd("agent_close", "ID", &cli.Command{},
+	return lineCmd("agent_close", &cli.Command{},
 		func(c *cli.Context, cl verbs.Service, a cli.Args) (*verbs.CloseResult, error) {
 			return cl.Close(c.Context, &verbs.CloseArgs{AgentID: a.Get(0)})
 		},

@@ -11,14 +11,9 @@ import (
 
 func forgetCmd() *cli.Command {
 	return verbCmd("agent_forget", &cli.Command{
-		ArgsUsage: "[ID…]",
 		Description: "Forgets the dead agents named, or with --all-dead every dead agent; --older-than narrows either to those idle " +
 			"that long (alone, it selects every dead agent that old). Prints the ids forgotten, one a line.",
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "all-dead", Usage: "forget every dead agent"},
-			&cli.StringFlag{Name: "older-than", Usage: "only dead agents idle longer than `AGE` (7d, 12h, 90m)"},
-			&cli.BoolFlag{Name: "logs", Usage: "remove their event and stderr logs too"},
-		},
+		Flags: verbFlags("agent_forget"),
 		Action: func(c *cli.Context) error {
 			a := &verbs.ForgetArgs{AgentIDs: c.Args().Slice(), AllDead: c.Bool("all-dead"), OlderThan: c.String("older-than"), Logs: c.Bool("logs")}
 			if len(a.AgentIDs) == 0 && !a.AllDead && a.OlderThan == "" {

@@ -333,9 +333,13 @@ func flagDoc(f cli.Flag) (manpage.Flag, bool) {
 	return manpage.Flag{Names: names, Usage: usage, Default: def, Env: df.GetEnvVars()}, true
 }
 
-// valueName names a flag's value in usage lines: N for numbers, DURATION
-// for durations, else the flag's name in capitals.
+// valueName names a flag's value in usage lines: the verb table's
+// placeholder for it, N for numbers, DURATION for durations, else the
+// flag's name in capitals.
 func valueName(f cli.Flag) string {
+	if p := tablePlaceholder(f.Names()[0]); p != "" {
+		return p
+	}
 	switch f.(type) {
 	case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:
 		return "N"

@@ -7,7 +7,7 @@ import (
 )
 
 func interruptCmd() *cli.Command {
-	return lineCmd("agent_interrupt", "ID", &cli.Command{
+	return lineCmd("agent_interrupt", &cli.Command{
 		Description: "Prints \"interrupted\", or \"nothing to interrupt\" when no turn was running (both exit 0). An agent " +
 			"that refuses the interrupt or does not acknowledge it in time is an error (exit 1, and an error event in " +
 			"its log): its turn may still be running; wait for it, or stop the agent with `kaimon close ID`.",

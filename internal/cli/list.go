@@ -15,7 +15,7 @@ import (
 func listCmd() *cli.Command {
 	return verbCmd("agent_list", &cli.Command{
 		Action: func(c *cli.Context) error {
-			if err := needArgs(c, 0, "no arguments"); err != nil {
+			if err := needVerbArgs(c, "agent_list"); err != nil {
 				return err
 			}
 			cl, err := service(c)

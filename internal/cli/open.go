@@ -4,30 +4,26 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kaimon/kaimon/internal/backend"
-	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
+// noRecursionGuard is the one flag of open that is not an argument of the
+// table: the command line's way to pass disallowed_tools = [], which a
+// repeatable --disallow cannot say.
+const noRecursionGuard = "no-recursion-guard"
+
+// openFlags are agent_open's flags, from the table, with
+// --no-recursion-guard beside the --disallow it contradicts.
 func openFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "model alias or id, optionally with /low|/medium|/high effort", Value: verbs.DefaultModel},
-		&cli.StringFlag{Name: "effort", Usage: "thinking effort `LEVEL`: " + strings.Join(backend.Efforts, "|")},
-		&cli.StringFlag{Name: "permission", Aliases: []string{"p"}, Usage: "permission `PRESET`: " + strings.Join(policy.PresetNames, "|"), Value: verbs.DefaultPermission},
-		&cli.StringFlag{Name: "permission-mode", Usage: "override the preset's claude permission `MODE`: " + strings.Join(policy.PermissionModes, "|")},
-		&cli.StringSliceFlag{Name: "allow", Usage: "allow `TOOL` (repeatable); composes with the preset"},
-		&cli.BoolFlag{Name: "only", Usage: "make the --allow tools the agent's whole tool set"},
-		&cli.StringSliceFlag{Name: "disallow", Usage: "forbid `TOOL` (repeatable); replaces the default recursion guard"},
-		&cli.BoolFlag{Name: "no-recursion-guard", Usage: "allow the agent to open and drive agents itself (disallowed_tools = [])"},
-		&cli.StringFlag{Name: "mcp-config", Usage: "--mcp-config JSON `FILE` for the agent"},
-		&cli.StringFlag{Name: "system-prompt", Usage: "`TEXT` appended to the agent's system prompt"},
-		&cli.StringFlag{Name: "id", Usage: "agent id to use (reopening a dead id reuses its slot, with a fresh conversation unless --resume)"},
-		&cli.BoolFlag{Name: "resume", Usage: "with --id of a dead agent: reopen it with its conversation; the flags not given come from its record"},
-	}
+	flags := verbFlags("agent_open")
+	disallow := verbs.ByName("agent_open").Arg("disallowed_tools").FlagName()
+	i := slices.IndexFunc(flags, func(f cli.Flag) bool { return f.Names()[0] == disallow })
+	return slices.Insert(flags, i+1, cli.Flag(&cli.BoolFlag{Name: noRecursionGuard,
+		Usage: "allow the agent to open and drive agents itself (disallowed_tools = [])"}))
 }
 
 // openArgs builds agent_open's arguments from the flags given. A flag left
@@ -50,10 +46,10 @@ func openArgs(c *cli.Context, dir string) (*verbs.OpenArgs, error) {
 	if a.Resume && a.ID == "" {
 		return nil, usagef("--resume reopens a dead agent with its conversation: name it with --id ID")
 	}
-	if c.Bool("no-recursion-guard") && c.IsSet("disallow") {
+	if c.Bool(noRecursionGuard) && c.IsSet("disallow") {
 		return nil, usagef("--no-recursion-guard and --disallow contradict each other: pick one")
 	}
-	if c.Bool("no-recursion-guard") {
+	if c.Bool(noRecursionGuard) {
 		empty := []string{}
 		a.DisallowedTools = &empty
 	} else if c.IsSet("disallow") {
@@ -78,7 +74,6 @@ func openArgs(c *cli.Context, dir string) (*verbs.OpenArgs, error) {
 
 func openCmd() *cli.Command {
 	return verbCmd("agent_open", &cli.Command{
-		ArgsUsage: "[DIR]",
 		Description: "Prints the new agent's id alone, so that id=$(kaimon open .) works. DIR defaults to the current directory " +
 			"(with --resume, to the agent's own).\n\n" +
 			"--id of a dead agent reuses its slot: turn numbers and seq continue, and the conversation starts afresh. " +

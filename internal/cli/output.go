@@ -11,15 +11,9 @@ import (
 
 func outputCmd() *cli.Command {
 	return verbCmd("agent_output", &cli.Command{
-		ArgsUsage: "ID",
-		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "turn", Usage: "turn number", DefaultText: "the latest"},
-			&cli.StringFlag{Name: "which", Usage: "last_message | full_turn | all", Value: verbs.DefaultWhich},
-			&cli.BoolFlag{Name: "include-tools", Usage: "interleave one-line tool call summaries (full_turn, all)"},
-			&cli.IntFlag{Name: "max-chars", Usage: "cut the text to N characters", Value: verbs.DefaultMaxChars},
-		},
+		Flags: verbFlags("agent_output"),
 		Action: func(c *cli.Context) error {
-			if err := needArgs(c, 1, "ID"); err != nil {
+			if err := needVerbArgs(c, "agent_output"); err != nil {
 				return err
 			}
 			cl, err := service(c)

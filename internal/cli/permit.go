@@ -8,15 +8,13 @@ import (
 )
 
 func permitCmd() *cli.Command {
-	return lineCmd("agent_permit", "ID REQUEST_ID "+verbs.DecisionChoices(), &cli.Command{
+	return lineCmd("agent_permit", &cli.Command{
 		Description: "REQUEST_ID is the requestId of the agent's pending permission event (one without a decision), " +
 			"from its bus channel or its event log:\n\n" +
 			"   kaimon tail agent:$id --from-start --kinds permission\n" +
 			"   jq -c 'select(.kind==\"permission\")' \"$(kaimon status $id --json | jq -r .event_log)\"\n\n" +
 			"Prints " + apitype.Allow.Past() + " or " + apitype.Deny.Past() + ".",
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "always", Usage: "apply the decision to this agent's later requests for the same tool too"},
-		},
+		Flags: verbFlags("agent_permit"),
 	}, func(c *cli.Context, cl verbs.Service, a cli.Args) (*verbs.PermitResult, error) {
 		decision := apitype.Decision(a.Get(2))
 		if !decision.Valid() {

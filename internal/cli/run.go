@@ -11,13 +11,20 @@ import (
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
+// oneShotFlag is run's -C DIR: it opens a throwaway agent, which stands
+// for the positional agent_id.
+const oneShotFlag = "C"
+
 func runCmd() *cli.Command {
+	// timeout is by hand: seconds in the table's JSON, a duration here.
 	flags := append([]cli.Flag{
 		&cli.DurationFlag{Name: "timeout", Usage: "how long to wait for the turn to end", Value: time.Duration(verbs.DefaultTimeout) * time.Second},
-		&cli.StringFlag{Name: "C", Usage: "open a throwaway agent in `DIR`, run one turn, close it"},
+		&cli.StringFlag{Name: oneShotFlag, Usage: "open a throwaway agent in `DIR`, run one turn, close it"},
 	}, openFlags()...)
+	v := verbs.ByName("agent_run")
+	oneShotUsage := "-" + oneShotFlag + " DIR " + v.ArgsUsage("agent_id")
 	return verbCmd("agent_run", &cli.Command{
-		ArgsUsage: "ID TEXT | -C DIR TEXT",
+		ArgsUsage: v.ArgsUsage() + " | " + oneShotUsage,
 		Description: "Prints the assistant's final text of the turn. Exits 3 if the turn failed, 4 on timeout " +
 			"(the partial text is printed, and the agent keeps working). TEXT - reads stdin.\n" +
 			"With -C DIR (no ID) it opens an agent in DIR with the open flags, runs one turn, and closes it.\n\n" +
@@ -37,14 +44,14 @@ func runCmd() *cli.Command {
 				return usagef("--timeout must be positive")
 			}
 			var id, textArg string
-			oneShot := c.IsSet("C")
+			oneShot := c.IsSet(oneShotFlag)
 			if oneShot {
-				if err := needArgs(c, 1, "TEXT with -C DIR"); err != nil {
+				if err := needArgs(c, len(v.Positional)-1, v.ArgsUsage("agent_id")+" with -"+oneShotFlag+" DIR"); err != nil {
 					return err
 				}
 				textArg = c.Args().Get(0)
 			} else {
-				if err := needArgs(c, 2, "ID TEXT (or -C DIR TEXT)"); err != nil {
+				if err := needArgs(c, len(v.Positional), v.ArgsUsage()+" (or "+oneShotUsage+")"); err != nil {
 					return err
 				}
 				id, textArg = c.Args().Get(0), c.Args().Get(1)
@@ -54,7 +61,7 @@ func runCmd() *cli.Command {
 				return err
 			}
 			if oneShot {
-				a, err := openArgs(c, c.String("C"))
+				a, err := openArgs(c, c.String(oneShotFlag))
 				if err != nil {
 					return err
 				}

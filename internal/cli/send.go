@@ -21,7 +21,7 @@ func readText(c *cli.Context, s string) (string, error) {
 }
 
 func sendCmd() *cli.Command {
-	return lineCmd("agent_send", "ID TEXT", &cli.Command{Description: "TEXT - reads the text from stdin. Prints the turn number."},
+	return lineCmd("agent_send", &cli.Command{Description: "TEXT - reads the text from stdin. Prints the turn number."},
 		func(c *cli.Context, cl verbs.Service, a cli.Args) (*verbs.SendResult, error) {
 			text, err := readText(c, a.Get(1))
 			if err != nil {

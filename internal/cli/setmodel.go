@@ -7,7 +7,7 @@ import (
 )
 
 func setModelCmd() *cli.Command {
-	return lineCmd("agent_set_model", "ID MODEL", &cli.Command{},
+	return lineCmd("agent_set_model", &cli.Command{},
 		func(c *cli.Context, cl verbs.Service, a cli.Args) (*verbs.SetModelResult, error) {
 			return cl.SetModel(c.Context, &verbs.SetModelArgs{AgentID: a.Get(0), Model: a.Get(1)})
 		},

@@ -51,9 +51,8 @@ func asksPermission(st *verbs.AgentStatus) bool {
 
 func statusCmd() *cli.Command {
 	return verbCmd("agent_status", &cli.Command{
-		ArgsUsage: "ID",
 		Action: func(c *cli.Context) error {
-			if err := needArgs(c, 1, "ID"); err != nil {
+			if err := needVerbArgs(c, "agent_status"); err != nil {
 				return err
 			}
 			cl, err := service(c)
