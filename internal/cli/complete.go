@@ -172,9 +172,9 @@ type valueSpec struct {
 	enum []candidate
 }
 
-// placeholderKinds maps the placeholders of ArgsUsage and of flag usages
-// (`DIR`) to what they name. The commands' own ArgsUsage is the source;
-// a placeholder not here (TEXT, REQUEST_ID, AGE, N…) completes nothing.
+// placeholderKinds maps the placeholders of the verb table's positionals
+// and of flag usages (`DIR`) to what they name; a placeholder not here
+// (TEXT, REQUEST_ID, AGE, N…) completes nothing.
 var placeholderKinds = map[string]valueKind{
 	"ID": valLiveIDs, "DIR": valDirs, "FILE": valFiles, "PATH": valFiles,
 	"MODEL": valModels, "CHANNEL": valChannels, "COMMAND": valCommands,
@@ -400,70 +400,64 @@ func (k *completer) commandCandidates(cmd *cli.Command, withHelp bool) []candida
 	return out
 }
 
-// positionalSpec reads what the next positional is from the command's
-// ArgsUsage ("ID TEXT | -C DIR TEXT", "[ID…]", "bash|zsh|fish").
-func (k *completer) positionalSpec(lv *level) valueSpec {
-	alts := strings.Split(lv.cmd.ArgsUsage, " | ")
-	chosen := ""
-	for _, alt := range alts {
-		needs := false
-		ok := true
-		for _, tok := range strings.Fields(alt) {
-			if strings.HasPrefix(tok, "-") {
-				needs = true
-				f := findFlag(lv.flags, strings.TrimLeft(tok, "-"))
-				ok = ok && f != nil && lv.set[f.Names()[0]]
-			}
-		}
-		if needs && ok {
-			chosen = alt
-			break
-		}
-		if !needs && chosen == "" {
-			chosen = alt
-		}
+// positionals are what a command's positional arguments are, one spec a
+// position; with variadic the last one repeats.
+type positionals struct {
+	specs    []valueSpec
+	variadic bool
+}
+
+// otherPositionals are the positionals of the commands that are not verbs;
+// a verb's are the table's (verbPositionals).
+var otherPositionals = map[string]positionals{
+	"completion": {specs: []valueSpec{{kind: valEnum, enum: shellCandidates()}}},
+	"tail":       {specs: []valueSpec{{kind: valChannels}}, variadic: true},
+}
+
+func shellCandidates() []candidate {
+	var out []candidate
+	for _, s := range Shells {
+		out = append(out, candidate{value: s})
 	}
-	var slots []string
-	variadic := false
-	toks := strings.Fields(chosen)
-	for i := 0; i < len(toks); i++ {
-		tok := toks[i]
-		if strings.HasPrefix(tok, "-") {
-			i++ // the flag's value placeholder
+	return out
+}
+
+// verbPositionals are v's positionals as the table names them: an
+// argument's Enum or the agents it names, else what its placeholder names
+// (DIR, MODEL). With flags set, run -C DIR opens the agent whose id run
+// otherwise takes first.
+func verbPositionals(v *verbs.Verb, set map[string]bool) positionals {
+	var p positionals
+	for _, a := range v.PositionalArgs() {
+		if v.Name == "agent_run" && a.Name == "agent_id" && set[oneShotFlag] {
 			continue
 		}
-		tok = strings.Trim(tok, "[]")
-		if t, ok := strings.CutSuffix(tok, "…"); ok {
-			tok, variadic = t, true
-		} else if t, ok := strings.CutSuffix(tok, "..."); ok {
-			tok, variadic = t, true
+		spec, ok := argSpec(*a)
+		if !ok {
+			spec = valueSpec{kind: placeholderKinds[a.ValueName()]}
 		}
-		slots = append(slots, strings.Trim(tok, "[]"))
+		p.specs = append(p.specs, spec)
+		p.variadic = a.Type == verbs.TArray
+	}
+	return p
+}
+
+// positionalSpec says what the next positional of the command is.
+func (k *completer) positionalSpec(lv *level) valueSpec {
+	var p positionals
+	if v := k.verbOf(lv); v != nil {
+		p = verbPositionals(v, lv.set)
+	} else if lv.cmd == lv.top {
+		p = otherPositionals[lv.cmd.Name]
 	}
 	n := len(lv.pos)
-	if n >= len(slots) {
-		if !variadic || len(slots) == 0 {
+	if n >= len(p.specs) {
+		if !p.variadic || len(p.specs) == 0 {
 			return valueSpec{}
 		}
-		n = len(slots) - 1
+		n = len(p.specs) - 1
 	}
-	slot := slots[n]
-	if strings.Contains(slot, "|") {
-		var enum []candidate
-		for _, v := range strings.Split(slot, "|") {
-			enum = append(enum, candidate{value: v})
-		}
-		return valueSpec{kind: valEnum, enum: enum}
-	}
-	kind := placeholderKinds[slot]
-	// Which agents an ID names is the verb table's word: forget's are
-	// dead, output's and status's any, the others' live.
-	if v := k.verbOf(lv); kind == valLiveIDs && v != nil {
-		if a := v.AgentArg(); a != nil {
-			kind = agentsKind(a.Agents)
-		}
-	}
-	return valueSpec{kind: kind}
+	return p.specs[n]
 }
 
 // agentsKind is the completion of an argument naming agents.

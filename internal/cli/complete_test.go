@@ -113,13 +113,13 @@ func TestCompleteWords(t *testing.T) {
 		{words: []string{"send", "--", "-"}, want: nil},
 		{words: []string{"completion", "--", ""}, want: Shells},
 	}
-	// Every verb whose first positional is ID offers the live agents, or
-	// every agent when it only reads (output, status), with flags before it
-	// of either kind.
+	// Every verb whose first positional is agent_id offers the live agents,
+	// or every agent when it only reads (output, status), with flags before
+	// it of either kind.
 	for _, c := range NewApp().Commands {
-		if strings.HasPrefix(c.ArgsUsage, "ID") {
+		if v := verbs.ByName(c.Name); v != nil && len(v.Positional) > 0 && v.Positional[0] == "agent_id" {
 			ids := live
-			if v := verbs.ByName(c.Name); v != nil && v.ReadOnly {
+			if v.ReadOnly {
 				ids = append(append([]string{}, live...), "dead1")
 			}
 			cases = append(cases, struct {
@@ -129,7 +129,7 @@ func TestCompleteWords(t *testing.T) {
 			}{words: []string{c.Name, ""}, want: ids})
 			var w []string
 			for _, f := range c.Flags {
-				if strings.Contains(c.ArgsUsage, "-"+f.Names()[0]+" ") {
+				if c.Name == "run" && f.Names()[0] == oneShotFlag {
 					continue // run -C DIR TEXT takes no ID
 				}
 				w = append(w, "--"+f.Names()[0])

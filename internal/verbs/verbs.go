@@ -64,18 +64,23 @@ func (a *Arg) FlagName() string {
 	return strings.ReplaceAll(a.Name, "_", "-")
 }
 
-// Usage names the argument's value as a CLI usage line writes it: its
+// ValueName names the argument's value on the command line: its
 // Placeholder, or for an Enum its values (allow|deny), else the flag in
-// capitals; bracketed when optional, with … when it takes several.
-func (a *Arg) Usage() string {
-	u := a.Placeholder
+// capitals.
+func (a *Arg) ValueName() string {
 	switch {
-	case u != "":
+	case a.Placeholder != "":
+		return a.Placeholder
 	case len(a.Enum) > 0:
-		u = strings.Join(a.Enum, "|")
-	default:
-		u = strings.ToUpper(strings.ReplaceAll(a.FlagName(), "-", "_"))
+		return strings.Join(a.Enum, "|")
 	}
+	return strings.ToUpper(strings.ReplaceAll(a.FlagName(), "-", "_"))
+}
+
+// Usage is the argument as a CLI usage line writes it: its ValueName,
+// bracketed when optional, with … when it takes several.
+func (a *Arg) Usage() string {
+	u := a.ValueName()
 	if a.Type == TArray {
 		u += "…"
 	}
