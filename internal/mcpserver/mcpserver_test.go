@@ -179,6 +179,11 @@ func TestToolsFromTheTable(t *testing.T) {
 	if d := byName["agent_run"].Description; !strings.Contains(d, "progress") || !strings.Contains(d, "agent_output") {
 		t.Errorf("agent_run description %q", d)
 	}
+	for _, v := range verbs.All { // the table's MCP note, where it has one
+		if d := byName[v.Name].Description; !strings.Contains(d, v.Doc+" "+v.MCPNote) {
+			t.Errorf("%s: description %q lacks the table's note %q", v.Name, d, v.MCPNote)
+		}
+	}
 	run, output := schemaOf(t, byName["agent_run"]), schemaOf(t, byName["agent_output"])
 	if run["timeout"]["exclusiveMinimum"] != 0.0 || run["timeout"]["maximum"] != 604800.0 || run["timeout"]["minimum"] != nil {
 		t.Errorf("agent_run timeout %v", run["timeout"])
