@@ -184,3 +184,17 @@ func argField(args any, name string) reflect.Value {
 	}
 	return reflect.Value{}
 }
+
+// The commands that are not verbs say their positionals for completion in
+// otherPositionals: every one of them that takes positionals is there.
+func TestOtherPositionalsKnown(t *testing.T) {
+	for _, c := range NewApp().Commands {
+		if v := verbs.ByName(c.Name); (v != nil && v.CLI == c.Name) || c.Hidden {
+			continue
+		}
+		_, known := otherPositionals[c.Name]
+		if takes := c.ArgsUsage != ""; takes != known {
+			t.Errorf("kaimon %s: positionals %q, but otherPositionals has it: %v", c.Name, c.ArgsUsage, known)
+		}
+	}
+}
