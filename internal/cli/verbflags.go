@@ -58,7 +58,11 @@ func verbFlags(verb string) []cli.Flag {
 // the values an Enum allows, so that the help cannot go stale when the
 // table grows one.
 func flagUsage(v *verbs.Verb, a *verbs.Arg) string {
-	u := strings.TrimSuffix(a.Doc, ".")
+	doc := a.Doc
+	if a.FlagDoc != "" {
+		doc = a.FlagDoc
+	}
+	u := strings.TrimSuffix(doc, ".")
 	for _, o := range v.Args {
 		if strings.Contains(o.Name, "_") && !v.IsPositional(o.Name) {
 			u = strings.ReplaceAll(u, o.Name, "--"+o.FlagName())

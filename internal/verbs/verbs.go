@@ -54,6 +54,10 @@ type Arg struct {
 	// Placeholder names the argument's value in CLI usage (ID, DIR); ""
 	// is the flag's name in capitals, or an Enum's values.
 	Placeholder string
+	// FlagDoc is the flag's help where Doc, written for MCP callers,
+	// does not read right on a command line (it speaks JSON, or names
+	// the other arguments by their wire names); "" uses Doc.
+	FlagDoc string
 }
 
 // FlagName is the argument's CLI flag, without dashes.
@@ -683,17 +687,17 @@ var All = []*Verb{
 		Example: "id=$(kaimon open --model opus --permission lab ~/src/project)",
 		Args: []Arg{
 			{Name: "cwd", Type: TString, RequiredUnless: "resume", Placeholder: "DIR", Doc: "Working directory for the agent. Must exist. Required, except to resume (then it is the agent's own)."},
-			{Name: "model", Type: TString, Default: DefaultModel, Short: "m", Doc: "Model alias or id, e.g. sonnet, opus, claude-sonnet-5; may carry an effort suffix (sonnet/high). acp:<agent>[:<model>] drives an ACP agent instead: acp:opencode, acp:claude (claude-agent-acp) or acp:gemini, e.g. acp:opencode:ollama/qwen2.5:14b. ollama:<tag> and vmlx:<tag> run a local model served by Ollama or an OpenAI-compatible server, kaimon running its tools, e.g. ollama:qwen3:8b. replay:<path>[?speed=N] replays a recorded kaimon event log (an <id>.events.jsonl; a relative path is relative to cwd) as an agent, one recorded turn per send, at the recorded pace times N (speed=0: no waiting); no agent program, no network."},
+			{Name: "model", Type: TString, Default: DefaultModel, Short: "m", FlagDoc: "Model alias or id (sonnet, opus, claude-…), optionally with an /EFFORT suffix (sonnet/high); acp:AGENT[:MODEL], ollama:TAG, vmlx:TAG and replay:PATH pick another backend, as kaimon --help tells.", Doc: "Model alias or id, e.g. sonnet, opus, claude-sonnet-5; may carry an effort suffix (sonnet/high). acp:<agent>[:<model>] drives an ACP agent instead: acp:opencode, acp:claude (claude-agent-acp) or acp:gemini, e.g. acp:opencode:ollama/qwen2.5:14b. ollama:<tag> and vmlx:<tag> run a local model served by Ollama or an OpenAI-compatible server, kaimon running its tools, e.g. ollama:qwen3:8b. replay:<path>[?speed=N] replays a recorded kaimon event log (an <id>.events.jsonl; a relative path is relative to cwd) as an agent, one recorded turn per send, at the recorded pace times N (speed=0: no waiting); no agent program, no network."},
 			{Name: "effort", Type: TString, Enum: Efforts, Placeholder: "LEVEL", Doc: "Thinking/effort level; overrides a model suffix."},
 			{Name: "permission", Type: TString, Default: DefaultPermission, Enum: PresetNames, Short: "p", Placeholder: "PRESET", Doc: "Permission preset."},
 			{Name: "permission_mode", Type: TString, Enum: PermissionModes, Placeholder: "MODE", Doc: "Override the preset's raw claude permission mode."},
 			{Name: "allowed_tools", Type: TArray, Default: []string{}, Flag: "allow", Placeholder: "TOOL", Doc: "Extra tool allowlist; composes with the preset (replaces it under specialist)."},
 			{Name: "only", Type: TBoolean, Default: false, Doc: "Make allowed_tools the agent's whole tool set."},
-			{Name: "disallowed_tools", Type: TArray, Flag: "disallow", Placeholder: "TOOL", Doc: "Tools the agent may not call. Default: the recursion guard (the agent_* tools and the CLI's subagent spawners). Pass [] to allow nested agents."},
+			{Name: "disallowed_tools", Type: TArray, Flag: "disallow", Placeholder: "TOOL", FlagDoc: "Forbid TOOL; replaces the default recursion guard (the agent_* tools and the CLI's subagent spawners).", Doc: "Tools the agent may not call. Default: the recursion guard (the agent_* tools and the CLI's subagent spawners). Pass [] to allow nested agents."},
 			{Name: "mcp_config", Type: TString, Placeholder: "FILE", Doc: "Path to an --mcp-config JSON for the agent."},
 			{Name: "system_prompt", Type: TString, Placeholder: "TEXT", Doc: "Instructions appended to the agent's system prompt, for every turn."},
-			{Name: "id", Type: TString, Agents: AgentsDead, Doc: "Caller-supplied agent id; reopening a dead id reuses its slot, with a fresh conversation unless resume."},
-			{Name: "resume", Type: TBoolean, Default: false, Doc: "Reopen the dead agent id with its conversation (claude --resume; ACP session/load). " +
+			{Name: "id", Type: TString, Agents: AgentsDead, FlagDoc: "Agent id to use (reopening a dead id reuses its slot, with a fresh conversation unless --resume).", Doc: "Caller-supplied agent id; reopening a dead id reuses its slot, with a fresh conversation unless resume."},
+			{Name: "resume", Type: TBoolean, Default: false, FlagDoc: "With --id of a dead agent: reopen it with its conversation; the flags not given come from its record.", Doc: "Reopen the dead agent id with its conversation (claude --resume; ACP session/load). " +
 				"The options left out come from the agent's record: its cwd, its model as last switched, its preset and tools. Turn numbers and seq continue."},
 		},
 	}, func(s Service) func(context.Context, *OpenArgs) (*OpenResult, error) { return s.Open }),
