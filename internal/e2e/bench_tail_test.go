@@ -92,7 +92,7 @@ func BenchmarkTail(b *testing.B) {
 // with the text deltas of that turn it printed before it.
 type tailReader struct {
 	results chan tailTurn
-	stderr  bytes.Buffer
+	stderr  syncBuffer
 	cmd     *exec.Cmd
 }
 

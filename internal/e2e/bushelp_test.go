@@ -92,7 +92,7 @@ func (e *kenv) logOf(id string) []event.Record {
 type bgProc struct {
 	t      testing.TB
 	cmd    *exec.Cmd
-	stderr bytes.Buffer
+	stderr syncBuffer // the exec copy goroutine writes it while the test reads it
 
 	mu      sync.Mutex
 	lines   []string
