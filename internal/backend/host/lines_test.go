@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -203,5 +204,70 @@ func TestLineReaderInPlace(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("%v allocations per line handed out in place, want 0", n)
+	}
+}
+
+// xs is an agent's stdout printing n bytes of 'x' and no newline, then
+// rest, without holding any of it: the bytes the test measures are the
+// reader's alone.
+type xs struct {
+	n    int
+	rest string
+}
+
+func (x *xs) Read(p []byte) (int, error) {
+	if x.n > 0 {
+		c := min(len(p), x.n)
+		for i := range p[:c] {
+			p[i] = 'x'
+		}
+		x.n -= c
+		return c, nil
+	}
+	if x.rest == "" {
+		return 0, io.EOF
+	}
+	c := copy(p, x.rest)
+	x.rest = x.rest[c:]
+	return c, nil
+}
+
+// A line far over the bound costs the reader at most the bound, gathered
+// once and never copied as it grows (issue 18: append's doublings took a
+// 300 MB line to twice the 64 MiB bound in the daemon). The bytes counted
+// are every allocation made while reading it.
+func TestReadLineOverlongCostsTheBound(t *testing.T) {
+	const bound = 4 << 20
+	x := &xs{n: 16 * bound, rest: "\nok\n"}
+	lr := NewLineReader(x)
+	readBufs.Put(readBufs.Get()) // the pool's buffer is not the line's cost
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	line, skipped, err := lr.ReadLine(bound)
+	runtime.ReadMemStats(&after)
+	if err != nil || line != nil || skipped != 16*bound+1 {
+		t.Fatalf("ReadLine = %q, %d, %v; want the line skipped with its size", line, skipped, err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > bound+readBufSize {
+		t.Errorf("reading a line of %d bytes allocated %d bytes; the bound is %d", 16*bound+1, got, bound)
+	}
+	if line, _, err := lr.ReadLine(bound); string(line) != "ok\n" || err != nil {
+		t.Fatalf("next line = %q, %v", line, err)
+	}
+}
+
+// A line within the bound but longer than the read buffer comes whole,
+// through several parts and across reads, and the next line after it.
+func TestReadLineGathersParts(t *testing.T) {
+	for _, n := range []int{readBufSize, 3*readBufSize + 5, 10*readBufSize - 1} {
+		x := &xs{n: n, rest: "\nnext\n"}
+		lr := NewLineReader(iotest.HalfReader(x))
+		line, skipped, err := lr.ReadLine(10 * readBufSize)
+		if err != nil || skipped != 0 || len(line) != n+1 || strings.Count(string(line), "x") != n || line[n] != '\n' {
+			t.Fatalf("%d bytes: line of %d, skipped %d, %v", n, len(line), skipped, err)
+		}
+		if line, _, err := lr.ReadLine(10 * readBufSize); string(line) != "next\n" || err != nil {
+			t.Fatalf("%d bytes: next line = %q, %v", n, line, err)
+		}
 	}
 }
