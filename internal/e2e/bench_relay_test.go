@@ -154,18 +154,22 @@ func machineTicks(t testing.TB) (busy, all int64) {
 }
 
 // rssMB is the resident set of process pid (VmRSS), in MB.
-func rssMB(t testing.TB, pid int) float64 {
+func rssMB(t testing.TB, pid int) float64 { return procStatusMB(t, pid, "VmRSS") }
+
+// procStatusMB is field (VmRSS, VmHWM, …) of process pid's
+// /proc/PID/status, in MB.
+func procStatusMB(t testing.TB, pid int, field string) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == field+":" {
 			kb, _ := strconv.ParseFloat(f[1], 64)
 			return kb / 1024
 		}
 	}
-	t.Fatalf("no VmRSS for pid %d", pid)
+	t.Fatalf("no %s for pid %d", field, pid)
 	return 0
 }
 

@@ -6,7 +6,8 @@
 #   hangup  close its stdout and live on (until stopped)
 #   mute    start the turn, then read on and answer nothing: no result, no
 #           acknowledgement of an interrupt; it exits when stdin closes
-#   longline print one 65 MiB line (over kaimon's 64 MiB bound), then
+#   longline print one 65 MiB line (over kaimon's 64 MiB bound; its bytes
+#           before the newline are KAIMON_STANDIN_LONGLINE if set), then
 #           answer the turn properly, and read on until stdin closes
 #   garbage print lines that are not stream-json (text, a NUL, invalid
 #           UTF-8, a JSON array, an unknown type), then answer the turn
@@ -26,7 +27,7 @@ hangup)
 	exec sleep 600
 	;;
 longline)
-	head -c 68157440 /dev/zero | tr '\000' 'x'
+	head -c "${KAIMON_STANDIN_LONGLINE:-68157440}" /dev/zero | tr '\000' 'x'
 	echo
 	echo '{"type":"assistant","message":{"id":"m1","type":"message","role":"assistant","model":"standin","content":[{"type":"text","text":"after the long line"}]},"session_id":"standin-1"}'
 	echo '{"type":"result","subtype":"success","is_error":false,"result":"after the long line","session_id":"standin-1","usage":{"input_tokens":3,"output_tokens":4}}'

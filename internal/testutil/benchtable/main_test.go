@@ -34,3 +34,17 @@ PASS
 		}
 	}
 }
+
+// The over-long line's target holds in every run: its figure is the
+// worst run, not the median.
+func TestLongLineRowIsTheWorstRun(t *testing.T) {
+	out := `BenchmarkLongLine-2   	       1	100 ns/op	300.0 MB-line	20.1 MB-opened	80.5 MB-peak
+BenchmarkLongLine-2   	       1	100 ns/op	300.0 MB-line	20.3 MB-opened	120.0 MB-peak
+BenchmarkLongLine-2   	       1	100 ns/op	300.0 MB-line	20.2 MB-opened	81.0 MB-peak
+`
+	r, _ := parse(strings.NewReader(out))
+	rows := table(r, nil)
+	if len(rows) != 1 || rows[0].figure != "daemon peak RSS, an agent line of 300 MB (worst of 3)" || rows[0].measured != "120.0 MB" || rows[0].met != "NOT MET" {
+		t.Fatalf("rows = %+v", rows)
+	}
+}
