@@ -263,7 +263,10 @@ func (c *Client) StartDaemon(ctx context.Context) error {
 	defer logf.Close()
 	cmd := exec.Command(bin)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its own session, and no agent's tag: a kaimon run by an agent's
+	// tool must not start a daemon that dies with that agent.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Env = proc.WithoutTag(os.Environ())
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", bin, err)
 	}

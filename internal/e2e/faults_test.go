@@ -359,3 +359,18 @@ func TestFaultOverlongLine(t *testing.T) {
 		t.Fatalf("status: %+v", st)
 	}
 }
+
+// A kaimon run by an agent's tool carries that agent's KAIMON_PROC_TAG;
+// the daemon it autostarts must not, or it would be taken for the
+// agent's leftover and killed when the agent ends.
+func TestAutostartedDaemonCarriesNoTag(t *testing.T) {
+	e := newEnv(t, "KAIMON_PROC_TAG", "an-agents-tag")
+	e.ok("list") // autostarts the daemon
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", e.daemonPID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(env), "KAIMON_PROC_TAG=") {
+		t.Fatalf("the autostarted daemon carries the tag of the agent whose tool started it")
+	}
+}

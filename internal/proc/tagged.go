@@ -39,13 +39,21 @@ func newTag() string {
 // agent's descendant (a daemon started from a tool) has one already, and
 // getenv takes the first.
 func withTag(env []string, tag string) []string {
+	return append(WithoutTag(env), TagEnv+"="+tag)
+}
+
+// WithoutTag is env less any TagEnv: what a process started to outlive
+// the one that starts it (the daemon, autostarted by a kaimon that an
+// agent's tool runs) must be given, or it is taken for that agent's
+// leftover and stopped with it.
+func WithoutTag(env []string) []string {
 	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
 		if !strings.HasPrefix(kv, TagEnv+"=") {
 			out = append(out, kv)
 		}
 	}
-	return append(out, TagEnv+"="+tag)
+	return out
 }
 
 // procEntry is one process as /proc/<pid>/stat shows it.
