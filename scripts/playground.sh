@@ -31,7 +31,9 @@ tmp=$(mktemp -d /tmp/kaimon-play.XXXXXX)
 "$bin/fakeapi" >"$tmp/url" 2>"$tmp/fakeapi.log" &
 api=$!
 cleanup() {
-	"$bin/kaimon" daemon stop >/dev/null 2>&1 || true
+	# The playground's daemon, never the user's: KAIMON_HOME is exported
+	# only once the fake API is up, and cleanup may run before that.
+	KAIMON_HOME="$tmp/kaimon" "$bin/kaimon" daemon stop --no-autostart >/dev/null 2>&1 || true
 	kill "$api" 2>/dev/null || true
 	wait "$api" 2>/dev/null || true
 	rm -rf "$tmp"
