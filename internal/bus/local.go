@@ -143,5 +143,6 @@ func (s *LocalSub) Close() {
 	s.once.Do(func() { close(s.done) })
 }
 
-// localSize is what a queued envelope costs: its data and the rest of it.
-func localSize(e *event.Envelope) int { return len(e.Data) + 128 }
+// localSize is what a queued envelope costs: its data and the rest of it,
+// counted as a bus message's overhead is (messageOverhead).
+func localSize(e *event.Envelope) int { return len(e.Data) + messageOverhead }

@@ -28,10 +28,12 @@ import (
 // Lock order. An agent's locks, and the manager's, are taken in this
 // order and never the other way round:
 //
-//	Manager.mu → Agent.saveMu → Agent.pubMu → Agent.mu
+//	Manager.mu → Agent.pubMu → Agent.saveMu → Agent.mu
 //
 // A goroutine holding one of them may take a later one, never an earlier
-// one. Agent.qmu (the publish queue) and Manager.faultMu are leaves:
+// one: publishOne saves the record (saveMu) with pubMu held, when an
+// agent's seq passes the ceiling on disk, so a save must never take
+// pubMu. Agent.qmu (the publish queue) and Manager.faultMu are leaves:
 // nothing else is taken while either is held. The agent's drain
 // (draining, queue.go) is not a mutex but a baton: its holder publishes,
 // and takes pubMu and mu per event (publishOne), and Manager.mu with
