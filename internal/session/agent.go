@@ -91,8 +91,7 @@ type Agent struct {
 	mu        sync.Mutex
 	status    apitype.AgentState
 	reason    string          // why a dead agent ended
-	args      verbs.OpenArgs  // the open options as applied: the record's
-	opts      backend.Options // the backend's, with the door and asker
+	opts      backend.Options // the backend's, with the door and asker; its OpenArgs (as applied) are the record's
 	model     string          // as opened, or as last switched
 	created   time.Time
 	activity  time.Time
@@ -457,7 +456,7 @@ func (ag *Agent) lifeStatus() verbs.AgentStatus {
 		model = info.Model
 	}
 	return verbs.AgentStatus{
-		Status: ag.status, Model: model, Cwd: ag.args.Cwd, Turn: ag.turn,
+		Status: ag.status, Model: model, Cwd: ag.opts.Cwd, Turn: ag.turn,
 		CreatedAt:    ag.created.UTC().Format(time.RFC3339Nano),
 		LastActivity: ag.activity.UTC().Format(time.RFC3339Nano),
 		SessionID:    info.SessionID, Transcript: info.Transcript,

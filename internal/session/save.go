@@ -14,7 +14,7 @@ import (
 func (ag *Agent) fromRecord(r *Record) {
 	ag.mu.Lock()
 	defer ag.mu.Unlock()
-	ag.args, ag.model = r.OpenArgs, r.Model
+	ag.opts.OpenArgs, ag.model = r.OpenArgs, r.Model
 	ag.created, ag.activity = r.CreatedAt, r.LastActivity
 	ag.turn, ag.usage = r.Turn, r.Usage
 	ag.seqCeil, ag.diskCeil = r.SeqCeiling, r.SeqCeiling
@@ -29,7 +29,7 @@ func (ag *Agent) recordLocked() *Record {
 		ag.info = ag.be.Info()
 	}
 	r := &Record{
-		OpenArgs:  ag.args,
+		OpenArgs:  ag.opts.OpenArgs,
 		SessionID: ag.info.SessionID, Transcript: ag.info.Transcript, QueuesPrompts: ag.info.QueuesPrompts,
 		CreatedAt: ag.created.UTC(), LastActivity: ag.activity.UTC(),
 		Turn: ag.turn, Usage: ag.usage, Status: ag.status, Reason: ag.reason,

@@ -37,11 +37,11 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 	if err != nil {
 		return nil, err
 	}
-	args, opts, err := m.openOptions(id, *a, old)
+	opts, err := m.openOptions(id, *a, old)
 	var be backend.Backend
 	if err == nil {
 		ag.mu.Lock()
-		ag.args, ag.opts, ag.model = args, opts, args.Model
+		ag.opts, ag.model = opts, opts.Model
 		ag.mu.Unlock()
 		m.attach(ag)
 		ag.mu.Lock()
@@ -123,38 +123,39 @@ func (m *Manager) unreserve(ag, old *Agent) {
 	}
 }
 
-// openOptions validates agent_open's arguments a into the options as
-// applied (kept in the record) and the backend's. To resume, the dead
+// openOptions validates agent_open's arguments a into the backend's
+// options, whose OpenArgs are the arguments as applied (what the record
+// keeps). To resume, the dead
 // agent old's record supplies what a left out, and its vendor session is
 // what the backend continues.
-func (m *Manager) openOptions(id string, a verbs.OpenArgs, old *Agent) (verbs.OpenArgs, backend.Options, error) {
+func (m *Manager) openOptions(id string, a verbs.OpenArgs, old *Agent) (backend.Options, error) {
 	a.ID = id
 	session := ""
 	if a.Resume {
 		var err error
 		if session, err = inherit(&a, old); err != nil {
-			return a, backend.Options{}, err
+			return backend.Options{}, err
 		}
 		a.Resume = false // a record says what is, not how it came to be
 	}
 	verbs.ByName("agent_open").ApplyDefaults(&a) // for callers in this process, and after inherit
 	if a.Cwd == "" {
-		return a, backend.Options{}, verbs.BadArg("agent_open: cwd is required")
+		return backend.Options{}, verbs.BadArg("agent_open: cwd is required")
 	}
 	cwd, err := filepath.Abs(a.Cwd)
 	if err != nil {
-		return a, backend.Options{}, verbs.BadArg("agent_open: cwd %q: %v", a.Cwd, err)
+		return backend.Options{}, verbs.BadArg("agent_open: cwd %q: %v", a.Cwd, err)
 	}
 	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
-		return a, backend.Options{}, verbs.BadArg("agent_open: cwd %s does not exist or is not a directory", cwd)
+		return backend.Options{}, verbs.BadArg("agent_open: cwd %s does not exist or is not a directory", cwd)
 	}
 	a.Cwd = cwd
 	// The one place the policy is resolved: the agent carries it.
 	pol, err := policy.ForOpen(&a)
 	if err != nil {
-		return a, backend.Options{}, verbs.BadArg("agent_open: %v", err)
+		return backend.Options{}, verbs.BadArg("agent_open: %v", err)
 	}
-	return a, backend.Options{
+	return backend.Options{
 		OpenArgs: a, Policy: pol, ResumeSession: session,
 		CacheDir: m.paths.CacheDir,
 		Env:      append(append([]string{}, m.env...), "KAIMON_AGENT_SESSION="+a.ID),
@@ -173,7 +174,7 @@ func inherit(a *verbs.OpenArgs, old *Agent) (session string, err error) {
 	if old.info.SessionID == "" {
 		return "", verbs.WrongState("agent_open: agent %s has no conversation to resume (it never began one); open it without --resume for a fresh one", a.ID)
 	}
-	rec := old.args
+	rec := old.opts.OpenArgs
 	rec.Model = old.model
 	if a.Cwd != "" {
 		if cwd, err := filepath.Abs(a.Cwd); err != nil || cwd != rec.Cwd {
