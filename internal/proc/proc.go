@@ -16,8 +16,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Identity names one process instance: its pid and the start time the kernel
@@ -107,8 +105,8 @@ func Setpgid(cmd *exec.Cmd) {
 	cmd.SysProcAttr.Setpgid = true
 }
 
-// Child is a started process, leader of its own group, with one goroutine
-// waiting on it.
+// Child is a started process, leader of its own group, whose exit the
+// shared waiter (exit.go) watches for.
 type Child struct {
 	Cmd  *exec.Cmd
 	ID   Identity
@@ -139,7 +137,7 @@ type Child struct {
 // descendants are found after it died and they were re-parented (to this
 // process when it is a subreaper, to init otherwise): when the child
 // exits without Stop (killed from outside, crashed), what it left is
-// stopped too, gently then hard, in the goroutine that waited for it.
+// stopped too, gently then hard, in the goroutine that reaps it.
 // Start registers the child with the orphan reaper (BecomeSubreaper)
 // before the reaper may look at it, so that the reaper never waits for a
 // child that os/exec waits for.
@@ -166,32 +164,14 @@ func Start(cmd *exec.Cmd) (*Child, error) {
 	// kilobyte of headers each, for a claude agent) need not be.
 	cmd.Env, cmd.Args = nil, nil
 	c.ID.StartTime, _ = StartTime(c.ID.PID)
-	go func() {
-		awaitExit(c.ID.PID)
-		c.err = cmd.Wait()
-		started.Lock()
-		delete(started.pids, c.ID.PID)
-		started.Unlock()
-		close(c.done)
-		c.exitMu.Lock()
-		c.exited = true
-		fs := c.onExit
-		c.onExit = nil
-		c.exitMu.Unlock()
-		for _, f := range fs {
-			f()
-		}
-		if !c.stopping.Load() {
-			// Nobody stopped it: it died on its own, and what it
-			// started (a tool in a session of its own) would run on.
-			stopTagged(c.tag, LeftoverGrace)
-		}
-	}()
+	if !exits.watch(c.ID.PID, c.reap) {
+		go c.reap() // no pidfds: Wait blocks in waitid, as before
+	}
 	return c, nil
 }
 
 // AfterExit calls f once the process has exited and been reaped (Done is
-// closed), in the goroutine that waited for it, or at once when it has
+// closed), in the goroutine that reaps it, or at once when it has
 // already. f must not block: it is for arming a timer, where a goroutine
 // of its own waiting on Done would cost a stack for the child's life.
 func (c *Child) AfterExit(f func()) {
@@ -205,35 +185,30 @@ func (c *Child) AfterExit(f func()) {
 	f()
 }
 
-// awaitExit returns when process pid (a child not yet waited for) has
-// exited, or at once when it cannot tell. cmd.Wait blocks in waitid(2),
-// which holds an OS thread for each child for its whole life: a daemon
-// with a thousand idle agents had a thousand threads, each with its
-// stack. A pidfd becomes readable when its process exits, so the wait
-// parks on the runtime's poller instead, and the Wait after it returns at
-// once. Without pidfds (Linux before 5.3) Wait blocks, as before.
-func awaitExit(pid int) {
-	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
-	if err != nil {
-		return
+// reap collects the child once it has exited (or, without a pidfd,
+// waits for it to): cmd.Wait returns its status and waits for os/exec's
+// stdio copies, then Done is closed and the AfterExit functions run. It
+// runs in a goroutine of its own, started at the exit by the shared
+// waiter (exit.go): a copy still draining must not hold up the others'.
+func (c *Child) reap() {
+	c.err = c.Cmd.Wait()
+	started.Lock()
+	delete(started.pids, c.ID.PID)
+	started.Unlock()
+	close(c.done)
+	c.exitMu.Lock()
+	c.exited = true
+	fs := c.onExit
+	c.onExit = nil
+	c.exitMu.Unlock()
+	for _, f := range fs {
+		f()
 	}
-	f := os.NewFile(uintptr(fd), "pidfd") // non-blocking: the poller's
-	defer f.Close()
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return
+	if !c.stopping.Load() {
+		// Nobody stopped it: it died on its own, and what it
+		// started (a tool in a session of its own) would run on.
+		stopTagged(c.tag, LeftoverGrace)
 	}
-	_ = rc.Read(func(fd uintptr) bool {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for {
-			n, err := unix.Poll(fds, 0)
-			if err == unix.EINTR {
-				continue
-			}
-			// Exited, or poll failed (then Wait blocks).
-			return n > 0 || err != nil
-		}
-	})
 }
 
 // Done is closed when the process has exited and been reaped.
