@@ -1,8 +1,9 @@
 // Package proc runs agent children each in a process group of its own,
 // stops them gently and then hard as a group together with whatever they
-// left behind (tagged.go), reaps the orphans a subreaper daemon inherits
-// (reaper.go), and identifies a process by pid plus start time so that
-// reaping never hits a stranger with a reused pid.
+// left behind (tagged.go), waits for every child's exit in one waiter
+// (exit.go), reaps the orphans a subreaper daemon inherits (reaper.go),
+// and identifies a process by pid plus start time so that reaping never
+// hits a stranger with a reused pid.
 package proc
 
 import (
