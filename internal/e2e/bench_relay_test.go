@@ -573,12 +573,23 @@ func relay(b *testing.B, e *kenv, how, procs string, cpu func() time.Duration) {
 	b.ReportMetric(100*perCPU/reader, "%reader")
 }
 
-// bareReader runs fakeclaude's turn for a user text into `fakeclaude
-// --sink` through a pipe (BenchmarkRelay's bare reader), the sink with
-// GOMAXPROCS procs ("" for the default), and returns the lines the sink
-// read, which must be want, all JSON, and the CPU time it used reading
-// them (from its first line on: a process's start is not a reader's cost).
+// bareReader runs fakeclaude's turn for text into `fakeclaude --sink`, the
+// sink with GOMAXPROCS procs ("" for the default), and returns the lines
+// the sink read, which must be want, all JSON, and the CPU time it used
+// reading them (from its first line on: a process's start is not a
+// reader's cost).
 func bareReader(b *testing.B, text, procs string, want int) (lines int, cpu time.Duration) {
+	b.Helper()
+	_, cpu = sinkRun(b, "bare reader", text, []string{"PATH=" + os.Getenv("PATH"), "GOMAXPROCS=" + procs}, want) // as bare as the daemon's
+	return want, cpu
+}
+
+// sinkRun runs fakeclaude's turn for text into `fakeclaude --sink` through
+// a pipe, the sink with env (nil: this process's), and returns the wall
+// time from the start of both to their end and the CPU time the sink used
+// reading, having checked that it read want lines, all JSON. what names
+// the run in a failure.
+func sinkRun(b *testing.B, what, text string, env []string, want int) (wall, cpu time.Duration) {
 	b.Helper()
 	fc := fakeClaude(b)
 	msg, err := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"content": []map[string]string{{"type": "text", "text": text}}}})
@@ -593,10 +604,11 @@ func bareReader(b *testing.B, text, procs string, want int) (lines int, cpu time
 	src.Stdin, src.Stdout = bytes.NewReader(append(msg, '\n')), pw
 	var out bytes.Buffer
 	sink.Stdin, sink.Stdout, sink.Stderr = pr, &out, os.Stderr
-	sink.Env = []string{"PATH=" + os.Getenv("PATH"), "GOMAXPROCS=" + procs} // as bare as the daemon's
+	sink.Env = env
 	for _, c := range []*exec.Cmd{src, sink} {
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
+	t0 := time.Now()
 	errSink := sink.Start()
 	errSrc := src.Start()
 	pw.Close()
@@ -607,15 +619,16 @@ func bareReader(b *testing.B, text, procs string, want int) (lines int, cpu time
 	if errSink == nil {
 		errSink = sink.Wait()
 	}
+	wall = time.Since(t0)
 	if errSrc != nil || errSink != nil {
-		b.Fatalf("bare reader: fakeclaude: %v; fakeclaude --sink: %v", errSrc, errSink)
+		b.Fatalf("%s: fakeclaude: %v; fakeclaude --sink: %v", what, errSrc, errSink)
 	}
-	var invalid int
+	var lines, invalid int
 	var ns int64
 	if _, err := fmt.Sscanf(out.String(), "lines %d invalid %d cpu-ns %d", &lines, &invalid, &ns); err != nil || lines != want || invalid != 0 || ns <= 0 {
-		b.Fatalf("bare reader: %q (%v), want %d lines, all JSON, and its CPU time", out.String(), err, want)
+		b.Fatalf("%s: %q (%v), want %d lines, all JSON, and its CPU time", what, out.String(), err, want)
 	}
-	return lines, time.Duration(ns)
+	return wall, time.Duration(ns)
 }
 
 // validRate is json.Valid's rate over lines, lines per second of this

@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -173,41 +171,6 @@ func (tr *tailReader) turn(b *testing.B, n int) tailTurn {
 // sink's end, having checked that it read want lines, all JSON.
 func barePipe(b *testing.B, text string, want int) time.Duration {
 	b.Helper()
-	fc := fakeClaude(b)
-	msg, err := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"content": []map[string]string{{"type": "text", "text": text}}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	src, sink := exec.Command(fc), exec.Command(fc, "--sink")
-	src.Stdin, src.Stdout = bytes.NewReader(append(msg, '\n')), pw
-	var out bytes.Buffer
-	sink.Stdin, sink.Stdout, sink.Stderr = pr, &out, os.Stderr
-	for _, c := range []*exec.Cmd{src, sink} {
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	}
-	t0 := time.Now()
-	errSink := sink.Start()
-	errSrc := src.Start()
-	pw.Close()
-	pr.Close()
-	if errSrc == nil {
-		errSrc = src.Wait()
-	}
-	if errSink == nil {
-		errSink = sink.Wait()
-	}
-	d := time.Since(t0)
-	if errSrc != nil || errSink != nil {
-		b.Fatalf("bare pipe: fakeclaude: %v; fakeclaude --sink: %v", errSrc, errSink)
-	}
-	var lines, invalid int
-	var ns int64
-	if _, err := fmt.Sscanf(out.String(), "lines %d invalid %d cpu-ns %d", &lines, &invalid, &ns); err != nil || lines != want || invalid != 0 {
-		b.Fatalf("bare pipe: %q (%v), want %d lines, all JSON", out.String(), err, want)
-	}
-	return d
+	wall, _ := sinkRun(b, "bare pipe", text, nil, want)
+	return wall
 }
