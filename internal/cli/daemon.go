@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/client"
 )
 
@@ -80,22 +81,8 @@ func daemonCmd() *cli.Command {
 							fmt.Fprintf(tw, "event bus\t%s\nsubscribers\t%d (envelopes published %d, dropped for slow subscribers %d)\n",
 								strings.Join(b.Endpoints, " "), b.Subscribers, b.Published, b.Dropped)
 						}
-						if f := st.LogFaults; f != nil {
-							if f.Count == 0 {
-								fmt.Fprintf(tw, "event log faults\tnone\n")
-							} else {
-								fmt.Fprintf(tw, "event log faults\t%d (each stopped its agent); last: agent %s at %s: %s\n",
-									f.Count, f.LastAgent, f.LastAt, f.LastError)
-							}
-						}
-						if f := st.RecordFaults; f != nil {
-							if f.Count == 0 {
-								fmt.Fprintf(tw, "record faults\tnone\n")
-							} else {
-								fmt.Fprintf(tw, "record faults\t%d (see each agent's status); last: agent %s at %s: %s\n",
-									f.Count, f.LastAgent, f.LastAt, f.LastError)
-							}
-						}
+						writeFaults(tw, "event log faults", "each stopped its agent", st.LogFaults)
+						writeFaults(tw, "record faults", "see each agent's status", st.RecordFaults)
 						tw.Flush()
 					})
 				},
@@ -130,4 +117,16 @@ func stopDaemon(c *cli.Context, cl *client.Client) error {
 		fmt.Fprintf(c.App.Writer, "kaimon-agentd stopped (pid %d, live agents closed: %d)\n", st.PID, st.Live)
 	}
 	return nil
+}
+
+// writeFaults writes daemon status's row of failed writes named name
+// (nil: the daemon does not report them), saying what each did.
+func writeFaults(w io.Writer, name, effect string, f *apitype.LogFaults) {
+	switch {
+	case f == nil:
+	case f.Count == 0:
+		fmt.Fprintf(w, "%s\tnone\n", name)
+	default:
+		fmt.Fprintf(w, "%s\t%d (%s); last: agent %s at %s: %s\n", name, f.Count, effect, f.LastAgent, f.LastAt, f.LastError)
+	}
 }
