@@ -134,6 +134,13 @@ func (s *LocalSub) Dropped() uint64 {
 	return d
 }
 
+// Buffered reports whether Next would return without waiting: a reader
+// that writes in batches flushes when it would wait.
+func (s *LocalSub) Buffered() bool {
+	n, _, _ := s.q.stats()
+	return n > 0
+}
+
 // Close ends the subscription.
 func (s *LocalSub) Close() {
 	s.l.mu.Lock()

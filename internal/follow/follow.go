@@ -81,11 +81,18 @@ type Follower struct {
 	// (a daemon's events route): envelopes are then handed on as they
 	// come.
 	Log func(agent string) string
+	// FromStart joins an agent first seen live from the start of its log,
+	// not at that envelope: its history comes first (a stream of every
+	// agent with their history, as the daemon's GET /v1/events?history=1
+	// serves). An agent Replay started is not affected.
+	FromStart bool
 	// Only, if set, is the one agent followed: envelopes of the agents
 	// whose ids merely start with it (a channel is a prefix) are skipped.
 	Only string
 	// Lost, if set, hears of deltas lost in a gap of the live stream: n
-	// envelopes of seq from..to that the log does not hold.
+	// envelopes of seq from..to that the log does not hold. Without a Log
+	// (a source that joined already, which filled every gap it could),
+	// what is missing between two seqs of an agent is that loss.
 	Lost func(agent string, from, to uint64, n int)
 	// Bad, if set, hears of each line of a log that is not a record.
 	Bad func(agent string, b eventlog.Bad)
@@ -101,6 +108,7 @@ type Follower struct {
 	emit  Emit
 	joins map[string]*eventlog.Join
 	names map[string]string // agent ids seen, when there is no Log
+	lasts map[string]uint64 // each agent's last seq, when there is no Log
 	live  Envelope          // the live envelope being handed on
 	rec   Envelope          // a log record being handed on
 	buf   []byte            // rec's encoding
@@ -108,7 +116,7 @@ type Follower struct {
 
 // New follows src.
 func New(src Source) *Follower {
-	return &Follower{src: src, joins: map[string]*eventlog.Join{}, names: map[string]string{}}
+	return &Follower{src: src, joins: map[string]*eventlog.Join{}, names: map[string]string{}, lasts: map[string]uint64{}}
 }
 
 // subscribeTimeout bounds the wait for the bus to confirm subscriptions.
@@ -228,11 +236,22 @@ func (f *Follower) take(raw []byte) error {
 			f.names[name] = name
 		}
 		e.Agent = name
+		if e.Seq == 0 {
+			return f.emit(e) // the stream's note, not the agent's event
+		}
+		last, seen := f.lasts[name]
+		if seen && e.Seq <= last {
+			return nil // a duplicate, which a joined source should not send
+		}
+		f.lasts[name] = e.Seq
+		if seen && e.Seq > last+1 && f.Lost != nil {
+			f.Lost(name, last+1, e.Seq-1, int(e.Seq-last-1))
+		}
 		return f.emit(e)
 	}
 	j := f.joins[string(agent)]
 	if j == nil {
-		j = f.join(string(agent), 0, true)
+		j = f.join(string(agent), 0, !f.FromStart)
 	}
 	e.Agent = j.Agent
 	fresh, err := j.Live(e.Seq)

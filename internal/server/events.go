@@ -90,18 +90,8 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	j := eventlog.NewJoin(id, path, since, emit)
 	defer j.Close()
-	// A line of the log that is not a record is not skipped unseen: the
-	// stream says so in an error envelope of seq 0, which no event of the
-	// agent has (it is the stream's note, not the agent's event, and a
-	// consumer resuming from the last seq it saw must not count it).
-	j.Bad = func(agent string, b eventlog.Bad) {
-		e := event.NewError(0, "event log "+path+" "+b.Error()+"; skipped",
-			map[string]any{"log_line": b.Line, "log_offset": b.Offset, "torn": b.Torn})
-		env := event.Envelope{Kind: e.Kind, Turn: e.Turn, Data: e.Data, AgentID: id, TS: time.Now().UTC()}
-		if b, err := event.Marshal(&env); err == nil {
-			_, _ = w.Write(append(b, '\n'))
-		}
-	}
+	// A line of the log that is not a record is not skipped unseen.
+	j.Bad = func(agent string, b eventlog.Bad) { writeBad(w, agent, path, b) }
 	replay := j.Replay
 	if latest {
 		replay = j.Skip
@@ -138,5 +128,18 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		if err := rc.Flush(); err != nil {
 			return
 		}
+	}
+}
+
+// writeBad writes the note of a line of agent's log (at path) that is not
+// a record: an error envelope of seq 0, which no event of the agent has
+// (it is the stream's note, not the agent's event, and a consumer
+// resuming from the last seq it saw must not count it).
+func writeBad(w http.ResponseWriter, agent, path string, b eventlog.Bad) {
+	e := event.NewError(0, "event log "+path+" "+b.Error()+"; skipped",
+		map[string]any{"log_line": b.Line, "log_offset": b.Offset, "torn": b.Torn})
+	env := event.Envelope{Kind: e.Kind, Turn: e.Turn, Data: e.Data, AgentID: agent, TS: time.Now().UTC()}
+	if b, err := event.Marshal(&env); err == nil {
+		_, _ = w.Write(append(b, '\n'))
 	}
 }

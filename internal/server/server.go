@@ -47,7 +47,8 @@ type Server struct {
 	// Door is the MCP door's URL, for daemon status.
 	Door string
 	// Bus reports the event bus in daemon status; Events feeds the event
-	// streams of GET /v1/agents/{id}/events (events.go).
+	// streams of GET /v1/agents/{id}/events (events.go) and GET
+	// /v1/events (stream.go).
 	Bus    BusStats
 	Events *bus.Local
 	// Env is the daemon's environment fingerprints, for daemon status.
@@ -70,6 +71,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.HandleFunc("GET /v1/daemon", s.serveDaemon)
 	mux.HandleFunc("GET /v1/agents/{id}/events", s.serveEvents)
+	mux.HandleFunc("GET /v1/events", s.serveStream)
 	mux.HandleFunc("POST /v1/daemon/stop", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]bool{"stopping": true})
 		if s.Stop != nil {
