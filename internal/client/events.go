@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -17,6 +18,7 @@ import (
 type Watcher struct {
 	body io.ReadCloser
 	br   *bufio.Reader
+	long []byte // a line longer than br's buffer, gathered
 }
 
 // Events opens GET /v1/agents/{id}/events: agent id's envelopes after seq
@@ -43,6 +45,82 @@ func (c *Client) events(ctx context.Context, id, since string, follow bool) (*Wa
 		return nil, err
 	}
 	return &Watcher{body: resp.Body, br: bufio.NewReaderSize(resp.Body, 64<<10)}, nil
+}
+
+// StreamQuery is what GET /v1/events is asked for (see Client.Stream).
+type StreamQuery struct {
+	// Channel is agent: for every agent, agent:PREFIX for those whose ids
+	// start with PREFIX; "" is agent:.
+	Channel string
+	// Since is, per agent, the last seq the client has: those agents'
+	// envelopes start after it, from their logs. A client resuming a
+	// stream names here every agent it has seen.
+	Since map[string]uint64
+	// History starts every other agent at the start of its log; without
+	// it, at its first live envelope.
+	History bool
+	// NoFollow ends the stream after the logs; by default it goes on live.
+	NoFollow bool
+}
+
+// Stream opens GET /v1/events: the envelopes of every agent on a channel,
+// agents that appear later included, each agent's in seq order with no gap
+// and no duplicate (the daemon joins them with its logs), as the daemon
+// encoded them for its bus. Read them with NextRaw. It is the event bus of a
+// daemon reached only through Dial (another host's); follow.Remote follows
+// it and resumes it when the connection drops.
+func (c *Client) Stream(ctx context.Context, sq StreamQuery) (*Watcher, error) {
+	q := url.Values{}
+	if sq.Channel != "" {
+		q.Set("channel", sq.Channel)
+	}
+	if len(sq.Since) > 0 {
+		q.Set("since", apitype.FormatSince(sq.Since))
+	}
+	if sq.History {
+		q.Set("history", "1")
+	}
+	if !sq.NoFollow {
+		q.Set("follow", "1")
+	}
+	resp, err := c.roundTrip(ctx, "GET", "/v1/events?"+q.Encode(), nil, !c.NoAutostart)
+	if err != nil {
+		return nil, err
+	}
+	return &Watcher{body: resp.Body, br: bufio.NewReaderSize(resp.Body, 64<<10)}, nil
+}
+
+// NextRaw returns the next envelope's line as the daemon wrote it, without
+// its newline; the bytes are valid until the next call.
+func (w *Watcher) NextRaw() ([]byte, error) {
+	for {
+		line, err := w.br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer: gather it whole.
+			w.long = append(w.long[:0], line...)
+			for err == bufio.ErrBufferFull {
+				line, err = w.br.ReadSlice('\n')
+				w.long = append(w.long, line...)
+			}
+			line = w.long
+		}
+		if line = bytes.TrimSpace(line); len(line) > 0 && (err == nil || err == io.EOF) {
+			if err == io.EOF {
+				return nil, io.ErrUnexpectedEOF // a line cut short: the stream broke
+			}
+			return line, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Ready reports whether a whole line is buffered: NextRaw would return it
+// without reading from the connection.
+func (w *Watcher) Ready() bool {
+	b, _ := w.br.Peek(w.br.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // Next returns the next envelope.

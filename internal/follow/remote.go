@@ -1,0 +1,173 @@
+package follow
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/client"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// RemoteOptions says where a remote follow starts and how it waits to
+// reconnect.
+type RemoteOptions struct {
+	// History starts every agent at the start of its log (`tail` with
+	// history); without it each starts at its first envelope after Remote
+	// is called.
+	History bool
+	// Since is where the consumer already is: per agent, the last seq it
+	// has. Those agents start after it.
+	Since map[string]uint64
+	// Retry, if set, hears of each attempt to reconnect after the stream
+	// broke: the error that broke it (or that the last attempt met) and
+	// the attempt's number, from 1. A consumer says there that it is
+	// reconnecting to that host.
+	Retry func(err error, attempt int)
+	// MaxBackoff bounds the wait between attempts (from 50ms, doubling);
+	// default 2s.
+	MaxBackoff time.Duration
+}
+
+// Remote follows channel ("agent:" for every agent, "agent:ID" for those
+// whose ids start with ID) of cl's daemon through its control API (GET
+// /v1/events, client.Stream) rather than its event bus: the way to follow
+// a daemon on another host, whose socket cl reaches through Dial (ssh),
+// where no bus port is open to us. The daemon joins each agent's envelopes
+// with its log, so the follower passes them on as they come, bytes as
+// received, and reports as Lost what is missing between two seqs of an
+// agent (deltas a slow reader or a broken connection lost).
+//
+// When the connection breaks (the ssh master killed, the daemon
+// restarted), the follower reconnects, waiting longer between attempts up
+// to MaxBackoff, until ctx ends, and resumes each agent after the last seq
+// it handed on: the consumer sees every authoritative event once, in seq
+// order per agent, across any number of breaks. An answer of the daemon
+// that refuses the request (a bad channel) ends it instead, as an error
+// of the follow.
+//
+// Remote returns once the first stream is open (so that what happens from
+// then on reaches the follower), or with the error that prevented it; the
+// follower's Run then goes on until ctx ends or emit fails. An agent that
+// first appears while the connection is broken is, without History,
+// followed from its first envelope after the reconnection.
+func Remote(ctx context.Context, cl *client.Client, channel string, opts RemoteOptions) (*Follower, error) {
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 2 * time.Second
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &remoteSource{ctx: ctx, cancel: cancel, cl: cl, opts: opts, last: map[string]*uint64{}}
+	for id, seq := range opts.Since {
+		s.last[id] = &seq
+	}
+	s.q = client.StreamQuery{Channel: channel, History: opts.History}
+	w, err := cl.Stream(ctx, s.query())
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	s.w = w
+	return New(s), nil
+}
+
+// remoteSource is GET /v1/events as a Source that reconnects: it tracks
+// the last seq it handed on per agent, resumes after it, and drops what it
+// already handed on.
+type remoteSource struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	cl     *client.Client
+	opts   RemoteOptions
+	q      client.StreamQuery
+	w      *client.Watcher // nil while broken
+	last   map[string]*uint64
+	e      Envelope // parse's scratch
+	broke  error    // what broke the stream last
+}
+
+// query is the request that resumes where the source is.
+func (s *remoteSource) query() client.StreamQuery {
+	q := s.q
+	q.Since = make(map[string]uint64, len(s.last))
+	for id, seq := range s.last {
+		q.Since[id] = *seq
+	}
+	return q
+}
+
+func (s *remoteSource) Next() ([]byte, error) {
+	for {
+		if s.w == nil {
+			if err := s.reconnect(); err != nil {
+				return nil, err
+			}
+		}
+		raw, err := s.w.NextRaw()
+		if err != nil {
+			s.w.Close()
+			s.w = nil
+			if s.ctx.Err() != nil {
+				return nil, s.ctx.Err()
+			}
+			s.broke = err
+			continue
+		}
+		agent, ok := parse(raw, &s.e)
+		if !ok || s.e.Seq == 0 {
+			return raw, nil // not an agent's event: the follower decides
+		}
+		p := s.last[string(agent)]
+		switch {
+		case p == nil:
+			seq := s.e.Seq
+			s.last[string(agent)] = &seq
+		case s.e.Seq <= *p:
+			continue // handed on before the break
+		default:
+			*p = s.e.Seq
+		}
+		return raw, nil
+	}
+}
+
+// reconnect opens the stream again after the last seqs handed on, waiting
+// between attempts, until ctx ends or the daemon refuses.
+func (s *remoteSource) reconnect() error {
+	wait := 50 * time.Millisecond
+	err := s.broke
+	for attempt := 1; ; attempt++ {
+		if s.opts.Retry != nil {
+			s.opts.Retry(err, attempt)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			return s.ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, s.opts.MaxBackoff)
+		var w *client.Watcher
+		w, err = s.cl.Stream(s.ctx, s.query())
+		if err == nil {
+			s.w = w
+			return nil
+		}
+		if s.ctx.Err() != nil {
+			return s.ctx.Err()
+		}
+		var ve *verbs.Error
+		if errors.As(err, &ve) && ve.HTTPStatus() < 500 {
+			return err // the daemon refuses: trying again would not help
+		}
+	}
+}
+
+func (s *remoteSource) Ready() bool { return s.w != nil && s.w.Ready() }
+
+// Close ends the stream: the request's context, which the connection's
+// reader obeys, so it is safe while Next waits in another goroutine.
+func (s *remoteSource) Close() error {
+	s.cancel()
+	return nil
+}
