@@ -239,13 +239,14 @@ func (f *Follower) take(raw []byte) error {
 		if e.Seq == 0 {
 			return f.emit(e) // the stream's note, not the agent's event
 		}
-		last, seen := f.lasts[name]
-		if seen && e.Seq <= last {
-			return nil // a duplicate, which a joined source should not send
-		}
-		f.lasts[name] = e.Seq
-		if seen && e.Seq > last+1 && f.Lost != nil {
-			f.Lost(name, last+1, e.Seq-1, int(e.Seq-last-1))
+		if f.Lost != nil {
+			// The source joined already: what it skipped was lost.
+			if last, seen := f.lasts[name]; !seen || e.Seq > last {
+				f.lasts[name] = e.Seq
+				if seen && e.Seq > last+1 {
+					f.Lost(name, last+1, e.Seq-1, int(e.Seq-last-1))
+				}
+			}
 		}
 		return f.emit(e)
 	}

@@ -26,6 +26,8 @@ type fakeSvc struct {
 	verbs.Service
 	mu    sync.Mutex
 	calls []string
+	// agents is what List answers.
+	agents []string
 }
 
 func (f *fakeSvc) called(name string) {
@@ -36,7 +38,11 @@ func (f *fakeSvc) called(name string) {
 
 func (f *fakeSvc) List(context.Context, *verbs.ListArgs) (*verbs.ListResult, error) {
 	f.called("agent_list")
-	return &verbs.ListResult{Agents: []verbs.ListEntry{}}, nil
+	res := &verbs.ListResult{Agents: []verbs.ListEntry{}}
+	for _, id := range f.agents {
+		res.Agents = append(res.Agents, verbs.ListEntry{AgentID: id})
+	}
+	return res, nil
 }
 
 func (f *fakeSvc) Status(_ context.Context, a *verbs.StatusArgs) (*verbs.AgentStatus, error) {
