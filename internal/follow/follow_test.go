@@ -239,3 +239,26 @@ func TestFollowerReplayAndNoLog(t *testing.T) {
 		t.Fatal("Replay without a log: no error")
 	}
 }
+
+// Without a log the source joined already: what is missing between two
+// seqs of an agent is reported as lost, and nothing before its first.
+func TestFollowerNoLogLost(t *testing.T) {
+	envs := envelopes("a1")
+	src := &fakeSource{batch: 1}
+	for _, i := range []int{2, 3, 6, 7, 3} {
+		raw, _ := event.AppendEnvelope(nil, envs[i])
+		src.bodies = append(src.bodies, raw)
+	}
+	f := New(src)
+	var lost []string
+	f.Lost = func(agent string, from, to uint64, n int) {
+		lost = append(lost, fmt.Sprintf("%s %d-%d %d", agent, from, to, n))
+	}
+	var seqs []uint64
+	if err := f.Run(t.Context(), func(e *Envelope) error { seqs = append(seqs, e.Seq); return nil }); !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(seqs) != "[3 4 7 8 4]" || fmt.Sprint(lost) != "[a1 5-6 2]" {
+		t.Fatalf("handed on %v, lost %v; want [3 4 7 8 4] and [a1 5-6 2]", seqs, lost)
+	}
+}
