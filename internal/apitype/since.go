@@ -11,6 +11,12 @@ import (
 // spelled out in the error a bad one gets.
 const SinceForm = "since=ID:SEQ,ID:SEQ,… (an agent id and the last seq the client has of it, for each agent it resumes)"
 
+// StreamSinceHeader is the header of GET /v1/events that says, in the
+// since form, where the stream starts each agent the daemon had at the
+// request: what a client that resumes names for the agents it has seen
+// nothing of.
+const StreamSinceHeader = "Kaimon-Since"
+
 // FormatSince writes the since parameter of GET /v1/events: for each
 // agent, the last seq the client has, as ID:SEQ joined by commas, in id
 // order (so that the same positions make the same request). A client that

@@ -19,6 +19,10 @@ type Watcher struct {
 	body io.ReadCloser
 	br   *bufio.Reader
 	long []byte // a line longer than br's buffer, gathered
+	// Since is, for a Stream, where it starts each agent the daemon had
+	// (its Kaimon-Since header): what to resume those agents from when
+	// nothing of them came before the stream broke.
+	Since map[string]uint64
 }
 
 // Events opens GET /v1/agents/{id}/events: agent id's envelopes after seq
@@ -87,7 +91,12 @@ func (c *Client) Stream(ctx context.Context, sq StreamQuery) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Watcher{body: resp.Body, br: bufio.NewReaderSize(resp.Body, 64<<10)}, nil
+	since, err := apitype.ParseSince(resp.Header.Get(apitype.StreamSinceHeader))
+	if err != nil {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: header %s: %w", c.where(), apitype.StreamSinceHeader, err)
+	}
+	return &Watcher{body: resp.Body, br: bufio.NewReaderSize(resp.Body, 64<<10), Since: since}, nil
 }
 
 // NextRaw returns the next envelope's line as the daemon wrote it, without

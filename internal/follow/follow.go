@@ -82,9 +82,9 @@ type Follower struct {
 	// come.
 	Log func(agent string) string
 	// FromStart joins an agent first seen live from the start of its log,
-	// not at that envelope: its history comes first (a stream of every
-	// agent with their history, as the daemon's GET /v1/events?history=1
-	// serves). An agent Replay started is not affected.
+	// not at that envelope: the daemon's GET /v1/events, whose agents
+	// first seen live appeared after the request, so that all of their
+	// log is new. An agent Replay or Skip started is not affected.
 	FromStart bool
 	// Only, if set, is the one agent followed: envelopes of the agents
 	// whose ids merely start with it (a channel is a prefix) are skipped.
@@ -181,6 +181,19 @@ func (f *Follower) Replay(agent string, since uint64, emit Emit) error {
 	f.emit = emit
 	j := f.join(agent, since, false)
 	return j.Replay()
+}
+
+// Skip starts agent's join at the end of its log as it is now, emitting
+// none of it, and returns the seq it starts after: what Run hands on of
+// that agent is what comes after (a stream "from now" that can say where
+// now is, so that a client can resume it). Call it after Dial, before Run.
+func (f *Follower) Skip(agent string) (uint64, error) {
+	if f.Log == nil {
+		return 0, errors.New("follow: this source has no log to skip")
+	}
+	j := f.join(agent, 0, false)
+	err := j.Skip()
+	return j.Last(), err
 }
 
 // Torn reports a last line of agent's log without its newline to Bad:

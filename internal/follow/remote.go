@@ -49,8 +49,8 @@ type RemoteOptions struct {
 // Remote returns once the first stream is open (so that what happens from
 // then on reaches the follower), or with the error that prevented it; the
 // follower's Run then goes on until ctx ends or emit fails. An agent that
-// first appears while the connection is broken is, without History,
-// followed from its first envelope after the reconnection.
+// appears later, even while the connection is broken, is followed from
+// its first event.
 func Remote(ctx context.Context, cl *client.Client, channel string, opts RemoteOptions) (*Follower, error) {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 2 * time.Second
@@ -66,7 +66,7 @@ func Remote(ctx context.Context, cl *client.Client, channel string, opts RemoteO
 		cancel()
 		return nil, err
 	}
-	s.w = w
+	s.opened(w)
 	return New(s), nil
 }
 
@@ -150,7 +150,7 @@ func (s *remoteSource) reconnect() error {
 		var w *client.Watcher
 		w, err = s.cl.Stream(s.ctx, s.query())
 		if err == nil {
-			s.w = w
+			s.opened(w)
 			return nil
 		}
 		if s.ctx.Err() != nil {
@@ -161,6 +161,21 @@ func (s *remoteSource) reconnect() error {
 			return err // the daemon refuses: trying again would not help
 		}
 	}
+}
+
+// opened takes a stream just opened. Each agent the daemon had and the
+// source has had nothing of resumes, if the stream breaks, where this one
+// started it; any agent the source does not know of then is one that
+// appeared since, and all of it is new: later requests ask for the
+// history of the agents they do not name.
+func (s *remoteSource) opened(w *client.Watcher) {
+	s.w = w
+	for id, seq := range w.Since {
+		if s.last[id] == nil {
+			s.last[id] = &seq
+		}
+	}
+	s.q.History = true
 }
 
 func (s *remoteSource) Ready() bool { return s.w != nil && s.w.Ready() }

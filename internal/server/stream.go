@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -37,13 +36,20 @@ import (
 //     envelope once. An agent named that this daemon has no log of (it was
 //     forgotten meanwhile) is skipped: since says where the client is, it
 //     does not ask for that agent.
-//   - any other, with history=1: its log from the start, then live (the
-//     agents there are now, then each one that appears, at its first
-//     envelope).
-//   - any other, without: from its first live envelope after the request.
+//   - any other the daemon has at the request, with history=1: its log
+//     from the start, then live.
+//   - any other the daemon has at the request, without history: after the
+//     end of its log as it is then ("from now").
+//   - one that appears later: from the start of its log, all of which is
+//     new.
 //
 // The headers come once the subscription is in force, so a client that has
-// them misses nothing it then causes. Without follow the stream is the
+// them misses nothing it then causes. Among them, Kaimon-Since
+// (apitype.StreamSinceHeader) says where the stream starts each agent it
+// knows of, in the since form: a client that resumes sends those positions
+// for the agents it has seen nothing of yet, and history=1, which then
+// starts only the agents that appeared meanwhile at their start; so not
+// one of their events is lost to the broken connection either. Without follow the stream is the
 // logs that since and history ask for, and ends.
 //
 // A client too slow for its queue loses deltas only: the subscription's
@@ -94,30 +100,46 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	logOf := func(agent string) string { return paths.Agent(agent).Events }
 	f := follow.New(src)
 	defer f.Close()
-	f.Log, f.FromStart = logOf, history
+	f.Log, f.FromStart = logOf, true
 	f.Bad = func(agent string, b eventlog.Bad) { writeBad(w, agent, logOf(agent), b) }
 	// A log that cannot be read to fill a gap ends neither the stream nor
 	// the other agents': that agent goes on from its live envelope.
 	f.LogError = func(string, error) error { return nil }
-	// Which agents' logs come first: those named, then (history) the
-	// others the daemon has now. Listed after subscribing, so an agent
-	// that appears meanwhile is both listed and live, and joined once.
-	replay := since
-	if history {
-		lr, err := s.Svc.List(r.Context(), &verbs.ListArgs{})
-		if err != nil {
-			writeErr(w, err)
-			return
+	// Where each agent starts: those named after their seq; the others
+	// the daemon has now at their log's start (history) or end. Listed
+	// after subscribing, so an agent that appears meanwhile is both listed
+	// and live, and joined once.
+	lr, err := s.Svc.List(r.Context(), &verbs.ListArgs{})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	start := map[string]uint64{}
+	var replay []string
+	for id, seq := range since {
+		if _, err := os.Stat(logOf(id)); err == nil {
+			start[id] = seq
+			replay = append(replay, id)
+		} // else no log: nothing to replay (and nothing live either)
+	}
+	for _, a := range lr.Agents {
+		id := a.AgentID
+		if _, named := since[id]; named || !strings.HasPrefix(id, prefix) {
+			continue
 		}
-		replay = maps.Clone(since)
-		for _, a := range lr.Agents {
-			if _, named := replay[a.AgentID]; !named && strings.HasPrefix(a.AgentID, prefix) {
-				replay[a.AgentID] = 0
-			}
+		if history {
+			start[id] = 0
+			replay = append(replay, id)
+			continue
+		}
+		if seq, err := f.Skip(id); err == nil {
+			start[id] = seq
 		}
 	}
+	slices.Sort(replay)
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set(apitype.StreamSinceHeader, apitype.FormatSince(start))
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	f.Idle = rc.Flush
@@ -127,16 +149,8 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 		_, err := w.Write(line)
 		return err
 	}
-	ids := make([]string, 0, len(replay))
-	for id := range replay {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		if _, err := os.Stat(logOf(id)); err != nil {
-			continue // no log: nothing to replay (and nothing live either)
-		}
-		if err := f.Replay(id, replay[id], emit); err != nil {
+	for _, id := range replay {
+		if err := f.Replay(id, start[id], emit); err != nil {
 			return
 		}
 	}
