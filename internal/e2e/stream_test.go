@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -21,9 +23,16 @@ type cuttable struct {
 	mu    sync.Mutex
 	conns []net.Conn
 	dials int
+	down  bool // the link is down: dials fail
 }
 
 func (c *cuttable) dial(ctx context.Context) (net.Conn, error) {
+	c.mu.Lock()
+	down := c.down
+	c.mu.Unlock()
+	if down {
+		return nil, errors.New("cuttable: the link is down")
+	}
 	conn, err := (&net.Dialer{}).DialContext(ctx, "unix", c.sock)
 	if err != nil {
 		return nil, err
@@ -35,6 +44,12 @@ func (c *cuttable) dial(ctx context.Context) (net.Conn, error) {
 	return conn, nil
 }
 
+func (c *cuttable) setDown(down bool) {
+	c.mu.Lock()
+	c.down = down
+	c.mu.Unlock()
+}
+
 func (c *cuttable) cut() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -44,14 +59,24 @@ func (c *cuttable) cut() {
 	c.conns = nil
 }
 
-// Two agents run turns while follow.Remote follows every agent through GET
-// /v1/events, and its connection is cut mid-turn, again and again: every
-// authoritative event of both agents (their logs) arrives once, in seq
-// order per agent, and the cuts were reconnected and resumed.
+// Agents run turns while follow.Remote follows every agent through GET
+// /v1/events, and its connection is cut mid-turn, again and again, then
+// held down while an idle agent runs a turn and a new one is opened and
+// runs one: every authoritative event after where each agent started (its
+// log) arrives once, in seq order per agent, and the cuts were reconnected
+// and resumed. Agents a and b start where the consumer says (Since), d
+// where the daemon says it started it (its end at the request), c, which
+// appeared during the outage, at its start.
 func TestStreamResumesAcrossCuts(t *testing.T) {
 	e := newEnv(t)
+	d := e.ok("open", e.work)
 	a := e.ok("open", e.work)
 	b := e.ok("open", e.work)
+	start := map[string]uint64{}
+	for _, id := range []string{a, b, d} {
+		logged := e.logOf(id)
+		start[id] = logged[len(logged)-1].Seq
+	}
 	dialer := &cuttable{sock: e.paths().Socket()}
 	cl := &client.Client{Paths: e.paths(), NoAutostart: true, Dial: dialer.dial, Addr: "a cuttable connection"}
 	t.Cleanup(cl.CloseIdleConnections)
@@ -65,7 +90,7 @@ func TestStreamResumesAcrossCuts(t *testing.T) {
 		retries int
 		lost    int
 	)
-	f, err := follow.Remote(ctx, cl, "agent:", follow.RemoteOptions{History: true, MaxBackoff: 200 * time.Millisecond,
+	f, err := follow.Remote(ctx, cl, "agent:", follow.RemoteOptions{Since: map[string]uint64{a: start[a], b: start[b]}, MaxBackoff: 200 * time.Millisecond,
 		Retry: func(err error, attempt int) {
 			mu.Lock()
 			retries++
@@ -124,9 +149,29 @@ func TestStreamResumesAcrossCuts(t *testing.T) {
 		}
 		waitFor(t, fmt.Sprintf("the results of turn %d", turn), 2*time.Minute, counted(func() bool { return resulted(turn) }))
 	}
+	// The link goes down; meanwhile d, idle so far, runs a turn, and c is
+	// opened and runs one: nothing of either has reached the consumer.
+	dialer.setDown(true)
+	dialer.cut()
+	cuts++
+	c := e.ok("open", e.work)
+	e.ok("send", d, "say exactly: while you were away")
+	e.ok("send", c, "say exactly: while you were away")
+	for _, id := range []string{c, d} {
+		waitFor(t, "the result of "+id+" in its log", 2*time.Minute, func() bool {
+			b, _ := os.ReadFile(e.paths().Agent(id).Events)
+			return bytes.Contains(b, []byte(`"kind":"result"`))
+		})
+	}
+	mu.Lock()
+	if len(got[c]) > 0 {
+		t.Errorf("agent %s reached the consumer while the link was down", c)
+	}
+	mu.Unlock()
+	dialer.setDown(false)
 	// The log is written before the envelope is published: once the
-	// results are here, every record before them is in the logs.
-	for _, id := range []string{a, b} {
+	// results are in the logs, every record before them is too.
+	for _, id := range []string{a, b, c, d} {
 		logged := e.logOf(id)
 		waitFor(t, "every logged record of "+id, 2*time.Minute, counted(func() bool {
 			envs := got[id]
@@ -139,7 +184,7 @@ func TestStreamResumesAcrossCuts(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for _, id := range []string{a, b} {
+	for _, id := range []string{a, b, c, d} {
 		var authoritative []uint64
 		for i, env := range got[id] {
 			if i > 0 && env.Seq <= got[id][i-1].Seq {
@@ -151,7 +196,7 @@ func TestStreamResumesAcrossCuts(t *testing.T) {
 		}
 		var logged []uint64
 		for _, r := range e.logOf(id) {
-			if r.Seq <= got[id][len(got[id])-1].Seq {
+			if r.Seq > start[id] && r.Seq <= got[id][len(got[id])-1].Seq {
 				logged = append(logged, r.Seq)
 			}
 		}
@@ -162,8 +207,8 @@ func TestStreamResumesAcrossCuts(t *testing.T) {
 	dialer.mu.Lock()
 	dials := dialer.dials
 	dialer.mu.Unlock()
-	if retries < cuts || dials <= cuts {
-		t.Fatalf("%d cuts, %d reconnection attempts, %d dials: the cuts were not all reconnected", cuts, retries, dials)
+	if retries <= cuts || dials <= cuts {
+		t.Fatalf("%d cuts, %d reconnection attempts, %d dials: the cuts were not all reconnected, or none failed while the link was down", cuts, retries, dials)
 	}
 	t.Logf("%d cuts, %d reconnection attempts, %d dials, %d deltas lost", cuts, retries, dials, lost)
 }
