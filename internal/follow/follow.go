@@ -109,14 +109,16 @@ type Follower struct {
 	joins map[string]*eventlog.Join
 	names map[string]string // agent ids seen, when there is no Log
 	lasts map[string]uint64 // each agent's last seq, when there is no Log
-	live  Envelope          // the live envelope being handed on
-	rec   Envelope          // a log record being handed on
-	buf   []byte            // rec's encoding
+	// starts holds where Skip starts the agents not joined yet.
+	starts map[string]uint64
+	live   Envelope // the live envelope being handed on
+	rec    Envelope // a log record being handed on
+	buf    []byte   // rec's encoding
 }
 
 // New follows src.
 func New(src Source) *Follower {
-	return &Follower{src: src, joins: map[string]*eventlog.Join{}, names: map[string]string{}, lasts: map[string]uint64{}}
+	return &Follower{src: src, joins: map[string]*eventlog.Join{}, names: map[string]string{}, lasts: map[string]uint64{}, starts: map[string]uint64{}}
 }
 
 // subscribeTimeout bounds the wait for the bus to confirm subscriptions.
@@ -183,17 +185,24 @@ func (f *Follower) Replay(agent string, since uint64, emit Emit) error {
 	return j.Replay()
 }
 
-// Skip starts agent's join at the end of its log as it is now, emitting
-// none of it, and returns the seq it starts after: what Run hands on of
-// that agent is what comes after (a stream "from now" that can say where
-// now is, so that a client can resume it). Call it after Dial, before Run.
+// Skip starts agent at the end of its log as it is now: what Run hands on
+// of it is what comes after, and Skip returns the seq it starts after (a
+// stream "from now" that can say where now is, so that a client can
+// resume it). It reads the log's end now and holds nothing open until the
+// agent's first live envelope: an idle agent costs a map entry, not a
+// file and a buffer. Call it after Dial, before Run.
 func (f *Follower) Skip(agent string) (uint64, error) {
 	if f.Log == nil {
 		return 0, errors.New("follow: this source has no log to skip")
 	}
-	j := f.join(agent, 0, false)
-	err := j.Skip()
-	return j.Last(), err
+	c := eventlog.NewCursor(f.Log(agent))
+	last, _, err := c.SkipToEnd()
+	c.Close()
+	if err != nil {
+		return 0, err
+	}
+	f.starts[agent] = last
+	return last, nil
 }
 
 // Torn reports a last line of agent's log without its newline to Bad:
@@ -265,7 +274,11 @@ func (f *Follower) take(raw []byte) error {
 	}
 	j := f.joins[string(agent)]
 	if j == nil {
-		j = f.join(string(agent), 0, !f.FromStart)
+		if since, ok := f.starts[string(agent)]; ok {
+			j = f.join(string(agent), since, false)
+		} else {
+			j = f.join(string(agent), 0, !f.FromStart)
+		}
 	}
 	e.Agent = j.Agent
 	fresh, err := j.Live(e.Seq)
@@ -292,6 +305,7 @@ func (f *Follower) join(agent string, since uint64, fromLive bool) *eventlog.Joi
 	if j := f.joins[agent]; j != nil {
 		j.Close()
 	}
+	delete(f.starts, agent)
 	emit := func(env *event.Envelope) error { return f.record(env) }
 	var j *eventlog.Join
 	if fromLive {

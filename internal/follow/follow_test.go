@@ -262,3 +262,44 @@ func TestFollowerNoLogLost(t *testing.T) {
 		t.Fatalf("handed on %v, lost %v; want [3 4 7 8 4] and [a1 5-6 2]", seqs, lost)
 	}
 }
+
+// Skip starts an agent at its log's end without holding the log open;
+// its live envelopes then come after that seq, and a gap after it is
+// filled from the log.
+func TestFollowerSkip(t *testing.T) {
+	dir := t.TempDir()
+	envs := envelopes("a1")
+	w, _, _ := eventlog.Open(filepath.Join(dir, "a1.events.jsonl"))
+	for _, env := range envs[:6] {
+		r := env.Record()
+		w.Append(&r)
+	}
+	src := &fakeSource{batch: 1}
+	for _, i := range []int{4, 5, 8} {
+		raw, _ := event.AppendEnvelope(nil, envs[i])
+		src.bodies = append(src.bodies, raw)
+	}
+	f := New(src)
+	f.Log = func(agent string) string { return filepath.Join(dir, agent+".events.jsonl") }
+	last, err := f.Skip("a1")
+	if err != nil || last != 6 {
+		t.Fatalf("Skip = %d, %v; want the log's last seq 6", last, err)
+	}
+	if len(f.joins) != 0 {
+		t.Fatalf("Skip opened %d joins; want none before the agent's first live envelope", len(f.joins))
+	}
+	// Written after Skip: the gap before live seq 9 is filled from the log.
+	for _, env := range envs[6:8] {
+		r := env.Record()
+		w.Append(&r)
+	}
+	w.Close()
+	var seqs []uint64
+	if err := f.Run(t.Context(), func(e *Envelope) error { seqs = append(seqs, e.Seq); return nil }); !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	if !slices.Equal(seqs, []uint64{7, 8, 9}) {
+		t.Fatalf("after Skip at 6, live 5, 6, 9: %v, want [7 8 9]", seqs)
+	}
+	f.Close()
+}
