@@ -13,8 +13,9 @@ import (
 // reconnect.
 type RemoteOptions struct {
 	// History starts every agent at the start of its log (`tail` with
-	// history); without it each starts at its first envelope after Remote
-	// is called.
+	// history); without it each starts at the end of its log as it is
+	// when Remote is called. An agent opened later starts at its start
+	// either way.
 	History bool
 	// Since is where the consumer already is: per agent, the last seq it
 	// has. Those agents start after it.
