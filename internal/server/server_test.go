@@ -75,7 +75,7 @@ func serve(t *testing.T, svc verbs.Service) *http.Client {
 
 // serveEvents is serve with an event hub (may be nil); it returns the
 // cache dir too, where the agents' logs are.
-func serveEvents(t *testing.T, svc verbs.Service, events *bus.Local) (*http.Client, string) {
+func serveEvents(t testing.TB, svc verbs.Service, events *bus.Local) (*http.Client, string) {
 	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "s", "agentd.sock")
