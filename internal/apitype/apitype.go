@@ -8,10 +8,21 @@
 // ZeroMQ).
 package apitype
 
+// APIVersion numbers the daemon's HTTP API: it grows when a change would
+// make an older client or daemon misread the other (a route or field
+// removed or changing meaning; additions do not count). The daemon sends
+// it in its status, and a client reaching a daemon on another host
+// (internal/fleet) refuses one whose number differs, naming both: the two
+// binaries there are upgraded apart.
+const APIVersion = 1
+
 // DaemonStatus is GET /v1/daemon.
 type DaemonStatus struct {
 	PID     int    `json:"pid"`
 	Version string `json:"version"`
+	// API is the daemon's APIVersion; absent (0) from a daemon older than
+	// the number.
+	API int `json:"api,omitempty"`
 	// Commit is the commit the daemon was built from, when known.
 	Commit    string `json:"commit,omitempty"`
 	Socket    string `json:"socket"`

@@ -44,25 +44,11 @@ func (b Build) String() string { return version.Format(b.Version, b.Commit) }
 // cliBuild is this binary's stamp.
 func cliBuild() Build { return Build{Version: version.String(), Commit: version.CommitString()} }
 
-// differs says whether the daemon runs other code than the CLI. When both
-// builds know their commit, the commits alone decide: the version string of
-// one commit differs by how it was built (scripts/build.sh stamps `git
-// describe`, a plain go build says dev-<rev12> or the module version), so
-// comparing versions would warn about the same code. The commits compare as
-// whole strings, "-dirty" included: a clean build and a dirty one of the
-// same commit may run other code, so they differ; two dirty builds of one
-// commit cannot be told apart and pass as the same. Only when a commit is
-// unknown (empty, or build.sh's "unknown") do the versions decide.
-// `kaimon version` and `kaimon doctor` both ask this.
+// differs says whether the daemon runs other code than the CLI, by
+// version.Differs' rule (the commits decide when both are known).
 func (b Build) differs(o Build) bool {
-	if knownCommit(b.Commit) && knownCommit(o.Commit) {
-		return b.Commit != o.Commit
-	}
-	return b.Version != o.Version
+	return version.Differs(b.Version, b.Commit, o.Version, o.Commit)
 }
-
-// knownCommit says whether a build stamp's commit names one.
-func knownCommit(c string) bool { return c != "" && c != "unknown" }
 
 // pingOnly asks the daemon for its status without ever starting it. A
 // daemon that is not running is (nil, nil).

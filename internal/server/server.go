@@ -174,7 +174,7 @@ func queryArgs(v *verbs.Verb, r *http.Request) ([]byte, error) {
 }
 
 func (s *Server) serveDaemon(w http.ResponseWriter, r *http.Request) {
-	st := apitype.DaemonStatus{PID: os.Getpid(), Version: version.String(), Commit: version.CommitString(), Socket: s.Socket, CacheDir: s.CacheDir,
+	st := apitype.DaemonStatus{PID: os.Getpid(), Version: version.String(), API: apitype.APIVersion, Commit: version.CommitString(), Socket: s.Socket, CacheDir: s.CacheDir,
 		StartedAt: s.started.UTC().Format(time.RFC3339Nano)}
 	if s.Counts != nil {
 		st.Live, st.Dead = s.Counts.Counts()

@@ -68,3 +68,24 @@ func setting(bi *debug.BuildInfo, key string) string {
 	}
 	return ""
 }
+
+// Differs says whether two builds (version, commit) run other code. When
+// both know their commit, the commits alone decide: the version string of
+// one commit differs by how it was built (scripts/build.sh stamps `git
+// describe`, a plain go build says dev-<rev12> or the module version), so
+// comparing versions would warn about the same code. The commits compare as
+// whole strings, "-dirty" included: a clean build and a dirty one of the
+// same commit may run other code, so they differ; two dirty builds of one
+// commit cannot be told apart and pass as the same. Only when a commit is
+// unknown (empty, or build.sh's "unknown") do the versions decide.
+// `kaimon version`, `kaimon doctor` and a remote host's first exchange
+// (internal/fleet) all ask this.
+func Differs(v1, c1, v2, c2 string) bool {
+	if knownCommit(c1) && knownCommit(c2) {
+		return c1 != c2
+	}
+	return v1 != v2
+}
+
+// knownCommit says whether a build stamp's commit names one.
+func knownCommit(c string) bool { return c != "" && c != "unknown" }
