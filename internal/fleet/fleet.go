@@ -1,0 +1,415 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/client"
+	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/verbs"
+	"github.com/kaimon/kaimon/internal/version"
+)
+
+// SplitID reads a qualified id or channel, NAME/ID or NAME/agent:ID, at its
+// first '/'. Neither an agent id (verbs.ValidAgentID) nor a host name holds
+// one, so an id without '/' is never mistaken for a qualified one.
+func SplitID(s string) (host, id string, qualified bool) {
+	return strings.Cut(s, "/")
+}
+
+// Qualify is how an id of host is shown so that it can be pasted back:
+// NAME/ID for a configured host, the bare id on this machine (and on a
+// host given as a URL, which only --host can name again).
+func Qualify(host, id string) string {
+	if host == "" || host == Local || isURL(host) || id == "" {
+		return id
+	}
+	return host + "/" + id
+}
+
+func isURL(s string) bool { return strings.Contains(s, "://") }
+
+// Fleet is the hosts one command may reach, and a verbs.Service that
+// routes each call to the host its id names (NAME/ID), else to Default,
+// with the qualifier stripped: a command need not know which host it
+// drives. A host's client is made, and its first exchange done, once.
+type Fleet struct {
+	Paths config.Paths
+	Hosts map[string]Host
+	// Default is the host of an id that names none: --host, else
+	// KAIMON_HOST, else local (""). A configured name, local, or a URL.
+	Default string
+	// Pinned says Default came from --host: an id qualified with another
+	// host contradicts it.
+	Pinned bool
+	// Local is this machine's daemon's client; nil: client.New().
+	Local *client.Client
+	// Warn receives the warning of a host whose daemon runs another build;
+	// nil: none.
+	Warn io.Writer
+
+	mu      sync.Mutex
+	remotes map[string]*remote
+}
+
+type remote struct {
+	once sync.Once
+	cl   *client.Client
+	err  error
+}
+
+// New reads the configured hosts and checks def (--host or KAIMON_HOST;
+// "" is local): a name not configured is a usage error.
+func New(paths config.Paths, def string, pinned bool) (*Fleet, error) {
+	hosts, err := LoadHosts(paths.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fleet{Paths: paths, Hosts: hosts, Default: def, Pinned: pinned}
+	if err := f.Check(def); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Check says whether name can pick a host: "" or local (this machine), a
+// configured name, or a URL of an accepted form.
+func (f *Fleet) Check(name string) error {
+	switch {
+	case name == "" || name == Local:
+		return nil
+	case name == Any:
+		return usagef("host %q places a new agent on the least busy host, which this command cannot do: name a host (%s)", Any, strings.Join(append([]string{Local}, Names(f.Hosts)...), ", "))
+	case isURL(name):
+		_, err := ParseURL(name)
+		return err
+	}
+	if _, ok := f.Hosts[name]; !ok {
+		return unknownHost(name, f.Hosts)
+	}
+	return nil
+}
+
+// IsLocal says whether name is this machine.
+func IsLocal(name string) bool { return name == "" || name == Local }
+
+// Route reads a possibly qualified id: the host it names (else Default)
+// and the bare id. An unknown host, or one that contradicts --host, is a
+// usage error.
+func (f *Fleet) Route(id string) (host, bare string, err error) {
+	h, bare, ok := SplitID(id)
+	if !ok {
+		return f.Default, id, nil
+	}
+	if h == "" || bare == "" {
+		return "", "", usagef("%q is not an id: a qualified id is HOST/ID", id)
+	}
+	if err := f.Check(h); err != nil {
+		return "", "", fmt.Errorf("the id %s: %w", id, err)
+	}
+	if f.Pinned && normal(h) != normal(f.Default) {
+		return "", "", usagef("the id %s is on host %s, but --host names %s: drop one of them", id, h, normal(f.Default))
+	}
+	return h, bare, nil
+}
+
+func normal(host string) string {
+	if host == "" {
+		return Local
+	}
+	return host
+}
+
+// Client is host's client (Default's for ""), after its first exchange:
+// a daemon whose API differs is refused, naming both versions, and one
+// that runs another build is warned about once.
+func (f *Fleet) Client(ctx context.Context, host string) (*client.Client, error) {
+	if host == "" {
+		host = f.Default
+	}
+	if err := f.Check(host); err != nil {
+		return nil, err
+	}
+	if IsLocal(host) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.Local == nil {
+			cl, err := client.New()
+			if err != nil {
+				return nil, err
+			}
+			f.Local = cl
+		}
+		return f.Local, nil
+	}
+	f.mu.Lock()
+	if f.remotes == nil {
+		f.remotes = map[string]*remote{}
+	}
+	r := f.remotes[host]
+	if r == nil {
+		r = &remote{}
+		f.remotes[host] = r
+	}
+	f.mu.Unlock()
+	r.once.Do(func() { r.cl, r.err = f.connect(ctx, host) })
+	return r.cl, r.err
+}
+
+// Transport is the ssh that reaches host (a configured name or a URL).
+func (f *Fleet) Transport(host string) (*SSH, error) {
+	h, ok := f.Hosts[host]
+	if isURL(host) {
+		h, ok = Host{URL: host}, true
+	}
+	if !ok {
+		return nil, unknownHost(host, f.Hosts)
+	}
+	return ForHost(host, h, f.Paths.SockDir)
+}
+
+// RemoteClient is a client of host's daemon through its transport, before
+// any exchange.
+func (f *Fleet) RemoteClient(host string) (*client.Client, error) {
+	tr, err := f.Transport(host)
+	if err != nil {
+		return nil, err
+	}
+	return &client.Client{Paths: f.Paths, Dial: tr.Dial, Addr: "host " + host, NoAutostart: true}, nil
+}
+
+func (f *Fleet) connect(ctx context.Context, host string) (*client.Client, error) {
+	cl, err := f.RemoteClient(host)
+	if err != nil {
+		return nil, err
+	}
+	st, err := Handshake(ctx, cl, host)
+	if err != nil {
+		cl.CloseIdleConnections()
+		return nil, err
+	}
+	if f.Warn != nil && version.Differs(version.String(), version.CommitString(), st.Version, st.Commit) {
+		fmt.Fprintf(f.Warn, "kaimon: warning: host %s's kaimon-agentd (pid %d) runs %s but this kaimon is %s: "+
+			"install the same kaimon there, then `kaimon --host %s daemon restart` (it closes the live agents)\n",
+			host, st.PID, version.Format(st.Version, st.Commit), version.Full(), host)
+	}
+	return cl, nil
+}
+
+// Handshake is the first exchange with host's daemon: its status, refused
+// when its API version is not this kaimon's.
+func Handshake(ctx context.Context, cl *client.Client, host string) (*apitype.DaemonStatus, error) {
+	st, err := cl.Ping(ctx)
+	if err != nil {
+		return nil, Cause(err)
+	}
+	if st.API != apitype.APIVersion {
+		api := fmt.Sprintf("API version %d", st.API)
+		if st.API == 0 {
+			api = "an API too old to carry a version"
+		}
+		return nil, fmt.Errorf("host %s: its kaimon-agentd runs %s with %s, but this kaimon is %s with API version %d: install the same kaimon on both",
+			host, version.Format(st.Version, st.Commit), api, version.Full(), apitype.APIVersion)
+	}
+	return st, nil
+}
+
+// Cause is err with a failed ssh's own error (its words, the host's name)
+// in place of what HTTP made of the connection it cut.
+func Cause(err error) error {
+	var se *Error
+	if errors.As(err, &se) {
+		return se
+	}
+	return err
+}
+
+// on routes a call about id: the host's service and the bare id.
+func (f *Fleet) on(ctx context.Context, id string) (verbs.Service, string, string, error) {
+	host, bare, err := f.Route(id)
+	if err != nil {
+		return nil, "", "", err
+	}
+	cl, err := f.Client(ctx, host)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return cl, host, bare, nil
+}
+
+// The verbs, each routed by its id.
+
+func (f *Fleet) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResult, error) {
+	s, host, id, err := f.on(ctx, a.ID)
+	if err != nil {
+		return nil, err
+	}
+	b := *a
+	b.ID = id
+	r, err := s.Open(ctx, &b)
+	if err != nil {
+		return nil, Cause(err)
+	}
+	r.AgentID = Qualify(host, r.AgentID)
+	return r, nil
+}
+
+func (f *Fleet) Send(ctx context.Context, a *verbs.SendArgs) (*verbs.SendResult, error) {
+	s, _, id, err := f.on(ctx, a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	b := *a
+	b.AgentID = id
+	r, err := s.Send(ctx, &b)
+	return r, Cause(err)
+}
+
+func (f *Fleet) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, error) {
+	s, _, id, err := f.on(ctx, a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	b := *a
+	b.AgentID = id
+	r, err := s.Run(ctx, &b)
+	return r, Cause(err)
+}
+
+func (f *Fleet) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.OutputResult, error) {
+	s, host, id, err := f.on(ctx, a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	b := *a
+	b.AgentID = id
+	r, err := s.Output(ctx, &b)
+	if err != nil {
+		return nil, Cause(err)
+	}
+	r.AgentID = Qualify(host, r.AgentID)
+	return r, nil
+}
+
+func (f *Fleet) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.AgentStatus, error) {
+	s, _, id, err := f.on(ctx, a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	b := *a
+	b.AgentID = id
+	r, err := s.Status(ctx, &b)
+	return r, Cause(err)
+}
+
+func (f *Fleet) SetModel(ctx context.Context, a *verbs.SetModelArgs) (*verbs.SetModelResult, error) {
+	s, _, id, err := f.on(ctx, a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	b := *a
+	b.AgentID = id
+	r, err := s.SetModel(ctx, &b)
+	return r, Cause(err)
+}
+
+// List lists Default's agents, their ids qualified.
+func (f *Fleet) List(ctx context.Context, a *verbs.ListArgs) (*verbs.ListResult, error) {
+	s, host, _, err := f.on(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.List(ctx, a)
+	if err != nil {
+		return nil, Cause(err)
+	}
+	for i := range r.Agents {
+		r.Agents[i].AgentID = Qualify(host, r.Agents[i].AgentID)
+	}
+	return r, nil
+}
+
+func (f *Fleet) Interrupt(ctx context.Context, a *verbs.InterruptArgs) (*verbs.InterruptResult, error) {
+	s, _, id, err := f.on(ctx, a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	b := *a
+	b.AgentID = id
+	r, err := s.Interrupt(ctx, &b)
+	return r, Cause(err)
+}
+
+func (f *Fleet) Close(ctx context.Context, a *verbs.CloseArgs) (*verbs.CloseResult, error) {
+	s, _, id, err := f.on(ctx, a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	b := *a
+	b.AgentID = id
+	r, err := s.Close(ctx, &b)
+	return r, Cause(err)
+}
+
+func (f *Fleet) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.PermitResult, error) {
+	s, _, id, err := f.on(ctx, a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	b := *a
+	b.AgentID = id
+	r, err := s.Permit(ctx, &b)
+	return r, Cause(err)
+}
+
+// Forget forgets agents of one host: ids qualified with different hosts
+// are a usage error (forget them one host at a time).
+func (f *Fleet) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.ForgetResult, error) {
+	host, ids := f.Default, make([]string, 0, len(a.AgentIDs))
+	for i, q := range a.AgentIDs {
+		h, id, err := f.Route(q)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 && normal(h) != normal(host) {
+			return nil, usagef("forget takes the agents of one host at a time: %s is on %s, %s on %s", a.AgentIDs[0], normal(host), q, normal(h))
+		}
+		host = h
+		ids = append(ids, id)
+	}
+	cl, err := f.Client(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	b := *a
+	if len(a.AgentIDs) > 0 {
+		b.AgentIDs = ids
+	}
+	r, err := cl.Forget(ctx, &b)
+	if err != nil {
+		return nil, Cause(err)
+	}
+	for i := range r.Forgotten {
+		r.Forgotten[i] = Qualify(host, r.Forgotten[i])
+	}
+	return r, nil
+}
+
+// CloseIdle closes every remote's kept connections: each is an ssh child,
+// which would otherwise live until this process exits.
+func (f *Fleet) CloseIdle() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.remotes {
+		if r.cl != nil {
+			r.cl.CloseIdleConnections()
+		}
+	}
+}
+
+var _ verbs.Service = (*Fleet)(nil)

@@ -1,0 +1,280 @@
+// Package fleet lets one kaimon drive agents on many hosts over the ssh its
+// users already have: the hosts kept in the config file, the URLs that name
+// them, ids qualified by a host (NAME/ID), the transport (the system's ssh
+// running `kaimon dial-stdio` on the far side, so ~/.ssh/config, the agent
+// and known_hosts all apply and kaimon keeps no credential), and a
+// verbs.Service that routes each call to its id's host. Nothing here
+// listens on a network: a remote daemon is that ssh user's own, reached over
+// its unix socket.
+package fleet
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Local names this machine, the default host; Any is `open --host any`'s
+// word. Neither can name a configured host.
+const (
+	Local = "local"
+	Any   = "any"
+)
+
+// URLForms are the accepted forms of a host, for errors.
+const URLForms = "ssh://[USER@]HOST[:PORT] (an IPv6 HOST in brackets)"
+
+// DefaultRemoteBin is the kaimon run on a host whose remote_bin is unset:
+// found on the remote PATH.
+const DefaultRemoteBin = "kaimon"
+
+// Host is one entry of the config file's "hosts".
+type Host struct {
+	URL string `json:"url"`
+	// RemoteBin is the kaimon to run there; empty: DefaultRemoteBin.
+	RemoteBin string `json:"remote_bin,omitempty"`
+}
+
+// Bin is the kaimon the host runs.
+func (h Host) Bin() string {
+	if h.RemoteBin == "" {
+		return DefaultRemoteBin
+	}
+	return h.RemoteBin
+}
+
+// UsageError is a mistake on the command line (a bad name, URL or
+// qualified id): the CLI exits 2 with it. It changes nothing.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usagef(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf(format, a...)} }
+
+// CheckName refuses a name that cannot name a host: it must be 1 to 64 of
+// letters, digits, '-', '_' and '.', starting with a letter or digit, and
+// not local or any. So it never holds '/' (the qualifier's separator) nor
+// "://" (a URL's), and a name is never mistaken for either.
+func CheckName(name string) error {
+	ok := len(name) > 0 && len(name) <= 64
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		letterOrDigit := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		ok = letterOrDigit || i > 0 && (c == '-' || c == '_' || c == '.')
+	}
+	if !ok {
+		return usagef("%q cannot name a host: use 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit", name)
+	}
+	if name == Local || name == Any {
+		return usagef("%q cannot name a host: %s means %s", name, name, map[string]string{Local: "this machine", Any: "the least busy host"}[name])
+	}
+	return nil
+}
+
+// Target is where a URL points: an ssh destination.
+type Target struct {
+	User string // empty: ssh's default (~/.ssh/config, else the local user)
+	Host string // a name or address; an IPv6 address without brackets
+	Port int    // 0: ssh's default
+}
+
+// Destination is ssh's [user@]host.
+func (t Target) Destination() string {
+	if t.User != "" {
+		return t.User + "@" + t.Host
+	}
+	return t.Host
+}
+
+// ParseURL reads ssh://[user@]host[:port]. Every error names the accepted
+// forms.
+func ParseURL(s string) (Target, error) {
+	bad := func(why string) (Target, error) {
+		return Target{}, usagef("host URL %q %s: the accepted form is %s", s, why, URLForms)
+	}
+	scheme, _, ok := strings.Cut(s, "://")
+	if !ok {
+		return bad("has no scheme")
+	}
+	if scheme != "ssh" {
+		return bad(fmt.Sprintf("has the unknown scheme %q", scheme))
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return bad(fmt.Sprintf("does not parse (%v)", errors.Unwrap(err)))
+	}
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return bad("has a path, query or fragment")
+	}
+	if _, set := u.User.Password(); set {
+		return bad("holds a password (kaimon keeps no credential: use your ssh agent or keys)")
+	}
+	t := Target{User: u.User.Username(), Host: u.Hostname()}
+	if t.Host == "" {
+		return bad("has no host")
+	}
+	if strings.HasPrefix(t.Host, "-") || strings.HasPrefix(t.User, "-") {
+		return bad("has a host or user starting with '-'")
+	}
+	if strings.ContainsAny(t.Host+t.User, " \t\n'\"\\;&|`$") {
+		return bad("has a space, quote or shell character in its host or user")
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return bad(fmt.Sprintf("has the port %q, not a number from 1 to 65535", p))
+		}
+		t.Port = n
+	} else if strings.HasSuffix(u.Host, ":") {
+		return bad("has an empty port")
+	}
+	if strings.Contains(t.Host, ":") && net.ParseIP(t.Host) == nil {
+		return bad("has a host that is neither a name nor an address")
+	}
+	return t, nil
+}
+
+// LoadHosts reads the config file's hosts; a missing file has none. A file
+// that does not parse is an error naming it.
+func LoadHosts(path string) (map[string]Host, error) {
+	var c struct {
+		Hosts map[string]Host `json:"hosts"`
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]Host{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("config file %s: %w (fix or remove it)", path, err)
+	}
+	if c.Hosts == nil {
+		c.Hosts = map[string]Host{}
+	}
+	return c.Hosts, nil
+}
+
+// Names are the hosts' names, sorted.
+func Names(hosts map[string]Host) []string {
+	out := make([]string, 0, len(hosts))
+	for n := range hosts {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// AddHost adds host name to the config file. A bad name or URL, or a name
+// already there, is refused and the file left as it was.
+func AddHost(path, name string, h Host) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	if _, err := ParseURL(h.URL); err != nil {
+		return err
+	}
+	return editHosts(path, func(hosts map[string]Host) error {
+		if old, ok := hosts[name]; ok {
+			return usagef("host %s is already configured (%s): to replace it, `kaimon host rm %s` then add it again", name, old.URL, name)
+		}
+		hosts[name] = h
+		return nil
+	})
+}
+
+// RemoveHost removes host name from the config file; an unknown name is a
+// usage error that changes nothing.
+func RemoveHost(path, name string) error {
+	return editHosts(path, func(hosts map[string]Host) error {
+		if _, ok := hosts[name]; !ok {
+			return unknownHost(name, hosts)
+		}
+		delete(hosts, name)
+		return nil
+	})
+}
+
+// unknownHost is the error for a name that is not configured.
+func unknownHost(name string, hosts map[string]Host) error {
+	known := "none configured (add one with `kaimon host add NAME URL`)"
+	if len(hosts) > 0 {
+		known = strings.Join(Names(hosts), ", ")
+	}
+	return usagef("no host is named %q: the configured hosts are %s; a host is one of them, %s (this machine) or %s", name, known, Local, URLForms)
+}
+
+// editHosts rewrites the config file's "hosts" with edit, keeping every
+// other key as it was, and replaces the file atomically (a temporary file
+// in its directory, renamed over it): a reader never sees half a file. An
+// error from edit leaves the file untouched.
+func editHosts(path string, edit func(map[string]Host) error) error {
+	raw := map[string]json.RawMessage{}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return err
+	default:
+		if len(bytes.TrimSpace(b)) > 0 {
+			if err := json.Unmarshal(b, &raw); err != nil {
+				return fmt.Errorf("config file %s: %w (fix or remove it)", path, err)
+			}
+		}
+	}
+	hosts := map[string]Host{}
+	if h, ok := raw["hosts"]; ok && string(h) != "null" {
+		if err := json.Unmarshal(h, &hosts); err != nil {
+			return fmt.Errorf("config file %s: hosts: %w (fix or remove it)", path, err)
+		}
+	}
+	if err := edit(hosts); err != nil {
+		return err
+	}
+	enc, err := json.Marshal(hosts)
+	if err != nil {
+		return err
+	}
+	raw["hosts"] = enc
+	out, err := json.MarshalIndent(raw, "", "  ")
+	if err != nil {
+		return err
+	}
+	mode := os.FileMode(0o600)
+	if st, err := os.Stat(path); err == nil {
+		mode = st.Mode().Perm()
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename, there is none
+	if _, err := tmp.Write(append(out, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

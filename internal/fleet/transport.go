@@ -1,0 +1,328 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The ssh options that bound a dead link: a connection that cannot be made
+// fails after connectTimeout, and one that stops answering after
+// aliveInterval × aliveCount (about 10 s either way), never a hang.
+const (
+	connectTimeout = 10
+	aliveInterval  = 5
+	aliveCount     = 2
+	// controlPersist keeps the master connection this long after its last
+	// channel closes, so that the next command costs a channel, not a
+	// handshake.
+	controlPersist = "10m"
+)
+
+// maxControlPath bounds the control socket's path: a unix socket's 107
+// bytes, less the 17 that ssh appends to the master's temporary name
+// before renaming it into place.
+const maxControlPath = 107 - 17
+
+// SSH reaches one host's daemon: each Dial starts one ssh child running
+// `REMOTE_BIN dial-stdio` there, whose stdin and stdout are the connection.
+type SSH struct {
+	Name      string // the host's name, for errors (a URL given directly names itself)
+	Target    Target
+	RemoteBin string // the kaimon to run there; empty: DefaultRemoteBin
+	// ControlDir holds the master connection's socket (kaimon's socket
+	// dir); empty: no master is shared.
+	ControlDir string
+	// Command replaces `ssh`, as git's GIT_SSH_COMMAND does: run by sh -c
+	// with the arguments after it, so that `ssh -F FILE -i KEY` works.
+	// Empty: KAIMON_SSH_COMMAND, else ssh.
+	Command string
+}
+
+// ForHost is the transport of a configured host (or of a URL given
+// directly, whose name is itself).
+func ForHost(name string, h Host, controlDir string) (*SSH, error) {
+	t, err := ParseURL(h.URL)
+	if err != nil {
+		return nil, err
+	}
+	return &SSH{Name: name, Target: t, RemoteBin: h.RemoteBin, ControlDir: controlDir}, nil
+}
+
+func (s *SSH) bin() string {
+	if s.RemoteBin == "" {
+		return DefaultRemoteBin
+	}
+	return s.RemoteBin
+}
+
+// controlPath is the master's socket, or "" when kaimon's socket dir is too
+// long to hold one (then every Dial makes its own connection). %C is a
+// hash of the local host, remote host, port and user: one master per
+// destination, of fixed length.
+func (s *SSH) controlPath() string {
+	if s.ControlDir == "" {
+		return ""
+	}
+	p := filepath.Join(s.ControlDir, "ssh-%C")
+	if len(p)-2+40 > maxControlPath {
+		return ""
+	}
+	return p
+}
+
+// Argv is the command line of one Dial.
+func (s *SSH) Argv() []string {
+	args := []string{
+		"-o", "BatchMode=yes",
+		"-o", "ConnectTimeout=" + strconv.Itoa(connectTimeout),
+		"-o", "ServerAliveInterval=" + strconv.Itoa(aliveInterval),
+		"-o", "ServerAliveCountMax=" + strconv.Itoa(aliveCount),
+	}
+	if cp := s.controlPath(); cp != "" {
+		args = append(args, "-o", "ControlMaster=auto", "-o", "ControlPersist="+controlPersist, "-o", "ControlPath="+cp)
+	}
+	if s.Target.Port != 0 {
+		args = append(args, "-p", strconv.Itoa(s.Target.Port))
+	}
+	// "--": a destination is never read as an option.
+	args = append(args, "--", s.Target.Destination(), shellWord(s.bin())+" dial-stdio")
+	cmd := s.Command
+	if cmd == "" {
+		cmd = os.Getenv("KAIMON_SSH_COMMAND")
+	}
+	if cmd == "" {
+		return append([]string{"ssh"}, args...)
+	}
+	return append([]string{"sh", "-c", cmd + ` "$@"`, cmd}, args...)
+}
+
+// shellWord quotes w for the remote shell (ssh joins its command's words
+// into one line that the remote user's shell runs) unless it needs none; a
+// leading ~ stays unquoted so that ~/bin/kaimon works.
+func shellWord(w string) string {
+	safe := func(s string) bool {
+		for _, c := range s {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./+:=@%,", c)) {
+				return false
+			}
+		}
+		return true
+	}
+	if w != "" && safe(w) {
+		return w
+	}
+	if rest, ok := strings.CutPrefix(w, "~/"); ok && safe(rest) {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// Error is a failed ssh: its exit status and what it said, with the
+// host's name.
+type Error struct {
+	Host      string
+	Exit      int
+	Stderr    string
+	RemoteBin string
+}
+
+func (e *Error) Error() string {
+	said := strings.TrimSpace(e.Stderr)
+	if said == "" {
+		said = "nothing on stderr"
+	}
+	switch e.Exit {
+	case 127:
+		return fmt.Sprintf("host %s: %s was not found there (ssh exited 127: %s): install kaimon on the remote PATH, or name it with "+
+			"`kaimon host rm %s` and `kaimon host add %s URL --remote-bin PATH`", e.Host, e.RemoteBin, said, e.Host, e.Host)
+	case 255:
+		return fmt.Sprintf("host %s: ssh failed: %s", e.Host, said)
+	}
+	return fmt.Sprintf("host %s: ssh exited %d: %s", e.Host, e.Exit, said)
+}
+
+// Dial starts ssh and returns its stdio as a connection to the host's
+// daemon. The child has its own process group, killed and reaped on Close.
+func (s *SSH) Dial(ctx context.Context) (net.Conn, error) {
+	if cp := s.controlPath(); cp != "" {
+		if err := os.MkdirAll(s.ControlDir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	argv := s.Argv()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("host %s: starting %s: %w", s.Name, argv[0], err)
+	}
+	c := &conn{ssh: s, cmd: cmd, in: inW, out: outR, errR: errR, exited: make(chan struct{}), stderrDone: make(chan struct{})}
+	go c.readStderr()
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.exited)
+	}()
+	return c, nil
+}
+
+// conn is one ssh child's stdio.
+type conn struct {
+	ssh     *SSH
+	cmd     *exec.Cmd
+	in      *os.File // the child's stdin
+	out     *os.File // the child's stdout
+	errR    *os.File // the child's stderr
+	exited  chan struct{}
+	waitErr error
+
+	stderrMu   sync.Mutex
+	stderr     bytes.Buffer
+	stderrDone chan struct{}
+
+	closeOnce sync.Once
+	closed    atomic.Bool // by Close: the child's end is ours, not a failure
+}
+
+// maxStderr bounds what is kept of ssh's stderr: its last words matter.
+const maxStderr = 8 << 10
+
+func (c *conn) readStderr() {
+	defer close(c.stderrDone)
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.errR.Read(buf)
+		c.stderrMu.Lock()
+		c.stderr.Write(buf[:n])
+		if over := c.stderr.Len() - maxStderr; over > 0 {
+			c.stderr.Next(over)
+		}
+		c.stderrMu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// failure is the error for a connection that ended: nil when ssh exited 0
+// (the far side closed it), else ssh's exit and words. It waits a bounded
+// time for the child to exit: it closes its stdout as it exits.
+func (c *conn) failure() error {
+	select {
+	case <-c.exited:
+	case <-time.After(5 * time.Second):
+		return nil
+	}
+	// Whatever ssh wrote before it exited is in the pipe now; a process it
+	// left behind (a master) may hold the pipe open, so read on only
+	// briefly.
+	_ = c.errR.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	<-c.stderrDone
+	var ee *exec.ExitError
+	if !errors.As(c.waitErr, &ee) || c.closed.Load() {
+		return nil
+	}
+	c.stderrMu.Lock()
+	said := c.stderr.String()
+	c.stderrMu.Unlock()
+	code := ee.ExitCode()
+	if code < 0 {
+		code = 255 // killed by a signal
+	}
+	return &Error{Host: c.ssh.Name, Exit: code, Stderr: said, RemoteBin: c.ssh.bin()}
+}
+
+func (c *conn) Read(p []byte) (int, error) {
+	n, err := c.out.Read(p)
+	if err == io.EOF {
+		if f := c.failure(); f != nil {
+			return n, f
+		}
+	}
+	return n, err
+}
+
+func (c *conn) Write(p []byte) (int, error) {
+	n, err := c.in.Write(p)
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		if f := c.failure(); f != nil {
+			return n, f
+		}
+	}
+	return n, err
+}
+
+// Close ends the child: its pipes closed, its process group killed, and
+// the child reaped.
+func (c *conn) Close() error {
+	c.closeOnce.Do(func() {
+		select {
+		case <-c.exited:
+		default:
+			c.closed.Store(true)
+			_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		}
+		c.in.Close()
+		c.out.Close()
+		<-c.exited
+		_ = c.errR.SetReadDeadline(time.Now())
+		<-c.stderrDone
+		c.errR.Close()
+	})
+	return nil
+}
+
+// CloseWrite closes the child's stdin: the far side reads its end.
+func (c *conn) CloseWrite() error { return c.in.Close() }
+
+func (c *conn) LocalAddr() net.Addr  { return addr("kaimon") }
+func (c *conn) RemoteAddr() net.Addr { return addr("ssh " + c.ssh.Name) }
+
+func (c *conn) SetDeadline(t time.Time) error {
+	return errors.Join(c.in.SetWriteDeadline(t), c.out.SetReadDeadline(t))
+}
+func (c *conn) SetReadDeadline(t time.Time) error  { return c.out.SetReadDeadline(t) }
+func (c *conn) SetWriteDeadline(t time.Time) error { return c.in.SetWriteDeadline(t) }
+
+// addr names an end of an ssh connection.
+type addr string
+
+func (a addr) Network() string { return "ssh" }
+func (a addr) String() string  { return string(a) }
