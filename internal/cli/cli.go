@@ -149,6 +149,7 @@ func NewApp() *cli.App {
 			interruptCmd(), setModelCmd(), closeCmd(), forgetCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(),
 			tailCmd(),
 			versionCmd(), doctorCmd(),
+			dialStdioCmd(),
 			monitorCmd(),
 		},
 	}

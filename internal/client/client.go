@@ -196,6 +196,24 @@ func isDown(err error) bool {
 	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
+// Connect opens one raw connection to this machine's daemon, starting it
+// first when it is not running (unless NoAutostart): what `kaimon
+// dial-stdio` bridges a remote client's ssh channel to.
+func (c *Client) Connect(ctx context.Context) (net.Conn, error) {
+	if !c.local() {
+		return c.Dial(ctx)
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.Paths.Socket())
+	if err == nil || !isDown(err) {
+		return conn, err
+	}
+	if err := c.ensureDaemon(ctx, err, !c.NoAutostart); err != nil {
+		return nil, err
+	}
+	return d.DialContext(ctx, "unix", c.Paths.Socket())
+}
+
 // Ping reports whether a daemon answers, without starting one.
 func (c *Client) Ping(ctx context.Context) (*apitype.DaemonStatus, error) {
 	var st apitype.DaemonStatus
