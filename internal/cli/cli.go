@@ -16,6 +16,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/fleet"
 	"github.com/kaimon/kaimon/internal/verbs"
 	"github.com/kaimon/kaimon/internal/version"
 )
@@ -77,6 +78,10 @@ func runWith(ctx context.Context, f factory, args []string, stdin io.Reader, std
 
 // report prints err for a person and maps it to an exit code.
 func report(err error, stderr io.Writer) int {
+	var fe *fleet.UsageError
+	if errors.As(err, &fe) {
+		err = &usageError{msg: err.Error()}
+	}
 	var ue *usageError
 	if errors.As(err, &ue) {
 		help := ue.help
@@ -137,8 +142,10 @@ func NewApp() *cli.App {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "no-autostart", Usage: "fail instead of starting kaimon-agentd when it is not running", EnvVars: []string{"KAIMON_NO_AUTOSTART"}},
 			&cli.BoolFlag{Name: "no-color", Usage: "no colour in the output (as NO_COLOR=1 or TERM=dumb)"},
+			hostFlag,
 		},
 		Before: func(c *cli.Context) error { setColor(c.Bool("no-color")); return nil },
+		After:  closeFleet,
 		OnUsageError: func(c *cli.Context, err error, isSub bool) error {
 			return usagef("%v", err)
 		},
@@ -149,7 +156,7 @@ func NewApp() *cli.App {
 			interruptCmd(), setModelCmd(), closeCmd(), forgetCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(),
 			tailCmd(),
 			versionCmd(), doctorCmd(),
-			dialStdioCmd(),
+			hostCmd(), dialStdioCmd(),
 			monitorCmd(),
 		},
 	}
@@ -158,15 +165,27 @@ func NewApp() *cli.App {
 }
 
 // service returns what a verb command calls: the run's factory's, by
-// default a client of the daemon.
+// default the fleet, which routes each call to the host its id names
+// (NAME/ID), else to --host's.
 func service(c *cli.Context) (verbs.Service, error) {
 	if f, _ := c.App.Metadata[factoryKey].(factory); f.service != nil {
 		return f.service(c)
 	}
-	return newClient(c)
+	return fleetOf(c)
 }
 
+// newClient is the client of the chosen host's daemon (--host,
+// KAIMON_HOST, else this machine's).
 func newClient(c *cli.Context) (*client.Client, error) {
+	f, err := fleetOf(c)
+	if err != nil {
+		return nil, err
+	}
+	return f.Client(c.Context, "")
+}
+
+// localClient is this machine's daemon's client.
+func localClient(c *cli.Context) (*client.Client, error) {
 	cl, err := client.New()
 	if err != nil {
 		return nil, err
@@ -215,7 +234,8 @@ func emit(c *cli.Context, res any, human func(w io.Writer)) error {
 // stderr, so a script can parse both streams.
 func fail(c *cli.Context, err error) error {
 	var ue *usageError
-	if c.Bool("json") && !errors.As(err, &ue) {
+	var fe *fleet.UsageError
+	if c.Bool("json") && !errors.As(err, &ue) && !errors.As(err, &fe) {
 		var ve *verbs.Error
 		var down *client.DaemonDownError
 		var de *detachedError

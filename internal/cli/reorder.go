@@ -9,7 +9,7 @@ import (
 // interspersed moves a command's flags ahead of its positional arguments,
 // so that `kaimon run ID TEXT --timeout 1m` works as people write it:
 // urfave/cli v2, like the flag package, stops parsing flags at the first
-// positional. A global flag (--no-color) given after the command goes
+// positional. A global flag (--no-color, --host NAME) given after the command goes
 // before it, where urfave/cli looks for it: the README says flags may go
 // anywhere, and these are flags too. Everything after "--" stays
 // positional.
@@ -19,10 +19,22 @@ func interspersed(app *cli.App, args []string) []string {
 	}
 	out := []string{args[0]}
 	i := 1
-	// Global flags (all boolean) up to the command name.
+	globalTakesValue := map[string]bool{}
+	for _, f := range app.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			globalTakesValue[n] = !isBool
+		}
+	}
+	// Global flags (--host with its value) up to the command name.
 	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" && args[i] != "--" {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
 		out = append(out, args[i])
 		i++
+		if !hasValue && globalTakesValue[name] && i < len(args) {
+			out = append(out, args[i])
+			i++
+		}
 	}
 	if i >= len(args) {
 		return args
@@ -73,7 +85,11 @@ func interspersed(app *cli.App, args []string) []string {
 		}
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		if global[name] {
-			globals = append(globals, a) // all boolean: no value follows
+			globals = append(globals, a)
+			if !hasValue && globalTakesValue[name] && i+1 < len(args) {
+				i++
+				globals = append(globals, args[i])
+			}
 			continue
 		}
 		flags = append(flags, a)

@@ -25,6 +25,11 @@ func TestInterspersed(t *testing.T) {
 		{"kaimon --no-autostart daemon status --no-color --json", "kaimon --no-autostart --no-color daemon status --json"},
 		{"kaimon run ID TEXT --no-autostart=true --timeout 1m", "kaimon --no-autostart=true run --timeout 1m -- ID TEXT"},
 		{"kaimon send ID -- --no-color", "kaimon send -- ID --no-color"},
+		// --host takes its value with it, wherever it goes.
+		{"kaimon --host h1 status ID --json", "kaimon --host h1 status --json -- ID"},
+		{"kaimon status ID --host h1 --json", "kaimon --host h1 status --json -- ID"},
+		{"kaimon run ID TEXT --host=ssh://me@b:22 --timeout 1m", "kaimon --host=ssh://me@b:22 run --timeout 1m -- ID TEXT"},
+		{"kaimon --no-color --host h1 host ls --check --host h2", "kaimon --no-color --host h1 --host h2 host ls --check"},
 	}
 	for _, c := range cases {
 		got := strings.Join(interspersed(app, strings.Fields(c.in)), " ")

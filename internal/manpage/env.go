@@ -35,6 +35,12 @@ var Env = []EnvVar{
 			"too long for a unix socket."},
 	{Name: "KAIMON_NO_AUTOSTART", ReadBy: ByCLI,
 		Doc: "1: fail instead of starting kaimon-agentd when it is not running (as --no-autostart)."},
+	{Name: "KAIMON_HOST", Default: "local", ReadBy: ByCLI,
+		Doc: "The host a command drives when --host is not given: a name of kaimon host ls, local (this machine) or " +
+			"ssh://[USER@]HOST[:PORT]. An id qualified as NAME/ID names its own host, over this."},
+	{Name: "KAIMON_SSH_COMMAND", Default: "ssh", ReadBy: ByCLI,
+		Doc: "The command that reaches another host, run as git runs GIT_SSH_COMMAND (by sh -c, the ssh arguments after it), " +
+			"e.g. \"ssh -F ~/.ssh/kaimon_config\" or \"ssh -i ~/.ssh/ci_key\": kaimon keeps no credential of its own."},
 	{Name: "KAIMON_AGENTD_BIN", Default: "kaimon-agentd beside kaimon, else on PATH", ReadBy: ByCLI,
 		Doc: "The kaimon-agentd program kaimon starts."},
 	{Name: "KAIMON_AGENTD_CPUPROFILE", ReadBy: ByDaemon,
