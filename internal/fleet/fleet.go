@@ -55,6 +55,9 @@ type Fleet struct {
 
 	mu      sync.Mutex
 	remotes map[string]*remote
+	// dialRemote replaces RemoteClient in tests: a daemon served without
+	// ssh.
+	dialRemote func(host string) (*client.Client, error)
 }
 
 type remote struct {
@@ -184,7 +187,11 @@ func (f *Fleet) RemoteClient(host string) (*client.Client, error) {
 }
 
 func (f *Fleet) connect(ctx context.Context, host string) (*client.Client, error) {
-	cl, err := f.RemoteClient(host)
+	newClient := f.RemoteClient
+	if f.dialRemote != nil {
+		newClient = f.dialRemote
+	}
+	cl, err := newClient(host)
 	if err != nil {
 		return nil, err
 	}
