@@ -238,6 +238,7 @@ func fail(c *cli.Context, err error) error {
 	if c.Bool("json") && !errors.As(err, &ue) && !errors.As(err, &fe) {
 		var ve *verbs.Error
 		var down *client.DaemonDownError
+		var sshErr *fleet.Error
 		var de *detachedError
 		var le *daemonLostError
 		switch {
@@ -246,7 +247,7 @@ func fail(c *cli.Context, err error) error {
 		case errors.As(err, &le):
 			ve = &verbs.Error{Code: verbs.CodeTurnFailed, Message: err.Error()}
 		case errors.As(err, &ve):
-		case errors.As(err, &down):
+		case errors.As(err, &down), errors.As(err, &sshErr):
 			ve = &verbs.Error{Code: verbs.CodeUnavailable, Message: err.Error()}
 		default:
 			ve = &verbs.Error{Code: verbs.CodeInternal, Message: err.Error()}

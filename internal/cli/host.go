@@ -61,6 +61,15 @@ func fleetOf(c *cli.Context) (*fleet.Fleet, error) {
 	return f, nil
 }
 
+// shownID is id as output shows it: qualified with the host the run drives
+// (fleet.Shown), so that a hint line can be pasted back as it is.
+func shownID(c *cli.Context, id string) string {
+	if f, ok := c.App.Metadata[fleetKey].(*fleet.Fleet); ok {
+		return f.Shown(id)
+	}
+	return id
+}
+
 // closeFleet ends the ssh children the run's remote clients kept.
 func closeFleet(c *cli.Context) error {
 	if f, ok := c.App.Metadata[fleetKey].(*fleet.Fleet); ok {

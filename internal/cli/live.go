@@ -187,7 +187,8 @@ func runTurn(c *cli.Context, cl verbs.Service, id, text string, timeout time.Dur
 	stdout, stderr := c.App.Writer, c.App.ErrWriter
 	live := !c.Bool("json") && isTerminal(stdout)
 	start := time.Now()
-	f := &follower{id: id, text: text, start: start, live: live, errw: stderr,
+	shown := shownID(c, id) // hints name the agent so that they can be pasted back
+	f := &follower{id: shown, text: text, start: start, live: live, errw: stderr,
 		p: newPretty(stdout, false), result: make(chan *event.Envelope, 1), done: make(chan struct{})}
 	f.p.run = true
 	if live {
@@ -259,7 +260,7 @@ wait:
 			if throwaway {
 				again = "Ctrl-C again to close it at once"
 			}
-			f.p.note(stderr, fmt.Sprintf("kaimon: interrupting the turn of agent %s (%s)", id, again))
+			f.p.note(stderr, fmt.Sprintf("kaimon: interrupting the turn of agent %s (%s)", shown, again))
 			go func() {
 				ictx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 				defer cancel()
@@ -275,7 +276,7 @@ wait:
 	}
 	if detached {
 		endFollow()
-		return &detachedError{id: id}
+		return &detachedError{id: shown}
 	}
 	res, err := out.res, out.err
 	if cause, lost := lostDaemon(err); lost {
@@ -428,7 +429,7 @@ func (f *follower) permission(e *event.Envelope) {
 	}
 	f.tell(d.RequestID)
 	if d.Decision == "" {
-		fmt.Fprintln(f.errw, permissionLines("kaimon: ", e.AgentID, &d))
+		fmt.Fprintln(f.errw, permissionLines("kaimon: ", f.id, &d)) // f.id: qualified on another host
 	}
 }
 

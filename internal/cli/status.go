@@ -69,7 +69,7 @@ func statusCmd() *cli.Command {
 				row("status", statusLine(st))
 				for _, p := range st.PendingPermissions {
 					row("permission", fmt.Sprintf("%s asks for %s (denied at %s)", p.RequestID, p.Title, p.ExpiresAt))
-					row("", "answer: "+verbs.PermitCommand(c.Args().First(), p.RequestID, apitype.Allow)+"   (or "+string(apitype.Deny)+")")
+					row("", "answer: "+verbs.PermitCommand(shownID(c, c.Args().First()), p.RequestID, apitype.Allow)+"   (or "+string(apitype.Deny)+")")
 				}
 				row("model", st.Model)
 				row("cwd", st.Cwd)

@@ -407,6 +407,33 @@ func (f *Fleet) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.ForgetR
 	return r, nil
 }
 
+// EventsFromNow follows the events of agent id on its host from now, as
+// client.EventsFromNow does on this machine: what `run` renders a turn
+// from.
+func (f *Fleet) EventsFromNow(ctx context.Context, id string) (*client.Watcher, error) {
+	host, bare, err := f.Route(id)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := f.Client(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	w, err := cl.EventsFromNow(ctx, bare)
+	return w, Cause(err)
+}
+
+// Shown is id as output shows it: qualified with its host when that is a
+// configured one (so that it can be pasted back without --host), else as
+// given.
+func (f *Fleet) Shown(id string) string {
+	host, bare, err := f.Route(id)
+	if err != nil {
+		return id
+	}
+	return Qualify(host, bare)
+}
+
 // CloseIdle closes every remote's kept connections: each is an ssh child,
 // which would otherwise live until this process exits.
 func (f *Fleet) CloseIdle() {
