@@ -146,7 +146,7 @@ func hostCmd() *cli.Command {
 				Name:      "rm",
 				Usage:     "Remove a host",
 				ArgsUsage: "NAME",
-				Description: "Removes NAME from the config file; its agents go on running there. " +
+				Description: "Removes NAME from the config file and ends its ssh master connection; its agents go on running there. " +
 					"A name that is not configured is a usage error (exit 2) and changes nothing.",
 				Action: func(c *cli.Context) error {
 					if err := needArgs(c, 1, "NAME"); err != nil {
@@ -156,10 +156,20 @@ func hostCmd() *cli.Command {
 					if err != nil {
 						return err
 					}
-					if err := fleet.RemoveHost(paths.ConfigFile, c.Args().First()); err != nil {
+					name := c.Args().First()
+					hosts, err := fleet.LoadHosts(paths.ConfigFile)
+					if err != nil {
 						return err
 					}
-					fmt.Fprintf(c.App.Writer, "removed host %s\n", c.Args().First())
+					if err := fleet.RemoveHost(paths.ConfigFile, name); err != nil {
+						return err
+					}
+					// Its master connection goes with it, rather than
+					// linger for ControlPersist.
+					if tr, err := fleet.ForHost(name, hosts[name], paths.SockDir); err == nil {
+						tr.StopMaster(c.Context)
+					}
+					fmt.Fprintf(c.App.Writer, "removed host %s\n", name)
 					return nil
 				},
 			},

@@ -25,6 +25,7 @@ func TestHostCommands(t *testing.T) {
 	t.Setenv("KAIMON_HOME", home)
 	t.Setenv("KAIMON_NO_AUTOSTART", "1")
 	t.Setenv("KAIMON_HOST", "")
+	t.Setenv("KAIMON_SSH_COMMAND", "true") // host rm's ssh -O exit reaches no one
 	cfg := filepath.Join(home, "config.json")
 	if err := os.WriteFile(cfg, []byte(`{"dead_kept": 4}`), 0o600); err != nil {
 		t.Fatal(err)

@@ -186,6 +186,11 @@ func TestArgv(t *testing.T) {
 		t.Errorf("argv\n got %q\nwant %q", got, want)
 	}
 
+	wantExit := append(append([]string{"ssh"}, opts...), "-p", "2222", "-O", "exit", "--", "me@build1")
+	if got := s.MasterExitArgv(); !reflect.DeepEqual(got, wantExit) {
+		t.Errorf("master exit argv\n got %q\nwant %q", got, wantExit)
+	}
+
 	// No port, no user, a remote_bin that needs quoting, no control dir.
 	s = &SSH{Name: "h2", Target: Target{Host: "::1"}, RemoteBin: "/opt/my kaimon/kaimon"}
 	want = append([]string{"ssh"}, opts[:8]...)

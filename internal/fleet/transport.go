@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,6 +108,38 @@ func (s *SSH) Argv() []string {
 		return append([]string{"ssh"}, args...)
 	}
 	return append([]string{"sh", "-c", cmd + ` "$@"`, cmd}, args...)
+}
+
+// MasterExitArgv is the command line that ends the host's master
+// connection (ssh -O exit), or nil when no master is shared.
+func (s *SSH) MasterExitArgv() []string {
+	argv := s.Argv()
+	cp := s.controlPath()
+	if cp == "" {
+		return nil
+	}
+	i := slices.Index(argv, "--")
+	out := append(slices.Clone(argv[:i]), "-O", "exit", "--", s.Target.Destination())
+	return out
+}
+
+// StopMaster ends the host's master connection, if one runs: what `kaimon
+// host rm` leaves no process behind with, and what a test ends its own
+// with. A master that is not running is no error.
+func (s *SSH) StopMaster(ctx context.Context) {
+	argv := s.MasterExitArgv()
+	if argv == nil {
+		return
+	}
+	if _, err := os.Stat(s.ControlDir); err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	_ = cmd.Run()
 }
 
 // shellWord quotes w for the remote shell (ssh joins its command's words
