@@ -120,3 +120,21 @@ func TestHostCheck(t *testing.T) {
 		t.Errorf("--host down list: exit %d %q", code, errs)
 	}
 }
+
+// A command on this machine alone never reads the hosts: a config file
+// that does not parse stops only what names a host.
+func TestBrokenConfigStopsOnlyHostCommands(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("KAIMON_HOME", home)
+	t.Setenv("KAIMON_NO_AUTOSTART", "1")
+	t.Setenv("KAIMON_HOST", "")
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runIn(t, home, "status", "a1"); code != 1 || !strings.Contains(errs, "not running") {
+		t.Errorf("status a1: exit %d %q", code, errs)
+	}
+	if code, _, errs := runIn(t, home, "status", "h1/a1"); code != 1 || !strings.Contains(errs, "fix or remove it") {
+		t.Errorf("status h1/a1: exit %d %q", code, errs)
+	}
+}

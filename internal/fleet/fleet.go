@@ -40,7 +40,11 @@ func isURL(s string) bool { return strings.Contains(s, "://") }
 // drives. A host's client is made, and its first exchange done, once.
 type Fleet struct {
 	Paths config.Paths
-	Hosts map[string]Host
+	// Hosts are the configured hosts; nil: read from Paths.ConfigFile
+	// when a host's name is first used, so that a command on this
+	// machine alone never reads the file.
+	Hosts   map[string]Host
+	loadErr error
 	// Default is the host of an id that names none: --host, else
 	// KAIMON_HOST, else local (""). A configured name, local, or a URL.
 	Default string
@@ -66,14 +70,11 @@ type remote struct {
 	err  error
 }
 
-// New reads the configured hosts and checks def (--host or KAIMON_HOST;
-// "" is local): a name not configured is a usage error.
+// New is the fleet of the hosts configured in paths.ConfigFile, with def
+// (--host or KAIMON_HOST; "" is local) checked: a name not configured is
+// a usage error.
 func New(paths config.Paths, def string, pinned bool) (*Fleet, error) {
-	hosts, err := LoadHosts(paths.ConfigFile)
-	if err != nil {
-		return nil, err
-	}
-	f := &Fleet{Paths: paths, Hosts: hosts, Default: def, Pinned: pinned}
+	f := &Fleet{Paths: paths, Default: def, Pinned: pinned}
 	if err := f.Check(def); err != nil {
 		return nil, err
 	}
@@ -87,15 +88,30 @@ func (f *Fleet) Check(name string) error {
 	case name == "" || name == Local:
 		return nil
 	case name == Any:
-		return usagef("host %q places a new agent on the least busy host, which this command cannot do: name a host (%s)", Any, strings.Join(append([]string{Local}, Names(f.Hosts)...), ", "))
+		hosts, _ := f.known()
+		return usagef("host %q places a new agent on the least busy host, which this command cannot do: name a host (%s)", Any, strings.Join(append([]string{Local}, Names(hosts)...), ", "))
 	case isURL(name):
 		_, err := ParseURL(name)
 		return err
 	}
-	if _, ok := f.Hosts[name]; !ok {
-		return unknownHost(name, f.Hosts)
+	hosts, err := f.known()
+	if err != nil {
+		return err
+	}
+	if _, ok := hosts[name]; !ok {
+		return unknownHost(name, hosts)
 	}
 	return nil
+}
+
+// known are the configured hosts, read once.
+func (f *Fleet) known() (map[string]Host, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.Hosts == nil && f.loadErr == nil {
+		f.Hosts, f.loadErr = LoadHosts(f.Paths.ConfigFile)
+	}
+	return f.Hosts, f.loadErr
 }
 
 // IsLocal says whether name is this machine.
@@ -166,12 +182,16 @@ func (f *Fleet) Client(ctx context.Context, host string) (*client.Client, error)
 
 // Transport is the ssh that reaches host (a configured name or a URL).
 func (f *Fleet) Transport(host string) (*SSH, error) {
-	h, ok := f.Hosts[host]
 	if isURL(host) {
-		h, ok = Host{URL: host}, true
+		return ForHost(host, Host{URL: host}, f.Paths.SockDir)
 	}
+	hosts, err := f.known()
+	if err != nil {
+		return nil, err
+	}
+	h, ok := hosts[host]
 	if !ok {
-		return nil, unknownHost(host, f.Hosts)
+		return nil, unknownHost(host, hosts)
 	}
 	return ForHost(host, h, f.Paths.SockDir)
 }
