@@ -17,9 +17,15 @@ import (
 
 // SplitID reads a qualified id or channel, NAME/ID or NAME/agent:ID, at its
 // first '/'. Neither an agent id (verbs.ValidAgentID) nor a host name holds
-// one, so an id without '/' is never mistaken for a qualified one.
+// one, so an id without '/' is never mistaken for a qualified one; and what
+// stands before the '/' must be spelled as a host's name, so that a bad id
+// such as ../x stays an id, for the daemon to refuse as one.
 func SplitID(s string) (host, id string, qualified bool) {
-	return strings.Cut(s, "/")
+	host, id, qualified = strings.Cut(s, "/")
+	if !qualified || !nameSyntax(host) {
+		return "", s, false
+	}
+	return host, id, true
 }
 
 // Qualify is how an id of host is shown so that it can be pasted back:
@@ -125,7 +131,7 @@ func (f *Fleet) Route(id string) (host, bare string, err error) {
 	if !ok {
 		return f.Default, id, nil
 	}
-	if h == "" || bare == "" {
+	if bare == "" {
 		return "", "", usagef("%q is not an id: a qualified id is HOST/ID", id)
 	}
 	if err := f.Check(h); err != nil {

@@ -64,19 +64,26 @@ func usagef(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf
 // not local or any. So it never holds '/' (the qualifier's separator) nor
 // "://" (a URL's), and a name is never mistaken for either.
 func CheckName(name string) error {
-	ok := len(name) > 0 && len(name) <= 64
-	for i := 0; ok && i < len(name); i++ {
-		c := name[i]
-		letterOrDigit := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-		ok = letterOrDigit || i > 0 && (c == '-' || c == '_' || c == '.')
-	}
-	if !ok {
+	if !nameSyntax(name) {
 		return usagef("%q cannot name a host: use 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit", name)
 	}
 	if name == Local || name == Any {
 		return usagef("%q cannot name a host: %s means %s", name, name, map[string]string{Local: "this machine", Any: "the least busy host"}[name])
 	}
 	return nil
+}
+
+// nameSyntax says whether name is spelled as a host's name (local and any
+// included): 1 to 64 letters, digits, '-', '_' and '.', starting with a
+// letter or digit.
+func nameSyntax(name string) bool {
+	ok := len(name) > 0 && len(name) <= 64
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		letterOrDigit := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		ok = letterOrDigit || i > 0 && (c == '-' || c == '_' || c == '.')
+	}
+	return ok
 }
 
 // Target is where a URL points: an ssh destination.
@@ -206,11 +213,11 @@ func RemoveHost(path, name string) error {
 
 // unknownHost is the error for a name that is not configured.
 func unknownHost(name string, hosts map[string]Host) error {
-	known := "none configured (add one with `kaimon host add NAME URL`)"
+	known := "none is configured (add one with `kaimon host add NAME URL`)"
 	if len(hosts) > 0 {
-		known = strings.Join(Names(hosts), ", ")
+		known = "the configured hosts are " + strings.Join(Names(hosts), ", ")
 	}
-	return usagef("no host is named %q: the configured hosts are %s; a host is one of them, %s (this machine) or %s", name, known, Local, URLForms)
+	return usagef("no host is named %q: %s; a host is one of them, %s (this machine) or %s", name, known, Local, URLForms)
 }
 
 // editHosts rewrites the config file's "hosts" with edit, keeping every
