@@ -34,7 +34,13 @@ const (
 		"A request the preset leaves open waits for kaimon permit.\n\n" +
 		"Agents outlive the command that opened them: they live in the daemon until closed or until the daemon " +
 		"stops, then stay listed as dead, with their logs, until kaimon forget; kaimon open --id ID --resume " +
-		"reopens one with its conversation. Their events are described in kaimon-events(7)."
+		"reopens one with its conversation. Their events are described in kaimon-events(7).\n\n" +
+		"Agents on other machines are driven over ssh: kaimon host add NAME ssh://[USER@]HOST[:PORT] names a host, " +
+		"--host NAME (or KAIMON_HOST) picks the host of a command, and an id qualified as NAME/ID names its host " +
+		"wherever an id goes; ids of another host are printed so. ssh runs kaimon dial-stdio there, which reaches " +
+		"that user's own kaimon-agentd over its unix socket: kaimon keeps no credential and nothing listens on a network. " +
+		"A host name not configured, or an id qualified with one, is a usage error (exit 2); a host ssh cannot reach " +
+		"is an error (exit 1) naming the host and saying what ssh said."
 )
 
 // exitCodes says what each exit code means; --help and the man page show it.
