@@ -21,7 +21,7 @@ import (
 // not as the flag's EnvVars: only a --host given on the line contradicts an
 // id qualified with another host, while KAIMON_HOST is a default that such
 // an id overrides.
-var hostFlag = &cli.StringFlag{Name: "host", Usage: "the host to drive: a name of `kaimon host ls`, local (this machine, the default) " +
+var hostFlag = &cli.StringFlag{Name: "host", Usage: "the host to drive, `NAME|URL`: a name of kaimon host ls, local (this machine, the default) " +
 	"or ssh://[USER@]HOST[:PORT]; else KAIMON_HOST", DefaultText: "local"}
 
 // fleetKey holds the run's fleet in the app's Metadata: one per run, so
@@ -111,7 +111,7 @@ func hostCmd() *cli.Command {
 				Description: "NAME is 1 to 64 letters, digits, '-', '_' or '.' (not local or any); URL is ssh://[USER@]HOST[:PORT], " +
 					"an IPv6 HOST in brackets. A name already there is refused: to replace it, rm it and add it again. " +
 					"The kaimon run there is found on the remote PATH unless --remote-bin names it.",
-				Flags: []cli.Flag{&cli.StringFlag{Name: "remote-bin", Usage: "the kaimon to run on the host", DefaultText: "kaimon on the remote PATH"}},
+				Flags: []cli.Flag{&cli.StringFlag{Name: "remote-bin", Usage: "the kaimon to run on the host, `PATH`", DefaultText: "kaimon on the remote PATH"}},
 				Action: func(c *cli.Context) error {
 					if err := needArgs(c, 2, "NAME URL"); err != nil {
 						return err
