@@ -19,6 +19,7 @@ import (
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/fleet"
 	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -68,11 +69,22 @@ func completeCmd() *cli.Command {
 				words = words[1:]
 			}
 			defer func() { _ = recover() }() // a completion never fails loudly
-			comp := &completer{app: c.App, agents: daemonAgents}
+			comp := &completer{app: c.App, agents: daemonAgents, hosts: configuredHosts}
 			writeCompletion(c.App.Writer, comp.complete(words))
 			return nil
 		},
 	}
+}
+
+// configuredHosts are the config file's hosts (none when it cannot be
+// read: a completion never fails loudly).
+func configuredHosts() map[string]fleet.Host {
+	paths, err := config.Resolve()
+	if err != nil {
+		return nil
+	}
+	hosts, _ := fleet.LoadHosts(paths.ConfigFile)
+	return hosts
 }
 
 // daemonAgents asks a running daemon for its agents: agent_list only,
@@ -164,6 +176,7 @@ const (
 	valChannels           // agent: and agent:ID
 	valKinds              // event kinds, comma-separated
 	valCommands           // command names (help's arguments)
+	valHosts              // local and the configured hosts' names
 )
 
 // valueSpec says how to complete one value.
@@ -183,7 +196,7 @@ var placeholderKinds = map[string]valueKind{
 // flagKinds are the flags whose values neither the verb table (an Enum, the
 // agents an id names) nor a placeholder in their usage describes.
 var flagKinds = map[string]valueKind{
-	"model": valModels, "mcp-config": valFiles, "kinds": valKinds,
+	"model": valModels, "mcp-config": valFiles, "kinds": valKinds, "host": valHosts,
 }
 
 // completer completes against the command tree of app, and the daemon's
@@ -192,6 +205,7 @@ var flagKinds = map[string]valueKind{
 type completer struct {
 	app    *cli.App
 	agents func() []verbs.ListEntry
+	hosts  func() map[string]fleet.Host // --host's values
 
 	listed bool
 	list   []verbs.ListEntry
@@ -578,6 +592,14 @@ func (k *completer) values(spec valueSpec, cur, prefix string) completion {
 		}
 	case valCommands:
 		cands = k.commandCandidates(nil, false)
+	case valHosts:
+		cands = append(cands, candidate{fleet.Local, "this machine"})
+		if k.hosts != nil {
+			hosts := k.hosts()
+			for _, n := range fleet.Names(hosts) {
+				cands = append(cands, candidate{n, hosts[n].URL})
+			}
+		}
 	}
 	out := filter(cands, cur)
 	for i := range out.cands {

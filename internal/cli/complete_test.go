@@ -18,6 +18,7 @@ import (
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/fleet"
 	"github.com/kaimon/kaimon/internal/session"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -204,6 +205,29 @@ func TestCompleteCoversTheTree(t *testing.T) {
 	}
 	if slices.Contains(top, completeCmdName) {
 		t.Errorf("%s is offered", completeCmdName)
+	}
+}
+
+// --host completes local and the configured hosts.
+func TestCompleteHosts(t *testing.T) {
+	for _, words := range [][]string{{"--host", ""}, {"--host=", ""}} {
+		k := &completer{app: NewApp(), hosts: func() map[string]fleet.Host {
+			return map[string]fleet.Host{"h2": {URL: "ssh://h2"}, "h1": {URL: "ssh://me@h1"}}
+		}}
+		if words[0] == "--host=" {
+			words = []string{"--host="}
+		}
+		var got []string
+		for _, c := range k.complete(words).cands {
+			got = append(got, c.value)
+		}
+		want := []string{"local", "h1", "h2"}
+		if words[0] == "--host=" {
+			want = []string{"--host=local", "--host=h1", "--host=h2"}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%q: %q, want %q", words, got, want)
+		}
 	}
 }
 
