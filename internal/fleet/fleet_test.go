@@ -261,6 +261,7 @@ func TestConnErrors(t *testing.T) {
 	}{
 		{`echo "sh: 1: /opt/kaimon: not found" >&2; exit 127`, []string{"host h1", "/opt/kaimon was not found", "not found", "--remote-bin PATH"}},
 		{`echo "ssh: connect to host h1 port 22: Connection refused" >&2; exit 255`, []string{"host h1: ssh failed", "Connection refused"}},
+		{`echo "kaimon: kaimon-agentd exited at start" >&2; exit 1`, []string{"host h1: `/opt/kaimon dial-stdio` exited 1 there", "exited at start"}},
 	} {
 		fakeSSH(t, tc.body)
 		s := &SSH{Name: "h1", Target: Target{Host: "h1"}, RemoteBin: "/opt/kaimon"}

@@ -184,7 +184,8 @@ func (e *Error) Error() string {
 	case 255:
 		return fmt.Sprintf("host %s: ssh failed: %s", e.Host, said)
 	}
-	return fmt.Sprintf("host %s: ssh exited %d: %s", e.Host, e.Exit, said)
+	// ssh exits with the remote command's status: dial-stdio's own.
+	return fmt.Sprintf("host %s: `%s dial-stdio` exited %d there: %s", e.Host, e.RemoteBin, e.Exit, said)
 }
 
 // Dial starts ssh and returns its stdio as a connection to the host's
