@@ -71,7 +71,7 @@ var examples = map[string]string{
 	"completion":          "kaimon completion bash > ~/.local/share/bash-completion/completions/kaimon",
 	"tail":                "kaimon tail agent:$id --from-start --no-deltas | jq -c 'select(.kind==\"result\")'",
 	"dial-stdio":          "ssh build1 kaimon dial-stdio   # what kaimon --host build1 runs",
-	"host":                "kaimon host add build1 ssh://build1 && kaimon --host build1 open ~/src/app",
+	"host":                "kaimon host add build1 ssh://build1 && kaimon --host build1 open /home/me/src/app",
 	"host add":            "kaimon host add build1 ssh://me@build1.example.com:2222 --remote-bin ~/bin/kaimon",
 	"host ls":             "kaimon host ls --check || echo 'a host is down'",
 	"host rm":             "kaimon host rm build1",

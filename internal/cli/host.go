@@ -70,6 +70,23 @@ func shownID(c *cli.Context, id string) string {
 	return id
 }
 
+// remoteHost says which host a command about id drives, when it is not
+// this machine: what a path on the command line must be a path of.
+func remoteHost(c *cli.Context, id string) (string, bool) {
+	if f, _ := c.App.Metadata[factoryKey].(factory); f.service != nil {
+		return "", false // a test's service: this machine's
+	}
+	f, err := fleetOf(c)
+	if err != nil {
+		return "", false // the call that follows reports it
+	}
+	host, _, err := f.Route(id)
+	if err != nil || fleet.IsLocal(host) {
+		return "", false
+	}
+	return host, true
+}
+
 // closeFleet ends the ssh children the run's remote clients kept.
 func closeFleet(c *cli.Context) error {
 	if f, ok := c.App.Metadata[fleetKey].(*fleet.Fleet); ok {

@@ -72,6 +72,8 @@ func TestHostCommands(t *testing.T) {
 		{[]string{"status", "h9/abc"}, 2, `no host is named "h9"`},
 		{[]string{"status", "h9/abc", "--json"}, 2, `no host is named "h9"`},
 		{[]string{"--host", "h1", "close", "h2/abc"}, 2, "--host names h1"},
+		{[]string{"--host", "h1", "open"}, 2, `open on host h1 takes DIR as an absolute path there (got ".")`},
+		{[]string{"open", "src/app", "--id", "h2/a1"}, 2, `open on host h2 takes DIR as an absolute path there (got "src/app")`},
 	} {
 		code, out, errs := runIn(t, home, tc.args...)
 		if code != tc.code || !strings.Contains(errs, tc.want) {

@@ -78,7 +78,8 @@ func openCmd() *cli.Command {
 			"(with --resume, to the agent's own).\n\n" +
 			"--id of a dead agent reuses its slot: turn numbers and seq continue, and the conversation starts afresh. " +
 			"Add --resume to continue its conversation too (claude --resume, ACP session/load); the flags left out come from its record " +
-			"(its cwd, model as last switched, preset and tools).",
+			"(its cwd, model as last switched, preset and tools).\n\n" +
+			"On another host (--host NAME, or --id NAME/ID) DIR is an absolute path on that host, and the id is printed as NAME/ID.",
 		Flags: openFlags(),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
@@ -90,6 +91,9 @@ func openCmd() *cli.Command {
 			}
 			if c.NArg() == 1 {
 				dir = c.Args().First()
+			}
+			if host, remote := remoteHost(c, c.String("id")); remote && dir != "" && !filepath.IsAbs(dir) {
+				return usagef("open on host %s takes DIR as an absolute path there (got %q): this machine's directory means nothing on %s", host, dir, host)
 			}
 			a, err := openArgs(c, dir)
 			if err != nil {
