@@ -74,6 +74,7 @@ func TestHostCommands(t *testing.T) {
 		{[]string{"--host", "h1", "close", "h2/abc"}, 2, "--host names h1"},
 		{[]string{"--host", "h1", "open"}, 2, `open on host h1 takes DIR as an absolute path there (got ".")`},
 		{[]string{"open", "src/app", "--id", "h2/a1"}, 2, `open on host h2 takes DIR as an absolute path there (got "src/app")`},
+		{[]string{"--host", "h1", "run", "-C", ".", "hi"}, 2, `open on host h1 takes DIR as an absolute path there (got ".")`},
 	} {
 		code, out, errs := runIn(t, home, tc.args...)
 		if code != tc.code || !strings.Contains(errs, tc.want) {

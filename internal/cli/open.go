@@ -92,8 +92,8 @@ func openCmd() *cli.Command {
 			if c.NArg() == 1 {
 				dir = c.Args().First()
 			}
-			if host, remote := remoteHost(c, c.String("id")); remote && dir != "" && !filepath.IsAbs(dir) {
-				return usagef("open on host %s takes DIR as an absolute path there (got %q): this machine's directory means nothing on %s", host, dir, host)
+			if err := checkRemoteDir(c, dir); err != nil {
+				return err
 			}
 			a, err := openArgs(c, dir)
 			if err != nil {
@@ -110,6 +110,16 @@ func openCmd() *cli.Command {
 			return emit(c, res, func(w io.Writer) { fmt.Fprintln(w, res.AgentID) })
 		},
 	})
+}
+
+// checkRemoteDir refuses a relative DIR for an agent opened on another
+// host (--host, or --id NAME/ID): this machine's directory means nothing
+// there.
+func checkRemoteDir(c *cli.Context, dir string) error {
+	if host, remote := remoteHost(c, c.String("id")); remote && dir != "" && !filepath.IsAbs(dir) {
+		return usagef("open on host %s takes DIR as an absolute path there (got %q): this machine's directory means nothing on %s", host, dir, host)
+	}
+	return nil
 }
 
 func absPath(p string) (string, error) {

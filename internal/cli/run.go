@@ -61,6 +61,9 @@ func runCmd() *cli.Command {
 				return err
 			}
 			if oneShot {
+				if err := checkRemoteDir(c, c.String(oneShotFlag)); err != nil {
+					return err
+				}
 				a, err := openArgs(c, c.String(oneShotFlag))
 				if err != nil {
 					return err
