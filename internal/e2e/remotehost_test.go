@@ -124,3 +124,55 @@ func TestRemoteHostThroughDialStdio(t *testing.T) {
 		t.Errorf("after close through h1 the remote agent is %s", st.Status)
 	}
 }
+
+// kubectlToInstallation stands in for kubectl as sshToInstallation does
+// for ssh: it writes the arguments it was given to argsFile, one a line,
+// and runs the command after "--" in the other installation's environment,
+// as `kubectl exec -i` would run it in the pod.
+func kubectlToInstallation(t *testing.T, to *kenv, argsFile string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#!/bin/sh\nprintf '%%s\\n' \"$@\" > '%s'\nwhile [ \"$1\" != -- ]; do shift; done; shift\nexec env -i", argsFile)
+	for _, kv := range to.env {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, " %s='%s'", k, strings.ReplaceAll(v, "'", `'\''`))
+	}
+	b.WriteString(" \"$@\"\n")
+	p := filepath.Join(t.TempDir(), "kubectl-to-installation")
+	if err := os.WriteFile(p, []byte(b.String()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A kube:// host is reached through `kubectl exec -i POD -- kaimon
+// dial-stdio` (KAIMON_KUBECTL_COMMAND standing in for kubectl): the same
+// dial-stdio and daemon as over ssh, only the transport's argv differs.
+func TestKubeHostThroughDialStdio(t *testing.T) {
+	local, remote := newEnv(t), newEnv(t)
+	argsFile := filepath.Join(t.TempDir(), "kubectl-args")
+	local.env = append(local.env, "KAIMON_KUBECTL_COMMAND="+kubectlToInstallation(t, remote, argsFile))
+	kaimonBin := filepath.Join(binDir, "kaimon")
+	local.ok("host", "add", "pod0", "kube://agents/kaimon-0?container=agentd&context=ci", "--remote-bin", kaimonBin)
+	local.fails(2, "not a Kubernetes name", "host", "add", "pod1", "kube://agents/-it")
+
+	qid := strings.TrimSpace(local.ok("--host", "pod0", "open", remote.work, "--model", "replay:"+exampleLog()+"?speed=0"))
+	host, id, _ := strings.Cut(qid, "/")
+	if host != "pod0" || !verbs.ValidAgentID(id) {
+		t.Fatalf("open on pod0 printed %q, want pod0/ID", qid)
+	}
+	args, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{"--context", "ci", "exec", "-i", "-n", "agents", "-c", "agentd", "kaimon-0", "--", kaimonBin, "dial-stdio"}, "\n") + "\n"
+	if string(args) != want {
+		t.Errorf("kubectl was given\n%s\nwant\n%s", args, want)
+	}
+	local.ok("run", qid, "hello")
+	var st verbs.AgentStatus
+	remote.okJSON(&st, "status", id)
+	if st.Status != "idle" || st.Turn != 1 {
+		t.Errorf("the pod's daemon has %s at %+v after a run through pod0", id, st)
+	}
+	local.ok("close", qid)
+}

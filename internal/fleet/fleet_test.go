@@ -33,7 +33,7 @@ func TestParseURL(t *testing.T) {
 	bad := map[string]string{
 		"build1":                 "no scheme",
 		"http://build1":          `unknown scheme "http"`,
-		"kube://pod":             `unknown scheme "kube"`,
+		"http://pod":             `unknown scheme "http"`,
 		"ssh://":                 "no host",
 		"ssh://me@":              "no host",
 		"ssh://me@:22":           "no host",

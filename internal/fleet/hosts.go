@@ -30,7 +30,7 @@ const (
 )
 
 // URLForms are the accepted forms of a host, for errors.
-const URLForms = "ssh://[USER@]HOST[:PORT] (an IPv6 HOST in brackets)"
+const URLForms = "ssh://[USER@]HOST[:PORT] (an IPv6 HOST in brackets), or kube://[NAMESPACE/]POD[?container=NAME&context=NAME]"
 
 // DefaultRemoteBin is the kaimon run on a host whose remote_bin is unset:
 // found on the remote PATH.
@@ -86,11 +86,21 @@ func nameSyntax(name string) bool {
 	return ok
 }
 
-// Target is where a URL points: an ssh destination.
+// Target is where a URL points: an ssh destination, or a Kubernetes pod
+// reached with kubectl exec.
 type Target struct {
+	// Kube says the target is a pod (kube://): Namespace, Pod, Container
+	// and Context are set, User, Host and Port are not.
+	Kube bool
+
 	User string // empty: ssh's default (~/.ssh/config, else the local user)
 	Host string // a name or address; an IPv6 address without brackets
 	Port int    // 0: ssh's default
+
+	Namespace string // empty: the context's namespace
+	Pod       string
+	Container string // empty: the pod's default container
+	Context   string // empty: kubeconfig's current context
 }
 
 // Destination is ssh's [user@]host.
@@ -107,9 +117,12 @@ func ParseURL(s string) (Target, error) {
 	bad := func(why string) (Target, error) {
 		return Target{}, usagef("host URL %q %s: the accepted form is %s", s, why, URLForms)
 	}
-	scheme, _, ok := strings.Cut(s, "://")
+	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
 		return bad("has no scheme")
+	}
+	if scheme == "kube" {
+		return parseKube(rest, bad)
 	}
 	if scheme != "ssh" {
 		return bad(fmt.Sprintf("has the unknown scheme %q", scheme))
@@ -284,4 +297,71 @@ func editHosts(path string, edit func(map[string]Host) error) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// parseKube reads what follows kube://: [NAMESPACE/]POD, then optionally
+// ?container=NAME&context=NAME. Each part is a Kubernetes name (or a
+// kubeconfig context's, which may hold more), never an option or a shell
+// word: kubectl gets them as arguments of their own.
+func parseKube(rest string, bad func(string) (Target, error)) (Target, error) {
+	where, query, _ := strings.Cut(rest, "?")
+	t := Target{Kube: true}
+	switch parts := strings.Split(where, "/"); len(parts) {
+	case 1:
+		t.Pod = parts[0]
+	case 2:
+		t.Namespace, t.Pod = parts[0], parts[1]
+		if t.Namespace == "" {
+			return bad("has an empty namespace")
+		}
+	default:
+		return bad("has more than NAMESPACE/POD")
+	}
+	if t.Pod == "" {
+		return bad("has no pod")
+	}
+	if query != "" {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return bad(fmt.Sprintf("has a query that does not parse (%v)", err))
+		}
+		for k, v := range q {
+			if len(v) != 1 || v[0] == "" {
+				return bad(fmt.Sprintf("gives %s more or less than one value", k))
+			}
+			switch k {
+			case "container":
+				t.Container = v[0]
+			case "context":
+				t.Context = v[0]
+			default:
+				return bad(fmt.Sprintf("has the unknown parameter %q (container and context are known)", k))
+			}
+		}
+	}
+	for _, n := range []string{t.Namespace, t.Pod, t.Container} {
+		if n != "" && !kubeName(n) {
+			return bad(fmt.Sprintf("has %q, not a Kubernetes name (lower-case letters, digits, '-' and '.')", n))
+		}
+	}
+	if strings.HasPrefix(t.Context, "-") || strings.ContainsAny(t.Context, " \t\n") {
+		return bad(fmt.Sprintf("has the context %q, which starts with '-' or holds a space", t.Context))
+	}
+	return t, nil
+}
+
+// kubeName says whether s is a DNS-1123 name, as namespaces, pods and
+// containers are: so none is ever read by kubectl as an option.
+func kubeName(s string) bool {
+	if len(s) == 0 || len(s) > 253 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
+		if !alnum && (i == 0 || i == len(s)-1 || c != '-' && c != '.') {
+			return false
+		}
+	}
+	return true
 }

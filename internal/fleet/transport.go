@@ -39,6 +39,9 @@ const maxControlPath = 107 - 17
 
 // SSH reaches one host's daemon: each Dial starts one ssh child running
 // `REMOTE_BIN dial-stdio` there, whose stdin and stdout are the connection.
+// A kube:// target is reached the same way through `kubectl exec -i POD --
+// REMOTE_BIN dial-stdio`: the transport is a command whose stdio reaches
+// dial-stdio, and only its argv differs.
 type SSH struct {
 	Name      string // the host's name, for errors (a URL given directly names itself)
 	Target    Target
@@ -50,6 +53,9 @@ type SSH struct {
 	// with the arguments after it, so that `ssh -F FILE -i KEY` works.
 	// Empty: KAIMON_SSH_COMMAND, else ssh.
 	Command string
+	// KubeCommand replaces `kubectl` for a kube:// target, as Command
+	// replaces ssh. Empty: KAIMON_KUBECTL_COMMAND, else kubectl.
+	KubeCommand string
 }
 
 // ForHost is the transport of a configured host (or of a URL given
@@ -74,7 +80,7 @@ func (s *SSH) bin() string {
 // hash of the local host, remote host, port and user: one master per
 // destination, of fixed length.
 func (s *SSH) controlPath() string {
-	if s.ControlDir == "" {
+	if s.ControlDir == "" || s.Target.Kube {
 		return ""
 	}
 	p := filepath.Join(s.ControlDir, "ssh-%C")
@@ -86,6 +92,9 @@ func (s *SSH) controlPath() string {
 
 // Argv is the command line of one Dial.
 func (s *SSH) Argv() []string {
+	if s.Target.Kube {
+		return s.kubeArgv()
+	}
 	args := []string{
 		"-o", "BatchMode=yes",
 		"-o", "ConnectTimeout=" + strconv.Itoa(connectTimeout),
@@ -104,10 +113,50 @@ func (s *SSH) Argv() []string {
 	if cmd == "" {
 		cmd = os.Getenv("KAIMON_SSH_COMMAND")
 	}
+	return commandArgv(cmd, "ssh", args)
+}
+
+// kubeArgv is `kubectl [--context CTX] exec -i [-n NS] [-c C] POD --
+// REMOTE_BIN dial-stdio`. kubectl passes the command's words as they are
+// (no remote shell joins them), so REMOTE_BIN is one word, unquoted; and
+// it exits with the command's status, as ssh does.
+func (s *SSH) kubeArgv() []string {
+	t := s.Target
+	var args []string
+	if t.Context != "" {
+		args = append(args, "--context", t.Context)
+	}
+	args = append(args, "exec", "-i")
+	if t.Namespace != "" {
+		args = append(args, "-n", t.Namespace)
+	}
+	if t.Container != "" {
+		args = append(args, "-c", t.Container)
+	}
+	args = append(args, t.Pod, "--", s.bin(), "dial-stdio")
+	cmd := s.KubeCommand
 	if cmd == "" {
-		return append([]string{"ssh"}, args...)
+		cmd = os.Getenv("KAIMON_KUBECTL_COMMAND")
+	}
+	return commandArgv(cmd, "kubectl", args)
+}
+
+// commandArgv runs args with the program def, or with cmd when it is set,
+// as git runs GIT_SSH_COMMAND: by sh -c with the arguments after it, so
+// that cmd may carry options of its own ("ssh -F FILE -i KEY").
+func commandArgv(cmd, def string, args []string) []string {
+	if cmd == "" {
+		return append([]string{def}, args...)
 	}
 	return append([]string{"sh", "-c", cmd + ` "$@"`, cmd}, args...)
+}
+
+// via names the program that reaches the host, for errors.
+func (s *SSH) via() string {
+	if s.Target.Kube {
+		return "kubectl"
+	}
+	return "ssh"
 }
 
 // MasterExitArgv is the command line that ends the host's master
@@ -170,6 +219,7 @@ type Error struct {
 	Exit      int
 	Stderr    string
 	RemoteBin string
+	Via       string // the transport's program: ssh, or kubectl
 }
 
 func (e *Error) Error() string {
@@ -177,12 +227,20 @@ func (e *Error) Error() string {
 	if said == "" {
 		said = "nothing on stderr"
 	}
-	switch e.Exit {
-	case 127:
-		return fmt.Sprintf("host %s: %s was not found there (ssh exited 127: %s): install kaimon on the remote PATH, or name it with "+
-			"`kaimon host rm %s` and `kaimon host add %s URL --remote-bin PATH`", e.Host, e.RemoteBin, said, e.Host, e.Host)
-	case 255:
+	via := e.Via
+	if via == "" {
+		via = "ssh"
+	}
+	switch {
+	case e.Exit == 127:
+		return fmt.Sprintf("host %s: %s was not found there (%s exited 127: %s): install kaimon on the remote PATH, or name it with "+
+			"`kaimon host rm %s` and `kaimon host add %s URL --remote-bin PATH`", e.Host, e.RemoteBin, via, said, e.Host, e.Host)
+	case e.Exit == 255 && via == "ssh":
 		return fmt.Sprintf("host %s: ssh failed: %s", e.Host, said)
+	case via != "ssh":
+		// kubectl's own failures (no such pod, no access) and the
+		// command's exit share its status: say both may be.
+		return fmt.Sprintf("host %s: %s exited %d (its own failure, or `%s dial-stdio`'s there): %s", e.Host, via, e.Exit, e.RemoteBin, said)
 	}
 	// ssh exits with the remote command's status: dial-stdio's own.
 	return fmt.Sprintf("host %s: `%s dial-stdio` exited %d there: %s", e.Host, e.RemoteBin, e.Exit, said)
@@ -300,7 +358,7 @@ func (c *conn) failure() error {
 	if code < 0 {
 		code = 255 // killed by a signal
 	}
-	return &Error{Host: c.ssh.Name, Exit: code, Stderr: said, RemoteBin: c.ssh.bin()}
+	return &Error{Host: c.ssh.Name, Exit: code, Stderr: said, RemoteBin: c.ssh.bin(), Via: c.ssh.via()}
 }
 
 func (c *conn) Read(p []byte) (int, error) {
@@ -347,7 +405,7 @@ func (c *conn) Close() error {
 func (c *conn) CloseWrite() error { return c.in.Close() }
 
 func (c *conn) LocalAddr() net.Addr  { return addr("kaimon") }
-func (c *conn) RemoteAddr() net.Addr { return addr("ssh " + c.ssh.Name) }
+func (c *conn) RemoteAddr() net.Addr { return addr(c.ssh.via() + " " + c.ssh.Name) }
 
 func (c *conn) SetDeadline(t time.Time) error {
 	return errors.Join(c.in.SetWriteDeadline(t), c.out.SetReadDeadline(t))

@@ -37,10 +37,13 @@ var Env = []EnvVar{
 		Doc: "1: fail instead of starting kaimon-agentd when it is not running (as --no-autostart)."},
 	{Name: "KAIMON_HOST", Default: "local", ReadBy: ByCLI,
 		Doc: "The host a command drives when --host is not given: a name of kaimon host ls, local (this machine) or " +
-			"ssh://[USER@]HOST[:PORT]. An id qualified as NAME/ID names its own host, over this."},
+			"a URL of kaimon host add. An id qualified as NAME/ID names its own host, over this."},
 	{Name: "KAIMON_SSH_COMMAND", Default: "ssh", ReadBy: ByCLI,
 		Doc: "The command that reaches another host, run as git runs GIT_SSH_COMMAND (by sh -c, the ssh arguments after it), " +
 			"e.g. \"ssh -F ~/.ssh/kaimon_config\" or \"ssh -i ~/.ssh/ci_key\": kaimon keeps no credential of its own."},
+	{Name: "KAIMON_KUBECTL_COMMAND", Default: "kubectl", ReadBy: ByCLI,
+		Doc: "The command that reaches a kube:// host's pod, run as KAIMON_SSH_COMMAND is, with kubectl's exec arguments " +
+			"after it, e.g. \"kubectl --kubeconfig ~/.kube/ci\"."},
 	{Name: "KAIMON_AGENTD_BIN", Default: "kaimon-agentd beside kaimon, else on PATH", ReadBy: ByCLI,
 		Doc: "The kaimon-agentd program kaimon starts."},
 	{Name: "KAIMON_AGENTD_CPUPROFILE", ReadBy: ByDaemon,
