@@ -208,7 +208,7 @@ func daemonInstallUnitCmd() *cli.Command {
 			}
 			envFile := filepath.Join(filepath.Dir(paths.ConfigFile), "agentd.env")
 			env, kept := unitEnvironment(os.Environ())
-			if err := writeFileAtomic(envFile, env, 0o600); err != nil {
+			if err := config.WriteFileAtomic(envFile, env, 0o600); err != nil {
 				return err
 			}
 			// The log file's directory must exist before systemd opens it.
@@ -216,7 +216,7 @@ func daemonInstallUnitCmd() *cli.Command {
 				return err
 			}
 			unit := filepath.Join(unitDir, unitName)
-			if err := writeFileAtomic(unit, []byte(unitFile(bin, envFile, paths.DaemonLog())), 0o644); err != nil {
+			if err := config.WriteFileAtomic(unit, []byte(unitFile(bin, envFile, paths.DaemonLog())), 0o644); err != nil {
 				return err
 			}
 			w := c.App.Writer
@@ -311,29 +311,4 @@ RestartSec=2
 [Install]
 WantedBy=default.target
 `, version.String(), exec, esc(envFile), out)
-}
-
-// writeFileAtomic writes data to path (making its directory) through a
-// temporary file renamed over it, so that a reader never sees half a file.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
