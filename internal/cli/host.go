@@ -95,8 +95,8 @@ func closeFleet(c *cli.Context) error {
 	return nil
 }
 
-// hostCheckWait bounds `host ls --check`: each host's ssh gives up on a
-// dead link within about 10 s by itself; this is the backstop.
+// hostCheckWait bounds `host ls --check`: each host's first exchange
+// gives up on a dead link within 8 s by itself; this is the backstop.
 const hostCheckWait = 20 * time.Second
 
 // hostEntry is one row of `kaimon host ls --json`.
@@ -150,7 +150,7 @@ func hostCmd() *cli.Command {
 				Name:  "ls",
 				Usage: "List the hosts; with --check, whether each answers and its kaimon's version",
 				Description: "Prints NAME, URL and REMOTE_BIN, local (this machine) first. --check asks every host's daemon its " +
-					"status, in parallel, each within a bounded time (ssh gives up on a dead link within about 10 s): " +
+					"status, in parallel, each within a bounded time (a dead link within 8 s): " +
 					"it says ok and the remote version, or the error; it exits 1 when any host failed.",
 				Flags: []cli.Flag{&cli.BoolFlag{Name: "check", Usage: "reach each host and show its kaimon-agentd's version"}, jsonFlag},
 				Action: func(c *cli.Context) error {

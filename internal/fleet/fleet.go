@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/client"
@@ -221,9 +222,15 @@ func (f *Fleet) connect(ctx context.Context, host string) (*client.Client, error
 	if err != nil {
 		return nil, err
 	}
-	st, err := Handshake(ctx, cl, host)
+	hctx, cancel := context.WithTimeout(ctx, handshakeWait)
+	st, err := Handshake(hctx, cl, host)
+	cancel()
 	if err != nil {
 		cl.CloseIdleConnections()
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("host %s: no answer within %s: its link or ssh server is down, or its daemon did not start "+
+				"(`kaimon host ls --check` says which hosts answer)", host, handshakeWait)
+		}
 		return nil, err
 	}
 	if f.Warn != nil && version.Differs(version.String(), version.CommitString(), st.Version, st.Commit) {
@@ -233,6 +240,14 @@ func (f *Fleet) connect(ctx context.Context, host string) (*client.Client, error
 	}
 	return cl, nil
 }
+
+// handshakeWait bounds the first exchange with a host, whatever ssh does
+// meanwhile: a command on a host whose link is down fails within it,
+// naming the host, even when a master connection of ssh's has not yet
+// noticed the link is gone (its keep-alives take longer) and the request
+// is retried on a fresh connection. It leaves room for dial-stdio to start
+// the host's daemon.
+var handshakeWait = 8 * time.Second // a variable for the test of it only
 
 // Handshake is the first exchange with host's daemon: its status, refused
 // when its API version is not this kaimon's.

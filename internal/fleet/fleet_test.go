@@ -179,7 +179,7 @@ func TestArgv(t *testing.T) {
 	t.Setenv("KAIMON_SSH_COMMAND", "")
 	dir := "/run/user/1000/kaimon"
 	s := &SSH{Name: "h1", Target: Target{User: "me", Host: "build1", Port: 2222}, ControlDir: dir}
-	opts := []string{"-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=2",
+	opts := []string{"-o", "BatchMode=yes", "-o", "ConnectTimeout=8", "-o", "ServerAliveInterval=2", "-o", "ServerAliveCountMax=3",
 		"-o", "ControlMaster=auto", "-o", "ControlPersist=10m", "-o", "ControlPath=" + dir + "/ssh-%C"}
 	want := append(append([]string{"ssh"}, opts...), "-p", "2222", "--", "me@build1", "kaimon dial-stdio")
 	if got := s.Argv(); !reflect.DeepEqual(got, want) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/client"
@@ -71,5 +72,30 @@ func TestFleetWarnsOnceOfAnotherBuild(t *testing.T) {
 	}
 	if n := strings.Count(warn.String(), "warning"); n != 1 || !strings.Contains(warn.String(), "host h1's kaimon-agentd (pid 7) runs v9.9.9") {
 		t.Errorf("warnings:\n%s", warn.String())
+	}
+}
+
+// A host that never answers (a link down under a master ssh still thinks
+// alive) fails the first exchange within handshakeWait, naming the host,
+// instead of waiting on ssh's keep-alives.
+func TestHandshakeBounded(t *testing.T) {
+	defer func(d time.Duration) { handshakeWait = d }(handshakeWait)
+	handshakeWait = 200 * time.Millisecond
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	silent := &client.Client{Addr: "host h1", Dial: func(ctx context.Context) (net.Conn, error) {
+		ours, theirs := net.Pipe() // nobody reads theirs: the request waits forever
+		conns = append(conns, ours, theirs)
+		return ours, nil
+	}}
+	f := &Fleet{Hosts: map[string]Host{"h1": {URL: "ssh://h1"}},
+		dialRemote: func(string) (*client.Client, error) { return silent, nil }}
+	_, err := f.Client(context.Background(), "h1")
+	if err == nil || !strings.Contains(err.Error(), "host h1: no answer within 200ms") {
+		t.Errorf("a silent host: %v", err)
 	}
 }

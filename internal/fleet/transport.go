@@ -20,12 +20,14 @@ import (
 )
 
 // The ssh options that bound a dead link: a connection that cannot be made
-// fails after connectTimeout, and one that stops answering after
-// aliveInterval × aliveCount (about 10 s either way), never a hang.
+// fails after connectTimeout, and one that stops answering (a turn's
+// stream, the master) after aliveInterval × aliveCount, give or take an
+// interval: never a hang. A new command is bounded tighter still, by
+// handshakeWait.
 const (
-	connectTimeout = 10
-	aliveInterval  = 5
-	aliveCount     = 2
+	connectTimeout = 8
+	aliveInterval  = 2
+	aliveCount     = 3
 	// controlPersist keeps the master connection this long after its last
 	// channel closes, so that the next command costs a channel, not a
 	// handshake.
