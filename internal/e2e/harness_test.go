@@ -52,7 +52,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building binaries:", err)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	if err := teardownFleet(); err != nil {
+		fmt.Fprintln(os.Stderr, "the fleet test hosts:", err)
+		code = 1
+	}
+	return code
 }
 
 // parallelized holds the tests that parallel has let go.

@@ -1,0 +1,709 @@
+package e2e
+
+// The fleet's test hosts: two real OpenSSH servers, each in a network
+// namespace of its own, reached from this (the root) namespace over a veth
+// pair, each with its own user account, the run's keys and pinned host
+// keys. Every fleet test of one `go test` run shares the one pair (made on
+// first use, torn down at the end of TestMain): hosts cost seconds, and CI's
+// time is short. Tests still share nothing that matters: each test's ssh
+// config sends its own KAIMON_HOME (sshd's AcceptEnv), so each test talks
+// to a remote daemon of its own on a shared host, and may kill it.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
+)
+
+// fleetHost is one test host: a network namespace, the veth pair joining
+// it to the root namespace, a user, an sshd, and a fake model API inside
+// the namespace that the host's agents talk to.
+type fleetHost struct {
+	name     string // ssh config alias and kaimon host name: h1, h2
+	ns       string // network namespace
+	user     string // the account ssh logs in as
+	uid, gid int
+	home     string // the user's home, in the fleet's temp dir
+	addr     string // the namespace's address: sshd listens here
+	rootAddr string // the root namespace's end of the link
+	vethRoot string // the pair's end in the root namespace
+	vethNS   string // the pair's end in the host's namespace
+	hostKey  string // the host's public key line (type and key)
+	sshd     *exec.Cmd
+	sshdLog  *lockedBuffer
+	sshdDone chan struct{}
+	api      *fakeapi.Server // listens on the namespace's 127.0.0.1
+}
+
+// fleet is the run's pair of hosts and the client side's files.
+type fleet struct {
+	tag        string // prefix of every name this run makes: kmf<pid>
+	dir        string // the run's temp dir; hosts' homes live under it
+	key        string // the client's private key
+	knownHosts string // pins each host's key
+	sshConfig  string // Host h1 / h2 blocks: ssh -F sshConfig h1 true
+	hosts      []*fleetHost
+	remotes    atomic.Int64 // numbers each test's remote KAIMON_HOME
+}
+
+var (
+	fleetOnce sync.Once
+	theFleet  *fleet
+	fleetSkip string // why the hosts cannot be made here; "" when they can
+	fleetErr  error  // why making them failed
+)
+
+// needFleet returns the run's hosts, making them on first use. Without
+// root, ip or sshd the test skips saying what is missing, except in CI
+// (where .ci/run installs them and runs as root): there it fails.
+func needFleet(t testing.TB) *fleet {
+	t.Helper()
+	needClaude(t) // the hosts' agents are the real claude CLI
+	fleetOnce.Do(func() {
+		if fleetSkip = fleetMissing(); fleetSkip != "" {
+			return
+		}
+		theFleet, fleetErr = newFleet()
+	})
+	if fleetSkip != "" {
+		msg := "no fleet test hosts: " + fleetSkip
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	if fleetErr != nil {
+		t.Fatal("making the fleet test hosts: ", fleetErr)
+	}
+	return theFleet
+}
+
+// sshdBin is Debian's sshd; it must be named by its absolute path, as it
+// re-executes itself for each connection.
+const sshdBin = "/usr/sbin/sshd"
+
+// fleetMissing says what the hosts need and this machine lacks, or "".
+func fleetMissing() string {
+	if os.Geteuid() != 0 {
+		return "network namespaces and user accounts need root (CI runs as root)"
+	}
+	if _, err := os.Stat(sshdBin); err != nil {
+		return sshdBin + " is missing: install Debian's openssh-server (scripts/setup-test.sh does)"
+	}
+	for _, p := range []string{"ip", "ssh", "ssh-keygen", "useradd", "userdel"} {
+		if _, err := exec.LookPath(p); err != nil {
+			return p + " is not on PATH: install iproute2, openssh-client and passwd (scripts/setup-test.sh does)"
+		}
+	}
+	return ""
+}
+
+// newFleet makes the two hosts. On failure it undoes what it made.
+func newFleet() (f *fleet, err error) {
+	f = &fleet{tag: fmt.Sprintf("kmf%d", os.Getpid())}
+	defer func() {
+		if err != nil {
+			if terr := f.teardown(); terr != nil {
+				err = fmt.Errorf("%w; and tearing down: %v", err, terr)
+			}
+			f = nil
+		}
+	}()
+	// The homes live here: others must be able to pass through it.
+	if f.dir, err = os.MkdirTemp("", f.tag+"-"); err != nil {
+		return f, err
+	}
+	if err = os.Chmod(f.dir, 0o755); err != nil {
+		return f, err
+	}
+	// The users run the binaries TestMain built.
+	if err = os.Chmod(binDir, 0o755); err != nil {
+		return f, err
+	}
+	// sshd wants its privilege-separation dir, which the distribution's
+	// service unit makes at boot; with no service running, nothing has.
+	if err = os.MkdirAll("/run/sshd", 0o755); err != nil {
+		return f, err
+	}
+	f.key = filepath.Join(f.dir, "client_key")
+	if err = runCmd("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f.tag, "-f", f.key); err != nil {
+		return f, err
+	}
+	pub, err := os.ReadFile(f.key + ".pub")
+	if err != nil {
+		return f, err
+	}
+	for i := 1; i <= 2; i++ {
+		h := &fleetHost{
+			name:     fmt.Sprintf("h%d", i),
+			ns:       fmt.Sprintf("%s-h%d", f.tag, i),
+			user:     fmt.Sprintf("%sh%d", f.tag, i),
+			vethRoot: fmt.Sprintf("%sh%d", f.tag, i),
+			vethNS:   fmt.Sprintf("%sh%dp", f.tag, i),
+		}
+		h.home = filepath.Join(f.dir, h.name)
+		f.hosts = append(f.hosts, h)
+		if err = f.makeHost(h, pub); err != nil {
+			return f, fmt.Errorf("host %s: %w", h.name, err)
+		}
+	}
+	if err = f.writeClientFiles(f.sshConfig, nil); err != nil {
+		return f, err
+	}
+	// Each host answers, as its user, with the run's keys, and finds the
+	// binaries and the agent program it is given.
+	for _, h := range f.hosts {
+		out, err := f.ssh(30*time.Second, h.name, `command -v kaimon && test -x "$KAIMON_CLAUDE_BIN" && id -un`)
+		if err != nil {
+			return f, fmt.Errorf("ssh %s: %v: %s\nsshd log:\n%s", h.name, err, out, h.sshdLog)
+		}
+		if !strings.Contains(out, filepath.Join(binDir, "kaimon")) || !strings.Contains(out, h.user) {
+			return f, fmt.Errorf("ssh %s: want kaimon from %s and user %s; got %q", h.name, binDir, h.user, out)
+		}
+	}
+	return f, nil
+}
+
+// makeHost makes host h: link, user, keys, fake API, sshd.
+func (f *fleet) makeHost(h *fleetHost, clientPub []byte) error {
+	if err := h.pickSubnet(); err != nil {
+		return err
+	}
+	steps := [][]string{
+		{"ip", "netns", "add", h.ns},
+		{"ip", "link", "add", h.vethRoot, "type", "veth", "peer", "name", h.vethNS, "netns", h.ns},
+		{"ip", "addr", "add", h.rootAddr + "/30", "dev", h.vethRoot},
+		{"ip", "link", "set", h.vethRoot, "up"},
+		{"ip", "-n", h.ns, "addr", "add", h.addr + "/30", "dev", h.vethNS},
+		{"ip", "-n", h.ns, "link", "set", h.vethNS, "up"},
+		{"ip", "-n", h.ns, "link", "set", "lo", "up"},
+		// '*' is no password but not a locked account, which sshd
+		// without PAM would refuse even a key for.
+		{"useradd", "--no-create-home", "--home-dir", h.home, "--shell", "/bin/sh", "--password", "*", "--user-group", h.user},
+	}
+	for _, s := range steps {
+		if err := runCmd(s[0], s[1:]...); err != nil {
+			return err
+		}
+	}
+	var err error
+	if h.uid, h.gid, err = lookupUser(h.user); err != nil {
+		return err
+	}
+	// The home: the user's, with the client key authorized (sshd's
+	// StrictModes checks these modes and owners).
+	for _, d := range []string{h.home, filepath.Join(h.home, ".ssh"), filepath.Join(h.home, "tmp")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(h.home, ".ssh", "authorized_keys"), clientPub, 0o600); err != nil {
+		return err
+	}
+	if err := chownTree(h.home, h.uid, h.gid); err != nil {
+		return err
+	}
+	// The host's own files, root's, outside the user's home.
+	etc := filepath.Join(f.dir, "sshd-"+h.name)
+	if err := os.Mkdir(etc, 0o700); err != nil {
+		return err
+	}
+	hostKey := filepath.Join(etc, "host_ed25519")
+	if err := runCmd("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", h.name, "-f", hostKey); err != nil {
+		return err
+	}
+	pub, err := os.ReadFile(hostKey + ".pub")
+	if err != nil {
+		return err
+	}
+	fields := strings.Fields(string(pub))
+	h.hostKey = fields[0] + " " + fields[1]
+	if h.api, err = fakeAPIIn(h.ns); err != nil {
+		return err
+	}
+	// What the remote daemon and its agents need, as sshd gives it to
+	// every session: kaimon on PATH, the claude CLI talking to this
+	// namespace's fake API, as newEnv sets it up locally.
+	env := []string{
+		"PATH=" + binDir + ":/usr/local/bin:/usr/bin:/bin",
+		"KAIMON_CLAUDE_BIN=" + claudeBin,
+		"ANTHROPIC_BASE_URL=" + h.api.URL(),
+		"ANTHROPIC_API_KEY=sk-fake",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_MAX_RETRIES=0",
+		"IS_SANDBOX=1",
+		"NO_COLOR=1",
+		"TMPDIR=" + filepath.Join(h.home, "tmp"),
+		"CLAUDE_CODE_TMPDIR=" + filepath.Join(h.home, "tmp"),
+	}
+	if os.Getenv("KAIMON_E2E_RACE") != "" {
+		env = append(env, "KAIMON_E2E_RACE=1")
+	}
+	cfg := filepath.Join(etc, "sshd_config")
+	conf := fmt.Sprintf(`# sshd for kaimon's fleet tests: host %s of run %s
+ListenAddress %s:22
+HostKey %s
+PidFile none
+UsePAM no
+AllowUsers %s
+PermitRootLogin no
+AuthenticationMethods publickey
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+AuthorizedKeysFile .ssh/authorized_keys
+StrictModes yes
+AllowAgentForwarding no
+AllowTcpForwarding no
+X11Forwarding no
+PermitTunnel no
+PrintMotd no
+PrintLastLog no
+MaxSessions 64
+MaxStartups 64:30:128
+LogLevel INFO
+AcceptEnv KAIMON_HOME
+SetEnv %s
+`, h.name, f.tag, h.addr, hostKey, h.user, strings.Join(env, " "))
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		return err
+	}
+	if err := runCmd(sshdBin, "-t", "-f", cfg); err != nil {
+		return err
+	}
+	h.sshdLog = &lockedBuffer{}
+	h.sshd = exec.Command("ip", "netns", "exec", h.ns, sshdBin, "-D", "-e", "-f", cfg)
+	h.sshd.Stdout, h.sshd.Stderr = h.sshdLog, h.sshdLog
+	h.sshd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := h.sshd.Start(); err != nil {
+		return err
+	}
+	h.sshdDone = make(chan struct{})
+	go func() { _ = h.sshd.Wait(); close(h.sshdDone) }()
+	// Ready when it accepts a connection on its address.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(h.addr, "22"), time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-h.sshdDone:
+			return fmt.Errorf("sshd exited: %s", h.sshdLog)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("sshd does not accept on %s: %v\n%s", h.addr, err, h.sshdLog)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// pickSubnet picks a /30 in 10.251.0.0/16 that no interface here has an
+// address in and no route names: the only addresses the tests use.
+func (h *fleetHost) pickSubnet() error {
+	have, err := net.InterfaceAddrs()
+	if err != nil {
+		return err
+	}
+	for try := 0; try < 50; try++ {
+		n, _ := rand.Int(rand.Reader, big.NewInt(1<<14))
+		base := int(n.Int64()) * 4 // 0..65532, a multiple of 4
+		_, subnet, _ := net.ParseCIDR(fmt.Sprintf("10.251.%d.%d/30", base>>8, base&0xff))
+		taken := false
+		for _, a := range have {
+			if ip, _, err := net.ParseCIDR(a.String()); err == nil && subnet.Contains(ip) {
+				taken = true
+			}
+		}
+		if out, err := exec.Command("ip", "-4", "route", "show", "match", subnet.IP.String()).Output(); err != nil || strings.Contains(string(out), subnet.IP.String()) {
+			taken = true
+		}
+		if !taken {
+			ip := subnet.IP.To4()
+			h.rootAddr = net.IPv4(ip[0], ip[1], ip[2], ip[3]+1).String()
+			h.addr = net.IPv4(ip[0], ip[1], ip[2], ip[3]+2).String()
+			return nil
+		}
+	}
+	return errors.New("no free /30 in 10.251.0.0/16")
+}
+
+// fakeAPIIn serves a fake model API on 127.0.0.1 inside namespace ns. A
+// socket belongs to the namespace of the thread that made it, so one
+// locked thread moves there for the listen and back. Should the move back
+// fail, the thread stays locked: a locked thread ends with its goroutine,
+// so no other goroutine ever runs in the wrong namespace. The server's own
+// goroutines run on other threads; its socket stays in ns.
+func fakeAPIIn(ns string) (*fakeapi.Server, error) {
+	type res struct {
+		s   *fakeapi.Server
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		runtime.LockOSThread()
+		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			ch <- res{err: err}
+			return
+		}
+		defer unix.Close(home)
+		fd, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			ch <- res{err: err}
+			return
+		}
+		defer unix.Close(fd)
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			ch <- res{err: fmt.Errorf("setns %s: %w", ns, err)}
+			return
+		}
+		s, err := fakeapi.Start()
+		if err := unix.Setns(home, unix.CLONE_NEWNET); err == nil {
+			runtime.UnlockOSThread()
+		}
+		ch <- res{s, err}
+	}()
+	r := <-ch
+	return r.s, r.err
+}
+
+// writeClientFiles writes the known_hosts pinning each host's key (once)
+// and an ssh config at path with a block per host; remoteHome, when not
+// nil, names the KAIMON_HOME each host's sessions get (SetEnv).
+func (f *fleet) writeClientFiles(path string, remoteHome map[string]string) error {
+	if f.knownHosts == "" {
+		f.knownHosts = filepath.Join(f.dir, "known_hosts")
+		var kh strings.Builder
+		for _, h := range f.hosts {
+			fmt.Fprintf(&kh, "%s %s\n", h.addr, h.hostKey)
+		}
+		if err := os.WriteFile(f.knownHosts, []byte(kh.String()), 0o600); err != nil {
+			return err
+		}
+	}
+	if path == "" {
+		f.sshConfig = filepath.Join(f.dir, "ssh_config")
+		path = f.sshConfig
+	}
+	var b strings.Builder
+	for _, h := range f.hosts {
+		// Both the alias and the address, so that kaimon's ssh://USER@ADDR
+		// finds the same settings.
+		fmt.Fprintf(&b, "Host %s %s\n\tHostName %s\n\tUser %s\n\tPort 22\n", h.name, h.addr, h.addr, h.user)
+		if rh := remoteHome[h.name]; rh != "" {
+			fmt.Fprintf(&b, "\tSetEnv KAIMON_HOME=%s\n", rh)
+		}
+	}
+	fmt.Fprintf(&b, `Host *
+	IdentityFile %s
+	IdentitiesOnly yes
+	IdentityAgent none
+	UserKnownHostsFile %s
+	GlobalKnownHostsFile /dev/null
+	StrictHostKeyChecking yes
+	UpdateHostKeys no
+	CheckHostIP no
+	BatchMode yes
+	ConnectTimeout 5
+	LogLevel ERROR
+`, f.key, f.knownHosts)
+	return os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+// ssh runs a command on a host with the run's config, and fails if it has
+// not ended within d.
+func (f *fleet) ssh(d time.Duration, host string, command string) (string, error) {
+	return sshWith(d, f.sshConfig, host, command)
+}
+
+func sshWith(d time.Duration, cfg, host, command string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ssh", "-F", cfg, host, command).CombinedOutput()
+	if ctx.Err() != nil {
+		return string(out), fmt.Errorf("ssh %s %q did not end within %s", host, command, d)
+	}
+	return string(out), err
+}
+
+func (f *fleet) host(name string) *fleetHost {
+	for _, h := range f.hosts {
+		if h.name == name {
+			return h
+		}
+	}
+	panic("no fleet host " + name)
+}
+
+// remote is one test's view of the fleet: its ssh config, which gives it
+// a remote KAIMON_HOME of its own on each host, so its remote daemons are
+// its own.
+type remote struct {
+	f         *fleet
+	sshConfig string
+	home      map[string]string // host name → remote KAIMON_HOME
+}
+
+// newRemote gives test t remote homes on every host and an ssh config
+// that sends them; at the end of t it stops the remote daemons, fails t if
+// any process of theirs outlives that, and removes the homes.
+func (f *fleet) newRemote(t testing.TB, dir string) *remote {
+	t.Helper()
+	r := &remote{f: f, sshConfig: filepath.Join(dir, "ssh_config"), home: map[string]string{}}
+	n := f.remotes.Add(1)
+	for _, h := range f.hosts {
+		rh := filepath.Join(h.home, "k"+strconv.FormatInt(n, 10))
+		if err := os.Mkdir(rh, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(rh, h.uid, h.gid); err != nil {
+			t.Fatal(err)
+		}
+		r.home[h.name] = rh
+	}
+	if err := f.writeClientFiles(r.sshConfig, r.home); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.cleanup(t) })
+	return r
+}
+
+func (r *remote) cleanup(t testing.TB) {
+	for _, h := range r.f.hosts {
+		rh := r.home[h.name]
+		// The remote kaimon stops its own daemon (no daemon: a no-op).
+		if out, err := sshWith(30*time.Second, r.sshConfig, h.name, "kaimon daemon stop"); err != nil {
+			t.Errorf("stopping the remote daemon on %s: %v: %s", h.name, err, out)
+		}
+		var left []int
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			left = processesWithEnv("KAIMON_HOME=" + rh)
+			if len(left) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if len(left) > 0 {
+			t.Errorf("processes left on host %s after its daemon stopped: %s", h.name, describe(left))
+			for _, pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if err := os.RemoveAll(rh); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// ssh runs a command on a host as test t's remote side sees it.
+func (r *remote) ssh(d time.Duration, host, command string) (string, error) {
+	return sshWith(d, r.sshConfig, host, command)
+}
+
+// teardown undoes everything newFleet made, and says what it could not,
+// or what it found left behind: a process in a host's namespace other
+// than its sshd (a remote daemon or agent some test leaked), a namespace,
+// a link, a user, or the temp dir that outlived its removal.
+func (f *fleet) teardown() error {
+	var errs []error
+	for _, h := range f.hosts {
+		if h.api != nil {
+			h.api.Close()
+		}
+		if h.sshd != nil && h.sshd.Process != nil {
+			// What runs in the namespace besides sshd's listener is a
+			// leak, unless it is a connection's sshd on its way out.
+			var left []int
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				left = nil
+				for _, pid := range netnsPids(h.ns) {
+					if pid != h.sshd.Process.Pid {
+						left = append(left, pid)
+					}
+				}
+				if len(left) == 0 || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if len(left) > 0 {
+				errs = append(errs, fmt.Errorf("host %s: processes left in its namespace: %s", h.name, describe(left)))
+				for _, pid := range left {
+					if pid != os.Getpid() { // never this test: see fakeAPIIn
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}
+			_ = syscall.Kill(-h.sshd.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-h.sshdDone:
+			case <-time.After(10 * time.Second):
+				_ = syscall.Kill(-h.sshd.Process.Pid, syscall.SIGKILL)
+				<-h.sshdDone
+			}
+		}
+		// Anything still in the namespace (killed above, being reaped)
+		// would keep it alive after ip netns del.
+		waitGone(func() bool { return len(netnsPids(h.ns)) == 0 }, 10*time.Second)
+		if pids := netnsPids(h.ns); len(pids) > 0 {
+			errs = append(errs, fmt.Errorf("host %s: processes outlived SIGKILL in its namespace: %s", h.name, describe(pids)))
+		}
+		if nsExists(h.ns) {
+			if err := runCmd("ip", "netns", "del", h.ns); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		// Deleting the namespace deletes the pair with its end inside.
+		waitGone(func() bool { return !exists("ip", "link", "show", h.vethRoot) }, 10*time.Second)
+		if exists("ip", "link", "show", h.vethRoot) {
+			if err := runCmd("ip", "link", "del", h.vethRoot); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if exists("id", "-u", h.user) {
+			if err := runCmd("userdel", h.user); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		// Check: nothing of the host is left.
+		if nsExists(h.ns) {
+			errs = append(errs, fmt.Errorf("host %s: namespace %s is left", h.name, h.ns))
+		}
+		if exists("ip", "link", "show", h.vethRoot) {
+			errs = append(errs, fmt.Errorf("host %s: link %s is left", h.name, h.vethRoot))
+		}
+		if exists("id", "-u", h.user) {
+			errs = append(errs, fmt.Errorf("host %s: user %s is left", h.name, h.user))
+		}
+	}
+	if f.dir != "" {
+		if err := os.RemoveAll(f.dir); err != nil {
+			errs = append(errs, err)
+		}
+		if _, err := os.Stat(f.dir); err == nil {
+			errs = append(errs, fmt.Errorf("%s is left", f.dir))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// teardownFleet tears down the run's hosts if a test made them; TestMain
+// calls it after the tests, and fails the run if anything was left.
+func teardownFleet() error {
+	if theFleet == nil {
+		return nil
+	}
+	return theFleet.teardown()
+}
+
+// netnsPids lists the processes in namespace ns (none when it is gone).
+func netnsPids(ns string) []int {
+	out, err := exec.Command("ip", "netns", "pids", ns).Output()
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func waitGone(gone func() bool, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for !gone() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// runCmd runs a setup command, its output in the error when it fails.
+func runCmd(name string, args ...string) error {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// nsExists says whether namespace ns is there (ip netns add made it).
+func nsExists(ns string) bool {
+	_, err := os.Stat("/run/netns/" + ns)
+	return err == nil
+}
+
+// exists says whether a query command (ip link show, id -u) succeeds.
+func exists(name string, args ...string) bool {
+	return exec.Command(name, args...).Run() == nil
+}
+
+func lookupUser(name string) (uid, gid int, err error) {
+	out, err := exec.Command("id", "-u", name).Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("id -u %s: %w", name, err)
+	}
+	if uid, err = strconv.Atoi(strings.TrimSpace(string(out))); err != nil {
+		return 0, 0, err
+	}
+	out, err = exec.Command("id", "-g", name).Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("id -g %s: %w", name, err)
+	}
+	gid, err = strconv.Atoi(strings.TrimSpace(string(out)))
+	return uid, gid, err
+}
+
+func chownTree(root string, uid, gid int) error {
+	return filepath.Walk(root, func(path string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, gid)
+	})
+}
+
+// lockedBuffer is an io.Writer that sshd's output goes to while tests
+// read it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
