@@ -466,6 +466,7 @@ type remote struct {
 	f         *fleet
 	sshConfig string
 	home      map[string]string // host name → remote KAIMON_HOME
+	work      map[string]string // host name → a project directory there
 }
 
 // newRemote gives test t remote homes on every host and an ssh config
@@ -473,17 +474,18 @@ type remote struct {
 // any process of theirs outlives that, and removes the homes.
 func (f *fleet) newRemote(t testing.TB, dir string) *remote {
 	t.Helper()
-	r := &remote{f: f, sshConfig: filepath.Join(dir, "ssh_config"), home: map[string]string{}}
+	r := &remote{f: f, sshConfig: filepath.Join(dir, "ssh_config"), home: map[string]string{}, work: map[string]string{}}
 	n := f.remotes.Add(1)
 	for _, h := range f.hosts {
 		rh := filepath.Join(h.home, "k"+strconv.FormatInt(n, 10))
-		if err := os.Mkdir(rh, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(rh, h.uid, h.gid); err != nil {
-			t.Fatal(err)
-		}
 		r.home[h.name] = rh
+		r.work[h.name] = filepath.Join(rh, "project")
+		if err := os.MkdirAll(r.work[h.name], 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := chownTree(rh, h.uid, h.gid); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := f.writeClientFiles(r.sshConfig, r.home); err != nil {
 		t.Fatal(err)
