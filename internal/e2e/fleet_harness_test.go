@@ -7,7 +7,9 @@ package e2e
 // first use, torn down at the end of TestMain): hosts cost seconds, and CI's
 // time is short. Tests still share nothing that matters: each test's ssh
 // config sends its own KAIMON_HOME (sshd's AcceptEnv), so each test talks
-// to a remote daemon of its own on a shared host, and may kill it.
+// to a remote daemon of its own on a shared host, and may kill it; and a
+// test that takes a link down takes a spare link of the host's, its own,
+// so the others' links stay up.
 
 import (
 	"bytes"
@@ -34,25 +36,39 @@ import (
 	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
 )
 
-// fleetHost is one test host: a network namespace, the veth pair joining
-// it to the root namespace, a user, an sshd, and a fake model API inside
-// the namespace that the host's agents talk to.
+// fleetHost is one test host: a network namespace, the veth pairs
+// joining it to the root namespace, a user, an sshd, and a fake model API
+// inside the namespace that the host's agents talk to.
 type fleetHost struct {
 	name     string // ssh config alias and kaimon host name: h1, h2
 	ns       string // network namespace
 	user     string // the account ssh logs in as
 	uid, gid int
 	home     string // the user's home, in the fleet's temp dir
-	addr     string // the namespace's address: sshd listens here
-	rootAddr string // the root namespace's end of the link
-	vethRoot string // the pair's end in the root namespace
-	vethNS   string // the pair's end in the host's namespace
+	addr     string // the main link's address in the namespace
+	// links are the host's links: links[0] the main one, the others
+	// spares, each for one test at a time to take down (spareLink).
+	links    []*fleetLink
 	hostKey  string // the host's public key line (type and key)
 	sshd     *exec.Cmd
 	sshdLog  *lockedBuffer
 	sshdDone chan struct{}
 	api      *fakeapi.Server // listens on the namespace's 127.0.0.1
 }
+
+// fleetLink is one veth pair between the root namespace and a host's, with
+// a /30 of its own; sshd listens on every link's address.
+type fleetLink struct {
+	vethRoot string // the pair's end in the root namespace
+	vethNS   string // the pair's end in the host's namespace
+	rootAddr string
+	addr     string // the namespace's end: where ssh connects
+	busy     bool   // a spare a test holds (fleet.mu)
+}
+
+// spareLinks is how many spare links each host has: one per test that
+// takes a link down.
+const spareLinks = 2
 
 // fleet is the run's pair of hosts and the client side's files.
 type fleet struct {
@@ -63,6 +79,7 @@ type fleet struct {
 	sshConfig  string // Host h1 / h2 blocks: ssh -F sshConfig h1 true
 	hosts      []*fleetHost
 	remotes    atomic.Int64 // numbers each test's remote KAIMON_HOME
+	mu         sync.Mutex   // guards fleetLink.busy
 }
 
 var (
@@ -154,19 +171,25 @@ func newFleet() (f *fleet, err error) {
 	}
 	for i := 1; i <= 2; i++ {
 		h := &fleetHost{
-			name:     fmt.Sprintf("h%d", i),
-			ns:       fmt.Sprintf("%s-h%d", f.tag, i),
-			user:     fmt.Sprintf("%sh%d", f.tag, i),
-			vethRoot: fmt.Sprintf("%sh%d", f.tag, i),
-			vethNS:   fmt.Sprintf("%sh%dp", f.tag, i),
+			name: fmt.Sprintf("h%d", i),
+			ns:   fmt.Sprintf("%s-h%d", f.tag, i),
+			user: fmt.Sprintf("%sh%d", f.tag, i),
 		}
 		h.home = filepath.Join(f.dir, h.name)
+		// Interface names hold 15 bytes: kmf<pid>h1s2p fits.
+		for j := 0; j <= spareLinks; j++ {
+			name := fmt.Sprintf("%sh%d", f.tag, i)
+			if j > 0 {
+				name += fmt.Sprintf("s%d", j)
+			}
+			h.links = append(h.links, &fleetLink{vethRoot: name, vethNS: name + "p"})
+		}
 		f.hosts = append(f.hosts, h)
 		if err = f.makeHost(h, pub); err != nil {
 			return f, fmt.Errorf("host %s: %w", h.name, err)
 		}
 	}
-	if err = f.writeClientFiles(f.sshConfig, nil); err != nil {
+	if err = f.writeClientFiles(f.sshConfig, nil, nil); err != nil {
 		return f, err
 	}
 	// Each host answers, as its user, with the run's keys, and finds the
@@ -185,22 +208,35 @@ func newFleet() (f *fleet, err error) {
 
 // makeHost makes host h: link, user, keys, fake API, sshd.
 func (f *fleet) makeHost(h *fleetHost, clientPub []byte) error {
-	if err := h.pickSubnet(); err != nil {
+	if err := runCmd("ip", "netns", "add", h.ns); err != nil {
 		return err
 	}
-	steps := [][]string{
-		{"ip", "netns", "add", h.ns},
-		{"ip", "link", "add", h.vethRoot, "type", "veth", "peer", "name", h.vethNS, "netns", h.ns},
-		{"ip", "addr", "add", h.rootAddr + "/30", "dev", h.vethRoot},
-		{"ip", "link", "set", h.vethRoot, "up"},
-		{"ip", "-n", h.ns, "addr", "add", h.addr + "/30", "dev", h.vethNS},
-		{"ip", "-n", h.ns, "link", "set", h.vethNS, "up"},
-		{"ip", "-n", h.ns, "link", "set", "lo", "up"},
-		// '*' is no password but not a locked account, which sshd
-		// without PAM would refuse even a key for.
-		{"useradd", "--no-create-home", "--home-dir", h.home, "--shell", "/bin/sh", "--password", "*", "--user-group", h.user},
+	for _, l := range h.links {
+		// Picked one at a time: each one's root address, once added,
+		// takes its /30 out of the next pick.
+		if err := l.pickSubnet(); err != nil {
+			return err
+		}
+		steps := [][]string{
+			{"ip", "link", "add", l.vethRoot, "type", "veth", "peer", "name", l.vethNS, "netns", h.ns},
+			{"ip", "addr", "add", l.rootAddr + "/30", "dev", l.vethRoot},
+			{"ip", "link", "set", l.vethRoot, "up"},
+			{"ip", "-n", h.ns, "addr", "add", l.addr + "/30", "dev", l.vethNS},
+			{"ip", "-n", h.ns, "link", "set", l.vethNS, "up"},
+		}
+		for _, s := range steps {
+			if err := runCmd(s[0], s[1:]...); err != nil {
+				return err
+			}
+		}
 	}
-	for _, s := range steps {
+	h.addr = h.links[0].addr
+	// '*' is no password but not a locked account, which sshd without PAM
+	// would refuse even a key for.
+	for _, s := range [][]string{
+		{"ip", "-n", h.ns, "link", "set", "lo", "up"},
+		{"useradd", "--no-create-home", "--home-dir", h.home, "--shell", "/bin/sh", "--password", "*", "--user-group", h.user},
+	} {
 		if err := runCmd(s[0], s[1:]...); err != nil {
 			return err
 		}
@@ -261,9 +297,12 @@ func (f *fleet) makeHost(h *fleetHost, clientPub []byte) error {
 		env = append(env, "KAIMON_E2E_RACE=1")
 	}
 	cfg := filepath.Join(etc, "sshd_config")
+	var listen strings.Builder
+	for _, l := range h.links {
+		fmt.Fprintf(&listen, "ListenAddress %s:22\n", l.addr)
+	}
 	conf := fmt.Sprintf(`# sshd for kaimon's fleet tests: host %s of run %s
-ListenAddress %s:22
-HostKey %s
+%sHostKey %s
 PidFile none
 UsePAM no
 AllowUsers %s
@@ -285,7 +324,7 @@ MaxStartups 64:30:128
 LogLevel INFO
 AcceptEnv KAIMON_HOME
 SetEnv %s
-`, h.name, f.tag, h.addr, hostKey, h.user, strings.Join(env, " "))
+`, h.name, f.tag, listen.String(), hostKey, h.user, strings.Join(env, " "))
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		return err
 	}
@@ -301,10 +340,10 @@ SetEnv %s
 	}
 	h.sshdDone = make(chan struct{})
 	go func() { _ = h.sshd.Wait(); close(h.sshdDone) }()
-	// Ready when it accepts a connection on its address.
+	// Ready when it accepts a connection on its (last) address.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", net.JoinHostPort(h.addr, "22"), time.Second)
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(h.links[len(h.links)-1].addr, "22"), time.Second)
 		if err == nil {
 			c.Close()
 			return nil
@@ -323,7 +362,7 @@ SetEnv %s
 
 // pickSubnet picks a /30 in 10.251.0.0/16 that no interface here has an
 // address in and no route names: the only addresses the tests use.
-func (h *fleetHost) pickSubnet() error {
+func (l *fleetLink) pickSubnet() error {
 	have, err := net.InterfaceAddrs()
 	if err != nil {
 		return err
@@ -343,8 +382,8 @@ func (h *fleetHost) pickSubnet() error {
 		}
 		if !taken {
 			ip := subnet.IP.To4()
-			h.rootAddr = net.IPv4(ip[0], ip[1], ip[2], ip[3]+1).String()
-			h.addr = net.IPv4(ip[0], ip[1], ip[2], ip[3]+2).String()
+			l.rootAddr = net.IPv4(ip[0], ip[1], ip[2], ip[3]+1).String()
+			l.addr = net.IPv4(ip[0], ip[1], ip[2], ip[3]+2).String()
 			return nil
 		}
 	}
@@ -391,15 +430,19 @@ func fakeAPIIn(ns string) (*fakeapi.Server, error) {
 	return r.s, r.err
 }
 
-// writeClientFiles writes the known_hosts pinning each host's key (once)
-// and an ssh config at path with a block per host; remoteHome, when not
-// nil, names the KAIMON_HOME each host's sessions get (SetEnv).
-func (f *fleet) writeClientFiles(path string, remoteHome map[string]string) error {
+// writeClientFiles writes the known_hosts pinning each host's key at
+// every address (once) and an ssh config at path with a block per host;
+// remoteHome, when not nil, names the KAIMON_HOME each host's sessions get
+// (SetEnv), and via the link an alias reaches a host by (default: its
+// main link).
+func (f *fleet) writeClientFiles(path string, remoteHome map[string]string, via map[string]*fleetLink) error {
 	if f.knownHosts == "" {
 		f.knownHosts = filepath.Join(f.dir, "known_hosts")
 		var kh strings.Builder
 		for _, h := range f.hosts {
-			fmt.Fprintf(&kh, "%s %s\n", h.addr, h.hostKey)
+			for _, l := range h.links {
+				fmt.Fprintf(&kh, "%s %s\n", l.addr, h.hostKey)
+			}
 		}
 		if err := os.WriteFile(f.knownHosts, []byte(kh.String()), 0o600); err != nil {
 			return err
@@ -411,9 +454,18 @@ func (f *fleet) writeClientFiles(path string, remoteHome map[string]string) erro
 	}
 	var b strings.Builder
 	for _, h := range f.hosts {
-		// Both the alias and the address, so that kaimon's ssh://USER@ADDR
-		// finds the same settings.
-		fmt.Fprintf(&b, "Host %s %s\n\tHostName %s\n\tUser %s\n\tPort 22\n", h.name, h.addr, h.addr, h.user)
+		addr := h.addr
+		if l := via[h.name]; l != nil {
+			addr = l.addr
+		}
+		// The alias names one link; the settings hold at every address,
+		// so that kaimon's ssh://USER@ADDR finds them too.
+		fmt.Fprintf(&b, "Host %s\n\tHostName %s\n", h.name, addr)
+		fmt.Fprintf(&b, "Host %s", h.name)
+		for _, l := range h.links {
+			fmt.Fprintf(&b, " %s", l.addr)
+		}
+		fmt.Fprintf(&b, "\n\tUser %s\n\tPort 22\n", h.user)
 		if rh := remoteHome[h.name]; rh != "" {
 			fmt.Fprintf(&b, "\tSetEnv KAIMON_HOME=%s\n", rh)
 		}
@@ -432,6 +484,27 @@ func (f *fleet) writeClientFiles(path string, remoteHome map[string]string) erro
 	LogLevel ERROR
 `, f.key, f.knownHosts)
 	return os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+// spareLink gives test t a spare link of host h for itself, to take down
+// without cutting the others off h; it is given back, up, when t ends.
+func (f *fleet) spareLink(t testing.TB, h *fleetHost) *fleetLink {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, l := range h.links[1:] {
+		if !l.busy {
+			l.busy = true
+			t.Cleanup(func() {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				l.busy = false
+			})
+			return l
+		}
+	}
+	t.Fatalf("host %s has no spare link left: raise spareLinks", h.name)
+	return nil
 }
 
 // ssh runs a command on a host with the run's config, and fails if it has
@@ -465,8 +538,9 @@ func (f *fleet) host(name string) *fleetHost {
 type remote struct {
 	f         *fleet
 	sshConfig string
-	home      map[string]string // host name → remote KAIMON_HOME
-	work      map[string]string // host name → a project directory there
+	home      map[string]string     // host name → remote KAIMON_HOME
+	work      map[string]string     // host name → a project directory there
+	via       map[string]*fleetLink // host name → the link it is reached by, when not the main one
 }
 
 // newRemote gives test t remote homes on every host and an ssh config
@@ -474,7 +548,14 @@ type remote struct {
 // any process of theirs outlives that, and removes the homes.
 func (f *fleet) newRemote(t testing.TB, dir string) *remote {
 	t.Helper()
-	r := &remote{f: f, sshConfig: filepath.Join(dir, "ssh_config"), home: map[string]string{}, work: map[string]string{}}
+	return f.newRemoteVia(t, dir, nil)
+}
+
+// newRemoteVia is newRemote with some hosts reached by other links than
+// their main ones (a spareLink).
+func (f *fleet) newRemoteVia(t testing.TB, dir string, via map[string]*fleetLink) *remote {
+	t.Helper()
+	r := &remote{f: f, sshConfig: filepath.Join(dir, "ssh_config"), home: map[string]string{}, work: map[string]string{}, via: via}
 	n := f.remotes.Add(1)
 	for _, h := range f.hosts {
 		rh := filepath.Join(h.home, "k"+strconv.FormatInt(n, 10))
@@ -487,7 +568,7 @@ func (f *fleet) newRemote(t testing.TB, dir string) *remote {
 			t.Fatal(err)
 		}
 	}
-	if err := f.writeClientFiles(r.sshConfig, r.home); err != nil {
+	if err := f.writeClientFiles(r.sshConfig, r.home, r.via); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.cleanup(t) })
@@ -520,6 +601,14 @@ func (r *remote) cleanup(t testing.TB) {
 			t.Error(err)
 		}
 	}
+}
+
+// addr is the address the test reaches host by.
+func (r *remote) addr(host string) string {
+	if l := r.via[host]; l != nil {
+		return l.addr
+	}
+	return r.f.host(host).addr
 }
 
 // ssh runs a command on a host as test t's remote side sees it.
@@ -581,11 +670,21 @@ func (f *fleet) teardown() error {
 				errs = append(errs, err)
 			}
 		}
-		// Deleting the namespace deletes the pair with its end inside.
-		waitGone(func() bool { return !exists("ip", "link", "show", h.vethRoot) }, 10*time.Second)
-		if exists("ip", "link", "show", h.vethRoot) {
-			if err := runCmd("ip", "link", "del", h.vethRoot); err != nil {
-				errs = append(errs, err)
+		// Deleting the namespace deletes the pairs with an end inside;
+		// a connection still closing in there can keep it a while.
+		waitGone(func() bool {
+			for _, l := range h.links {
+				if exists("ip", "link", "show", l.vethRoot) {
+					return false
+				}
+			}
+			return true
+		}, 10*time.Second)
+		for _, l := range h.links {
+			if exists("ip", "link", "show", l.vethRoot) {
+				if err := runCmd("ip", "link", "del", l.vethRoot); err != nil {
+					errs = append(errs, err)
+				}
 			}
 		}
 		if exists("id", "-u", h.user) {
@@ -597,8 +696,10 @@ func (f *fleet) teardown() error {
 		if nsExists(h.ns) {
 			errs = append(errs, fmt.Errorf("host %s: namespace %s is left", h.name, h.ns))
 		}
-		if exists("ip", "link", "show", h.vethRoot) {
-			errs = append(errs, fmt.Errorf("host %s: link %s is left", h.name, h.vethRoot))
+		for _, l := range h.links {
+			if exists("ip", "link", "show", l.vethRoot) {
+				errs = append(errs, fmt.Errorf("host %s: link %s is left", h.name, l.vethRoot))
+			}
 		}
 		if exists("id", "-u", h.user) {
 			errs = append(errs, fmt.Errorf("host %s: user %s is left", h.name, h.user))

@@ -36,14 +36,26 @@ type fleetEnv struct {
 
 func newFleetEnv(t *testing.T) *fleetEnv {
 	t.Helper()
+	return newFleetEnvVia(t, nil)
+}
+
+// newFleetEnvVia is newFleetEnv with some hosts reached by links other
+// than their main ones (a spareLink of the test's own). via is called once
+// the hosts are there.
+func newFleetEnvVia(t *testing.T, via func(*fleet) map[string]*fleetLink) *fleetEnv {
+	t.Helper()
 	f := needFleet(t)
 	needFleetCore(t)
 	e := newEnv(t)
-	r := f.newRemote(t, e.home)
+	var links map[string]*fleetLink
+	if via != nil {
+		links = via(f)
+	}
+	r := f.newRemoteVia(t, e.home, links)
 	e.env = append(e.env, "KAIMON_SSH_COMMAND=ssh -F "+r.sshConfig)
 	fe := &fleetEnv{kenv: e, f: f, r: r}
 	for _, h := range f.hosts {
-		e.ok("host", "add", h.name, h.url())
+		e.ok("host", "add", h.name, fe.url(h.name))
 	}
 	// Before the remote daemons stop (newRemote's cleanup) and the local
 	// leak check (newEnv's): the ssh masters kaimon left to persist.
@@ -51,8 +63,11 @@ func newFleetEnv(t *testing.T) *fleetEnv {
 	return fe
 }
 
-// url is the host's URL for kaimon host add.
-func (h *fleetHost) url() string { return "ssh://" + h.user + "@" + h.addr }
+// url is the host's URL for kaimon host add, by the link this test
+// reaches it by.
+func (fe *fleetEnv) url(host string) string {
+	return "ssh://" + fe.f.host(host).user + "@" + fe.r.addr(host)
+}
 
 // with runs kaimon with extra environment (NAME=value).
 func (fe *fleetEnv) with(extra []string, args ...string) result {
@@ -195,7 +210,7 @@ func TestFleetHostCheck(t *testing.T) {
 		if i < 0 {
 			t.Fatalf("host ls --check has no line for %s:\n%s", h.name, out)
 		}
-		if line := strings.Split(out, "\n")[i]; !strings.Contains(line, h.addr) || !strings.Contains(line, version) {
+		if line := strings.Split(out, "\n")[i]; !strings.Contains(line, fe.r.addr(h.name)) || !strings.Contains(line, version) {
 			t.Errorf("host ls --check: %s's line does not name its URL and version %s: %q", h.name, version, line)
 		}
 	}
@@ -205,7 +220,6 @@ func TestFleetHostCheck(t *testing.T) {
 // with the code the issue gives it, and changes nothing.
 func TestFleetBadHosts(t *testing.T) {
 	fe := newFleetEnv(t)
-	h1 := fe.f.host("h1")
 	hostsBefore := fe.ok("host", "ls")
 
 	// A host name not configured: exit 2, with the accepted forms.
@@ -222,7 +236,7 @@ func TestFleetBadHosts(t *testing.T) {
 
 	// kaimon missing there: a remote_bin that does not exist. Exit 1,
 	// naming the host and remote_bin.
-	fe.ok("host", "add", "h3", h1.url(), "--remote-bin", "/nonexistent/kaimon")
+	fe.ok("host", "add", "h3", fe.url("h1"), "--remote-bin", "/nonexistent/kaimon")
 	r := fe.kaimonWithin(30*time.Second, "--host", "h3", "list")
 	if r.code != 1 || !strings.Contains(r.stderr, "h3") || !strings.Contains(r.stderr, "/nonexistent/kaimon") ||
 		!strings.Contains(r.stderr, "remote-bin") && !strings.Contains(r.stderr, "remote_bin") {
@@ -246,14 +260,17 @@ func TestFleetBadHosts(t *testing.T) {
 // TestFleetLinkDownRun: a run on a host whose link is down (with its ssh
 // master warm from an earlier call) fails within 10 s, exit 1, naming the
 // host, and h2 still answers; with the link back, the agent, which lived on
-// meanwhile, runs again. It runs alone: other tests use h1.
+// meanwhile, runs again. The link is a spare of h1's, this test's own.
 func TestFleetLinkDownRun(t *testing.T) {
-	alone(t)
-	fe := newFleetEnv(t)
+	var link *fleetLink
+	fe := newFleetEnvVia(t, func(f *fleet) map[string]*fleetLink {
+		link = f.spareLink(t, f.host("h1"))
+		return map[string]*fleetLink{"h1": link}
+	})
 	id := bareID(t, "h1", fe.ok("--host", "h1", "open", fe.r.work["h1"]))
 	fe.ok("run", "h1/"+id, "say exactly: before")
 
-	up := linkDown(t, fe.f.host("h1"))
+	up := linkDown(t, fe.f.host("h1"), link)
 	r := fe.kaimonWithin(10*time.Second, "run", "h1/"+id, "say exactly: unheard")
 	if r.code != 1 || !strings.Contains(r.stderr, "h1") {
 		t.Errorf("run on h1 with its link down: want exit 1 naming h1; got %s", r)
@@ -266,12 +283,6 @@ func TestFleetLinkDownRun(t *testing.T) {
 		t.Errorf("run on h1 after its link came back printed %q", got)
 	}
 	fe.ok("close", "h1/"+id)
-}
-
-// alone keeps test t from running beside the others (newEnv lets each go
-// otherwise): it takes a link the others share down.
-func alone(t *testing.T) {
-	parallelized.Store(t, true)
 }
 
 // TestFleetRemoteCrash: the remote daemon killed with SIGKILL mid-turn. The

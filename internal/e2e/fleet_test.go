@@ -78,35 +78,41 @@ func TestFleetHostAgent(t *testing.T) {
 	}
 }
 
-// TestFleetLinkDown: with h1's link down (its namespace's end of the pair),
-// ssh to h1 fails within a bounded time while h2 still answers; with the
-// link back up, h1 answers again. It runs alone: other tests share h1.
+// TestFleetLinkDown: with the link this test reaches h1 by down (its
+// namespace's end of the pair), ssh to h1 fails within a bounded time while
+// h2, and h1 by its main link, still answer; with the link back up, h1
+// answers by it again. The link is a spare of h1's, this test's own.
 func TestFleetLinkDown(t *testing.T) {
+	parallel(t)
 	f := needFleet(t)
 	h1 := f.host("h1")
-	if out, err := f.ssh(30*time.Second, "h1", "true"); err != nil {
+	l := f.spareLink(t, h1)
+	r := f.newRemoteVia(t, t.TempDir(), map[string]*fleetLink{"h1": l})
+	if out, err := r.ssh(30*time.Second, "h1", "true"); err != nil {
 		t.Fatalf("ssh h1 before the link went down: %v: %s", err, out)
 	}
-	up := linkDown(t, h1)
-	out, code := sshArgs(t, "-F", f.sshConfig, "-o", "ConnectTimeout=3", "h1", "true")
-	if code != 255 || !strings.Contains(out, h1.addr) {
-		t.Errorf("ssh h1 with its link down: want exit 255 naming %s; got exit %d: %s", h1.addr, code, out)
+	up := linkDown(t, h1, l)
+	out, code := sshArgs(t, "-F", r.sshConfig, "-o", "ConnectTimeout=3", "h1", "true")
+	if code != 255 || !strings.Contains(out, l.addr) {
+		t.Errorf("ssh h1 with its link down: want exit 255 naming %s; got exit %d: %s", l.addr, code, out)
 	}
-	if out, err := f.ssh(30*time.Second, "h2", "true"); err != nil {
-		t.Errorf("ssh h2 while h1's link is down: %v: %s", err, out)
+	for _, other := range []string{"h2", "h1"} {
+		if out, err := f.ssh(30*time.Second, other, "true"); err != nil {
+			t.Errorf("ssh %s by its main link while h1's spare is down: %v: %s", other, err, out)
+		}
 	}
 	up()
-	if out, err := f.ssh(30*time.Second, "h1", "true"); err != nil {
+	if out, err := r.ssh(30*time.Second, "h1", "true"); err != nil {
 		t.Errorf("ssh h1 after its link came back: %v: %s", err, out)
 	}
 }
 
-// linkDown takes host h's link down (its end inside the namespace, as if
-// its cable were pulled: packets to it vanish, nothing answers) and
+// linkDown takes link l of host h down (its end inside the namespace, as
+// if the cable were pulled: packets to it vanish, nothing answers) and
 // returns a func that brings it back up; that also runs when t ends.
-func linkDown(t testing.TB, h *fleetHost) (up func()) {
+func linkDown(t testing.TB, h *fleetHost, l *fleetLink) (up func()) {
 	t.Helper()
-	if err := runCmd("ip", "-n", h.ns, "link", "set", h.vethNS, "down"); err != nil {
+	if err := runCmd("ip", "-n", h.ns, "link", "set", l.vethNS, "down"); err != nil {
 		t.Fatal(err)
 	}
 	done := false
@@ -115,7 +121,7 @@ func linkDown(t testing.TB, h *fleetHost) (up func()) {
 			return
 		}
 		done = true
-		if err := runCmd("ip", "-n", h.ns, "link", "set", h.vethNS, "up"); err != nil {
+		if err := runCmd("ip", "-n", h.ns, "link", "set", l.vethNS, "up"); err != nil {
 			t.Error(err)
 		}
 	}
