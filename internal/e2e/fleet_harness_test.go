@@ -320,6 +320,10 @@ PermitTunnel no
 PrintMotd no
 PrintLastLog no
 MaxSessions 64
+# A client gone with its link is let go, as a server would, rather than
+# held until TCP gives up.
+ClientAliveInterval 2
+ClientAliveCountMax 3
 MaxStartups 64:30:128
 LogLevel INFO
 AcceptEnv KAIMON_HOME

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -86,21 +87,35 @@ func (fe *fleetEnv) okWith(extra []string, args ...string) string {
 }
 
 // endMasters asks each ssh master connection kaimon left running for this
-// installation (ControlPersist) to exit, as a user's `ssh -O exit` would.
-// A master names its control socket in its process title.
+// installation (ControlPersist) to exit, as `ssh -O exit` does, and fails
+// the test if one outlives that. A master is found by its title ("ssh:
+// CONTROL_PATH [mux]"), which ssh writes over its environment, so the
+// leak checks that read environments cannot see it.
 func (fe *fleetEnv) endMasters() {
-	for _, pid := range fe.processes() {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		title := strings.TrimRight(string(b), "\x00 ")
-		path, ok := strings.CutPrefix(title, "ssh: ")
-		if !ok || !strings.HasSuffix(path, "[mux]") {
-			continue
+	prefix := "ssh: " + fe.home + "/"
+	masters := func() map[int]string {
+		out := map[int]string{}
+		ents, _ := os.ReadDir("/proc")
+		for _, ent := range ents {
+			pid, err := strconv.Atoi(ent.Name())
+			if err != nil {
+				continue
+			}
+			b, _ := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
+			title := strings.TrimRight(string(b), "\x00 ")
+			if path, ok := strings.CutPrefix(title, "ssh: "); ok && strings.HasPrefix(title, prefix) && strings.HasSuffix(path, "[mux]") {
+				out[pid] = strings.TrimSpace(strings.TrimSuffix(path, "[mux]"))
+			}
 		}
-		path = strings.TrimSpace(strings.TrimSuffix(path, "[mux]"))
-		if err := runCmd("ssh", "-F", fe.r.sshConfig, "-o", "ControlPath="+path, "-O", "exit", "h1"); err != nil {
-			fe.t.Errorf("ending the ssh master %d: %v", pid, err)
-		}
-		waitGone(func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second)
+		return out
+	}
+	for _, path := range masters() {
+		_ = runCmd("ssh", "-F", fe.r.sshConfig, "-o", "ControlPath="+path, "-O", "exit", "h1")
+	}
+	waitGone(func() bool { return len(masters()) == 0 }, 10*time.Second)
+	for pid, path := range masters() {
+		fe.t.Errorf("the ssh master %d (%s) outlived ssh -O exit", pid, path)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
@@ -183,7 +198,7 @@ func TestFleetRemoteAgent(t *testing.T) {
 	}
 	l = verbs.ListResult{}
 	fe.okJSON(&l, "--host", "h2", "list")
-	if len(l.Agents) != 1 || l.Agents[0].AgentID != id2 {
+	if len(l.Agents) != 1 || l.Agents[0].AgentID != "h2/"+id2 {
 		t.Errorf("h2's list: %+v", l.Agents)
 	}
 	if got := fe.ok("close", "h2/"+id2); got != "closed" {
@@ -315,7 +330,7 @@ func TestFleetRemoteCrash(t *testing.T) {
 
 	var l verbs.ListResult
 	fe.okJSON(&l, "--host", "h1", "list")
-	if len(l.Agents) != 1 || l.Agents[0].AgentID != id || l.Agents[0].Status != "dead" || l.Agents[0].Reason != "daemon crashed" {
+	if len(l.Agents) != 1 || l.Agents[0].AgentID != "h1/"+id || l.Agents[0].Status != "dead" || l.Agents[0].Reason != "daemon crashed" {
 		t.Fatalf("h1's list after its daemon was killed: %+v", l.Agents)
 	}
 	if got := bareID(t, "h1", fe.ok("open", "--host", "h1", "--id", id, "--resume")); got != id {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,7 +124,20 @@ func linkDown(t testing.TB, h *fleetHost, l *fleetLink) (up func()) {
 		done = true
 		if err := runCmd("ip", "-n", h.ns, "link", "set", l.vethNS, "up"); err != nil {
 			t.Error(err)
+			return
 		}
+		// Forget that the address did not answer (a neighbour entry
+		// marked failed is refused at once for a while: "No route to
+		// host"), and wait for sshd to answer there again: the link is
+		// back as the cable would be.
+		_ = runCmd("ip", "neigh", "flush", "dev", l.vethRoot)
+		waitGone(func() bool {
+			c, err := net.DialTimeout("tcp", net.JoinHostPort(l.addr, "22"), time.Second)
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		}, 30*time.Second)
 	}
 	t.Cleanup(up)
 	return up
