@@ -57,28 +57,6 @@ func TestFleetSSH(t *testing.T) {
 	}
 }
 
-// TestFleetHostAgent: on each host, the kaimon found there (by plain ssh,
-// before any fleet feature) runs a real turn: its daemon starts as the
-// host's user, and its agent talks to the model API inside that host's
-// namespace, not to any other.
-func TestFleetHostAgent(t *testing.T) {
-	parallel(t)
-	f := needFleet(t)
-	r := f.newRemote(t, t.TempDir())
-	for _, h := range f.hosts {
-		text := "hello from " + h.name
-		out, err := r.ssh(2*time.Minute, h.name, "id=$(kaimon open "+r.work[h.name]+") && kaimon run \"$id\" 'say exactly: "+text+"' && kaimon close \"$id\"")
-		if err != nil || out != text+"\nclosed\n" {
-			t.Fatalf("a turn on %s by plain ssh: %v: %q", h.name, err, out)
-		}
-		for _, o := range f.hosts {
-			if got := asked(o.api, "say exactly: "+text); got != (o == h) {
-				t.Errorf("%s's model API asked for the turn on %s: %v", o.name, h.name, got)
-			}
-		}
-	}
-}
-
 // TestFleetLinkDown: with the link this test reaches h1 by down (its
 // namespace's end of the pair), ssh to h1 fails within a bounded time while
 // h2, and h1 by its main link, still answer; with the link back up, h1
