@@ -205,19 +205,32 @@ func TestFleetRemoteAgent(t *testing.T) {
 }
 
 // TestFleetHostCheck: host ls --check reaches both hosts and reports their
-// kaimon's version.
+// kaimon's version; a host whose ssh fails is reported with ssh's error
+// beside them, and the check exits 1.
 func TestFleetHostCheck(t *testing.T) {
 	fe := newFleetEnv(t)
 	version := strings.Fields(fe.ok("version"))[1] // "kaimon VERSION"
-	out := fe.ok("host", "ls", "--check")
-	for _, h := range fe.f.hosts {
-		i := slices.IndexFunc(strings.Split(out, "\n"), func(line string) bool { return strings.HasPrefix(line, h.name+" ") })
+	// A port nothing listens on: ssh is refused at once.
+	fe.ok("host", "add", "h4", "ssh://"+fe.f.host("h1").user+"@"+fe.r.addr("h1")+":2222")
+	r := fe.kaimonWithin(30*time.Second, "host", "ls", "--check")
+	if r.code != 1 || !strings.Contains(r.stderr, "1 of 4 hosts failed the check") {
+		t.Errorf("host ls --check with h4 refused: %s", r)
+	}
+	lines := strings.Split(r.stdout, "\n")
+	line := func(name string) string {
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, name+" ") })
 		if i < 0 {
-			t.Fatalf("host ls --check has no line for %s:\n%s", h.name, out)
+			t.Fatalf("host ls --check has no line for %s:\n%s", name, r.stdout)
 		}
-		if line := strings.Split(out, "\n")[i]; !strings.Contains(line, fe.r.addr(h.name)) || !strings.Contains(line, version) {
-			t.Errorf("host ls --check: %s's line does not name its URL and version %s: %q", h.name, version, line)
+		return lines[i]
+	}
+	for _, h := range fe.f.hosts {
+		if l := line(h.name); !strings.Contains(l, fe.r.addr(h.name)) || !strings.Contains(l, "ok, kaimon-agentd "+version) {
+			t.Errorf("host ls --check: %s's line does not name its URL and version %s: %q", h.name, version, l)
 		}
+	}
+	if l := line("h4"); !strings.Contains(l, "FAIL") || !strings.Contains(l, "Connection refused") {
+		t.Errorf("host ls --check: h4's line does not say ssh's error: %q", l)
 	}
 }
 
@@ -248,6 +261,15 @@ func TestFleetBadHosts(t *testing.T) {
 		t.Errorf("--host h3 list with kaimon missing there: %s", r)
 	}
 	fe.ok("host", "rm", "h3")
+
+	// A host whose ssh fails (refused: nothing listens on the port): exit
+	// 1, naming the host and ssh's error.
+	fe.ok("host", "add", "h4", "ssh://"+fe.f.host("h1").user+"@"+fe.r.addr("h1")+":2222")
+	r = fe.kaimonWithin(30*time.Second, "run", "h4/someid", "hello")
+	if r.code != 1 || !strings.Contains(r.stderr, "h4") || !strings.Contains(r.stderr, "Connection refused") {
+		t.Errorf("run on a host whose ssh is refused: %s", r)
+	}
+	fe.ok("host", "rm", "h4")
 
 	// Nothing changed: the same hosts, no agent here or there.
 	if got := fe.ok("host", "ls"); got != hostsBefore {
