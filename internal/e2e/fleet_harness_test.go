@@ -195,7 +195,9 @@ func newFleet() (f *fleet, err error) {
 	// Each host answers, as its user, with the run's keys, and finds the
 	// binaries and the agent program it is given.
 	for _, h := range f.hosts {
-		out, err := f.ssh(30*time.Second, h.name, `command -v kaimon && test -x "$KAIMON_CLAUDE_BIN" && id -un`)
+		out, err := f.ssh(30*time.Second, h.name, `command -v kaimon || { echo "kaimon is not on PATH ($PATH)"; exit 1; }
+test -x "$KAIMON_CLAUDE_BIN" || { echo "$(id -un) cannot run $KAIMON_CLAUDE_BIN: every directory on its path must be open to other users"; exit 1; }
+id -un`)
 		if err != nil {
 			return f, fmt.Errorf("ssh %s: %v: %s\nsshd log:\n%s", h.name, err, out, h.sshdLog)
 		}
@@ -292,9 +294,6 @@ func (f *fleet) makeHost(h *fleetHost, clientPub []byte) error {
 		"NO_COLOR=1",
 		"TMPDIR=" + filepath.Join(h.home, "tmp"),
 		"CLAUDE_CODE_TMPDIR=" + filepath.Join(h.home, "tmp"),
-	}
-	if os.Getenv("KAIMON_E2E_RACE") != "" {
-		env = append(env, "KAIMON_E2E_RACE=1")
 	}
 	cfg := filepath.Join(etc, "sshd_config")
 	var listen strings.Builder
@@ -599,6 +598,15 @@ func (r *remote) cleanup(t testing.TB) {
 			t.Errorf("processes left on host %s after its daemon stopped: %s", h.name, describe(left))
 			for _, pid := range left {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		// The remote daemon's log must show no panic and, under
+		// KAIMON_E2E_RACE, no data race, as a local one's (kenv.cleanup).
+		if b, err := os.ReadFile(filepath.Join(rh, "cache", "agents", "agentd.log")); err == nil {
+			for _, bad := range []string{"DATA RACE", "panic:"} {
+				if bytes.Contains(b, []byte(bad)) {
+					t.Errorf("kaimon-agentd's log on %s shows %q:\n%s", h.name, bad, b)
+				}
 			}
 		}
 		if err := os.RemoveAll(rh); err != nil {
