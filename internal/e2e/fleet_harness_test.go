@@ -10,6 +10,12 @@ package e2e
 // to a remote daemon of its own on a shared host, and may kill it; and a
 // test that takes a link down takes a spare link of the host's, its own,
 // so the others' links stay up.
+//
+// A run killed before TestMain's end (go test's -timeout panics) cannot
+// tear its hosts down. Everything it made is named for its pid, kmf<PID>:
+// the namespaces (ip netns pids / del kmf<PID>-h1), the users (userdel
+// kmf<PID>h1), the temp dir ($TMPDIR/kmf<PID>-*); deleting a namespace
+// takes its links with it.
 
 import (
 	"bytes"
