@@ -23,6 +23,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"os"
@@ -83,6 +84,7 @@ type fleet struct {
 	key        string // the client's private key
 	knownHosts string // pins each host's key
 	sshConfig  string // Host h1 / h2 blocks: ssh -F sshConfig h1 true
+	claude     string // the claude CLI, where the hosts' users can run it
 	hosts      []*fleetHost
 	remotes    atomic.Int64 // numbers each test's remote KAIMON_HOME
 	mu         sync.Mutex   // guards fleetLink.busy
@@ -160,6 +162,13 @@ func newFleet() (f *fleet, err error) {
 	}
 	// The users run the binaries TestMain built.
 	if err = os.Chmod(binDir, 0o755); err != nil {
+		return f, err
+	}
+	// The claude CLI lives in the checkout's node_modules, which may be
+	// under a directory closed to other users (a clone in mktemp -d's
+	// 0700 dir, or in /root): the hosts' users run a link to the same
+	// file from here, or a copy where the two are on different devices.
+	if f.claude, err = reachableCopy(claudeBin, filepath.Join(f.dir, "claude")); err != nil {
 		return f, err
 	}
 	// sshd wants its privilege-separation dir, which the distribution's
@@ -289,7 +298,7 @@ func (f *fleet) makeHost(h *fleetHost, clientPub []byte) error {
 	// namespace's fake API, as newEnv sets it up locally.
 	env := []string{
 		"PATH=" + binDir + ":/usr/local/bin:/usr/bin:/bin",
-		"KAIMON_CLAUDE_BIN=" + claudeBin,
+		"KAIMON_CLAUDE_BIN=" + f.claude,
 		"ANTHROPIC_BASE_URL=" + h.api.URL(),
 		"ANTHROPIC_API_KEY=sk-fake",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
@@ -827,4 +836,30 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// reachableCopy makes to the program at from (symlinks followed): a hard
+// link when both are on one device, else a copy, mode 0755.
+func reachableCopy(from, to string) (string, error) {
+	src, err := filepath.EvalSymlinks(from)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Link(src, to); err == nil {
+		return to, nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return "", err
+	}
+	return to, out.Close()
 }
