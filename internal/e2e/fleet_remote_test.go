@@ -26,7 +26,7 @@ type fleetEnv struct {
 	r *remote
 }
 
-func newFleetEnv(t *testing.T) *fleetEnv {
+func newFleetEnv(t testing.TB) *fleetEnv {
 	t.Helper()
 	return newFleetEnvVia(t, nil)
 }
@@ -34,7 +34,7 @@ func newFleetEnv(t *testing.T) *fleetEnv {
 // newFleetEnvVia is newFleetEnv with some hosts reached by links other
 // than their main ones (a spareLink of the test's own). via is called once
 // the hosts are there.
-func newFleetEnvVia(t *testing.T, via func(*fleet) map[string]*fleetLink) *fleetEnv {
+func newFleetEnvVia(t testing.TB, via func(*fleet) map[string]*fleetLink) *fleetEnv {
 	t.Helper()
 	f := needFleet(t)
 	e := newEnv(t)

@@ -146,6 +146,14 @@ func table(r results, skips []skip) []row {
 		c, _ := r.get("CLIStart", "curl-ms")
 		add("CLI start: kaimon list --json", f1(k)+" ms", "curl "+f1(c)+" ms", fx(k/c), "≤ 1.10×", verdict(k/c <= 1.1))
 	}
+	// Issue 19's warm remote call: through ssh to a host in a network
+	// namespace, beside this machine's daemon and a bare ssh.
+	if rm, ok := r.get("FleetWarmCall", "remote-ms"); ok {
+		l, _ := r.get("FleetWarmCall", "local-ms")
+		s, _ := r.get("FleetWarmCall", "ssh-ms")
+		add("warm remote call: kaimon --host h1 list --json", f1(rm)+" ms", "local "+f1(l)+" ms", plus(rm-l)+" ms", "≤ +5 ms", verdict(rm-l <= 5))
+		add("  remote call ÷ bare ssh h1 true", "", "ssh "+f1(s)+" ms", fx(rm/s), "≤ 0.50×", verdict(rm/s <= 0.5))
+	}
 	// The relay: beside the issue's floor (json.Valid over the lines in
 	// memory) and beside the bare reader of the same agent (the least any
 	// reader of its pipe costs on this machine).
