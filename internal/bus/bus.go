@@ -43,6 +43,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/nbio"
 )
 
 // DefaultQueueBytes is the default of Options.QueueBytes: room for a
@@ -261,15 +262,13 @@ func (s *subscriber) kick() {
 	var n int
 	var werr error
 	if len(buf) > 0 {
-		err := s.rc.Write(func(fd uintptr) bool {
-			for {
-				n, werr = syscall.Write(int(fd), buf)
-				if werr != syscall.EINTR {
-					break
-				}
-			}
-			return true // one attempt: never wait for the socket
-		})
+		if s.writeFd == nil {
+			s.writeFd = s.writeDirect
+		}
+		s.direct = buf
+		err := s.rc.Write(s.writeFd)
+		n, werr = s.wn, s.werr
+		s.werr = nil
 		if err != nil {
 			werr = err
 		}
@@ -285,12 +284,20 @@ func (s *subscriber) kick() {
 	if n < len(buf) {
 		s.pending = append(s.pending[:0], buf[max(n, 0):]...)
 	}
-	if cap(buf) <= maxDirect {
-		s.direct = buf[:0]
+	if s.direct = buf[:0]; cap(buf) > maxDirect {
+		s.direct = nil // a rare large one is not kept
 	}
 	if !s.unclaim() {
 		s.q.signal() // queued meanwhile, or left pending: the writer's
 	}
+}
+
+// writeDirect is kick's poller callback: one attempt to write s.direct,
+// never a wait for the socket. A method value made once (writeFd), not a
+// closure per kick: each was an allocation.
+func (s *subscriber) writeDirect(fd uintptr) bool {
+	s.wn, s.werr = nbio.Write(fd, s.direct)
+	return true
 }
 
 // claim takes busy for its caller, if nobody holds it; idle also asks
@@ -391,13 +398,16 @@ func (b *Bus) serve(c net.Conn) {
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
-	bc.w = bufio.NewWriterSize(c, 64<<10)
 	s := &subscriber{b: b, c: c, bc: bc, zc: zc, peer: peer, done: make(chan struct{}),
 		q: newQueue[*message](b.opts.QueueBytes)}
 	s.q.drop = (*message).release
+	var out io.Writer = c
 	if sc, ok := c.(syscall.Conn); ok {
-		s.rc, _ = sc.SyscallConn()
+		if s.rc, _ = sc.SyscallConn(); s.rc != nil {
+			out = rawWriter{s.rc}
+		}
 	}
+	bc.w = bufio.NewWriterSize(out, 64<<10)
 	s.topics.Store(&[]string{})
 	if !b.add(s) {
 		c.Close()
@@ -507,6 +517,11 @@ type subscriber struct {
 	busy    bool
 	direct  []byte
 	pending []byte
+	// writeFd is writeDirect, made once; wn and werr are its write's
+	// result (busy's holder's too).
+	writeFd func(fd uintptr) bool
+	wn      int
+	werr    error
 
 	stopOnce sync.Once
 	done     chan struct{}
@@ -784,6 +799,36 @@ func parseCommand(b []byte) (string, []byte) {
 	}
 	n := int(b[0])
 	return string(b[1 : 1+n]), b[1+n:]
+}
+
+// rawWriter writes to a connection as net.Conn's Write does (all of p,
+// waiting in the runtime's poller while the socket is full, within the
+// connection's write deadline), but each write(2) without entering the
+// scheduler's syscall state (package nbio): the subscriber's writer
+// writes after every wake, and each such entry after the daemon was idle
+// woke the runtime's sysmon thread.
+type rawWriter struct{ rc syscall.RawConn }
+
+func (w rawWriter) Write(p []byte) (int, error) {
+	done := 0
+	var werr error
+	write := func(fd uintptr) bool {
+		var n int
+		n, werr = nbio.Write(fd, p[done:])
+		if n > 0 {
+			done += n
+		}
+		return werr != syscall.EAGAIN && (werr != nil || done == len(p))
+	}
+	for done < len(p) {
+		if err := w.rc.Write(write); err != nil {
+			return done, err
+		}
+		if werr != nil {
+			return done, werr
+		}
+	}
+	return done, nil
 }
 
 // bufConn lets zmq4 write through a buffer once the handshake is done (w

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/kaimon/kaimon/internal/nbio"
 )
 
 // readBufSize is the read buffer of a LineReader: the most one read
@@ -45,6 +47,10 @@ type LineReader struct {
 	// for the agent), mid-line too: what the lines handed out so far
 	// gave is not to wait for the agent's next output.
 	idle func()
+	// readFd is readPolled, made once; rn and rerr are its read's result.
+	readFd func(fd uintptr) bool
+	rn     int
+	rerr   error
 }
 
 // NewLineReader reads lines from r.
@@ -214,22 +220,12 @@ func (lr *LineReader) fill() error {
 	// The read is made in the poller's callback: it takes a buffer only
 	// when it is called, and gives it back before waiting when there was
 	// nothing to read, so a waiting reader holds none.
-	var n int
-	var rerr error
-	err := lr.rc.Read(func(fd uintptr) bool {
-		lr.take()
-		for {
-			n, rerr = syscall.Read(int(fd), *lr.buf)
-			if rerr != syscall.EINTR {
-				break
-			}
-		}
-		if rerr == syscall.EAGAIN {
-			lr.release()
-			return false
-		}
-		return true
-	})
+	if lr.readFd == nil {
+		lr.readFd = lr.readPolled
+	}
+	err := lr.rc.Read(lr.readFd)
+	n, rerr := lr.rn, lr.rerr
+	lr.rerr = nil
 	switch {
 	case err != nil: // closed under us (a straggler cut off)
 		rerr = err
@@ -245,6 +241,20 @@ func (lr *LineReader) fill() error {
 	}
 	lr.w = n
 	return nil
+}
+
+// readPolled is the poller's callback of fill: one read(2) into a
+// buffer taken for it, given back when there was nothing to read. It is
+// a method value made once (readFd), not a closure per read: each was an
+// allocation.
+func (lr *LineReader) readPolled(fd uintptr) bool {
+	lr.take()
+	lr.rn, lr.rerr = nbio.Read(fd, *lr.buf)
+	if lr.rerr == syscall.EAGAIN {
+		lr.release()
+		return false
+	}
+	return true
 }
 
 // readError is a failed read(2) of the agent's stdout.
