@@ -15,6 +15,9 @@ import (
 // in parts (LineReader.gather).
 const readBufSize = 64 << 10
 
+// minPart is the least first part of a gathered line (gather).
+const minPart = 1 << 10
+
 // readBufs holds the read buffers of the LineReaders not reading now.
 // An idle agent (most of them, most of the time: a daemon may host a
 // thousand) waits for its stdout without one: the buffer was 64 KiB per
@@ -126,11 +129,20 @@ func (lr *LineReader) ReadLine(max int) (line []byte, skipped int64, err error) 
 // at each doubling, while the line was still being read (issue 18: a
 // 300 MB line took the daemon to 154–238 MB of RSS with a 64 MiB bound).
 // A line over the bound so costs at most the bound, dropped at once.
+// The first part is sized by the first fragment (twice it, at least
+// minPart), not by the read buffer: most lines gathered are an ordinary
+// line cut by the end of a read, and a 64 KiB part for each, zeroed and
+// soon garbage, was a tenth of what a bursting agent's reader allocated
+// (issue 18).
 func (lr *LineReader) gather(frag []byte, limit int) {
 	for len(frag) > 0 {
 		k := len(lr.parts)
 		if k == 0 || len(lr.parts[k-1]) == cap(lr.parts[k-1]) {
-			size := min(max(lr.n, readBufSize), limit-lr.n)
+			size := max(lr.n, readBufSize)
+			if k == 0 {
+				size = max(2*len(frag), minPart)
+			}
+			size = min(size, limit-lr.n)
 			lr.parts = append(lr.parts, make([]byte, 0, size))
 			k++
 		}

@@ -271,3 +271,25 @@ func TestReadLineGathersParts(t *testing.T) {
 		}
 	}
 }
+
+// An ordinary line cut by the end of a read is gathered in a part sized
+// by the line, not by the read buffer: each was a 64 KiB allocation, a
+// tenth of what a bursting agent's reader allocated (issue 18).
+func TestReadLineCutCostsTheLine(t *testing.T) {
+	const lines, size = 1000, 100
+	text := strings.Repeat(strings.Repeat("x", size-1)+"\n", lines)
+	lr := NewLineReader(iotest.OneByteReader(strings.NewReader(text))) // every line cut
+	readBufs.Put(readBufs.Get())
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range lines {
+		line, _, err := lr.ReadLine(readBufSize)
+		if err != nil || len(line) != size {
+			t.Fatalf("line %d: %q, %v", i, line, err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > lines*4*minPart {
+		t.Errorf("reading %d lines of %d bytes, each cut, allocated %d bytes: %d a line", lines, size, got, got/lines)
+	}
+}
