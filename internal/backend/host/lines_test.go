@@ -248,7 +248,9 @@ func TestReadLineOverlongCostsTheBound(t *testing.T) {
 	if err != nil || line != nil || skipped != 16*bound+1 {
 		t.Fatalf("ReadLine = %q, %d, %v; want the line skipped with its size", line, skipped, err)
 	}
-	if got := after.TotalAlloc - before.TotalAlloc; got > bound+readBufSize {
+	// The slack over the bound and a read buffer is what -race allocates
+	// on its own: it was over by 1–9 KB in one run of two.
+	if got := after.TotalAlloc - before.TotalAlloc; got > bound+readBufSize+16<<10 {
 		t.Errorf("reading a line of %d bytes allocated %d bytes; the bound is %d", 16*bound+1, got, bound)
 	}
 	if line, _, err := lr.ReadLine(bound); string(line) != "ok\n" || err != nil {
@@ -278,7 +280,7 @@ func TestReadLineGathersParts(t *testing.T) {
 func TestReadLineCutCostsTheLine(t *testing.T) {
 	const lines, size = 1000, 100
 	text := strings.Repeat(strings.Repeat("x", size-1)+"\n", lines)
-	lr := NewLineReader(iotest.OneByteReader(strings.NewReader(text))) // every line cut
+	lr := NewLineReader(&chunked{r: strings.NewReader(text), n: size * 3 / 2}) // reads that end mid-line
 	readBufs.Put(readBufs.Get())
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -289,7 +291,17 @@ func TestReadLineCutCostsTheLine(t *testing.T) {
 		}
 	}
 	runtime.ReadMemStats(&after)
-	if got := after.TotalAlloc - before.TotalAlloc; got > lines*4*minPart {
+	// About 1 KiB a line here (some 6 KiB under -race, which allocates
+	// on its own); a 64 KiB part a read was 43 KiB a line.
+	if got := after.TotalAlloc - before.TotalAlloc; got > lines*readBufSize/4 {
 		t.Errorf("reading %d lines of %d bytes, each cut, allocated %d bytes: %d a line", lines, size, got, got/lines)
 	}
 }
+
+// chunked reads at most n bytes at a time from r.
+type chunked struct {
+	r io.Reader
+	n int
+}
+
+func (c *chunked) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
