@@ -212,6 +212,16 @@ func (c *Child) reap() {
 	}
 }
 
+// reaped says whether Done is closed.
+func (c *Child) reaped() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Done is closed when the process has exited and been reaped.
 func (c *Child) Done() <-chan struct{} { return c.done }
 
@@ -233,22 +243,40 @@ func (c *Child) ExitCode() int {
 // leaked. So are the leader's descendants in groups of their own (the
 // claude CLI runs each Bash tool in a new process group), found before the
 // first signal while the leader still holds them.
+//
+// What carries the child's tag outside the group and the leader's tree
+// (re-parented before the stop, or by it) gets the same SIGTERM with the
+// group, and what is left of it at the end the rest of grace to exit
+// before SIGKILL (stopTagged): a tool that traps SIGTERM to clean up may.
+// A leader already gone when Stop begins (a backend's finish, after the
+// exit) has no exit to wait for: what it left in its group is given the
+// grace instead, as what it left outside is.
 func (c *Child) Stop(grace time.Duration) {
 	c.once.Do(func() {
 		c.stopping.Store(true)
+		deadline := time.Now().Add(grace)
 		pgid := c.ID.PID
+		gone := c.reaped()
 		below := descendants(pgid)
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		signalAll(below, syscall.SIGTERM)
-		select {
-		case <-c.done:
-		case <-time.After(grace):
+		signalAll(reparented(c.tag, pgid, below), syscall.SIGTERM)
+		if gone {
+			for time.Now().Before(deadline) && groupLive(pgid) {
+				time.Sleep(20 * time.Millisecond)
+			}
+		} else {
+			t := time.NewTimer(grace)
+			select {
+			case <-c.done:
+			case <-t.C:
+			}
+			t.Stop()
 		}
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		signalAll(below, syscall.SIGKILL)
 		<-c.done
-		// What had been re-parented before the stop began.
-		signalAll(tagged(c.tag), syscall.SIGKILL)
+		stopTagged(c.tag, time.Until(deadline))
 	})
 }
 
@@ -257,14 +285,17 @@ func (c *Child) Stop(grace time.Duration) {
 // alone, so that its children see their input end and exit in their own
 // time, writing what they keep (the claude CLI's transcript); after grace,
 // or once the whole group is gone, what is left is killed, descendants in
-// groups of their own included.
+// groups of their own included. What carries the child's tag outside its
+// tree is stopped as by Stop.
 func (c *Child) StopLeaderFirst(grace time.Duration) {
 	c.once.Do(func() {
 		c.stopping.Store(true)
 		pgid := c.ID.PID
 		below := descendants(pgid)
-		_ = syscall.Kill(pgid, syscall.SIGTERM)
 		deadline := time.Now().Add(grace)
+		_ = syscall.Kill(pgid, syscall.SIGTERM)
+		// Not the leader's own children: they exit in their own time.
+		signalAll(reparented(c.tag, pgid, below), syscall.SIGTERM)
 	wait:
 		for time.Now().Before(deadline) {
 			select {
@@ -280,7 +311,7 @@ func (c *Child) StopLeaderFirst(grace time.Duration) {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		signalAll(below, syscall.SIGKILL)
 		<-c.done
-		signalAll(tagged(c.tag), syscall.SIGKILL)
+		stopTagged(c.tag, time.Until(deadline)) // as in Stop
 	})
 }
 

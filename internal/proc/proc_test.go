@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -252,5 +253,40 @@ func TestAfterExit(t *testing.T) {
 	c.AfterExit(func() { ran = true })
 	if !ran {
 		t.Error("AfterExit after the exit did not run at once")
+	}
+}
+
+// A process that carries the child's tag but left its tree before the
+// stop (re-parented, in a session of its own: a Bash tool of the claude
+// CLI that outlived its shell) gets SIGTERM with the group and the grace
+// to exit, before any SIGKILL: it was killed outright, found only by the
+// final sweep. It traps SIGTERM, writes a marker and exits.
+func TestStopGivesReparentedLeftoversTheGrace(t *testing.T) {
+	subreaper(t)
+	marker := t.TempDir() + "/term"
+	// The middle shell starts the trapper in a session of its own and
+	// exits: the trapper is re-parented, away from the leader's tree.
+	c, pid := startPrinting(t, `sh -c 'setsid sh -c "trap \"echo term > `+marker+`; exit 0\" TERM; echo \$\$; while :; do sleep 0.05; done" &'; exec sleep 300`)
+	if pid == 0 {
+		c.Stop(0)
+		t.Fatal("no pid")
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL) // if the test fails
+	// Until the middle shell is gone.
+	for i := 0; i < 200; i++ {
+		if !slices.ContainsFunc(descendants(c.ID.PID), func(id Identity) bool { return id.PID == pid }) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pgid, _ := syscall.Getpgid(pid); pgid == c.ID.PID || slices.ContainsFunc(descendants(c.ID.PID), func(id Identity) bool { return id.PID == pid }) {
+		t.Fatalf("the trapper %d is in the leader's group or tree", pid)
+	}
+	c.Stop(5 * time.Second)
+	if !gone(pid) {
+		t.Errorf("Stop left the re-parented trapper %d running", pid)
+	}
+	if b, err := os.ReadFile(marker); err != nil || strings.TrimSpace(string(b)) != "term" {
+		t.Errorf("the re-parented trapper got no SIGTERM before SIGKILL (marker: %q, %v)", b, err)
 	}
 }

@@ -143,8 +143,26 @@ func tagged(tag string) []Identity {
 	return out
 }
 
+// reparented is tagged(tag) less leader and below (its tree as found
+// before a stop began): what the child's descendants left re-parented
+// away from it, which no signal to its group or its tree reaches.
+func reparented(tag string, leader int, below []Identity) []Identity {
+	skip := map[int]bool{leader: true}
+	for _, id := range below {
+		skip[id.PID] = true
+	}
+	var out []Identity
+	for _, id := range tagged(tag) {
+		if !skip[id.PID] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // stopTagged stops what a child tagged tag left behind: SIGTERM, up to
-// grace for it to exit, then SIGKILL to whatever of it is left.
+// grace for it to exit, then SIGKILL to whatever of it is left (at once
+// when grace is not positive).
 func stopTagged(tag string, grace time.Duration) {
 	ids := tagged(tag)
 	if len(ids) == 0 {

@@ -471,7 +471,9 @@ func (b *Backend) finish(p *host.Process, done chan struct{}) {
 	if b.lines.overlong() {
 		msg = fmt.Sprintf("acp:%s printed a stdout line of %d bytes or more, over the ACP SDK's limit, which ends the JSON-RPC stream; kaimon stopped it (%s)", b.agent.Name, SDKMaxLine, p.Child.ExitDescription())
 	}
-	p.Child.Stop(0) // the leader is gone; so must be its group
+	// The leader is gone; so must be its group and what it left outside,
+	// which may take the grace to exit on SIGTERM (a tool cleaning up).
+	p.Child.Stop(proc.LeftoverGrace)
 	b.runStop()
 	b.asks.Stop()
 	p.CloseInput()

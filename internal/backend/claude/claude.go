@@ -350,8 +350,10 @@ func (b *Backend) finish(p *host.Process) {
 	b.life.Lock()
 	msg := p.Ended(b.life.HungUp(), "closed its stdout")
 	b.life.Unlock()
-	// The leader is gone; so must be anything it left in its group.
-	p.Child.Stop(0)
+	// The leader is gone; so must be anything it left, in its group or
+	// outside, which may take the grace to exit on SIGTERM (a tool
+	// cleaning up).
+	p.Child.Stop(proc.LeftoverGrace)
 	// Nobody is left to take an answer to a permission request.
 	b.asks.Stop()
 	b.removeMCPConfig()
