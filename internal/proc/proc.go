@@ -257,10 +257,11 @@ func (c *Child) Stop(grace time.Duration) {
 		deadline := time.Now().Add(grace)
 		pgid := c.ID.PID
 		gone := c.reaped()
-		below := descendants(pgid)
+		table := procTable() // one read of /proc for both
+		below := below(table, pgid)
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		signalAll(below, syscall.SIGTERM)
-		signalAll(reparented(c.tag, pgid, below), syscall.SIGTERM)
+		signalAll(reparented(table, c.tag, pgid, below), syscall.SIGTERM)
 		if gone {
 			for time.Now().Before(deadline) && groupLive(pgid) {
 				time.Sleep(20 * time.Millisecond)
@@ -291,11 +292,12 @@ func (c *Child) StopLeaderFirst(grace time.Duration) {
 	c.once.Do(func() {
 		c.stopping.Store(true)
 		pgid := c.ID.PID
-		below := descendants(pgid)
+		table := procTable()
+		below := below(table, pgid)
 		deadline := time.Now().Add(grace)
 		_ = syscall.Kill(pgid, syscall.SIGTERM)
 		// Not the leader's own children: they exit in their own time.
-		signalAll(reparented(c.tag, pgid, below), syscall.SIGTERM)
+		signalAll(reparented(table, c.tag, pgid, below), syscall.SIGTERM)
 	wait:
 		for time.Now().Before(deadline) {
 			select {

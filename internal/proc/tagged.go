@@ -112,12 +112,17 @@ func below(table []procEntry, pid int) []Identity {
 // re-parented: the nearest subreaper, or init), with every process below
 // them. Only those parents' children are read for the tag: a tagged
 // process under another is found below its tagged root, and the reads stay
-// few when a thousand agents stop.
-func tagged(tag string) []Identity {
+// few when a thousand agents stop. Nor are the children Start started
+// that are not reaped yet (started.pids): each carries a tag of its own,
+// and a daemon's thousand agents were a thousand reads of an environment
+// for each one stopped.
+func tagged(tag string) []Identity { return taggedIn(procTable(), tag) }
+
+// taggedIn is tagged, in table.
+func taggedIn(table []procEntry, tag string) []Identity {
 	if tag == "" {
 		return nil
 	}
-	table := procTable()
 	parent := map[int]int{}
 	for _, e := range table {
 		parent[e.id.PID] = e.ppid
@@ -130,7 +135,7 @@ func tagged(tag string) []Identity {
 	needle := []byte(TagEnv + "=" + tag + "\x00")
 	var out []Identity
 	for _, e := range table {
-		if !adopters[e.ppid] || e.state == "Z" || e.state == "X" {
+		if !adopters[e.ppid] || e.state == "Z" || e.state == "X" || startedLive(e.id.PID) {
 			continue
 		}
 		env, err := os.ReadFile("/proc/" + strconv.Itoa(e.id.PID) + "/environ")
@@ -143,16 +148,25 @@ func tagged(tag string) []Identity {
 	return out
 }
 
-// reparented is tagged(tag) less leader and below (its tree as found
-// before a stop began): what the child's descendants left re-parented
-// away from it, which no signal to its group or its tree reaches.
-func reparented(tag string, leader int, below []Identity) []Identity {
+// startedLive says whether pid is a child Start started, not reaped yet.
+func startedLive(pid int) bool {
+	started.Lock()
+	defer started.Unlock()
+	_, ok := started.pids[pid]
+	return ok
+}
+
+// reparented is tagged(tag) in table less leader and below (its tree as
+// found before a stop began): what the child's descendants left
+// re-parented away from it, which no signal to its group or its tree
+// reaches.
+func reparented(table []procEntry, tag string, leader int, below []Identity) []Identity {
 	skip := map[int]bool{leader: true}
 	for _, id := range below {
 		skip[id.PID] = true
 	}
 	var out []Identity
-	for _, id := range tagged(tag) {
+	for _, id := range taggedIn(table, tag) {
 		if !skip[id.PID] {
 			out = append(out, id)
 		}
