@@ -160,10 +160,10 @@ func Start(cmd *exec.Cmd) (*Child, error) {
 	c.ID.PID = cmd.Process.Pid
 	started.pids[c.ID.PID] = struct{}{}
 	started.Unlock()
-	// The child has its environment and arguments; the Cmd is kept for
-	// its exit state for the child's life, and copies of them (a
-	// kilobyte of headers each, for a claude agent) need not be.
-	cmd.Env, cmd.Args = nil, nil
+	// The child has its environment, arguments and attributes; the Cmd
+	// is kept for its exit state for the child's life, and copies of
+	// them (a kilobyte of headers each, for a claude agent) need not be.
+	cmd.Env, cmd.Args, cmd.SysProcAttr = nil, nil, nil
 	c.ID.StartTime, _ = StartTime(c.ID.PID)
 	if !exits.watch(c.ID.PID, c.reap) {
 		go c.reap() // no pidfds: Wait blocks in waitid, as before

@@ -184,7 +184,9 @@ func Args(o *backend.Options) ([]string, error) {
 		args = append(args, "--mcp-config")
 		args = append(args, configs...)
 	}
-	return args, nil
+	// Kept for the agent's life: at its length, not at the capacity
+	// append grew it to (twice the length, for the default policy).
+	return slices.Clone(args), nil
 }
 
 // onlyTools returns the --tools list for only: the policy's OnlyTools, plus

@@ -61,7 +61,9 @@ type Backend struct {
 	// p is the CLI's process once spawned (host.Process is nil-safe).
 	p atomic.Pointer[host.Process]
 
-	ctlMu     sync.Mutex
+	ctlMu sync.Mutex
+	// pending are the waiters for control responses, by request id;
+	// nil when there are none (unpendLocked).
 	pending   map[string]chan ControlResponse
 	ctlClosed bool
 
@@ -120,17 +122,16 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 		}
 	}
 	b := &Backend{
-		opts:    o,
-		sink:    sink,
-		emit:    sink.Emit,
-		bin:     bin,
-		args:    args,
-		env:     agentEnv(env, o.ID),
-		m:       NewMapper(),
-		pending: map[string]chan ControlResponse{},
-		asks:    host.NewAsks(),
-		model:   model,
-		done:    make(chan struct{}),
+		opts:  o,
+		sink:  sink,
+		emit:  sink.Emit,
+		bin:   bin,
+		args:  args,
+		env:   agentEnv(env, o.ID),
+		m:     NewMapper(),
+		asks:  host.NewAsks(),
+		model: model,
+		done:  make(chan struct{}),
 		// A resumed session is known before its first turn.
 		sessionID: o.ResumeSession, transcript: transcript,
 	}
@@ -538,6 +539,9 @@ func (b *Backend) expect(id string) chan ControlResponse {
 	if b.ctlClosed {
 		close(ch)
 	} else {
+		if b.pending == nil {
+			b.pending = map[string]chan ControlResponse{}
+		}
 		b.pending[id] = ch
 	}
 	b.ctlMu.Unlock()
@@ -546,14 +550,24 @@ func (b *Backend) expect(id string) chan ControlResponse {
 
 func (b *Backend) forget(id string) {
 	b.ctlMu.Lock()
-	delete(b.pending, id)
+	b.unpendLocked(id)
 	b.ctlMu.Unlock()
+}
+
+// unpendLocked removes id's waiter; the map goes with the last one, so
+// that an idle agent (between control requests, most of its life) holds
+// none: a map keeps its table after its entries are deleted.
+func (b *Backend) unpendLocked(id string) {
+	delete(b.pending, id)
+	if len(b.pending) == 0 {
+		b.pending = nil
+	}
 }
 
 func (b *Backend) deliver(r ControlResponse) {
 	b.ctlMu.Lock()
 	ch, ok := b.pending[r.RequestID]
-	delete(b.pending, r.RequestID)
+	b.unpendLocked(r.RequestID)
 	b.ctlMu.Unlock()
 	if ok {
 		ch <- r // buffered, one response per id
