@@ -271,7 +271,11 @@ func TestStopGivesReparentedLeftoversTheGrace(t *testing.T) {
 		c.Stop(0)
 		t.Fatal("no pid")
 	}
-	defer syscall.Kill(pid, syscall.SIGKILL) // if the test fails
+	defer func() {
+		if t.Failed() {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}()
 	// Until the middle shell is gone.
 	for i := 0; i < 200; i++ {
 		if !slices.ContainsFunc(descendants(c.ID.PID), func(id Identity) bool { return id.PID == pid }) {
