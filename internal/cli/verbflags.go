@@ -17,12 +17,13 @@ import (
 // array of strings); an argument whose command line differs from its JSON
 // (agent_run's timeout: seconds in JSON, a duration on the command line) is
 // a flag its command makes by hand, of the same name (TestFlagsMatchTable).
+// A Global argument has none: kaimon's global flag of its name sets it.
 func verbFlags(verb string) []cli.Flag {
 	v := verbs.ByName(verb)
 	var out []cli.Flag
 	for i := range v.Args {
 		a := &v.Args[i]
-		if v.IsPositional(a.Name) {
+		if v.IsPositional(a.Name) || a.Global {
 			continue
 		}
 		name, usage := a.FlagName(), flagUsage(v, a)

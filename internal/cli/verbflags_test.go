@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/kaimon/kaimon/internal/server/servertest"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -70,7 +72,13 @@ func TestFlagsMatchTable(t *testing.T) {
 			}
 		}
 		for _, a := range v.Args {
-			if !v.IsPositional(a.Name) && !hasFlag(cmd, a.FlagName()) {
+			switch {
+			case v.IsPositional(a.Name):
+			case a.Global:
+				if hasFlag(cmd, a.FlagName()) || !slices.ContainsFunc(app.Flags, func(f cli.Flag) bool { return f.Names()[0] == a.FlagName() }) {
+					t.Errorf("kaimon %s: argument %s is global, but --%s is a flag of the command or no global flag", v.CLI, a.Name, a.FlagName())
+				}
+			case !hasFlag(cmd, a.FlagName()):
 				t.Errorf("kaimon %s: argument %s has no flag --%s", v.CLI, a.Name, a.FlagName())
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -60,9 +61,12 @@ type Fleet struct {
 	Pinned bool
 	// Local is this machine's daemon's client; nil: client.New().
 	Local *client.Client
-	// Warn receives the warning of a host whose daemon runs another build;
-	// nil: none.
+	// Warn receives the warning of a host whose daemon runs another build,
+	// and of a host that placement passed over; nil: none.
 	Warn io.Writer
+	// AllHosts makes List list every host's agents (ListAll): what
+	// `kaimon mcp` serves when hosts are configured.
+	AllHosts bool
 
 	mu      sync.Mutex
 	remotes map[string]*remote
@@ -71,19 +75,26 @@ type Fleet struct {
 	dialRemote func(host string) (*client.Client, error)
 }
 
+// remote is one host's client, made by its first exchange. A failed
+// exchange is not kept: a long-lived fleet (kaimon mcp's) tries a host
+// that was down again at its next call.
 type remote struct {
-	once sync.Once
-	cl   *client.Client
-	err  error
+	mu sync.Mutex
+	cl *client.Client
 }
 
 // New is the fleet of the hosts configured in paths.ConfigFile, with def
 // (--host or KAIMON_HOST; "" is local) checked: a name not configured is
 // a usage error.
+//
+// def may be Any: open places its agent then (Open), while every command
+// that reaches an existing agent by a bare id gets Check's error for it.
 func New(paths config.Paths, def string, pinned bool) (*Fleet, error) {
 	f := &Fleet{Paths: paths, Default: def, Pinned: pinned}
-	if err := f.Check(def); err != nil {
-		return nil, err
+	if def != Any {
+		if err := f.Check(def); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
 }
@@ -183,8 +194,16 @@ func (f *Fleet) Client(ctx context.Context, host string) (*client.Client, error)
 		f.remotes[host] = r
 	}
 	f.mu.Unlock()
-	r.once.Do(func() { r.cl, r.err = f.connect(ctx, host) })
-	return r.cl, r.err
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cl == nil {
+		cl, err := f.connect(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		r.cl = cl
+	}
+	return r.cl, nil
 }
 
 // Transport is the ssh that reaches host (a configured name or a URL).
@@ -292,13 +311,19 @@ func (f *Fleet) on(ctx context.Context, id string) (verbs.Service, string, strin
 
 // The verbs, each routed by its id.
 
+// Open opens an agent on the host openHost picks; the host's daemon gets
+// the arguments without host, and the id comes back qualified.
 func (f *Fleet) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResult, error) {
-	s, host, id, err := f.on(ctx, a.ID)
+	host, id, err := f.openHost(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	s, err := f.Client(ctx, host)
 	if err != nil {
 		return nil, err
 	}
 	b := *a
-	b.ID = id
+	b.ID, b.Host = id, ""
 	r, err := s.Open(ctx, &b)
 	if err != nil {
 		return nil, Cause(err)
@@ -366,8 +391,19 @@ func (f *Fleet) SetModel(ctx context.Context, a *verbs.SetModelArgs) (*verbs.Set
 	return r, Cause(err)
 }
 
-// List lists Default's agents, their ids qualified.
+// List lists Default's agents, their ids qualified; with AllHosts, every
+// host's (ListAll), failing only when every host failed.
 func (f *Fleet) List(ctx context.Context, a *verbs.ListArgs) (*verbs.ListResult, error) {
+	if f.AllHosts {
+		r, err := f.ListAll(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(r.Hosts, func(h verbs.HostAnswer) bool { return h.Error == "" }) {
+			return nil, Failed(r)
+		}
+		return r, nil
+	}
 	s, host, _, err := f.on(ctx, "")
 	if err != nil {
 		return nil, err
@@ -478,12 +514,20 @@ func (f *Fleet) Shown(id string) string {
 // CloseIdle closes every remote's kept connections: each is an ssh child,
 // which would otherwise live until this process exits.
 func (f *Fleet) CloseIdle() {
+	// f.mu is let go first: a remote's lock is held across its first
+	// exchange, which takes f.mu to read the hosts.
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	rs := make([]*remote, 0, len(f.remotes))
 	for _, r := range f.remotes {
+		rs = append(rs, r)
+	}
+	f.mu.Unlock()
+	for _, r := range rs {
+		r.mu.Lock()
 		if r.cl != nil {
 			r.cl.CloseIdleConnections()
 		}
+		r.mu.Unlock()
 	}
 }
 

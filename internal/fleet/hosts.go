@@ -21,13 +21,14 @@ import (
 	"strings"
 
 	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // Local names this machine, the default host; Any is `open --host any`'s
 // word. Neither can name a configured host.
 const (
-	Local = "local"
-	Any   = "any"
+	Local = verbs.HostLocal
+	Any   = verbs.HostAny
 )
 
 // URLForms are the accepted forms of a host, for errors.

@@ -22,6 +22,17 @@ import (
 // no log. The slot is reserved first (so that two opens of one id cannot
 // both win), and given back if the options do not hold.
 func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResult, error) {
+	// Other hosts are reached by the clients that know them (kaimon
+	// --host, kaimon mcp), which strip host before asking a daemon.
+	if a.Host != "" && a.Host != verbs.HostLocal {
+		return nil, verbs.BadArg("agent_open: host %q: this daemon opens agents on its own machine only; "+
+			"other hosts are reached through kaimon (`kaimon --host NAME open`, or kaimon mcp with hosts configured)", a.Host)
+	}
+	if a.Host != "" {
+		b := *a
+		b.Host = "" // this machine: not part of the agent's record
+		a = &b
+	}
 	id := a.ID
 	if id == "" {
 		if a.Resume {

@@ -58,6 +58,10 @@ type Arg struct {
 	// does not read right on a command line (it speaks JSON, or names
 	// the other arguments by their wire names); "" uses Doc.
 	FlagDoc string
+	// Global says the CLI takes the argument as kaimon's global flag of
+	// its name (agent_open's host is --host, which every command takes),
+	// so its command gets no flag of its own.
+	Global bool
 }
 
 // FlagName is the argument's CLI flag, without dashes.
@@ -431,7 +435,19 @@ type OpenArgs struct {
 	// Resume reopens dead agent ID with its conversation; the options
 	// left out come from the agent's record, not from the defaults.
 	Resume bool `json:"resume,omitempty"`
+	// Host places the agent: a configured host's name, HostLocal or
+	// HostAny. Only a client that reaches hosts (the CLI, `kaimon mcp`)
+	// acts on it, and strips it before asking the host's daemon, which
+	// opens agents on its own machine alone.
+	Host string `json:"host,omitempty"`
 }
+
+// The words of agent_open's host that name no configured host: this
+// machine, and the least busy reachable host.
+const (
+	HostLocal = "local"
+	HostAny   = "any"
+)
 
 // Inherits says that left-out options come from the agent's record.
 func (a *OpenArgs) Inherits() bool { return a.Resume }
@@ -562,11 +578,26 @@ type SetModelResult struct {
 // ListEntry is an agent_status object plus agent_id.
 type ListEntry struct {
 	AgentID string `json:"agent_id"`
+	// Host is the agent's host in a list across hosts; absent from one
+	// daemon's own list.
+	Host string `json:"host,omitempty"`
 	AgentStatus
 }
 
 type ListResult struct {
 	Agents []ListEntry `json:"agents"`
+	// Hosts are the hosts a list across hosts asked, in its order; absent
+	// from one daemon's own list.
+	Hosts []HostAnswer `json:"hosts,omitempty"`
+}
+
+// HostAnswer is what one host answered a list across hosts: how many
+// agents it listed, or why it could not be asked (then its agents are
+// missing from the list).
+type HostAnswer struct {
+	Host   string `json:"host"`
+	Agents int    `json:"agents"`
+	Error  string `json:"error,omitempty"`
 }
 
 type InterruptResult struct {
@@ -699,6 +730,9 @@ var All = []*Verb{
 			{Name: "id", Type: TString, Agents: AgentsDead, FlagDoc: "Agent id to use (reopening a dead id reuses its slot, with a fresh conversation unless --resume).", Doc: "Caller-supplied agent id; reopening a dead id reuses its slot, with a fresh conversation unless resume."},
 			{Name: "resume", Type: TBoolean, Default: false, FlagDoc: "With --id of a dead agent: reopen it with its conversation; the flags not given come from its record.", Doc: "Reopen the dead agent id with its conversation (claude --resume; ACP session/load). " +
 				"The options left out come from the agent's record: its cwd, its model as last switched, its preset and tools. Turn numbers and seq continue."},
+			{Name: "host", Type: TString, Global: true, Placeholder: "HOST", Doc: "The host to open the agent on, when hosts are configured (kaimon host add): a host's name, " + HostLocal + " (this machine, the default) " +
+				"or " + HostAny + " (the reachable host with the fewest working agents, then the fewest live ones; ties go to " + HostLocal + ", then to the names in order). " +
+				"The returned agent_id is then qualified as HOST/ID, which every other tool accepts."},
 		},
 	}, func(s Service) func(context.Context, *OpenArgs) (*OpenResult, error) { return s.Open }),
 	verb(Verb{
@@ -757,7 +791,8 @@ var All = []*Verb{
 		Name: "agent_list", CLI: "list", ReadOnly: true,
 		Summary: "List agents, live and dead",
 		Doc:     "Lists every agent the daemon knows, live and dead (also those of earlier daemons), each as its agent_status plus agent_id.",
-		Returns: `{"agents": [ …status… ]}`,
+		Returns: `{"agents": [ …status… ]}; across hosts (kaimon list --all-hosts, and kaimon mcp with hosts configured) each agent also carries "host" and its agent_id is qualified as HOST/ID (bare on local), ` +
+			`and "hosts": [{"host", "agents", "error"}] says what each host answered: its number of agents, or the error of a host that could not be asked, whose agents are then missing.`,
 		Example: "kaimon list --json | jq -r '.agents[].agent_id'",
 	}, func(s Service) func(context.Context, *ListArgs) (*ListResult, error) { return s.List }),
 	verb(Verb{

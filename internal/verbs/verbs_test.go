@@ -57,7 +57,7 @@ func TestResultFieldsAreTheSpecs(t *testing.T) {
 	}{
 		{OutputResult{}, "agent_id turn which status done text truncated dropped_chars usage log_errors"},
 		{AgentStatus{}, "status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason record_error pending_permissions"},
-		{ListEntry{}, "agent_id status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason record_error pending_permissions"},
+		{ListEntry{}, "agent_id host status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason record_error pending_permissions"},
 		{ForgetResult{}, "forgotten"},
 		{OpenResult{}, "agent_id"},
 		{SendResult{}, "turn"},
@@ -66,7 +66,8 @@ func TestResultFieldsAreTheSpecs(t *testing.T) {
 		{InterruptResult{}, "interrupted"},
 		{CloseResult{}, "closed"},
 		{PermitResult{}, "permitted"},
-		{ListResult{}, "agents"},
+		{ListResult{}, "agents hosts"},
+		{HostAnswer{}, "host agents error"},
 	}
 	for _, c := range cases {
 		got := strings.Join(JSONFields(reflect.TypeOf(c.v)), " ")
