@@ -9,14 +9,26 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/fleet"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
+// allHosts is list's flag that lists every host's agents in one table.
+const allHosts = "all-hosts"
+
 func listCmd() *cli.Command {
 	return verbCmd("agent_list", &cli.Command{
+		Description: "With --" + allHosts + " it lists the agents of this machine and of every configured host (kaimon host ls) in one table " +
+			"with a HOST column, their ids qualified as HOST/ID (bare on local). The hosts are asked at once, each within " +
+			fmt.Sprint(fleet.ListTimeout) + ": a host that fails is reported with its error on stderr (with --json, in \"hosts\") " +
+			"while the others' agents are listed, and the exit code is 1.",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: allHosts, Usage: "list the agents of this machine and every configured host, with a HOST column"}},
 		Action: func(c *cli.Context) error {
 			if err := needVerbArgs(c, "agent_list"); err != nil {
 				return err
+			}
+			if c.Bool(allHosts) {
+				return listAllHosts(c)
 			}
 			cl, err := service(c)
 			if err != nil {
@@ -31,23 +43,65 @@ func listCmd() *cli.Command {
 					fmt.Fprintln(c.App.ErrWriter, "no agents (open one with `kaimon open DIR`)")
 					return
 				}
-				writeAgents(w, res.Agents)
+				writeAgents(w, res.Agents, false)
 			})
 		},
 	})
 }
 
+// listAllHosts is list --all-hosts: every host's agents, each host's error
+// on stderr (or in the JSON's hosts), exit 1 when any host failed.
+func listAllHosts(c *cli.Context) error {
+	if c.IsSet("host") {
+		return usagef("--%s lists every host: drop --host", allHosts)
+	}
+	f, err := fleetOf(c)
+	if err != nil {
+		return err
+	}
+	res, err := f.ListAll(c.Context)
+	if err != nil {
+		return fail(c, err)
+	}
+	err = emit(c, res, func(w io.Writer) {
+		if len(res.Agents) > 0 {
+			writeAgents(w, res.Agents, true)
+		} else if fleet.Failed(res) == nil {
+			fmt.Fprintln(c.App.ErrWriter, "no agents on any host (open one with `kaimon open DIR`)")
+		}
+		for _, h := range res.Hosts {
+			if h.Error != "" {
+				fmt.Fprintf(c.App.ErrWriter, "kaimon: %s\n", h.Error)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if err := fleet.Failed(res); err != nil {
+		return &jsonReported{err: err} // said above, or in the JSON
+	}
+	return nil
+}
+
 // writeAgents writes agent_list's table for people. It is aligned
 // uncolored and the status colored after: tabwriter counts a color's
 // escape bytes as width, which shifted every column after the status.
-func writeAgents(w io.Writer, agents []verbs.ListEntry) {
+// withHost puts each agent's host in a first column.
+func writeAgents(w io.Writer, agents []verbs.ListEntry, withHost bool) {
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	if withHost {
+		fmt.Fprint(tw, "HOST\t")
+	}
 	fmt.Fprintln(tw, "ID\tSTATUS\tMODEL\tTURN\tTOKENS IN/OUT\tCWD")
 	for _, a := range agents {
 		status := statusText(&a.AgentStatus)
 		if a.Reason != "" {
 			status += " (" + a.Reason + ")"
+		}
+		if withHost {
+			fmt.Fprintf(tw, "%s\t", a.Host)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\n", a.AgentID, status, a.Model, a.Turn,
 			a.Usage.InputTokens, a.Usage.OutputTokens, a.Cwd)

@@ -19,31 +19,40 @@ func TestWriteAgentsAlignedInColor(t *testing.T) {
 	color.NoColor = false
 	t.Cleanup(func() { color.NoColor = was })
 	agents := []verbs.ListEntry{
-		{AgentID: "aaaa1111", AgentStatus: verbs.AgentStatus{Status: "idle", Model: "sonnet", Cwd: "/p"}},
-		{AgentID: "bbbb2222", AgentStatus: verbs.AgentStatus{Status: "working", Model: "opus", Turn: 3, Cwd: "/q",
+		{AgentID: "aaaa1111", Host: "local", AgentStatus: verbs.AgentStatus{Status: "idle", Model: "sonnet", Cwd: "/p"}},
+		{AgentID: "build-box/bbbb2222", Host: "build-box", AgentStatus: verbs.AgentStatus{Status: "working", Model: "opus", Turn: 3, Cwd: "/q",
 			PendingPermissions: []verbs.PendingPermission{{RequestID: "r1"}}}},
-		{AgentID: "cccc3333", AgentStatus: verbs.AgentStatus{Status: "dead", Model: "haiku", Cwd: "/r", Reason: "closed"}},
+		{AgentID: "h1/cccc3333", Host: "h1", AgentStatus: verbs.AgentStatus{Status: "dead", Model: "haiku", Cwd: "/r", Reason: "closed"}},
 	}
-	var b strings.Builder
-	writeAgents(&b, agents)
-	out := b.String()
-	if !strings.Contains(out, "\x1b[") {
-		t.Fatalf("no color in %q", out)
-	}
-	ansi := regexp.MustCompile("\x1b\\[[0-9;]*m")
-	lines := strings.Split(strings.TrimSuffix(ansi.ReplaceAllString(out, ""), "\n"), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("%d lines: %q", len(lines), lines)
-	}
-	model := strings.Index(lines[0], "MODEL")
-	for i, a := range agents {
-		if got := lines[i+1][model:]; !strings.HasPrefix(got, a.Model+" ") {
-			t.Errorf("row %d, as seen: %q; MODEL at %d: %q, want %q", i, lines[i+1], model, got, a.Model)
+	// With and without list --all-hosts' HOST column.
+	for _, withHost := range []bool{false, true} {
+		var b strings.Builder
+		writeAgents(&b, agents, withHost)
+		out := b.String()
+		if !strings.Contains(out, "\x1b[") {
+			t.Fatalf("no color in %q", out)
 		}
-	}
-	for _, want := range []string{"working (asks permission)", "dead (closed)"} {
-		if !strings.Contains(strings.Join(lines, "\n"), want) {
-			t.Errorf("no %q in %q", want, lines)
+		ansi := regexp.MustCompile("\x1b\\[[0-9;]*m")
+		lines := strings.Split(strings.TrimSuffix(ansi.ReplaceAllString(out, ""), "\n"), "\n")
+		if len(lines) != 4 {
+			t.Fatalf("%d lines: %q", len(lines), lines)
+		}
+		if got := strings.HasPrefix(lines[0], "HOST "); got != withHost {
+			t.Errorf("withHost %v: heading %q", withHost, lines[0])
+		}
+		model := strings.Index(lines[0], "MODEL")
+		for i, a := range agents {
+			if got := lines[i+1][model:]; !strings.HasPrefix(got, a.Model+" ") {
+				t.Errorf("row %d, as seen: %q; MODEL at %d: %q, want %q", i, lines[i+1], model, got, a.Model)
+			}
+			if withHost && !strings.HasPrefix(lines[i+1], a.Host+" ") {
+				t.Errorf("row %d: %q does not start with its host %s", i, lines[i+1], a.Host)
+			}
+		}
+		for _, want := range []string{"working (asks permission)", "dead (closed)"} {
+			if !strings.Contains(strings.Join(lines, "\n"), want) {
+				t.Errorf("no %q in %q", want, lines)
+			}
 		}
 	}
 }

@@ -43,6 +43,11 @@ func openArgs(c *cli.Context, dir string) (*verbs.OpenArgs, error) {
 		MCPConfig: c.String("mcp-config"), SystemPrompt: c.String("system-prompt"), ID: c.String("id"),
 		Resume: c.Bool("resume"),
 	}
+	// The global --host places a new agent (KAIMON_HOST, a default, is
+	// the fleet's); host is the one Global argument of agent_open.
+	if c.IsSet(verbs.ByName("agent_open").Arg("host").FlagName()) {
+		a.Host = c.String("host")
+	}
 	if a.Resume && a.ID == "" {
 		return nil, usagef("--resume reopens a dead agent with its conversation: name it with --id ID")
 	}
@@ -79,7 +84,10 @@ func openCmd() *cli.Command {
 			"--id of a dead agent reuses its slot: turn numbers and seq continue, and the conversation starts afresh. " +
 			"Add --resume to continue its conversation too (claude --resume, ACP session/load); the flags left out come from its record " +
 			"(its cwd, model as last switched, preset and tools).\n\n" +
-			"On another host (--host NAME, or --id NAME/ID) DIR is an absolute path on that host, and the id is printed as NAME/ID.",
+			"On another host (--host NAME, or --id NAME/ID) DIR is an absolute path on that host, and the id is printed as NAME/ID.\n\n" +
+			"With --host any (or KAIMON_HOST=any) the agent goes to the reachable host, this machine or a configured one, " +
+			"with the fewest working agents, then the fewest live ones (ties: local, then the names in order), so that a loop of opens " +
+			"spreads over the hosts; the id printed is qualified as HOST/ID.",
 		Flags: openFlags(),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {

@@ -19,6 +19,7 @@ var cliOnlyFlags = map[string]string{
 	"json":           "every verb command: print the verb's JSON return",
 	noRecursionGuard: "open and run: disallowed_tools = [], which a repeatable --disallow cannot say",
 	oneShotFlag:      "run: open a throwaway agent in DIR for the turn",
+	allHosts:         "list: every host's agents in one table (fleet.ListAll)",
 }
 
 // alsoTakes: run -C DIR opens the agent it runs the turn in, so run takes
