@@ -52,6 +52,15 @@ var Instructions = "kaimon drives headless coding agents owned by the kaimon-age
 	"agent_status and agent_list report state and token usage; agent_close stops an agent. " +
 	"An agent's permission requests (permission events) are answered with agent_permit."
 
+// HostsInstructions are Instructions for a server whose tools reach the
+// hosts named as well as this machine (kaimon mcp with hosts configured).
+func HostsInstructions(hosts []string) string {
+	return Instructions + " Agents run on this machine (" + verbs.HostLocal + ") and on the hosts " + strings.Join(hosts, ", ") +
+		": agent_open's host picks one (" + verbs.HostAny + ": the least busy), and an agent_id of another host is qualified as HOST/ID, " +
+		"which every tool takes as agent_open returned it. agent_list lists every host's agents with their host; " +
+		"its hosts say what each host answered, and a host that could not be asked is reported there with its error."
+}
+
 // agentKinds names the agents agent_open's model chooses between, from
 // backend's table of model prefixes.
 func agentKinds() string {
