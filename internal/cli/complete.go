@@ -34,7 +34,9 @@ import (
 // :files or :dirs when the shell should complete paths itself. It is
 // read-only: it runs no verb, never starts the daemon, and asks a running
 // daemon nothing but agent_list (with none running, it reads the agents'
-// records on disk). It never fails: on any error it prints
+// records on disk). An id qualified with a configured host (h1/…) is
+// completed from that host's daemon, asked the same way over its ssh with
+// dial-stdio's --no-autostart, so a TAB starts no daemon there either. It never fails: on any error it prints
 // nothing and exits 0.
 //
 // Hand-written rather than a library: urfave/cli v2's own completion runs
@@ -69,7 +71,7 @@ func completeCmd() *cli.Command {
 				words = words[1:]
 			}
 			defer func() { _ = recover() }() // a completion never fails loudly
-			comp := &completer{app: c.App, agents: daemonAgents, hosts: configuredHosts}
+			comp := &completer{app: c.App, agents: daemonAgents, hosts: configuredHosts, hostAgents: hostAgents}
 			writeCompletion(c.App.Writer, comp.complete(words))
 			return nil
 		},
@@ -102,6 +104,36 @@ func daemonAgents() []verbs.ListEntry {
 	// Do, not List: List explains errors with a second request.
 	if err := cl.Do(ctx, "POST", verbs.ByName("agent_list").Route(), &verbs.ListArgs{}, &res); err != nil {
 		return recordedAgents(cl.Paths.CacheDir)
+	}
+	return res.Agents
+}
+
+// remoteListTimeout bounds the agent_list a completion sends to another
+// host: an ssh handshake is in it unless the host's master connection is
+// up.
+const remoteListTimeout = 2 * time.Second
+
+// hostAgents asks host's daemon for its agents over the host's ssh, with
+// dial-stdio's --no-autostart (a daemon that is not running there is not
+// started), within remoteListTimeout; nothing on any failure. The ssh
+// child ends with the connection.
+func hostAgents(host string) []verbs.ListEntry {
+	paths, err := config.Resolve()
+	if err != nil {
+		return nil
+	}
+	tr, err := (&fleet.Fleet{Paths: paths}).Transport(host)
+	if err != nil {
+		return nil
+	}
+	tr.NoAutostart = true
+	cl := &client.Client{Paths: paths, Dial: tr.Dial, Addr: "host " + host, NoAutostart: true}
+	defer cl.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), remoteListTimeout)
+	defer cancel()
+	var res verbs.ListResult
+	if err := cl.Do(ctx, "POST", verbs.ByName("agent_list").Route(), &verbs.ListArgs{}, &res); err != nil {
+		return nil
 	}
 	return res.Agents
 }
@@ -205,7 +237,11 @@ var flagKinds = map[string]valueKind{
 type completer struct {
 	app    *cli.App
 	agents func() []verbs.ListEntry
-	hosts  func() map[string]fleet.Host // --host's values
+	// hosts are the configured hosts: --host's values, and offered as
+	// HOST/ before an id; hostAgents a host's agents, asked once the id
+	// names its host. nil: none.
+	hosts      func() map[string]fleet.Host
+	hostAgents func(host string) []verbs.ListEntry
 
 	listed bool
 	list   []verbs.ListEntry
@@ -569,9 +605,15 @@ func (k *completer) values(spec valueSpec, cur, prefix string) completion {
 	case valEnum:
 		cands = spec.enum
 	case valLiveIDs, valDeadIDs, valAnyIDs:
-		for _, a := range k.agentList() {
+		agents, host := k.idAgents(cur)
+		for _, a := range agents {
 			if spec.kind == valAnyIDs || (a.AgentStatus.Status == apitype.Dead) == (spec.kind == valDeadIDs) {
-				cands = append(cands, candidate{a.AgentID, agentDesc(a)})
+				cands = append(cands, candidate{fleet.Qualify(host, a.AgentID), agentDesc(a)})
+			}
+		}
+		if host == "" {
+			for _, h := range k.hostNames() {
+				cands = append(cands, candidate{h + "/", "an agent of host " + h})
 			}
 		}
 	case valChannels:
@@ -606,6 +648,27 @@ func (k *completer) values(spec valueSpec, cur, prefix string) completion {
 		out.cands[i].value = prefix + out.cands[i].value
 	}
 	return out
+}
+
+// idAgents are the agents an id being typed as cur may name, and their
+// host: this machine's, or once cur is qualified with a configured host
+// (h1/…), that host's; none for a host not configured.
+func (k *completer) idAgents(cur string) ([]verbs.ListEntry, string) {
+	h, _, qualified := fleet.SplitID(cur)
+	if !qualified {
+		return k.agentList(), ""
+	}
+	if !slices.Contains(k.hostNames(), h) || k.hostAgents == nil {
+		return nil, h
+	}
+	return k.hostAgents(h), h
+}
+
+func (k *completer) hostNames() []string {
+	if k.hosts == nil {
+		return nil
+	}
+	return fleet.Names(k.hosts())
 }
 
 func agentDesc(a verbs.ListEntry) string {

@@ -342,3 +342,46 @@ func TestCompleteIDsFromRecordsWithoutDaemon(t *testing.T) {
 		t.Errorf("completing made %s (%v): a daemon was started?", paths.SockDir, err)
 	}
 }
+
+// An id argument offers the configured hosts as HOST/ beside this
+// machine's ids; once the id names a configured host, that host's agents,
+// qualified (the host is asked only then, and a host not configured is
+// asked nothing).
+func TestCompleteQualifiedIDs(t *testing.T) {
+	var asked []string
+	k := func() *completer {
+		return &completer{app: NewApp(), agents: testAgents, hosts: func() map[string]fleet.Host { return map[string]fleet.Host{"h1": {}, "h2": {}} },
+			hostAgents: func(h string) []verbs.ListEntry {
+				asked = append(asked, h)
+				return []verbs.ListEntry{
+					{AgentID: "r1", AgentStatus: verbs.AgentStatus{Status: "idle"}},
+					{AgentID: "r2", AgentStatus: verbs.AgentStatus{Status: "dead"}},
+				}
+			}}
+	}
+	values := func(words ...string) []string {
+		var out []string
+		for _, c := range k().complete(words).cands {
+			out = append(out, c.value)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		words []string
+		want  []string
+		asked []string
+	}{
+		{[]string{"status", ""}, []string{"live1", "live2", "dead1", "h1/", "h2/"}, nil},
+		{[]string{"status", "h"}, []string{"h1/", "h2/"}, nil},
+		{[]string{"status", "h1/"}, []string{"h1/r1", "h1/r2"}, []string{"h1"}},
+		{[]string{"close", "h2/"}, []string{"h2/r1"}, []string{"h2"}},
+		{[]string{"forget", "h1/r"}, []string{"h1/r2"}, []string{"h1"}},
+		{[]string{"status", "h9/"}, nil, nil},
+		{[]string{"status", "live"}, []string{"live1", "live2"}, nil},
+	} {
+		asked = nil
+		if got := values(c.words...); !slices.Equal(got, c.want) || !slices.Equal(asked, c.asked) {
+			t.Errorf("%q: %q (asked %q), want %q (asked %q)", c.words, got, asked, c.want, c.asked)
+		}
+	}
+}

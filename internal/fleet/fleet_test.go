@@ -202,6 +202,11 @@ func TestArgv(t *testing.T) {
 	if got := s.Argv(); got[len(got)-1] != "~/bin/kaimon dial-stdio" {
 		t.Errorf("~/bin/kaimon ran as %q", got[len(got)-1])
 	}
+	// A completion's connection starts no daemon there.
+	s.NoAutostart = true
+	if got := s.Argv(); got[len(got)-1] != "~/bin/kaimon --no-autostart dial-stdio" {
+		t.Errorf("with NoAutostart the remote command is %q", got[len(got)-1])
+	}
 
 	// A socket dir too long for a control socket: no master.
 	s = &SSH{Name: "h1", Target: Target{Host: "b"}, ControlDir: "/" + strings.Repeat("d", 60)}

@@ -58,6 +58,10 @@ type SSH struct {
 	// KubeCommand replaces `kubectl` for a kube:// target, as Command
 	// replaces ssh. Empty: KAIMON_KUBECTL_COMMAND, else kubectl.
 	KubeCommand string
+	// NoAutostart runs `kaimon --no-autostart dial-stdio` there: a daemon
+	// that is not running fails the connection instead of being started
+	// (what a completion asks with, which must start nothing).
+	NoAutostart bool
 }
 
 // ForHost is the transport of a configured host (or of a URL given
@@ -110,7 +114,11 @@ func (s *SSH) Argv() []string {
 		args = append(args, "-p", strconv.Itoa(s.Target.Port))
 	}
 	// "--": a destination is never read as an option.
-	args = append(args, "--", s.Target.Destination(), shellWord(s.bin())+" dial-stdio")
+	remote := shellWord(s.bin()) + " dial-stdio"
+	if s.NoAutostart {
+		remote = shellWord(s.bin()) + " --no-autostart dial-stdio"
+	}
+	args = append(args, "--", s.Target.Destination(), remote)
 	cmd := s.Command
 	if cmd == "" {
 		cmd = os.Getenv("KAIMON_SSH_COMMAND")
@@ -135,7 +143,11 @@ func (s *SSH) kubeArgv() []string {
 	if t.Container != "" {
 		args = append(args, "-c", t.Container)
 	}
-	args = append(args, t.Pod, "--", s.bin(), "dial-stdio")
+	args = append(args, t.Pod, "--", s.bin())
+	if s.NoAutostart {
+		args = append(args, "--no-autostart")
+	}
+	args = append(args, "dial-stdio")
 	cmd := s.KubeCommand
 	if cmd == "" {
 		cmd = os.Getenv("KAIMON_KUBECTL_COMMAND")
