@@ -58,6 +58,11 @@ func TestKubeArgv(t *testing.T) {
 	if got := s.MasterExitArgv(); got != nil {
 		t.Errorf("a pod's master exit argv = %q; want none", got)
 	}
+	// A completion's connection starts no daemon in the pod.
+	s.NoAutostart = true
+	if got := s.Argv(); !reflect.DeepEqual(got[len(got)-3:], []string{"/opt/kaimon/bin/kaimon", "--no-autostart", "dial-stdio"}) {
+		t.Errorf("argv with NoAutostart: %q", got)
+	}
 
 	// The least: a pod in the context's namespace, kaimon on its PATH, and
 	// KAIMON_KUBECTL_COMMAND run as GIT_SSH_COMMAND is.
