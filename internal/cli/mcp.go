@@ -21,7 +21,8 @@ func mcpCmd() *cli.Command {
 		Description: "Runs an MCP server on stdin/stdout whose tools are the verbs: agent_open, agent_send, agent_run, " +
 			"agent_output, agent_status, agent_set_model, agent_list, agent_interrupt, agent_close and agent_permit, " +
 			"with the arguments and JSON returns of the CLI's --json. It is a client of kaimon-agentd (started on demand), " +
-			"so every MCP client sees the same agents. Register it with Claude Code:\n\n" +
+			"so every MCP client sees the same agents. With hosts configured (kaimon host add), it serves them too: agent_list lists every host's agents, " +
+			"agent_open takes host (a name, local or any), and the other tools take the HOST/ID it returns. Register it with Claude Code:\n\n" +
 			"   claude mcp add kaimon -- kaimon mcp\n\n" +
 			"agent_run sends progress notifications while a turn runs when the call carries a progressToken; " +
 			"for long turns, agent_send then agent_output polls without blocking.",
