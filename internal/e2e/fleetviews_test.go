@@ -91,8 +91,10 @@ func TestOpenAnySpreadsAndListAllHosts(t *testing.T) {
 		return "local"
 	}
 	// 1: every host empty, the tie goes to local; its agent is then kept
-	// working.
+	// working. Placed here, its id is local/ID: a bare one would go to
+	// KAIMON_HOST=any, which names no agent's host.
 	ids := []string{open(slow)}
+	bare := strings.TrimPrefix(ids[0], "local/")
 	local.ok("send", ids[0], "hello there")
 	waitFor(t, "the local agent working", time.Minute, func() bool {
 		var st verbs.AgentStatus
@@ -129,7 +131,7 @@ func TestOpenAnySpreadsAndListAllHosts(t *testing.T) {
 		t.Fatalf("list --all-hosts printed:\n%s", r.stdout)
 	}
 	for i, id := range []string{ids[0], ids[1], ids[3], ids[2], ids[4]} { // local, then h1, then h2
-		if f := strings.Fields(lines[i+1]); len(f) < 3 || f[0] != hostOf(id) || f[1] != id {
+		if f := strings.Fields(lines[i+1]); len(f) < 3 || f[0] != hostOf(id) || f[1] != strings.TrimPrefix(id, "local/") {
 			t.Errorf("row %d: %q, want host %s and id %s", i+1, lines[i+1], hostOf(id), id)
 		}
 	}
@@ -141,7 +143,7 @@ func TestOpenAnySpreadsAndListAllHosts(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &all); r.code != 1 || err != nil {
 		t.Fatalf("list --all-hosts --json: %v\n%s", err, r)
 	}
-	if len(all.Agents) != 5 || all.Agents[1].Host != "h1" || all.Agents[1].AgentID != ids[1] || all.Agents[0].Host != "local" {
+	if len(all.Agents) != 5 || all.Agents[1].Host != "h1" || all.Agents[1].AgentID != ids[1] || all.Agents[0].Host != "local" || all.Agents[0].AgentID != bare {
 		t.Errorf("list --all-hosts --json agents: %+v", all.Agents)
 	}
 	wantHosts := []verbs.HostAnswer{{Host: "local", Agents: 1}, {Host: "down"}, {Host: "h1", Agents: 2}, {Host: "h2", Agents: 2}}
@@ -152,8 +154,12 @@ func TestOpenAnySpreadsAndListAllHosts(t *testing.T) {
 	if !slices.Equal(all.Hosts, wantHosts) {
 		t.Errorf("list --all-hosts --json hosts: %+v, want %+v", all.Hosts, wantHosts)
 	}
-	// any places only: elsewhere it is refused as before.
-	local.fails(2, `host "any" places a new agent`, "--host", "any", "status", ids[0])
+	// any places only: a bare id under it is refused as before, and a
+	// qualified one goes to its host.
+	local.fails(2, `host "any" places a new agent`, "--host", "any", "status", bare)
+	if out := local.ok("--host", "any", "status", ids[1]); !strings.Contains(out, "idle") {
+		t.Errorf("--host any status %s: %s", ids[1], out)
+	}
 
 	// Completion: hosts as HOST/ beside the local ids; after h1/, h1's.
 	local.ok("host", "add", "h3", "ssh://h3.invalid", "--remote-bin", kaimonBin)
@@ -167,7 +173,7 @@ func TestOpenAnySpreadsAndListAllHosts(t *testing.T) {
 		}
 		return out
 	}
-	if got, want := cands("status", ""), []string{ids[0], "down/", "h1/", "h2/", "h3/"}; !slices.Equal(got, want) {
+	if got, want := cands("status", ""), []string{bare, "down/", "h1/", "h2/", "h3/"}; !slices.Equal(got, want) {
 		t.Errorf("status <TAB>: %q, want %q", got, want)
 	}
 	if got, want := cands("status", "h1/"), []string{ids[1], ids[3]}; !slices.Equal(got, want) {
@@ -182,6 +188,17 @@ func TestOpenAnySpreadsAndListAllHosts(t *testing.T) {
 	}
 	if got := cands("status", "down/"); len(got) != 0 {
 		t.Errorf("status down/<TAB>: %q", got)
+	}
+
+	// run -C under --host any runs its turn where it placed its agent,
+	// then closes it: on h3, now added, which has none (its daemon is
+	// started there by the placement's dial-stdio).
+	if got := local.ok("--host", "any", "run", "-C", local.work, "--model", fast, "hello there"); got != firstReply(t) {
+		t.Errorf("--host any run -C printed %q, want %q", got, firstReply(t))
+	}
+	h3.okJSON(&rl, "list")
+	if len(rl.Agents) != 1 || rl.Agents[0].Status != "dead" || rl.Agents[0].Turn != 1 {
+		t.Errorf("after run -C under --host any, h3's daemon lists %+v, want one agent, dead after one turn", rl.Agents)
 	}
 }
 

@@ -149,7 +149,9 @@ func (f *Fleet) Route(id string) (host, bare string, err error) {
 	if err := f.Check(h); err != nil {
 		return "", "", fmt.Errorf("the id %s: %w", id, err)
 	}
-	if f.Pinned && normal(h) != normal(f.Default) {
+	// --host any picks no existing agent's host: an id it placed, which
+	// names its host, goes there (run -C's turn, after its open).
+	if f.Pinned && f.Default != Any && normal(h) != normal(f.Default) {
 		return "", "", usagef("the id %s is on host %s, but --host names %s: drop one of them", id, h, normal(f.Default))
 	}
 	return h, bare, nil
@@ -314,7 +316,7 @@ func (f *Fleet) on(ctx context.Context, id string) (verbs.Service, string, strin
 // Open opens an agent on the host openHost picks; the host's daemon gets
 // the arguments without host, and the id comes back qualified.
 func (f *Fleet) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResult, error) {
-	host, id, err := f.openHost(ctx, a)
+	host, id, placed, err := f.openHost(ctx, a)
 	if err != nil {
 		return nil, err
 	}
@@ -329,6 +331,11 @@ func (f *Fleet) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResult,
 		return nil, Cause(err)
 	}
 	r.AgentID = Qualify(host, r.AgentID)
+	if placed && IsLocal(host) {
+		// Placed here by any: local/ID, since a bare id would go to the
+		// Default, any, which names no agent's host (KAIMON_HOST=any).
+		r.AgentID = Local + "/" + r.AgentID
+	}
 	return r, nil
 }
 

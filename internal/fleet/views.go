@@ -182,38 +182,41 @@ func (f *Fleet) Place(ctx context.Context) (string, error) {
 	return Choose(loads), nil
 }
 
-// openHost is the host a new agent of a opens on, and its bare id: the
-// host argument (--host, or agent_open's host in MCP), else the host its id
-// names, else Default; Any is placed (Place). An id qualified with another
-// host than the host argument names is a usage error, and so is Any with
-// resume: a dead agent resumes on the host it died on.
-func (f *Fleet) openHost(ctx context.Context, a *verbs.OpenArgs) (host, id string, err error) {
+// openHost is the host a new agent of a opens on, its bare id, and
+// whether the host was placed: the host argument (--host, or agent_open's
+// host in MCP), else the host its id names, else Default; Any is placed
+// (Place). An id qualified with another host than the host argument names
+// is a usage error, and so is Any with resume: a dead agent resumes on the
+// host it died on.
+func (f *Fleet) openHost(ctx context.Context, a *verbs.OpenArgs) (host, id string, placed bool, err error) {
 	host, id = f.Default, a.ID
 	if a.ID != "" {
 		if host, id, err = f.Route(a.ID); err != nil {
-			return "", "", err
+			return "", "", false, err
 		}
 	}
 	_, _, qualified := SplitID(a.ID)
 	if a.Host != "" {
-		if qualified && normal(host) != normal(a.Host) {
-			return "", "", usagef("the id %s is on host %s, but host names %s: drop one of them", a.ID, normal(host), a.Host)
+		if qualified && normal(host) != normal(a.Host) && a.Host != Any {
+			return "", "", false, usagef("the id %s is on host %s, but host names %s: drop one of them", a.ID, normal(host), a.Host)
 		}
-		host = a.Host
+		if !qualified {
+			host = a.Host
+		}
 	}
 	if host != Any {
 		if err := f.Check(host); err != nil {
 			var ue *UsageError
 			if errors.As(err, &ue) {
-				return "", "", usagef("%s; to open an agent, also %s (the least busy host)", ue.Msg, Any)
+				return "", "", false, usagef("%s; to open an agent, also %s (the least busy host)", ue.Msg, Any)
 			}
-			return "", "", err
+			return "", "", false, err
 		}
-		return host, id, nil
+		return host, id, false, nil
 	}
 	if a.Resume {
-		return "", "", usagef("host %s places a new agent, but resume reopens a dead one on the host it died on: name that host, or qualify the id as HOST/ID", Any)
+		return "", "", false, usagef("host %s places a new agent, but resume reopens a dead one on the host it died on: name that host, or qualify the id as HOST/ID", Any)
 	}
 	host, err = f.Place(ctx)
-	return host, id, err
+	return host, id, true, err
 }

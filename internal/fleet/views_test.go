@@ -136,11 +136,21 @@ func TestOpenPlaces(t *testing.T) {
 	}
 	// Default any (--host any) places too; a qualified id under host h1
 	// opens on h1.
-	f.Default = Any
+	f.Default, f.Pinned = Any, true
 	if r, err := f.Open(context.Background(), &verbs.OpenArgs{Cwd: "/w"}); err != nil || r.AgentID != "h1/n2" {
 		t.Errorf("open with Default any: %+v %v", r, err)
 	}
-	f.Default = ""
+	// Under --host any an id that names its host goes there (run -C's
+	// turn after its open); a bare one is refused, as any names no
+	// agent's host.
+	if h, id, err := f.Route("h1/n2"); err != nil || h != "h1" || id != "n2" {
+		t.Errorf("Route(h1/n2) under --host any: %s %s %v", h, id, err)
+	}
+	var ue *UsageError
+	if _, err := f.Status(context.Background(), &verbs.StatusArgs{AgentID: "n2"}); !errors.As(err, &ue) || !strings.Contains(err.Error(), `host "any" places a new agent`) {
+		t.Errorf("status of a bare id under --host any: %v", err)
+	}
+	f.Default, f.Pinned = "", false
 	if r, err := f.Open(context.Background(), &verbs.OpenArgs{Cwd: "/w", ID: "h1/x1", Host: "h1"}); err != nil || r.AgentID != "h1/n2" {
 		t.Errorf("open --id h1/x1 on h1: %+v %v", r, err)
 	}
@@ -173,6 +183,12 @@ func TestOpenPlaces(t *testing.T) {
 	}
 	if n := opens(); n != before {
 		t.Errorf("bad opens reached a daemon: %d opens, want %d", n, before)
+	}
+	// Placed on this machine, the id is local/ID: a bare one would go to
+	// the Default, which may be any.
+	h1.Returns("list", entries(apitype.Working, apitype.Working), nil)
+	if r, err := f.Open(context.Background(), &verbs.OpenArgs{Cwd: "/w", Host: Any}); err != nil || r.AgentID != "local/n1" {
+		t.Errorf("open host any placed here: %+v %v", r, err)
 	}
 	// With no host answering, any is an error naming each one's.
 	local.Returns("list", nil, errors.New("local down"))
