@@ -732,7 +732,7 @@ var All = []*Verb{
 				"The options left out come from the agent's record: its cwd, its model as last switched, its preset and tools. Turn numbers and seq continue."},
 			{Name: "host", Type: TString, Global: true, Placeholder: "HOST", Doc: "The host to open the agent on, when hosts are configured (kaimon host add): a host's name, " + HostLocal + " (this machine, the default) " +
 				"or " + HostAny + " (the reachable host with the fewest working agents, then the fewest live ones; ties go to " + HostLocal + ", then to the names in order). " +
-				"The returned agent_id is then qualified as HOST/ID, which every other tool accepts."},
+				"An agent on another host gets its agent_id qualified as HOST/ID (one placed here by " + HostAny + ", " + HostLocal + "/ID), which every other tool accepts as it is."},
 		},
 	}, func(s Service) func(context.Context, *OpenArgs) (*OpenResult, error) { return s.Open }),
 	verb(Verb{
