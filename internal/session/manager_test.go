@@ -335,6 +335,10 @@ func TestOpenErrors(t *testing.T) {
 		// A backend's own refusal (its program missing, say) is a bad
 		// argument, refused before anything is written.
 		{verbs.OpenArgs{Cwd: t.TempDir(), Model: "nobin", ID: "named"}, verbs.CodeBadArgument, "nobin is not on PATH"},
+		// Other hosts are the clients' to reach (kaimon --host, kaimon
+		// mcp), not a daemon's.
+		{verbs.OpenArgs{Cwd: t.TempDir(), Host: "h1"}, verbs.CodeBadArgument, `host "h1": this daemon opens agents on its own machine only`},
+		{verbs.OpenArgs{Cwd: t.TempDir(), Host: verbs.HostAny}, verbs.CodeBadArgument, "on its own machine only"},
 	}
 	for _, c := range cases {
 		_, err := r.m.Open(bg, &c.a)
