@@ -204,13 +204,15 @@ func TestOpenAnySpreadsAndListAllHosts(t *testing.T) {
 
 // kaimon mcp with a host configured: agent_open with host opens there and
 // returns a qualified id, which agent_run takes; agent_list lists both
-// hosts' agents with their host; the instructions name the host; a host
-// not configured is a tool error that says which are.
+// hosts' agents with their host, and a host that is down in its hosts
+// without failing the call; the instructions name the hosts; a host not
+// configured is a tool error that says which are.
 func TestMCPAcrossHosts(t *testing.T) {
 	local, h1 := newEnv(t), newEnv(t)
 	local.env = append(local.env, "KAIMON_SSH_COMMAND="+sshToInstallations(t, map[string]*kenv{"h1.invalid": h1}))
 	kaimonBin := filepath.Join(binDir, "kaimon")
 	local.ok("host", "add", "h1", "ssh://h1.invalid", "--remote-bin", kaimonBin)
+	local.ok("host", "add", "down", "ssh://down.invalid", "--remote-bin", kaimonBin)
 
 	c, err := client.NewStdioMCPClient("env", nil, append(append([]string{"-i"}, local.env...), kaimonBin, "mcp")...)
 	if err != nil {
@@ -226,7 +228,7 @@ func TestMCPAcrossHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(ir.Instructions, "on the hosts h1") {
+	if !strings.Contains(ir.Instructions, "on the hosts down, h1") {
 		t.Errorf("the instructions do not name the hosts: %s", ir.Instructions)
 	}
 	call := func(tool string, args map[string]any) (string, bool) {
@@ -268,7 +270,12 @@ func TestMCPAcrossHosts(t *testing.T) {
 	if want := []string{"local " + localOpen.AgentID + " idle", "h1 " + opened.AgentID + " idle"}; !slices.Equal(got, want) {
 		t.Errorf("agent_list: %q, want %q", got, want)
 	}
-	if want := []verbs.HostAnswer{{Host: "local", Agents: 1}, {Host: "h1", Agents: 1}}; !slices.Equal(l.Hosts, want) {
+	// The host that is down is reported, and fails nothing.
+	if len(l.Hosts) != 3 || !strings.Contains(l.Hosts[1].Error, "host down: ssh failed") {
+		t.Fatalf("agent_list hosts: %+v", l.Hosts)
+	}
+	l.Hosts[1].Error = ""
+	if want := []verbs.HostAnswer{{Host: "local", Agents: 1}, {Host: "down"}, {Host: "h1", Agents: 1}}; !slices.Equal(l.Hosts, want) {
 		t.Errorf("agent_list hosts: %+v, want %+v", l.Hosts, want)
 	}
 
