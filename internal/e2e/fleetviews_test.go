@@ -126,6 +126,7 @@ func TestOpenAnySpreadsAndListAllHosts(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "kaimon: host down: ssh failed: ssh: Could not resolve hostname down.invalid") {
 		t.Errorf("list --all-hosts with a host down: %s", r)
 	}
+	t.Logf("kaimon list --all-hosts:\n%s%s", r.stdout, r.stderr)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if len(lines) != 6 || !strings.HasPrefix(lines[0], "HOST ") {
 		t.Fatalf("list --all-hosts printed:\n%s", r.stdout)

@@ -99,6 +99,13 @@ func TestListAll(t *testing.T) {
 		t.Errorf("Failed = %v", err)
 	}
 
+	// Without a configured host, this machine alone, and no error.
+	alone := &Fleet{Hosts: map[string]Host{}, Local: f.Local}
+	if l, err := alone.ListAll(context.Background()); err != nil || len(l.Agents) != 1 || l.Agents[0].AgentID != "a0" ||
+		len(l.Hosts) != 1 || l.Hosts[0] != (verbs.HostAnswer{Host: "local", Agents: 1}) || Failed(l) != nil {
+		t.Errorf("ListAll with no host configured: %+v %v", l, err)
+	}
+
 	f.AllHosts = true
 	if l, err := f.List(context.Background(), &verbs.ListArgs{}); err != nil || len(l.Agents) != 3 {
 		t.Errorf("List with AllHosts: %+v %v", l, err)
