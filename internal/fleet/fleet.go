@@ -45,7 +45,8 @@ func isURL(s string) bool { return strings.Contains(s, "://") }
 // Fleet is the hosts one command may reach, and a verbs.Service that
 // routes each call to the host its id names (NAME/ID), else to Default,
 // with the qualifier stripped: a command need not know which host it
-// drives. A host's client is made, and its first exchange done, once.
+// drives. A host's client is made, and its first exchange done, once it
+// succeeds.
 type Fleet struct {
 	Paths config.Paths
 	// Hosts are the configured hosts; nil: read from Paths.ConfigFile
@@ -166,7 +167,8 @@ func normal(host string) string {
 
 // Client is host's client (Default's for ""), after its first exchange:
 // a daemon whose API differs is refused, naming both versions, and one
-// that runs another build is warned about once.
+// that runs another build is warned about once. A host that failed is
+// tried again at the next call.
 func (f *Fleet) Client(ctx context.Context, host string) (*client.Client, error) {
 	if host == "" {
 		host = f.Default
