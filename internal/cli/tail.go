@@ -15,6 +15,7 @@ import (
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
+	"github.com/kaimon/kaimon/internal/fleet"
 	"github.com/kaimon/kaimon/internal/follow"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -31,7 +32,15 @@ type tailOptions struct {
 	UntilResult bool
 	Wait        bool // an unknown agent:ID is waited for, not an error
 	Pretty      bool
-	Out, Err    io.Writer
+	// AllHosts merges this machine and every configured host into one
+	// stream (tailhosts.go); else Host is the one host followed (its
+	// channels' qualifier, else --host's), "" for this machine.
+	AllHosts bool
+	Host     string
+	// qualified is the first channel as given with its host (NAME/agent:ID),
+	// for route to check; "" when none named one.
+	qualified string
+	Out, Err  io.Writer
 }
 
 func tailCmd() *cli.Command {
@@ -53,7 +62,14 @@ func tailCmd() *cli.Command {
 			"   kaimon tail agent:$id --from-start --turn $turn --until-result --no-deltas | jq -c .\n\n" +
 			"With --since, --from-start or --until-result, agent:ID is that one agent, not a prefix, and tail asks " +
 			"the daemon about it: an unknown ID exits 1 at once, unless --wait is given, which waits for the " +
-			"agent to be opened.",
+			"agent to be opened.\n\n" +
+			"Another host's agents (--host NAME, or a channel NAME/agent:ID) come through its daemon's event stream " +
+			"over ssh, joined with their logs there: a connection that breaks is reconnected and each agent resumed " +
+			"after its last seq printed, the streamed chunks lost meanwhile reported on stderr. --all-hosts merges " +
+			"this machine and every host of `kaimon host ls` into one stream of CHANNEL, each envelope with a " +
+			"\"host\" field (local for this machine) and its agent_id qualified (NAME/ID) so that it pastes back. A " +
+			"host that cannot be reached at the start is reported on stderr and tried again in the background, its " +
+			"agents then followed from when it answers; tail exits 1 at once only when no host answers.",
 		Flags: []cli.Flag{
 			&cli.Uint64Flag{Name: "since", Usage: "replay the agent's log after seq `SEQ` first, then go on live (one agent:ID channel)"},
 			&cli.BoolFlag{Name: "from-start", Usage: "replay the agent's whole log first (--since 0)"},
@@ -63,13 +79,27 @@ func tailCmd() *cli.Command {
 			&cli.BoolFlag{Name: "until-result", Usage: "exit after the first result printed (of --turn N if given): 0 if the turn succeeded, 3 if it failed or never will (the agent is dead, or N is beyond a dead agent's last turn)"},
 			&cli.BoolFlag{Name: "wait", Usage: "with --since, --from-start or --until-result: wait for an agent:ID that is not open yet instead of exiting 1"},
 			&cli.BoolFlag{Name: "pretty", Usage: "render for people: text flowing, one line per tool call, usage at the end of a turn"},
+			&cli.BoolFlag{Name: "all-hosts", Usage: "merge this machine and every configured host into one stream, each envelope with its host"},
 		},
 		Action: func(c *cli.Context) error {
 			o, err := tailOpts(c)
 			if err != nil {
 				return err
 			}
-			cl, err := newClient(c)
+			f, err := fleetOf(c)
+			if err != nil {
+				return err
+			}
+			if err := o.route(f); err != nil {
+				return err
+			}
+			switch {
+			case o.AllHosts:
+				return runTailAll(c.Context, o, f)
+			case !fleet.IsLocal(o.Host):
+				return runTailRemote(c.Context, o, f)
+			}
+			cl, err := f.Client(c.Context, o.Host)
 			if err != nil {
 				return err
 			}
@@ -80,11 +110,24 @@ func tailCmd() *cli.Command {
 
 func tailOpts(c *cli.Context) (*tailOptions, error) {
 	o := &tailOptions{Channels: c.Args().Slice(), NoDeltas: c.Bool("no-deltas"), Turn: c.Int("turn"),
-		UntilResult: c.Bool("until-result"), Wait: c.Bool("wait"), Pretty: c.Bool("pretty"), Out: c.App.Writer, Err: c.App.ErrWriter}
+		UntilResult: c.Bool("until-result"), Wait: c.Bool("wait"), Pretty: c.Bool("pretty"), AllHosts: c.Bool("all-hosts"),
+		Out: c.App.Writer, Err: c.App.ErrWriter}
 	if len(o.Channels) == 0 {
 		o.Channels = []string{"agent:"}
 	}
-	for _, ch := range o.Channels {
+	host := ""
+	for i, ch := range o.Channels {
+		h, bare, ok := fleet.SplitID(ch)
+		switch {
+		case i > 0 && h != host:
+			return nil, usagef("channels %s and %s are on different hosts: a tail follows one host, or every host with --all-hosts", o.Channels[0], ch)
+		case ok && o.AllHosts:
+			return nil, usagef("--all-hosts follows CHANNEL on every host: give it without a host (%s, not %s)", bare, ch)
+		case ok && o.qualified == "":
+			o.qualified = ch
+		}
+		host, ch = h, bare
+		o.Channels[i] = ch
 		if !strings.HasPrefix(ch, "agent:") {
 			return nil, usagef("channel %q: agent channels are agent: (every agent) or agent:ID", ch)
 		}
@@ -100,6 +143,13 @@ func tailOpts(c *cli.Context) (*tailOptions, error) {
 	}
 	if o.Wait && o.agent() == "" {
 		return nil, usagef("--wait waits for one agent: give exactly one channel agent:ID (got %s)", strings.Join(o.Channels, " "))
+	}
+	if (o.AllHosts || host != "") && len(o.Channels) > 1 {
+		return nil, usagef("a tail of other hosts follows one channel (got %s): agent: is every agent", strings.Join(o.Channels, " "))
+	}
+	if o.AllHosts && (o.Replay || o.UntilResult || o.Wait) {
+		return nil, usagef("--since, --from-start, --until-result and --wait are about one agent, and --all-hosts about every host: " +
+			"give the agent's host instead (tail NAME/agent:ID)")
 	}
 	if c.IsSet("turn") && o.Turn < 1 {
 		return nil, usagef("--turn must be a turn number from 1")
@@ -132,6 +182,24 @@ func kindNames() string {
 		s = append(s, string(k))
 	}
 	return strings.Join(s, ", ")
+}
+
+// route settles the host followed, now that the fleet knows the hosts: a
+// channel's qualifier (NAME/agent:ID), else --host or KAIMON_HOST.
+func (o *tailOptions) route(f *fleet.Fleet) error {
+	if o.AllHosts {
+		if f.Pinned {
+			return usagef("--all-hosts follows every host, and --host names one: drop one of them")
+		}
+		return nil
+	}
+	if o.qualified == "" {
+		o.Host = f.Default
+		return nil
+	}
+	h, _, err := f.Route(o.qualified)
+	o.Host = h
+	return err
 }
 
 // agent is the one agent ID of a single agent:ID channel, "" for agent:
@@ -187,15 +255,7 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 	if id := o.agent(); id != "" && (o.Replay || o.UntilResult) {
 		p.only = id
 		f.Only = id // not the agents whose ids merely start with it
-		agent, err = cl.Status(ctx, &verbs.StatusArgs{AgentID: id})
-		var ve *verbs.Error
-		switch {
-		case errors.As(err, &ve) && ve.Code == verbs.CodeNotFound && o.Wait:
-			fmt.Fprintf(o.Err, "kaimon: tail: no agent %s yet; waiting for it to be opened\n", id)
-		case errors.As(err, &ve) && ve.Code == verbs.CodeNotFound:
-			return &verbs.Error{Code: verbs.CodeNotFound,
-				Message: fmt.Sprintf("no agent %s: see `kaimon list`, or give --wait to wait for it to be opened", id)}
-		case err != nil:
+		if agent, err = o.ask(ctx, cl, id); err != nil {
 			return err
 		}
 	}
@@ -234,6 +294,25 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 		return fmt.Errorf("the event bus went away (%v): kaimon-agentd stopped", se.Err)
 	}
 	return p.end(err)
+}
+
+// ask asks cl's daemon about the one agent id that a replay or
+// --until-result is about: nil (and a note) when --wait waits for it to be
+// opened, an error when it is unknown.
+func (o *tailOptions) ask(ctx context.Context, cl *client.Client, id string) (*verbs.AgentStatus, error) {
+	agent, err := cl.Status(ctx, &verbs.StatusArgs{AgentID: id})
+	var ve *verbs.Error
+	switch {
+	case errors.As(err, &ve) && ve.Code == verbs.CodeNotFound && o.Wait:
+		fmt.Fprintf(o.Err, "kaimon: tail: no agent %s yet; waiting for it to be opened\n", id)
+		return nil, nil
+	case errors.As(err, &ve) && ve.Code == verbs.CodeNotFound:
+		return nil, &verbs.Error{Code: verbs.CodeNotFound,
+			Message: fmt.Sprintf("no agent %s: see `kaimon list`, or give --wait to wait for it to be opened", id)}
+	case err != nil:
+		return nil, fleet.Cause(err)
+	}
+	return agent, nil
 }
 
 // tailPrinter filters and prints envelopes, and watches for the result

@@ -1,0 +1,231 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/event"
+)
+
+// sshToInstallations is sshToInstallation for several hosts: the stand-in
+// picks the installation by the destination's host (NAME.invalid, the
+// URL each host is added with), so that one local kaimon reaches two
+// other real daemons, each through its own real `kaimon dial-stdio`.
+func sshToInstallations(t testing.TB, hosts map[string]*kenv) string {
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\nfor last; do :; done\ndest= prev=\n" +
+		"for a; do [ \"$prev\" = -- ] && dest=$a; prev=$a; done\n" +
+		"[ \"$dest\" = \"$last\" ] && exit 0 # ssh -O exit: no master here\n" +
+		"case \"${dest#*@}\" in\n")
+	for name, to := range hosts {
+		fmt.Fprintf(&b, "%s.invalid) exec env -i", name)
+		for _, kv := range to.env {
+			k, v, _ := strings.Cut(kv, "=")
+			fmt.Fprintf(&b, " %s='%s'", k, strings.ReplaceAll(v, "'", `'\''`))
+		}
+		b.WriteString(" sh -c \"$last\";;\n")
+	}
+	b.WriteString("esac\necho \"ssh: Could not resolve hostname $dest\" >&2\nexit 255\n")
+	p := filepath.Join(t.TempDir(), "ssh-to-installations")
+	if err := os.WriteFile(p, []byte(b.String()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// fleetEnvs is this machine's installation and two others reached as
+// hosts h1 and h2 through sshToInstallations, all with fakeclaude.
+func fleetEnvs(t testing.TB) (local *kenv, hosts map[string]*kenv) {
+	local = newFakeEnv(t)
+	hosts = map[string]*kenv{"h1": newFakeEnv(t), "h2": newFakeEnv(t)}
+	local.env = append(local.env, "KAIMON_SSH_COMMAND="+sshToInstallations(t, hosts))
+	for _, name := range []string{"h1", "h2"} {
+		local.ok("host", "add", name, "ssh://me@"+name+".invalid", "--remote-bin", filepath.Join(binDir, "kaimon"))
+	}
+	return local, hosts
+}
+
+// killDialStdio kills every `kaimon dial-stdio` serving installation e,
+// with its process group (the stand-in's: the ssh child kaimon started),
+// as a dropped ssh connection would end it. It returns how many it
+// killed.
+func killDialStdio(t *testing.T, e *kenv) int {
+	t.Helper()
+	n := 0
+	for _, pid := range e.processes() {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !strings.Contains(string(cmdline), "dial-stdio") {
+			continue
+		}
+		pgid, err := syscall.Getpgid(pid)
+		if err != nil || pgid == e.daemonPID() {
+			continue
+		}
+		if syscall.Kill(-pgid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// hostEnvelope is a line of a merged tail.
+type hostEnvelope struct {
+	Host string `json:"host"`
+	event.Envelope
+}
+
+// A merged tail of this machine and two hosts while turns run on all of
+// them: every authoritative event of every agent arrives once, in seq
+// order, marked with its host and its id qualified; the connection to h1
+// killed mid-turn is reconnected and the tail goes on with no gap.
+func TestTailAllHosts(t *testing.T) {
+	local, hosts := fleetEnvs(t)
+	envOf := map[string]*kenv{"local": local, "h1": hosts["h1"], "h2": hosts["h2"]}
+	var agents []string // qualified, as the merged stream shows them
+	for _, h := range []string{"local", "h1", "h2"} {
+		agents = append(agents, strings.TrimSpace(local.ok("--host", h, "open", envOf[h].work)))
+	}
+	agents = append(agents, strings.TrimSpace(local.ok("--host", "h1", "open", hosts["h1"].work)))
+	local.fails(2, "--all-hosts follows every host, and --host names one", "--host", "h1", "tail", "--all-hosts")
+	local.fails(2, "about one agent", "tail", "--all-hosts", "--from-start", "agent:x")
+	local.fails(2, "without a host", "tail", "--all-hosts", "h1/agent:")
+	local.fails(2, `no host is named "h9"`, "tail", "h9/agent:")
+	tail := local.tail("--all-hosts")
+	// The tail follows each host from when its stream opened, which this
+	// test cannot see: turns go on until a result of every agent came.
+	seen := func(envs []hostEnvelope, id string, turn int) bool {
+		for _, e := range envs {
+			if e.AgentID == id && e.Kind == event.Result && e.Turn >= turn {
+				return true
+			}
+		}
+		return false
+	}
+	turn := 0
+	waitFor(t, "every agent's turn in the merged tail", 90*time.Second, func() bool {
+		turn++
+		for _, id := range agents {
+			local.ok("send", id, "stream 20 chunks")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			envs := merged(t, tail)
+			if !slices.ContainsFunc(agents, func(id string) bool { return !seen(envs, id, turn) }) {
+				return true
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return false
+	})
+	// A long turn on all, and h1's connection killed while it streams.
+	turn++
+	for _, id := range agents {
+		local.ok("send", id, "stream 1500 chunks at 500/s")
+	}
+	h1agent := agents[1]
+	waitFor(t, "h1's turn streaming in the tail", time.Minute, func() bool {
+		n := 0
+		for _, e := range merged(t, tail) {
+			if e.AgentID == h1agent && e.Turn == turn {
+				n++
+			}
+		}
+		return n > 100
+	})
+	if killDialStdio(t, hosts["h1"]) == 0 {
+		t.Fatal("no dial-stdio of h1 to kill")
+	}
+	for _, id := range agents {
+		waitFor(t, "the result of the long turn of "+id, 2*time.Minute, func() bool { return seen(merged(t, tail), id, turn) })
+	}
+	// One more turn after the break: the tail still follows h1.
+	turn++
+	for _, id := range agents {
+		local.ok("send", id, "stream 20 chunks")
+	}
+	for _, id := range agents {
+		waitFor(t, "the result of the last turn of "+id, time.Minute, func() bool { return seen(merged(t, tail), id, turn) })
+	}
+	envs := merged(t, tail)
+	for _, qid := range agents {
+		host, id, ok := strings.Cut(qid, "/")
+		if !ok {
+			host, id = "local", qid
+		}
+		var got []uint64
+		for _, e := range envs {
+			if e.AgentID != qid {
+				if strings.HasSuffix(e.AgentID, id) {
+					t.Errorf("agent %s shown as %s (host %s)", qid, e.AgentID, e.Host)
+				}
+				continue
+			}
+			if e.Host != host {
+				t.Errorf("agent %s seq %d marked host %q", qid, e.Seq, e.Host)
+			}
+			if event.Authoritative(e.Kind, e.Data) {
+				got = append(got, e.Seq)
+			}
+		}
+		if len(got) == 0 {
+			t.Fatalf("nothing authoritative of %s", qid)
+		}
+		var want []uint64
+		for _, r := range envOf[host].logOf(id) {
+			if r.Seq >= got[0] {
+				want = append(want, r.Seq)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("agent %s: the tail printed authoritative seqs %v,\nits log holds %v (from the first printed)", qid, got, want)
+		}
+	}
+	if s := tail.stderr.String(); !strings.Contains(s, "host h1: the stream broke") {
+		t.Errorf("the tail did not say h1's stream broke; stderr: %s", s)
+	}
+
+	// One agent of a host, its log replayed there and then live: the
+	// result of its first turn ends the tail, the records before it
+	// printed as its log holds them.
+	_, id, _ := strings.Cut(h1agent, "/")
+	out := local.ok("tail", "h1/agent:"+id, "--from-start", "--turn", "1", "--until-result", "--no-deltas")
+	var want []uint64
+	for _, r := range hosts["h1"].logOf(id) {
+		if r.Turn == 1 {
+			want = append(want, r.Seq)
+		}
+	}
+	var got []uint64
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var e event.Envelope
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.AgentID != id {
+			t.Fatalf("tail h1/agent:%s printed %q (%v)", id, l, err)
+		}
+		got = append(got, e.Seq)
+	}
+	if len(got) == 0 || len(got) > len(want) || !slices.Equal(got, want[:len(got)]) {
+		t.Errorf("tail h1/agent:%s --from-start --turn 1 printed seqs %v; turn 1 in its log: %v", id, got, want)
+	}
+}
+
+// merged parses the merged tail's lines so far.
+func merged(t *testing.T, p *bgProc) []hostEnvelope {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]hostEnvelope, 0, len(p.lines))
+	for _, l := range p.lines {
+		var e hostEnvelope
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("tail printed %q: %v", l, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
