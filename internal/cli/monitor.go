@@ -6,6 +6,7 @@ import (
 	"github.com/fatih/color"
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/fleet"
 	"github.com/kaimon/kaimon/internal/monitor"
 )
 
@@ -21,15 +22,44 @@ func monitorCmd() *cli.Command {
 			"p answers a waiting permission " +
 			"(a allow, d deny); ? help; q quits.\n\n" +
 			"--once prints the table once and exits, for scripts and screenshots:\n\n" +
-			"   kaimon monitor --once",
+			"   kaimon monitor --once\n\n" +
+			"--all-hosts watches this machine and every host of `kaimon host ls` in one table, with a HOST column; " +
+			"another host's agents come through its daemon's event stream over ssh, and an action on a row (x, p) " +
+			"goes to that agent's host. A host that cannot be reached is named in the header, its rows kept as last " +
+			"seen, until it answers again. --host NAME watches that one host the same way.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "once", Usage: "print the agents table once (plain text unless on a terminal) and exit; exits 1 when the daemon is not running"},
+			&cli.BoolFlag{Name: "all-hosts", Usage: "watch this machine and every configured host in one table, with a HOST column"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("monitor takes no arguments (got %d)", c.NArg())
 			}
-			cl, err := newClient(c)
+			f, err := fleetOf(c)
+			if err != nil {
+				return err
+			}
+			var names []string
+			switch {
+			case c.Bool("all-hosts") && f.Pinned:
+				return usagef("--all-hosts watches every host, and --host names one: drop one of them")
+			case c.Bool("all-hosts"):
+				hosts, err := fleet.LoadHosts(f.Paths.ConfigFile)
+				if err != nil {
+					return err
+				}
+				names = append([]string{fleet.Local}, fleet.Names(hosts)...)
+			case !fleet.IsLocal(f.Default):
+				names = []string{f.Default} // another host: through its event stream
+			}
+			if names != nil {
+				f.Local.NoAutostart = true // the monitor never starts a daemon
+				if c.Bool("once") {
+					return monitor.OnceHosts(c.Context, f, names, c.App.Writer, c.App.ErrWriter, color.NoColor)
+				}
+				return monitor.RunHosts(c.Context, f, names, os.Stdin, c.App.Writer, color.NoColor)
+			}
+			cl, err := f.Client(c.Context, "")
 			if err != nil {
 				return err
 			}

@@ -229,3 +229,71 @@ func merged(t *testing.T, p *bgProc) []hostEnvelope {
 	}
 	return out
 }
+
+// hostRow is the monitor's table line of agent id on host, "" if none.
+func hostRow(screen, host, id string) string {
+	for _, l := range strings.Split(screen, "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[0] == host && f[1] == id {
+			return l
+		}
+	}
+	return ""
+}
+
+// `kaimon monitor --all-hosts` over this machine and two hosts: one table
+// with a HOST column, a row per agent of each host; a turn on h2 shows in
+// its row; x on h1's row closes that agent on h1. --once prints the same
+// table, and a host that cannot be reached is named with its error, exit 1,
+// the others' rows still printed.
+func TestMonitorAllHosts(t *testing.T) {
+	local, hosts := fleetEnvs(t)
+	ids := map[string]string{} // host → bare id
+	for _, h := range []string{"local", "h1", "h2"} {
+		qid := strings.TrimSpace(local.ok("--host", h, "open", local.work))
+		_, ids[h], _ = strings.Cut(qid, "/")
+		if h == "local" {
+			ids[h] = qid
+		}
+	}
+	local.ok("run", "h1/"+ids["h1"], "stream 3 chunks")
+
+	tm := newTmux(t, local.env, local.work, 120, 30, filepath.Join(binDir, "kaimon"), "monitor", "--all-hosts")
+	s := tm.waitScreen("a row of each host", func(s string) bool {
+		return strings.Contains(hostRow(s, "local", ids["local"]), "idle") && strings.Contains(hostRow(s, "h1", ids["h1"]), "idle") &&
+			strings.Contains(hostRow(s, "h2", ids["h2"]), "idle")
+	})
+	if f := strings.Fields(s[strings.Index(s, "HOST"):]); len(f) < 2 || f[0] != "HOST" || f[1] != "ID" {
+		t.Errorf("the table's header does not start HOST ID:\n%s", s)
+	}
+	if r := hostRow(s, "h1", ids["h1"]); !strings.Contains(r, " 1 ") {
+		t.Errorf("h1's row does not show its turn 1: %q", r)
+	}
+	// A turn on h2, from its host's stream.
+	local.ok("run", "h2/"+ids["h2"], "stream 3 chunks")
+	tm.waitScreen("h2's turn in its row", func(s string) bool { return strings.Contains(hostRow(s, "h2", ids["h2"]), " 1 ") })
+	// The rows are in order of creation: local's selected, h1's next.
+	tm.keys("j")
+	tm.waitScreen("h1's agent selected", func(s string) bool { return strings.Contains(s, "feed h1/"+ids["h1"]) })
+	tm.keys("x")
+	tm.waitScreen("the question to close h1's agent", func(s string) bool { return strings.Contains(s, "close agent h1/"+ids["h1"]+"?") })
+	tm.keys("y")
+	tm.waitScreen("h1's agent dead", func(s string) bool { return strings.Contains(hostRow(s, "h1", ids["h1"]), "dead") })
+	if st := hosts["h1"].statusOf(t, ids["h1"]); st.Status != "dead" {
+		t.Errorf("after x on its row, h1's agent is %s on h1", st.Status)
+	}
+	if st := local.statusOf(t, ids["local"]); st.Status != "idle" {
+		t.Errorf("after x on h1's row, this machine's agent is %s", st.Status)
+	}
+
+	out := local.ok("monitor", "--once", "--all-hosts")
+	for _, h := range []string{"local", "h1", "h2"} {
+		if hostRow(out, h, ids[h]) == "" {
+			t.Errorf("monitor --once --all-hosts lacks %s's agent:\n%s", h, out)
+		}
+	}
+	local.ok("host", "add", "h3", "ssh://h3.invalid")
+	r := local.kaimon("monitor", "--once", "--all-hosts")
+	if r.code != 1 || !strings.Contains(r.stderr, "host h3") || hostRow(r.stdout, "h2", ids["h2"]) == "" {
+		t.Errorf("monitor --once --all-hosts with h3 unreachable: %s", r)
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/fleet"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -42,12 +43,16 @@ type Daemon interface {
 type (
 	// EnvelopeMsg is one envelope read from the bus.
 	EnvelopeMsg struct{ Env event.Envelope }
-	// ConnectedMsg says the bus subscription is in force: the agent list
-	// is (re)read.
-	ConnectedMsg struct{}
-	// DisconnectedMsg says the daemon cannot be reached; the follower
-	// keeps trying.
-	DisconnectedMsg struct{ Err error }
+	// ConnectedMsg says the bus subscription (or a host's event stream)
+	// is in force: the agent list is (re)read. Host is the host's name in
+	// a monitor of several (Host), "" in a monitor of one daemon.
+	ConnectedMsg struct{ Host string }
+	// DisconnectedMsg says the daemon (of Host) cannot be reached; the
+	// follower keeps trying.
+	DisconnectedMsg struct {
+		Host string
+		Err  error
+	}
 	// listMsg is agent_list's answer to request gen.
 	listMsg struct {
 		gen    int
@@ -166,9 +171,12 @@ type Model struct {
 
 	connected bool
 	downErr   string
-	listGen   int
-	listing   bool
-	relist    bool // an unknown agent was named while a list was in flight
+	// down says, per host of a monitor of several, why it cannot be
+	// reached; the others' rows go on.
+	down    map[string]string
+	listGen int
+	listing bool
+	relist  bool // an unknown agent was named while a list was in flight
 
 	mode    mode
 	confirm string // the agent x asks about
@@ -283,6 +291,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return tick()
 	case ConnectedMsg:
 		m.connected, m.downErr = true, ""
+		delete(m.down, msg.Host)
 		// What was published while away is in the logs: feeds are read
 		// again (and joined by seq) when next shown.
 		for _, a := range m.agents {
@@ -290,6 +299,17 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		}
 		return m.list()
 	case DisconnectedMsg:
+		if msg.Host != "" && !fleet.IsLocal(msg.Host) {
+			why := "host " + msg.Host + " unreachable — waiting"
+			if msg.Err != nil {
+				why += " (" + firstLine(msg.Err.Error()) + ")"
+			}
+			if m.down == nil {
+				m.down = map[string]string{}
+			}
+			m.down[msg.Host] = why
+			return nil
+		}
 		m.connected = false
 		m.downErr = "daemon not running — waiting"
 		if msg.Err != nil {

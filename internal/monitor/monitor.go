@@ -2,7 +2,9 @@
 // over every agent the daemon knows. It reads agent_list once, then
 // follows the event bus (prefix agent:) to keep rows and the selected
 // agent's feed current; it never starts the daemon, and waits for it to
-// come back when it goes away.
+// come back when it goes away. Over several hosts (hosts.go) it follows
+// each host's daemon, another host's through its event stream over ssh,
+// and shows their agents in one table with a HOST column.
 package monitor
 
 import (
@@ -94,6 +96,11 @@ func Once(ctx context.Context, cl *client.Client, out io.Writer, noColor bool) e
 		}
 		return err
 	}
+	return printTable(agents, out, noColor)
+}
+
+// printTable prints the table of agents, as --once does.
+func printTable(agents []verbs.ListEntry, out io.Writer, noColor bool) error {
 	m := New(nil, home())
 	m.applyList(listMsg{gen: 1, agents: agents})
 	// Piped, nothing is elided; on a terminal, the table fits it.
@@ -112,7 +119,7 @@ func Once(ctx context.Context, cl *client.Client, out io.Writer, noColor bool) e
 	if len(rows) == 0 {
 		b.WriteString("no agents (open one with `kaimon open DIR`)\n")
 	}
-	_, err = fmt.Fprint(onceWriter(out, noColor), b.String())
+	_, err := fmt.Fprint(onceWriter(out, noColor), b.String())
 	return err
 }
 

@@ -2,6 +2,8 @@ package monitor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/fleet"
 	"github.com/kaimon/kaimon/internal/render"
 )
 
@@ -43,7 +46,7 @@ type column struct {
 }
 
 var columns = []column{
-	{title: "ID", width: 16, cell: func(a *agent, _ time.Time, w int, _ string) string { return a.AgentID }},
+	{title: "ID", width: 16, cell: func(a *agent, _ time.Time, w int, _ string) string { return bareID(a.AgentID) }},
 	{title: "STATUS", width: 10, cell: func(a *agent, _ time.Time, w int, _ string) string { return string(a.status()) }},
 	{title: "MODEL", width: 14, drop: 3, cell: func(a *agent, _ time.Time, w int, _ string) string { return a.Model }},
 	{title: "CWD", flex: true, width: 12, drop: 4, cell: func(a *agent, _ time.Time, w int, home string) string { return shortPath(a.Cwd, home, w) }},
@@ -63,14 +66,34 @@ const (
 	colTokens = 5
 )
 
-// contentWidths are the widths the agents' ids, models and token counts
-// need: those columns take no more.
-type contentWidths struct{ id, model, tokens int }
+// hostColumn is the agent's host, first, in a monitor of several hosts,
+// whose agent ids are qualified (NAME/ID, local/ID for this machine's).
+var hostColumn = column{title: "HOST", cell: func(a *agent, _ time.Time, w int, _ string) string { return hostOf(a.AgentID) }}
+
+// hostOf is the host a qualified id names, "" for a bare one.
+func hostOf(id string) string {
+	h, _, _ := fleet.SplitID(id)
+	return h
+}
+
+// bareID is id without its host.
+func bareID(id string) string {
+	_, bare, _ := fleet.SplitID(id)
+	return bare
+}
+
+// contentWidths are the widths the agents' hosts, ids, models and token
+// counts need: those columns take no more. host is 0 when no id names a
+// host: then there is no HOST column.
+type contentWidths struct{ host, id, model, tokens int }
 
 func measure(agents []*agent) contentWidths {
 	var c contentWidths
 	for _, a := range agents {
-		c.id = max(c.id, lipgloss.Width(a.AgentID))
+		if h := hostOf(a.AgentID); h != "" {
+			c.host = max(c.host, lipgloss.Width(h), len("HOST"))
+		}
+		c.id = max(c.id, lipgloss.Width(bareID(a.AgentID)))
 		c.model = max(c.model, lipgloss.Width(a.Model))
 		c.tokens = max(c.tokens, lipgloss.Width(columns[colTokens].cell(a, time.Time{}, 0, "")))
 	}
@@ -84,6 +107,11 @@ func layout(width int, fit contentWidths) ([]column, []int) {
 	cols[colID].width = min(max(fit.id, 2), 16)
 	cols[colModel].width = min(max(fit.model, 5), 22)
 	cols[colTokens].width = min(max(fit.tokens, 6), 13)
+	if fit.host > 0 {
+		h := hostColumn
+		h.width = min(fit.host, 16)
+		cols = append([]column{h}, cols...)
+	}
 	for {
 		total, flex := 0, -1
 		for i, c := range cols {
@@ -261,6 +289,9 @@ func (m *Model) Render() string {
 			state = "connecting…"
 		}
 		head += "  " + stWarn.Render(state)
+	}
+	for _, h := range slices.Sorted(maps.Keys(m.down)) {
+		head += "  " + stWarn.Render(m.down[h])
 	}
 	out = append(out, ansi.Truncate(head, w, "…"))
 

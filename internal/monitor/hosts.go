@@ -1,0 +1,263 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/term"
+
+	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/fleet"
+	"github.com/kaimon/kaimon/internal/follow"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// A monitor of several hosts is the monitor of one daemon with two seams
+// widened: its Daemon is the fleet (every host's list, each row's action
+// routed to its host by the row's qualified id), and its feed is one
+// follower per host (this machine's bus; another host's GET /v1/events
+// through ssh), each qualifying the ids of what it hands the model. Every
+// id is NAME/ID, this machine's local/ID, which the fleet routes as any
+// other: the model needs no notion of hosts beyond the HOST column it
+// reads from the ids.
+
+// fleetDaemon is the Daemon of the hosts names of f.
+type fleetDaemon struct {
+	f     *fleet.Fleet
+	names []string
+
+	mu     sync.Mutex
+	last   map[string][]verbs.ListEntry // each host's last list
+	failed []error                      // the hosts that did not answer the last List
+}
+
+// qualify is id of host as the monitor of several hosts shows it.
+func qualify(host, id string) string { return host + "/" + id }
+
+// List asks every host in parallel, each within ctx. A host that does not
+// answer keeps the rows of its last answer (its follower says, in the
+// header, that it is unreachable); only when none answers is it an error.
+func (d *fleetDaemon) List(ctx context.Context) ([]verbs.ListEntry, error) {
+	lists := make([][]verbs.ListEntry, len(d.names))
+	errs := make([]error, len(d.names))
+	var wg sync.WaitGroup
+	for i, name := range d.names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl, err := d.f.Client(ctx, name)
+			if err != nil {
+				errs[i] = fmt.Errorf("host %s: %w", name, err)
+				return
+			}
+			r, err := cl.List(ctx, &verbs.ListArgs{})
+			if err != nil {
+				errs[i] = fmt.Errorf("host %s: %w", name, fleet.Cause(err))
+				return
+			}
+			for j := range r.Agents {
+				r.Agents[j].AgentID = qualify(name, r.Agents[j].AgentID)
+			}
+			lists[i] = r.Agents
+		}()
+	}
+	wg.Wait()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.last == nil {
+		d.last = map[string][]verbs.ListEntry{}
+	}
+	var out []verbs.ListEntry
+	d.failed = nil
+	for i, name := range d.names {
+		if errs[i] != nil {
+			d.failed = append(d.failed, errs[i])
+			out = append(out, d.last[name]...)
+			continue
+		}
+		d.last[name] = lists[i]
+		out = append(out, lists[i]...)
+	}
+	if len(d.failed) == len(d.names) {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+func (d *fleetDaemon) Close(ctx context.Context, id string) error {
+	_, err := d.f.Close(ctx, &verbs.CloseArgs{AgentID: id})
+	return err
+}
+
+func (d *fleetDaemon) Forget(ctx context.Context, id string) error {
+	_, err := d.f.Forget(ctx, &verbs.ForgetArgs{AgentIDs: []string{id}})
+	return err
+}
+
+func (d *fleetDaemon) Permit(ctx context.Context, id, requestID string, decision apitype.Decision) error {
+	_, err := d.f.Permit(ctx, &verbs.PermitArgs{AgentID: id, RequestID: requestID, Decision: decision})
+	return err
+}
+
+func (d *fleetDaemon) History(ctx context.Context, id string) ([]event.Envelope, error) {
+	host, bare, err := d.f.Route(id)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := d.f.Client(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	envs, err := clientDaemon{cl}.History(ctx, bare)
+	for i := range envs {
+		envs[i].AgentID = id
+	}
+	return envs, fleet.Cause(err)
+}
+
+func (d *fleetDaemon) Output(ctx context.Context, id string) (*verbs.OutputResult, error) {
+	return d.f.Output(ctx, &verbs.OutputArgs{AgentID: id, Which: verbs.DefaultWhich})
+}
+
+// OnceHosts prints the table of the agents of the hosts names, with their
+// HOST column, as Once does for one daemon. A host that does not answer is
+// told on errOut; the exit is an error when any did not.
+func OnceHosts(ctx context.Context, f *fleet.Fleet, names []string, out, errOut io.Writer, noColor bool) error {
+	d := &fleetDaemon{f: f, names: names}
+	agents, err := d.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, err := range d.failed {
+		fmt.Fprintf(errOut, "kaimon: monitor: %v\n", err)
+	}
+	if err := printTable(agents, out, noColor); err != nil {
+		return err
+	}
+	if len(d.failed) > 0 {
+		return fmt.Errorf("%d of %d hosts did not answer (see above)", len(d.failed), len(names))
+	}
+	return nil
+}
+
+// RunHosts runs the full-screen monitor over the hosts names of f (a
+// configured name, or local for this machine), as Run does over one
+// daemon.
+func RunHosts(ctx context.Context, f *fleet.Fleet, names []string, in io.Reader, out io.Writer, noColor bool) error {
+	if o, ok := out.(*os.File); ok && !term.IsTerminal(o.Fd()) {
+		return errors.New("kaimon monitor needs a terminal; for a script, `kaimon monitor --once` prints the table")
+	}
+	return runProgram(ctx, New(&fleetDaemon{f: f, names: names}, home()), in, out,
+		func(ctx context.Context, send func(tea.Msg)) { followHosts(ctx, f, names, send) },
+		programOptions(out, noColor)...)
+}
+
+// followHosts runs one follower per host until ctx ends, each handing the
+// model its host's envelopes with their ids qualified.
+func followHosts(ctx context.Context, f *fleet.Fleet, names []string, send func(tea.Msg)) {
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			send := hostSend(name, send)
+			if fleet.IsLocal(name) {
+				cl, err := f.Client(ctx, name)
+				if err != nil {
+					send(DisconnectedMsg{Err: err})
+					return
+				}
+				followBus(ctx, cl, send)
+				return
+			}
+			followRemote(ctx, f, name, send)
+		}()
+	}
+	wg.Wait()
+}
+
+// hostSend is send for host name's follower: the ids it hands on
+// qualified, its connection news marked with its host.
+func hostSend(name string, send func(tea.Msg)) func(tea.Msg) {
+	return func(msg tea.Msg) {
+		switch m := msg.(type) {
+		case EnvelopeMsg:
+			m.Env.AgentID = qualify(name, m.Env.AgentID)
+			msg = m
+		case ConnectedMsg:
+			m.Host = name
+			msg = m
+		case DisconnectedMsg:
+			m.Host = name
+			msg = m
+		}
+		send(msg)
+	}
+}
+
+// remoteRetryMax bounds the wait between attempts to reach a host that
+// does not answer: each attempt may cost an ssh connect timeout.
+const remoteRetryMax = 10 * time.Second
+
+// followRemote follows host name's daemon through its event stream
+// (follow.Remote, which reconnects a broken connection and resumes each
+// agent by seq), and reaches it again whenever it cannot, until ctx ends.
+func followRemote(ctx context.Context, f *fleet.Fleet, name string, send func(tea.Msg)) {
+	wait := retryEvery
+	for {
+		err := followRemoteOnce(ctx, f, name, send)
+		if ctx.Err() != nil {
+			return
+		}
+		send(DisconnectedMsg{Err: err})
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, remoteRetryMax)
+	}
+}
+
+func followRemoteOnce(ctx context.Context, f *fleet.Fleet, name string, send func(tea.Msg)) error {
+	cl, err := f.Client(ctx, name)
+	if err != nil {
+		return err
+	}
+	// broke is set by Retry, in Run's goroutine: the stream broke and is
+	// being reconnected; the next envelope says it is back.
+	broke := false
+	fw, err := follow.Remote(ctx, cl, "agent:", follow.RemoteOptions{Retry: func(err error, attempt int) {
+		if attempt == 1 {
+			broke = true
+			send(DisconnectedMsg{Err: fleet.Cause(err)})
+		}
+	}})
+	if err != nil {
+		return fleet.Cause(err)
+	}
+	defer fw.Close()
+	send(ConnectedMsg{})
+	err = fw.Run(ctx, func(e *follow.Envelope) error {
+		if broke {
+			broke = false
+			send(ConnectedMsg{})
+		}
+		env, err := e.Decode()
+		if err != nil {
+			return nil // not for the monitor to stop on
+		}
+		send(EnvelopeMsg{Env: *env})
+		return nil
+	})
+	return fleet.Cause(err)
+}
+
+var _ Daemon = (*fleetDaemon)(nil)
