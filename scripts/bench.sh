@@ -58,6 +58,7 @@ bench ./internal/e2e/ 'Tail$' 1x "$count"
 bench ./internal/e2e/ 'Memory' 1x 1
 bench ./internal/e2e/ 'LongLine' 1x "$count"
 bench ./internal/e2e/ 'FleetWarmCall' "$cli" "$count"
+bench ./internal/e2e/ 'TailAllHosts' 1x "$count"
 grep '^Benchmark' "$raw" >&2
 
 echo

@@ -231,6 +231,19 @@ func table(r results, skips []skip) []row {
 		add("kaimon tail of a turn of "+kfmt(d)+" deltas: received", fmt.Sprintf("%.0f", got), fmt.Sprintf("%.0f deltas", d), pct(got/d), "every delta", verdict(got >= d))
 		add("  its result reaches tail", fmt.Sprintf("%.0f ms", tm), fmt.Sprintf("bare pipe %.0f ms", pm), fmt.Sprintf("%.0f%%", p), "≥ 60% of the pipe's pace", verdict(p >= 60))
 	}
+	// A merged tail of two hosts (issue 19), beside a tail of as many
+	// agents on this machine's bus, same run.
+	if p99, ok := r.get("TailAllHosts/via=hosts", "p99-µs"); ok {
+		p50, _ := r.get("TailAllHosts/via=hosts", "p50-µs")
+		auth, _ := r.get("TailAllHosts/via=hosts", "lost-auth")
+		deltas, _ := r.get("TailAllHosts/via=hosts", "lost-deltas/round")
+		floor := ""
+		if b99, ok := r.get("TailAllHosts/via=bus", "p99-µs"); ok {
+			floor = "bus tail, as many agents here, p99 " + msf(b99)
+		}
+		measured := fmt.Sprintf("p50 %s, p99 %s; authoritative lost %.0f, deltas lost %.0f/round", msf(p50), msf(p99), auth, deltas)
+		add("tail --all-hosts: 2 hosts × 10 agents × 500/s (ssh stand-in)", measured, floor, "", "p99 ≤ 50 ms, none lost", verdict(p99 <= 50000 && auth == 0))
+	}
 	// The bus alone and a stalled subscriber.
 	if v, ok := r.get("BusThroughput/subscribers=1", "env/s"); ok {
 		add("bus alone: 1 subscriber, throughput", kfmt(v)+" env/s", "", "", "", "")

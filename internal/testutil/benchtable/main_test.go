@@ -48,3 +48,16 @@ BenchmarkLongLine-2   	       1	100 ns/op	300.0 MB-line	20.2 MB-opened	81.0 MB-p
 		t.Fatalf("rows = %+v", rows)
 	}
 }
+
+// The merged tail's row: its latency beside the bus tail's of the same
+// run, met only when nothing authoritative was lost.
+func TestTailAllHostsRow(t *testing.T) {
+	out := `BenchmarkTailAllHosts/via=hosts-2   	       1	100 ns/op	         0 lost-auth	         0 lost-deltas/round	      2100 p50-µs	     31000 p99-µs
+BenchmarkTailAllHosts/via=bus-2     	       1	100 ns/op	         0 lost-auth	         0 lost-deltas/round	       400 p50-µs	      9000 p99-µs
+`
+	r, _ := parse(strings.NewReader(out))
+	rows := table(r, nil)
+	if len(rows) != 1 || !strings.Contains(rows[0].measured, "p99 31.0 ms") || !strings.Contains(rows[0].floor, "p99 9.0 ms") || rows[0].met != "MET" {
+		t.Fatalf("rows = %+v", rows)
+	}
+}
