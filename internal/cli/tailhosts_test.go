@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/fatih/color"
+
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/follow"
 )
@@ -50,5 +52,25 @@ func TestTailHostWrite(t *testing.T) {
 		if err := json.Unmarshal(b.Bytes(), &got); err != nil || got.Host != tc.host || got.AgentID != tc.agent {
 			t.Errorf("host %s, another shape: %s (%v)", tc.host, b.Bytes(), err)
 		}
+	}
+}
+
+// --pretty in a merged stream shows each line's host with its agent, this
+// machine's as local/ID.
+func TestTailHostsPretty(t *testing.T) {
+	color.NoColor = true
+	var out bytes.Buffer
+	p := newTailPrinter(&tailOptions{Channels: []string{"agent:"}, Pretty: true, AllHosts: true, Out: &out})
+	for _, host := range []string{"h1", "local"} {
+		e, err := follow.Encode(turnEnvelopes("a1", 1)[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.emitFrom(newTailHost(host, true), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := "[h1/a1] ── turn 1 ──\n[local/a1] ── turn 1 ──\n"; out.String() != want {
+		t.Fatalf("pretty, merged: %q, want %q", out.String(), want)
 	}
 }
