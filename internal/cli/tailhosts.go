@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,6 +113,9 @@ func (h *tailHost) write(w io.Writer, e *follow.Envelope) error {
 // between them, and --until-result judges the replay before going live as
 // a tail of this machine does.
 func runTailRemote(ctx context.Context, o *tailOptions, f *fleet.Fleet) error {
+	if len(o.Channels) != 1 {
+		return usagef("a tail of another host follows one channel (got %s): agent: is every agent", strings.Join(o.Channels, " "))
+	}
 	cl, err := f.Client(ctx, o.Host)
 	if err != nil {
 		return err

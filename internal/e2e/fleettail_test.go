@@ -97,6 +97,7 @@ func TestTailAllHosts(t *testing.T) {
 	local.fails(2, "about one agent", "tail", "--all-hosts", "--from-start", "agent:x")
 	local.fails(2, "without a host", "tail", "--all-hosts", "h1/agent:")
 	local.fails(2, `no host is named "h9"`, "tail", "h9/agent:")
+	local.fails(2, "follows one channel", "--host", "h1", "tail", "agent:a", "agent:b")
 	tail := local.tail("--all-hosts")
 	// The tail follows each host from when its stream opened, which this
 	// test cannot see: turns go on until a result of every agent came.
