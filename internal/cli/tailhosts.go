@@ -301,7 +301,7 @@ func runTailAll(ctx context.Context, o *tailOptions, f *fleet.Fleet) error {
 	var failed []error
 	for _, s := range first {
 		if s.err != nil {
-			failed = append(failed, fmt.Errorf("host %s: %w", s.h.name, fleet.Cause(s.err)))
+			failed = append(failed, fleet.Named(s.h.name, s.err))
 		}
 	}
 	if len(failed) == len(names) {
@@ -313,7 +313,7 @@ func runTailAll(ctx context.Context, o *tailOptions, f *fleet.Fleet) error {
 		go func() {
 			defer run.Done()
 			if s.err != nil {
-				m.note("kaimon: tail: host %s: %v; trying again in the background, its agents followed from when it answers\n", s.h.name, fleet.Cause(s.err))
+				m.note("kaimon: tail: %v; trying again in the background, its agents followed from when it answers\n", fleet.Named(s.h.name, s.err))
 				s.fw = m.rejoin(ctx, f, s.h)
 				if s.fw == nil {
 					return
@@ -416,7 +416,7 @@ func (m *tailMerge) run(ctx context.Context, h *tailHost, fw *follow.Follower) {
 	switch {
 	case ctx.Err() != nil:
 	case errors.As(err, &se):
-		m.note("kaimon: tail: host %s: the stream ended (%v); the other hosts' go on\n", h.name, fleet.Cause(se.Err))
+		m.note("kaimon: tail: the stream ended (%v); the other hosts' go on\n", fleet.Named(h.name, se.Err))
 	case err != nil:
 		m.mu.Lock()
 		if m.err == nil {

@@ -214,6 +214,19 @@ func TestTailAllHosts(t *testing.T) {
 	if len(got) == 0 || len(got) > len(want) || !slices.Equal(got, want[:len(got)]) {
 		t.Errorf("tail h1/agent:%s --from-start --turn 1 printed seqs %v; turn 1 in its log: %v", id, got, want)
 	}
+
+	// A host that cannot be reached at the start: named on stderr, the
+	// others followed.
+	local.ok("host", "add", "h3", "ssh://h3.invalid")
+	tail3 := local.tail("--all-hosts", "--kinds", "result")
+	waitFor(t, "the tail to say h3 cannot be reached", time.Minute, func() bool {
+		s := tail3.stderr.String()
+		return strings.Contains(s, "host h3: ssh failed: ssh: Could not resolve hostname") && strings.Contains(s, "trying again in the background")
+	})
+	local.ok("send", agents[2], "stream 3 chunks")
+	tail3.waitEnvelopes("h2's result", func(envs []event.Envelope) bool {
+		return slices.ContainsFunc(envs, func(e event.Envelope) bool { return e.AgentID == agents[2] && e.Turn == turn+1 })
+	})
 }
 
 // merged parses the merged tail's lines so far.

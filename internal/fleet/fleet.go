@@ -290,6 +290,17 @@ func Handshake(ctx context.Context, cl *client.Client, host string) (*apitype.Da
 	return st, nil
 }
 
+// Named is err of host as a view of several hosts reports it: with the
+// host's name in front, unless it says it already (a failed ssh's does),
+// and with a failed ssh's own words (Cause).
+func Named(host string, err error) error {
+	err = Cause(err)
+	if strings.HasPrefix(err.Error(), "host "+host+":") {
+		return err
+	}
+	return fmt.Errorf("host %s: %w", host, err)
+}
+
 // Cause is err with a failed ssh's own error (its words, the host's name)
 // in place of what HTTP made of the connection it cut.
 func Cause(err error) error {

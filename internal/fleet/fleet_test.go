@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -286,5 +287,16 @@ func TestConnErrors(t *testing.T) {
 			}
 		}
 		c.Close()
+	}
+}
+
+// Named puts the host in front of an error that does not name it, once.
+func TestNamed(t *testing.T) {
+	if got := Named("h1", errors.New("connection refused")).Error(); got != "host h1: connection refused" {
+		t.Errorf("Named: %q", got)
+	}
+	ssh := &Error{Host: "h1", Exit: 255, Stderr: "ssh: Could not resolve hostname h1"}
+	if got := Named("h1", fmt.Errorf("GET /v1/daemon: %w", ssh)).Error(); got != "host h1: ssh failed: ssh: Could not resolve hostname h1" {
+		t.Errorf("Named of a failed ssh: %q", got)
 	}
 }

@@ -54,12 +54,12 @@ func (d *fleetDaemon) List(ctx context.Context) ([]verbs.ListEntry, error) {
 			defer wg.Done()
 			cl, err := d.f.Client(ctx, name)
 			if err != nil {
-				errs[i] = fmt.Errorf("host %s: %w", name, err)
+				errs[i] = fleet.Named(name, err)
 				return
 			}
 			r, err := cl.List(ctx, &verbs.ListArgs{})
 			if err != nil {
-				errs[i] = fmt.Errorf("host %s: %w", name, fleet.Cause(err))
+				errs[i] = fleet.Named(name, err)
 				return
 			}
 			for j := range r.Agents {
