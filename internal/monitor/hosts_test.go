@@ -47,6 +47,12 @@ func TestHostsTable(t *testing.T) {
 	if strings.Contains(h.screen(), "unreachable") {
 		t.Errorf("h2 back, still said unreachable:\n%s", h.screen())
 	}
+	// This machine's daemon gone is one host down, not the monitor's.
+	h.send(DisconnectedMsg{Host: "local"})
+	h.wantScreen("this machine's daemon not running — waiting", "b7")
+	if strings.Contains(h.screen(), "connecting") {
+		t.Errorf("local down, the monitor says it is connecting:\n%s", h.screen())
+	}
 	// A monitor of one daemon has bare ids and no HOST column.
 	one := newHarness(t, entry("a1", apitype.Idle, 1))
 	if strings.Contains(one.screen(), "HOST") {

@@ -299,8 +299,11 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		}
 		return m.list()
 	case DisconnectedMsg:
-		if msg.Host != "" && !fleet.IsLocal(msg.Host) {
+		if msg.Host != "" {
 			why := "host " + msg.Host + " unreachable — waiting"
+			if fleet.IsLocal(msg.Host) {
+				why = "this machine's daemon not running — waiting"
+			}
 			if msg.Err != nil {
 				why += " (" + firstLine(msg.Err.Error()) + ")"
 			}
