@@ -227,6 +227,13 @@ func TestTailAllHosts(t *testing.T) {
 	tail3.waitEnvelopes("h2's result", func(envs []event.Envelope) bool {
 		return slices.ContainsFunc(envs, func(e event.Envelope) bool { return e.AgentID == agents[2] && e.Turn == turn+1 })
 	})
+	// Under KAIMON_E2E_RACE the tails are built with the race detector
+	// too: their followers share one printer.
+	for _, p := range []*bgProc{tail, tail3} {
+		if s := p.stderr.String(); strings.Contains(s, "DATA RACE") {
+			t.Errorf("a merged tail raced:\n%s", s)
+		}
+	}
 }
 
 // merged parses the merged tail's lines so far.
