@@ -37,6 +37,7 @@ import (
 //	                result, that the tail did not print once, in seq
 //	                order, with its host (the target: 0)
 //	lost-deltas     stamped deltas not printed (dropped for a slow reader)
+//	tail-cpu-ms     the CPU time the tail process used in a round
 func BenchmarkTailAllHosts(b *testing.B) {
 	for _, via := range []string{"hosts", "bus"} {
 		b.Run("via="+via, func(b *testing.B) { mergedTail(b, via == "hosts") })
@@ -86,11 +87,13 @@ func mergedTail(b *testing.B, overHosts bool) {
 	var (
 		lat                 []time.Duration
 		lostAuth, lostDelta int
+		tailCPU             time.Duration
 	)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		turn++
 		tr.reset()
+		c0 := cpuTime(b, tr.pid)
 		var wg sync.WaitGroup
 		for _, id := range agents {
 			wg.Add(1)
@@ -103,6 +106,7 @@ func mergedTail(b *testing.B, overHosts bool) {
 		if !tr.results(agents, turn, 2*time.Minute) {
 			b.Fatalf("round %d: not every result reached the tail; stderr: %s", i, tr.stderr.String())
 		}
+		tailCPU += cpuTime(b, tr.pid) - c0
 		b.StopTimer()
 		got := tr.take()
 		for _, qid := range agents {
@@ -151,6 +155,7 @@ func mergedTail(b *testing.B, overHosts bool) {
 	b.StopTimer()
 	b.ReportMetric(float64(lostAuth), "lost-auth")
 	b.ReportMetric(float64(lostDelta)/float64(b.N), "lost-deltas/round")
+	b.ReportMetric(float64(tailCPU.Milliseconds())/float64(b.N), "tail-cpu-ms/round")
 	reportLatency(b, lat)
 }
 
@@ -171,6 +176,7 @@ type mergedReader struct {
 	lines   []mergedLine
 	changed chan struct{}
 	stderr  syncBuffer
+	pid     int // the tail's
 }
 
 func startMergedReader(b *testing.B, e *kenv, args ...string) *mergedReader {
@@ -185,6 +191,7 @@ func startMergedReader(b *testing.B, e *kenv, args ...string) *mergedReader {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
+	tr.pid = cmd.Process.Pid
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -240,8 +240,14 @@ func table(r results, skips []skip) []row {
 		floor := ""
 		if b99, ok := r.get("TailAllHosts/via=bus", "p99-µs"); ok {
 			floor = "bus tail, as many agents here, p99 " + msf(b99)
+			if c, ok := r.get("TailAllHosts/via=bus", "tail-cpu-ms/round"); ok {
+				floor += fmt.Sprintf(", tail CPU %.0f ms/round", c)
+			}
 		}
 		measured := fmt.Sprintf("p50 %s, p99 %s; authoritative lost %.0f, deltas lost %.0f/round", msf(p50), msf(p99), auth, deltas)
+		if c, ok := r.get("TailAllHosts/via=hosts", "tail-cpu-ms/round"); ok {
+			measured += fmt.Sprintf("; tail CPU %.0f ms/round", c)
+		}
 		add("tail --all-hosts: 2 hosts × 10 agents × 500/s (ssh stand-in)", measured, floor, "", "p99 ≤ 50 ms, none lost", verdict(p99 <= 50000 && auth == 0))
 	}
 	// The bus alone and a stalled subscriber.
