@@ -14,38 +14,16 @@ import (
 	"github.com/kaimon/kaimon/internal/event"
 )
 
-// sshToInstallations is sshToInstallation for several hosts: the stand-in
-// picks the installation by the destination's host (NAME.invalid, the
-// URL each host is added with), so that one local kaimon reaches two
-// other real daemons, each through its own real `kaimon dial-stdio`.
-func sshToInstallations(t testing.TB, hosts map[string]*kenv) string {
-	var b strings.Builder
-	b.WriteString("#!/bin/sh\nfor last; do :; done\ndest= prev=\n" +
-		"for a; do [ \"$prev\" = -- ] && dest=$a; prev=$a; done\n" +
-		"[ \"$dest\" = \"$last\" ] && exit 0 # ssh -O exit: no master here\n" +
-		"case \"${dest#*@}\" in\n")
-	for name, to := range hosts {
-		fmt.Fprintf(&b, "%s.invalid) exec env -i", name)
-		for _, kv := range to.env {
-			k, v, _ := strings.Cut(kv, "=")
-			fmt.Fprintf(&b, " %s='%s'", k, strings.ReplaceAll(v, "'", `'\''`))
-		}
-		b.WriteString(" sh -c \"$last\";;\n")
-	}
-	b.WriteString("esac\necho \"ssh: Could not resolve hostname $dest\" >&2\nexit 255\n")
-	p := filepath.Join(t.TempDir(), "ssh-to-installations")
-	if err := os.WriteFile(p, []byte(b.String()), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // fleetEnvs is this machine's installation and two others reached as
 // hosts h1 and h2 through sshToInstallations, all with fakeclaude.
 func fleetEnvs(t testing.TB) (local *kenv, hosts map[string]*kenv) {
 	local = newFakeEnv(t)
 	hosts = map[string]*kenv{"h1": newFakeEnv(t), "h2": newFakeEnv(t)}
-	local.env = append(local.env, "KAIMON_SSH_COMMAND="+sshToInstallations(t, hosts))
+	byDest := map[string]*kenv{}
+	for name, to := range hosts {
+		byDest[name+".invalid"] = to
+	}
+	local.env = append(local.env, "KAIMON_SSH_COMMAND="+sshToInstallations(t, byDest))
 	for _, name := range []string{"h1", "h2"} {
 		local.ok("host", "add", name, "ssh://me@"+name+".invalid", "--remote-bin", filepath.Join(binDir, "kaimon"))
 	}

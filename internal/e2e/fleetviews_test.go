@@ -18,12 +18,14 @@ import (
 )
 
 // sshToInstallations is sshToInstallation for several hosts: the
-// destination (the word after "--") picks the installation whose
-// environment runs the remote command line; any other destination fails
-// as ssh does when it cannot resolve the name (exit 255).
-func sshToInstallations(t *testing.T, hosts map[string]*kenv) string {
+// destination's host (the word after "--", without its user) picks the
+// installation whose environment runs the remote command line; any other
+// destination fails as ssh does when it cannot resolve the name (exit 255).
+// An `ssh -O exit` (no command) has no master to end here.
+func sshToInstallations(t testing.TB, hosts map[string]*kenv) string {
 	var b strings.Builder
-	b.WriteString("#!/bin/sh\nwhile [ $# -gt 0 ] && [ \"$1\" != -- ]; do shift; done\ndest=$2; cmd=$3\ncase $dest in\n")
+	b.WriteString("#!/bin/sh\nwhile [ $# -gt 0 ] && [ \"$1\" != -- ]; do shift; done\ndest=$2; cmd=$3\n" +
+		"[ -z \"$cmd\" ] && exit 0\ncase ${dest#*@} in\n")
 	for dest, to := range hosts {
 		fmt.Fprintf(&b, "%s) exec env -i", dest)
 		for _, kv := range to.env {
