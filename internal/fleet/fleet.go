@@ -324,6 +324,20 @@ func (f *Fleet) on(ctx context.Context, id string) (verbs.Service, string, strin
 	return cl, host, bare, nil
 }
 
+// routed calls one verb about the agent that id(a) names, on that agent's
+// host: the host's daemon gets a copy of a with the bare id, and an error
+// carries what ssh said. The host comes back for a result to qualify.
+func routed[A, R any](f *Fleet, ctx context.Context, a *A, id func(*A) *string, call func(verbs.Service, context.Context, *A) (*R, error)) (*R, string, error) {
+	s, host, bare, err := f.on(ctx, *id(a))
+	if err != nil {
+		return nil, "", err
+	}
+	b := *a
+	*id(&b) = bare
+	r, err := call(s, ctx, &b)
+	return r, host, Cause(err)
+}
+
 // The verbs, each routed by its id.
 
 // Open opens an agent on the host openHost picks; the host's daemon gets
@@ -353,62 +367,31 @@ func (f *Fleet) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResult,
 }
 
 func (f *Fleet) Send(ctx context.Context, a *verbs.SendArgs) (*verbs.SendResult, error) {
-	s, _, id, err := f.on(ctx, a.AgentID)
-	if err != nil {
-		return nil, err
-	}
-	b := *a
-	b.AgentID = id
-	r, err := s.Send(ctx, &b)
-	return r, Cause(err)
+	r, _, err := routed(f, ctx, a, func(a *verbs.SendArgs) *string { return &a.AgentID }, verbs.Service.Send)
+	return r, err
 }
 
 func (f *Fleet) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, error) {
-	s, _, id, err := f.on(ctx, a.AgentID)
-	if err != nil {
-		return nil, err
-	}
-	b := *a
-	b.AgentID = id
-	r, err := s.Run(ctx, &b)
-	return r, Cause(err)
+	r, _, err := routed(f, ctx, a, func(a *verbs.RunArgs) *string { return &a.AgentID }, verbs.Service.Run)
+	return r, err
 }
 
 func (f *Fleet) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.OutputResult, error) {
-	s, host, id, err := f.on(ctx, a.AgentID)
-	if err != nil {
-		return nil, err
+	r, host, err := routed(f, ctx, a, func(a *verbs.OutputArgs) *string { return &a.AgentID }, verbs.Service.Output)
+	if err == nil {
+		r.AgentID = Qualify(host, r.AgentID)
 	}
-	b := *a
-	b.AgentID = id
-	r, err := s.Output(ctx, &b)
-	if err != nil {
-		return nil, Cause(err)
-	}
-	r.AgentID = Qualify(host, r.AgentID)
-	return r, nil
+	return r, err
 }
 
 func (f *Fleet) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.AgentStatus, error) {
-	s, _, id, err := f.on(ctx, a.AgentID)
-	if err != nil {
-		return nil, err
-	}
-	b := *a
-	b.AgentID = id
-	r, err := s.Status(ctx, &b)
-	return r, Cause(err)
+	r, _, err := routed(f, ctx, a, func(a *verbs.StatusArgs) *string { return &a.AgentID }, verbs.Service.Status)
+	return r, err
 }
 
 func (f *Fleet) SetModel(ctx context.Context, a *verbs.SetModelArgs) (*verbs.SetModelResult, error) {
-	s, _, id, err := f.on(ctx, a.AgentID)
-	if err != nil {
-		return nil, err
-	}
-	b := *a
-	b.AgentID = id
-	r, err := s.SetModel(ctx, &b)
-	return r, Cause(err)
+	r, _, err := routed(f, ctx, a, func(a *verbs.SetModelArgs) *string { return &a.AgentID }, verbs.Service.SetModel)
+	return r, err
 }
 
 // List lists Default's agents, their ids qualified; with AllHosts, every
@@ -439,36 +422,18 @@ func (f *Fleet) List(ctx context.Context, a *verbs.ListArgs) (*verbs.ListResult,
 }
 
 func (f *Fleet) Interrupt(ctx context.Context, a *verbs.InterruptArgs) (*verbs.InterruptResult, error) {
-	s, _, id, err := f.on(ctx, a.AgentID)
-	if err != nil {
-		return nil, err
-	}
-	b := *a
-	b.AgentID = id
-	r, err := s.Interrupt(ctx, &b)
-	return r, Cause(err)
+	r, _, err := routed(f, ctx, a, func(a *verbs.InterruptArgs) *string { return &a.AgentID }, verbs.Service.Interrupt)
+	return r, err
 }
 
 func (f *Fleet) Close(ctx context.Context, a *verbs.CloseArgs) (*verbs.CloseResult, error) {
-	s, _, id, err := f.on(ctx, a.AgentID)
-	if err != nil {
-		return nil, err
-	}
-	b := *a
-	b.AgentID = id
-	r, err := s.Close(ctx, &b)
-	return r, Cause(err)
+	r, _, err := routed(f, ctx, a, func(a *verbs.CloseArgs) *string { return &a.AgentID }, verbs.Service.Close)
+	return r, err
 }
 
 func (f *Fleet) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.PermitResult, error) {
-	s, _, id, err := f.on(ctx, a.AgentID)
-	if err != nil {
-		return nil, err
-	}
-	b := *a
-	b.AgentID = id
-	r, err := s.Permit(ctx, &b)
-	return r, Cause(err)
+	r, _, err := routed(f, ctx, a, func(a *verbs.PermitArgs) *string { return &a.AgentID }, verbs.Service.Permit)
+	return r, err
 }
 
 // Forget forgets agents of one host: ids qualified with different hosts
