@@ -210,20 +210,7 @@ const remoteRetryMax = 10 * time.Second
 // (follow.Remote, which reconnects a broken connection and resumes each
 // agent by seq), and reaches it again whenever it cannot, until ctx ends.
 func followRemote(ctx context.Context, f *fleet.Fleet, name string, send func(tea.Msg)) {
-	wait := retryEvery
-	for {
-		err := followRemoteOnce(ctx, f, name, send)
-		if ctx.Err() != nil {
-			return
-		}
-		send(DisconnectedMsg{Err: err})
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, remoteRetryMax)
-	}
+	keepFollowing(ctx, send, remoteRetryMax, func() error { return followRemoteOnce(ctx, f, name, send) })
 }
 
 func followRemoteOnce(ctx context.Context, f *fleet.Fleet, name string, send func(tea.Msg)) error {

@@ -231,8 +231,16 @@ const retryEvery = 500 * time.Millisecond
 // followBus keeps a subscription to the bus and hands the model what it reads,
 // reconnecting whenever the daemon goes away, until ctx ends.
 func followBus(ctx context.Context, cl *client.Client, send func(tea.Msg)) {
+	keepFollowing(ctx, send, retryEvery, func() error { return followOnce(ctx, cl, send) })
+}
+
+// keepFollowing runs once until ctx ends: after each end it tells the
+// model it is disconnected, and waits before the next try, from every
+// doubling up to most.
+func keepFollowing(ctx context.Context, send func(tea.Msg), most time.Duration, once func() error) {
+	wait := retryEvery
 	for {
-		err := followOnce(ctx, cl, send)
+		err := once()
 		if ctx.Err() != nil {
 			return
 		}
@@ -240,8 +248,9 @@ func followBus(ctx context.Context, cl *client.Client, send func(tea.Msg)) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(retryEvery):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, most)
 	}
 }
 
