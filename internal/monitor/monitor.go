@@ -234,9 +234,9 @@ func followBus(ctx context.Context, cl *client.Client, send func(tea.Msg)) {
 	keepFollowing(ctx, send, retryEvery, func() error { return followOnce(ctx, cl, send) })
 }
 
-// keepFollowing runs once until ctx ends: after each end it tells the
-// model it is disconnected, and waits before the next try, from every
-// doubling up to most.
+// keepFollowing runs once again and again until ctx ends: after each end
+// it tells the model it is disconnected and waits before the next try,
+// retryEvery at first, doubling up to most (retryEvery itself: no growth).
 func keepFollowing(ctx context.Context, send func(tea.Msg), most time.Duration, once func() error) {
 	wait := retryEvery
 	for {
