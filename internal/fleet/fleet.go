@@ -233,15 +233,22 @@ func (f *Fleet) RemoteClient(host string) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client.Client{Paths: f.Paths, Dial: tr.Dial, Addr: "host " + host, NoAutostart: true}, nil
+	return f.clientVia(host, tr), nil
+}
+
+func (f *Fleet) clientVia(host string, tr *SSH) *client.Client {
+	return &client.Client{Paths: f.Paths, Dial: tr.Dial, Addr: "host " + host, NoAutostart: true}
 }
 
 func (f *Fleet) connect(ctx context.Context, host string) (*client.Client, error) {
-	newClient := f.RemoteClient
+	var cl *client.Client
+	var tr *SSH
+	var err error
 	if f.dialRemote != nil {
-		newClient = f.dialRemote
+		cl, err = f.dialRemote(host)
+	} else if tr, err = f.Transport(host); err == nil {
+		cl = f.clientVia(host, tr)
 	}
-	cl, err := newClient(host)
 	if err != nil {
 		return nil, err
 	}
@@ -255,6 +262,11 @@ func (f *Fleet) connect(ctx context.Context, host string) (*client.Client, error
 				"(`kaimon host ls --check` says which hosts answer)", host, handshakeWait)
 		}
 		return nil, err
+	}
+	if tr != nil {
+		// The daemon's socket is known now: later calls are channels
+		// of the master (forward.go).
+		tr.Forward(ctx, st.Socket)
 	}
 	if f.Warn != nil && version.Differs(version.String(), version.CommitString(), st.Version, st.Commit) {
 		fmt.Fprintf(f.Warn, "kaimon: warning: host %s's kaimon-agentd (pid %d) runs %s but this kaimon is %s: "+

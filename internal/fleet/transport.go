@@ -62,6 +62,13 @@ type SSH struct {
 	// that is not running fails the connection instead of being started
 	// (what a completion asks with, which must start nothing).
 	NoAutostart bool
+
+	// viaForward: a Dial of this process reached the daemon through the
+	// master's forwarding, so there is none to ask for.
+	viaForward atomic.Bool
+	// noForward: the forwarding failed a probe in this process; its
+	// later Dials go through dial-stdio, until Forward makes a new one.
+	noForward atomic.Bool
 }
 
 // ForHost is the transport of a configured host (or of a URL given
@@ -175,15 +182,28 @@ func (s *SSH) via() string {
 
 // MasterExitArgv is the command line that ends the host's master
 // connection (ssh -O exit), or nil when no master is shared.
-func (s *SSH) MasterExitArgv() []string {
-	argv := s.Argv()
-	cp := s.controlPath()
-	if cp == "" {
+func (s *SSH) MasterExitArgv() []string { return s.masterArgv("-O", "exit") }
+
+// masterArgv is a command line for the host's master (ssh's options,
+// then extra, e.g. -O exit), or nil when no master is shared.
+func (s *SSH) masterArgv(extra ...string) []string {
+	if s.controlPath() == "" {
 		return nil
 	}
+	argv := s.Argv()
 	i := slices.Index(argv, "--")
-	out := append(slices.Clone(argv[:i]), "-O", "exit", "--", s.Target.Destination())
-	return out
+	return slices.Concat(argv[:i], extra, []string{"--", s.Target.Destination()})
+}
+
+// runMaster runs a command for the master (masterArgv), bounded, in a
+// process group of its own.
+func runMaster(ctx context.Context, argv []string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	return cmd.Run()
 }
 
 // StopMaster ends the host's master connection, if one runs: what `kaimon
@@ -197,12 +217,13 @@ func (s *SSH) StopMaster(ctx context.Context) {
 	if _, err := os.Stat(s.ControlDir); err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	_ = cmd.Run()
+	_ = runMaster(ctx, argv)
+	// ssh leaves its forwarding's socket behind; and a new master may
+	// find the host's sshd allowing forwarding after all.
+	if p := s.forwardPath(); p != "" {
+		_ = os.Remove(p)
+		_ = os.Remove(p + refusedSuffix)
+	}
 }
 
 // shellWord quotes w for the remote shell (ssh joins its command's words
@@ -260,9 +281,24 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("host %s: `%s dial-stdio` exited %d there: %s", e.Host, e.RemoteBin, e.Exit, said)
 }
 
-// Dial starts ssh and returns its stdio as a connection to the host's
-// daemon. The child has its own process group, killed and reaped on Close.
+// Dial connects to the host's daemon: through the master's forwarding of
+// its socket when there is one and the daemon answers through it (a
+// channel of the master, no process on either side), else by dialStdio.
 func (s *SSH) Dial(ctx context.Context) (net.Conn, error) {
+	if c, err := s.dialForward(ctx); err == nil {
+		s.viaForward.Store(true)
+		return c, nil
+	} else if ctx.Err() != nil {
+		return nil, fmt.Errorf("host %s: %w", s.Name, err)
+	}
+	return s.dialStdio()
+}
+
+// dialStdio starts ssh and returns its stdio as a connection to the
+// host's daemon; dial-stdio there starts the daemon when it is not
+// running. The child has its own process group, killed and reaped on
+// Close.
+func (s *SSH) dialStdio() (net.Conn, error) {
 	if cp := s.controlPath(); cp != "" {
 		if err := os.MkdirAll(s.ControlDir, 0o700); err != nil {
 			return nil, err
