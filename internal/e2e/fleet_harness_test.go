@@ -311,6 +311,15 @@ func (f *fleet) makeHost(h *fleetHost, clientPub []byte) error {
 		"CLAUDE_CODE_TMPDIR=" + filepath.Join(h.home, "tmp"),
 	}
 	cfg := filepath.Join(etc, "sshd_config")
+	// h1 lets a client forward a connection to a unix socket of its
+	// user's (what kaimon's warm calls ride on: sshd denies a socket, as
+	// a port, unless AllowTcpForwarding permits local forwards); h2 keeps
+	// the strict default of a locked-down server, so that the fallback to
+	// dial-stdio is what every test of h2 drives.
+	forwarding := "AllowTcpForwarding no"
+	if h.name == "h1" {
+		forwarding = "AllowTcpForwarding local\nAllowStreamLocalForwarding local\nGatewayPorts no"
+	}
 	var listen strings.Builder
 	for _, l := range h.links {
 		fmt.Fprintf(&listen, "ListenAddress %s:22\n", l.addr)
@@ -328,7 +337,7 @@ KbdInteractiveAuthentication no
 AuthorizedKeysFile .ssh/authorized_keys
 StrictModes yes
 AllowAgentForwarding no
-AllowTcpForwarding no
+%s
 X11Forwarding no
 PermitTunnel no
 PrintMotd no
@@ -342,7 +351,7 @@ MaxStartups 64:30:128
 LogLevel INFO
 AcceptEnv KAIMON_HOME
 SetEnv %s
-`, h.name, f.tag, listen.String(), hostKey, h.user, strings.Join(env, " "))
+`, h.name, f.tag, listen.String(), hostKey, h.user, forwarding, strings.Join(env, " "))
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		return err
 	}
