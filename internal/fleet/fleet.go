@@ -74,6 +74,8 @@ type Fleet struct {
 	// dialRemote replaces RemoteClient in tests: a daemon served without
 	// ssh.
 	dialRemote func(host string) (*client.Client, error)
+	// transport replaces Transport in tests: a fake ssh.
+	transport func(host string) (*SSH, error)
 }
 
 // remote is one host's client, made by its first exchange. A failed
@@ -210,6 +212,13 @@ func (f *Fleet) Client(ctx context.Context, host string) (*client.Client, error)
 	return r.cl, nil
 }
 
+func (f *Fleet) transportOf(host string) (*SSH, error) {
+	if f.transport != nil {
+		return f.transport(host)
+	}
+	return f.Transport(host)
+}
+
 // Transport is the ssh that reaches host (a configured name or a URL).
 func (f *Fleet) Transport(host string) (*SSH, error) {
 	if isURL(host) {
@@ -246,14 +255,20 @@ func (f *Fleet) connect(ctx context.Context, host string) (*client.Client, error
 	var err error
 	if f.dialRemote != nil {
 		cl, err = f.dialRemote(host)
-	} else if tr, err = f.Transport(host); err == nil {
+	} else if tr, err = f.transportOf(host); err == nil {
 		cl = f.clientVia(host, tr)
 	}
 	if err != nil {
 		return nil, err
 	}
 	hctx, cancel := context.WithTimeout(ctx, handshakeWait)
-	st, err := Handshake(hctx, cl, host)
+	var st *apitype.DaemonStatus
+	if probed, ok := tr.probeFirst(hctx); ok {
+		// The forwarding's probe was the first exchange.
+		st, err = probed, checkAPI(probed, host)
+	} else {
+		st, err = Handshake(hctx, cl, host)
+	}
 	cancel()
 	if err != nil {
 		cl.CloseIdleConnections()
@@ -291,15 +306,24 @@ func Handshake(ctx context.Context, cl *client.Client, host string) (*apitype.Da
 	if err != nil {
 		return nil, Cause(err)
 	}
-	if st.API != apitype.APIVersion {
-		api := fmt.Sprintf("API version %d", st.API)
-		if st.API == 0 {
-			api = "an API too old to carry a version"
-		}
-		return nil, fmt.Errorf("host %s: its kaimon-agentd runs %s with %s, but this kaimon is %s with API version %d: install the same kaimon on both",
-			host, version.Format(st.Version, st.Commit), api, version.Full(), apitype.APIVersion)
+	if err := checkAPI(st, host); err != nil {
+		return nil, err
 	}
 	return st, nil
+}
+
+// checkAPI refuses a daemon whose API version is not this kaimon's,
+// naming both versions.
+func checkAPI(st *apitype.DaemonStatus, host string) error {
+	if st.API == apitype.APIVersion {
+		return nil
+	}
+	api := fmt.Sprintf("API version %d", st.API)
+	if st.API == 0 {
+		api = "an API too old to carry a version"
+	}
+	return fmt.Errorf("host %s: its kaimon-agentd runs %s with %s, but this kaimon is %s with API version %d: install the same kaimon on both",
+		host, version.Format(st.Version, st.Commit), api, version.Full(), apitype.APIVersion)
 }
 
 // Named is err of host as a view of several hosts reports it: with the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kaimon/kaimon/internal/apitype"
 )
 
 // A warm call is one channel of the master and nothing more: once a Dial
@@ -56,46 +59,92 @@ var errNoForward = errors.New("no forwarding")
 // gets no answer was never handled, so nothing is lost by dialing again
 // through dial-stdio, which starts the daemon.
 func (s *SSH) dialForward(ctx context.Context) (net.Conn, error) {
+	c, _, err := s.probeForward(ctx)
+	return c, err
+}
+
+// probeForward is dialForward that also returns the daemon's status, the
+// probe's answer: what the first exchange asks (ProbeForward).
+func (s *SSH) probeForward(ctx context.Context) (net.Conn, *apitype.DaemonStatus, error) {
 	p := s.forwardPath()
 	if p == "" || s.noForward.Load() {
-		return nil, errNoForward
+		return nil, nil, errNoForward
 	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", p)
 	if err != nil {
-		return nil, err // no forwarding yet, or its master is gone
+		return nil, nil, err // no forwarding yet, or its master is gone
 	}
-	if err := probe(ctx, c); err != nil {
+	st, err := probe(ctx, c)
+	if err != nil {
 		c.Close()
 		if ctx.Err() == nil {
 			s.noForward.Store(true)
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, st, nil
+}
+
+// ProbeForward reaches the daemon through the master's forwarding, when
+// there is one that answers, and returns its status: the first exchange,
+// done by the probe that checks the channel, so that a warm command pays
+// one round trip for both. The connection is kept for this process's
+// next Dial (its first request) rather than closed. ok is false when the
+// forwarding is not there or did not answer: the caller then asks as
+// usual (through dial-stdio).
+func (s *SSH) ProbeForward(ctx context.Context) (st *apitype.DaemonStatus, ok bool) {
+	c, st, err := s.probeForward(ctx)
+	if err != nil {
+		return nil, false
+	}
+	s.viaForward.Store(true)
+	s.primeMu.Lock()
+	if s.primed != nil {
+		s.primed.Close()
+	}
+	s.primed = c
+	s.primeMu.Unlock()
+	return st, true
+}
+
+// takePrimed is the connection ProbeForward kept, once.
+func (s *SSH) takePrimed() net.Conn {
+	s.primeMu.Lock()
+	defer s.primeMu.Unlock()
+	c := s.primed
+	s.primed = nil
+	return c
 }
 
 // probe asks the daemon on c for its status (GET /v1/daemon) and reads
 // the whole answer, so that c is left at the start of the next one.
-func probe(ctx context.Context, c net.Conn) error {
+func probe(ctx context.Context, c net.Conn) (*apitype.DaemonStatus, error) {
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	if _, err := io.WriteString(c, "GET /v1/daemon HTTP/1.1\r\nHost: kaimon\r\n\r\n"); err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = io.Copy(io.Discard, resp.Body)
+	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	var st apitype.DaemonStatus
 	if err == nil && resp.StatusCode != http.StatusOK {
 		err = fmt.Errorf("the daemon's status: %s", resp.Status)
+	}
+	if err == nil {
+		err = json.Unmarshal(body, &st)
 	}
 	if !stop() && err == nil {
 		err = ctx.Err() // the deadline is set on c: it is no use now
 	}
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
 }
 
 // Forward asks the host's master to forward forwardPath to the daemon's
@@ -133,4 +182,13 @@ func (s *SSH) Forward(ctx context.Context, remoteSock string) {
 	_ = runMaster(ctx, s.masterArgv("-O", "cancel", "-L", spec))
 	_ = os.Remove(p)
 	_ = os.WriteFile(p+refusedSuffix, []byte("the host's sshd refused to forward kaimon-agentd's socket ("+err.Error()+"): calls go through dial-stdio until `kaimon host rm` removes this file\n"), 0o600)
+}
+
+// probeFirst is ProbeForward for a transport that may be nil (a test's
+// client without ssh).
+func (s *SSH) probeFirst(ctx context.Context) (*apitype.DaemonStatus, bool) {
+	if s == nil {
+		return nil, false
+	}
+	return s.ProbeForward(ctx)
 }

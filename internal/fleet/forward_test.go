@@ -7,8 +7,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/verbs"
+	"github.com/kaimon/kaimon/internal/version"
 )
 
 // stdioFake is a transport whose dial-stdio is a command that prints
@@ -133,5 +139,47 @@ func TestKubeHasNoForward(t *testing.T) {
 	s := &SSH{Target: tgt, ControlDir: t.TempDir()}
 	if p := s.forwardPath(); p != "" {
 		t.Errorf("kube://p's forwarding: %q", p)
+	}
+}
+
+// A warm first exchange is the forwarding's probe itself: the fleet asks
+// the daemon's status once, not twice, and the verb that follows goes on
+// the probed connection (one connection, two requests in all).
+func TestFirstExchangeIsTheProbe(t *testing.T) {
+	s := stdioFake(t)
+	var conns, statuses, lists atomic.Int32
+	listenForward(t, s, func(c net.Conn) {
+		conns.Add(1)
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			body := `{}`
+			switch req.URL.Path {
+			case "/v1/daemon":
+				statuses.Add(1)
+				body = `{"pid": 7, "version": "` + version.String() + `", "commit": "` + version.CommitString() + `", "api": ` + strconv.Itoa(apitype.APIVersion) + `, "socket": "/x/agentd.sock"}`
+			case "/v1/agent_list":
+				lists.Add(1)
+				body = `{"agents": []}`
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			resp := &http.Response{StatusCode: 200, ProtoMajor: 1, ProtoMinor: 1, ContentLength: int64(len(body)),
+				Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body))}
+			if err := resp.Write(c); err != nil {
+				return
+			}
+		}
+	})
+	f := &Fleet{Hosts: map[string]Host{"h": {URL: "ssh://u@h.invalid"}}, Default: "h"}
+	f.transport = func(string) (*SSH, error) { return s, nil }
+	if _, err := f.List(context.Background(), &verbs.ListArgs{}); err != nil {
+		t.Fatal(err)
+	}
+	f.CloseIdle()
+	if conns.Load() != 1 || statuses.Load() != 1 || lists.Load() != 1 {
+		t.Errorf("connections %d, status requests %d, list requests %d; want 1 each", conns.Load(), statuses.Load(), lists.Load())
 	}
 }

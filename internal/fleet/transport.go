@@ -69,6 +69,10 @@ type SSH struct {
 	// noForward: the forwarding failed a probe in this process; its
 	// later Dials go through dial-stdio, until Forward makes a new one.
 	noForward atomic.Bool
+	// primed is a connection ProbeForward checked and kept for the next
+	// Dial: the first exchange's probe, ready for the first request.
+	primeMu sync.Mutex
+	primed  net.Conn
 }
 
 // ForHost is the transport of a configured host (or of a URL given
@@ -285,6 +289,9 @@ func (e *Error) Error() string {
 // its socket when there is one and the daemon answers through it (a
 // channel of the master, no process on either side), else by dialStdio.
 func (s *SSH) Dial(ctx context.Context) (net.Conn, error) {
+	if c := s.takePrimed(); c != nil {
+		return c, nil
+	}
 	if c, err := s.dialForward(ctx); err == nil {
 		s.viaForward.Store(true)
 		return c, nil
