@@ -1,0 +1,189 @@
+package e2e
+
+// The fleet's views (list --all-hosts, kaimon mcp across hosts) through the
+// real sshd test hosts of fleet_harness_test.go, where fleetviews_test.go
+// drives the same views through a KAIMON_SSH_COMMAND stand-in: here the
+// bytes cross real ssh, its ControlMaster and a link that can be pulled.
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// replayFast is the cheapest agent a host can run: the example recording
+// replayed at once. The hosts share this machine's filesystem, and the
+// recording is readable by their users.
+func replayFast() string { return "replay:" + exampleLog() + "?speed=0" }
+
+// TestFleetListAllHostsReal: list --all-hosts over local, h1 and h2 through
+// real ssh shows every host's agent with a HOST column and exits 0; with
+// h2's link down (a spare link of the test's own, its ssh master warm) it
+// still answers within 10 s, with local's and h1's agents, h2's error on
+// stderr, and exit 1.
+func TestFleetListAllHostsReal(t *testing.T) {
+	var link *fleetLink
+	fe := newFleetEnvVia(t, func(f *fleet) map[string]*fleetLink {
+		link = f.spareLink(t, f.host("h2"))
+		return map[string]*fleetLink{"h2": link}
+	})
+	ids := map[string]string{ // host → the id list --all-hosts shows
+		"local": fe.ok("open", fe.work, "--model", replayFast()),
+	}
+	for _, h := range []string{"h1", "h2"} {
+		ids[h] = h + "/" + bareID(t, h, fe.ok("--host", h, "open", fe.r.work[h], "--model", replayFast()))
+	}
+	if strings.Contains(ids["local"], "/") {
+		t.Fatalf("open here printed %q, want a bare id", ids["local"])
+	}
+
+	rows := func(out string) [][]string {
+		t.Helper()
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) == 0 || !strings.HasPrefix(lines[0], "HOST ") {
+			t.Fatalf("list --all-hosts printed no HOST column:\n%s", out)
+		}
+		var rs [][]string
+		for _, l := range lines[1:] {
+			rs = append(rs, strings.Fields(l))
+		}
+		return rs
+	}
+	want := func(hosts ...string) [][]string {
+		var rs [][]string
+		for _, h := range hosts {
+			rs = append(rs, []string{h, ids[h]})
+		}
+		return rs
+	}
+	hostAndID := func(rs [][]string) [][]string {
+		var out [][]string
+		for _, r := range rs {
+			if len(r) < 2 {
+				t.Fatalf("list --all-hosts row %q has no host and id", r)
+			}
+			out = append(out, r[:2])
+		}
+		return out
+	}
+
+	r := fe.kaimonWithin(time.Minute, "list", "--all-hosts")
+	if r.code != 0 {
+		t.Fatalf("list --all-hosts with every host up: %s", r)
+	}
+	t.Logf("kaimon list --all-hosts:\n%s", r.stdout)
+	if got := hostAndID(rows(r.stdout)); !slices.EqualFunc(got, want("local", "h1", "h2"), slices.Equal) {
+		t.Errorf("list --all-hosts rows %q, want %q", got, want("local", "h1", "h2"))
+	}
+
+	up := linkDown(t, fe.f.host("h2"), link)
+	r = fe.kaimonWithin(10*time.Second, "list", "--all-hosts")
+	t.Logf("kaimon list --all-hosts with h2's link down:\n%s%s", r.stdout, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "h2") {
+		t.Errorf("list --all-hosts with h2's link down: want exit 1 and h2's error; got %s", r)
+	}
+	if got := hostAndID(rows(r.stdout)); !slices.EqualFunc(got, want("local", "h1"), slices.Equal) {
+		t.Errorf("list --all-hosts rows with h2 down %q, want %q", got, want("local", "h1"))
+	}
+	var all verbs.ListResult
+	r = fe.kaimonWithin(10*time.Second, "list", "--all-hosts", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &all); r.code != 1 || err != nil {
+		t.Fatalf("list --all-hosts --json with h2's link down: %v\n%s", err, r)
+	}
+	if len(all.Hosts) != 3 || all.Hosts[2].Host != "h2" || all.Hosts[2].Error == "" || all.Hosts[1].Error != "" || all.Hosts[0].Error != "" {
+		t.Errorf("list --all-hosts --json hosts with h2's link down: %+v", all.Hosts)
+	}
+	up()
+
+	// With the link back, h2's agent, which lived on meanwhile, is listed
+	// again.
+	r = fe.kaimonWithin(time.Minute, "list", "--all-hosts")
+	if got := hostAndID(rows(r.stdout)); r.code != 0 || !slices.EqualFunc(got, want("local", "h1", "h2"), slices.Equal) {
+		t.Errorf("list --all-hosts after h2's link came back: rows %q, want %q; %s", got, want("local", "h1", "h2"), r)
+	}
+}
+
+// TestFleetMCPReal: a real MCP client drives kaimon mcp, whose hosts are
+// the real sshd hosts: agent_open with host h1 opens there and returns a
+// qualified id, agent_run runs a turn on it, and agent_list lists h1's and
+// this machine's agents with their hosts.
+func TestFleetMCPReal(t *testing.T) {
+	fe := newFleetEnv(t)
+	kaimonBin := filepath.Join(binDir, "kaimon")
+	c, err := client.NewStdioMCPClient("env", nil, append(append([]string{"-i"}, fe.env...), kaimonBin, "mcp")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var init mcp.InitializeRequest
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "kaimon-e2e", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	call := func(tool string, args map[string]any) (string, bool) {
+		t.Helper()
+		var req mcp.CallToolRequest
+		req.Params.Name, req.Params.Arguments = tool, args
+		res, err := c.CallTool(ctx, req)
+		if err != nil || len(res.Content) != 1 {
+			t.Fatalf("%s %v: %+v %v", tool, args, res, err)
+		}
+		return res.Content[0].(mcp.TextContent).Text, res.IsError
+	}
+
+	text, isErr := call("agent_open", map[string]any{"cwd": fe.r.work["h1"], "model": replayFast(), "host": "h1"})
+	var opened verbs.OpenResult
+	if isErr || json.Unmarshal([]byte(text), &opened) != nil || !strings.HasPrefix(opened.AgentID, "h1/") {
+		t.Fatalf("agent_open host h1: %s", text)
+	}
+	text, isErr = call("agent_run", map[string]any{"agent_id": opened.AgentID, "text": "hello"})
+	var ran verbs.RunResult
+	if isErr || json.Unmarshal([]byte(text), &ran) != nil || ran.Text != firstReply(t) {
+		t.Errorf("agent_run %s: %s", opened.AgentID, text)
+	}
+	// The agent is h1's daemon's: h1's own list, read over ssh, has it.
+	var rl verbs.ListResult
+	fe.okJSON(&rl, "--host", "h1", "list")
+	if len(rl.Agents) != 1 || rl.Agents[0].AgentID != opened.AgentID || rl.Agents[0].Turn != 1 {
+		t.Errorf("h1's list after agent_open and agent_run: %+v, want %s after one turn", rl.Agents, opened.AgentID)
+	}
+
+	text, isErr = call("agent_open", map[string]any{"cwd": fe.work, "model": replayFast()})
+	var localOpen verbs.OpenResult
+	if isErr || json.Unmarshal([]byte(text), &localOpen) != nil || strings.Contains(localOpen.AgentID, "/") {
+		t.Fatalf("agent_open without host: %s", text)
+	}
+
+	text, isErr = call("agent_list", nil)
+	var l verbs.ListResult
+	if isErr || json.Unmarshal([]byte(text), &l) != nil {
+		t.Fatalf("agent_list: %s", text)
+	}
+	var got []string
+	for _, a := range l.Agents {
+		got = append(got, a.Host+" "+a.AgentID+" "+string(a.Status))
+	}
+	if want := []string{"local " + localOpen.AgentID + " idle", "h1 " + opened.AgentID + " idle"}; !slices.Equal(got, want) {
+		t.Errorf("agent_list: %q, want %q", got, want)
+	}
+	if want := []verbs.HostAnswer{{Host: "local", Agents: 1}, {Host: "h1", Agents: 1}, {Host: "h2"}}; !slices.Equal(l.Hosts, want) {
+		t.Errorf("agent_list hosts: %+v, want %+v", l.Hosts, want)
+	}
+
+	text, isErr = call("agent_close", map[string]any{"agent_id": opened.AgentID})
+	if isErr || !strings.Contains(text, `"closed":true`) {
+		t.Errorf("agent_close %s: %s", opened.AgentID, text)
+	}
+}
