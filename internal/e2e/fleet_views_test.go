@@ -6,17 +6,24 @@ package e2e
 // bytes cross real ssh, its ControlMaster and a link that can be pulled.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -185,5 +192,187 @@ func TestFleetMCPReal(t *testing.T) {
 	text, isErr = call("agent_close", map[string]any{"agent_id": opened.AgentID})
 	if isErr || !strings.Contains(text, `"closed":true`) {
 		t.Errorf("agent_close %s: %s", opened.AgentID, text)
+	}
+}
+
+// masterOf is the pid of the ssh master connection kaimon keeps for host
+// (ControlPersist), 0 if none runs. The masters are found by their title
+// ("ssh: CONTROL_PATH [mux]", as endMasters finds them); which one is the
+// host's, ssh itself says: `ssh -G` expands the control path's %C (a hash
+// of the destination) for the host's destination as kaimon gives it.
+func (fe *fleetEnv) masterOf(host string) int {
+	fe.t.Helper()
+	prefix := "ssh: " + fe.home + "/"
+	masters := map[string]int{} // control path → pid
+	ents, _ := os.ReadDir("/proc")
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
+		title := strings.TrimRight(string(b), "\x00 ")
+		if strings.HasPrefix(title, prefix) && strings.HasSuffix(title, "[mux]") {
+			masters[strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(title, "ssh: "), "[mux]"))] = pid
+		}
+	}
+	for path := range masters {
+		out, err := exec.Command("ssh", "-G", "-F", fe.r.sshConfig, "-o", "ControlPath="+filepath.Join(filepath.Dir(path), "ssh-%C"),
+			fe.f.host(host).user+"@"+fe.r.addr(host)).Output()
+		if err != nil {
+			fe.t.Fatalf("ssh -G for %s: %v", host, err)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if p, ok := strings.CutPrefix(l, "controlpath "); ok && masters[p] != 0 {
+				return masters[p]
+			}
+		}
+	}
+	return 0
+}
+
+// remoteLog reads agent id's event log on host, from the remote home on
+// disk (the hosts share this machine's filesystem).
+func (fe *fleetEnv) remoteLog(host, id string) []event.Record {
+	fe.t.Helper()
+	rh := fe.r.home[host]
+	b, err := os.ReadFile(config.Paths{SockDir: filepath.Join(rh, "sock"), CacheDir: filepath.Join(rh, "cache", "agents"),
+		ConfigFile: filepath.Join(rh, "config.json")}.Agent(id).Events)
+	if err != nil {
+		fe.t.Fatal(err)
+	}
+	var out []event.Record
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var r event.Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			fe.t.Fatalf("%s's log line %q: %v", host, line, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestFleetTailAllHostsReal: a merged tail --all-hosts of this machine, h1
+// and h2 over real ssh while turns run on all three: every authoritative
+// event of every agent arrives once, in seq order, marked with its host;
+// then h1's real ssh master is killed (SIGKILL) while a turn streams there,
+// and the tail reconnects and goes on with no gap: what it printed of each
+// agent is what the agent's log on its host holds, from the first printed.
+func TestFleetTailAllHostsReal(t *testing.T) {
+	fe := newFleetEnv(t)
+	h1 := fe.f.host("h1")
+	agents := []string{fe.ok("open", fe.work)} // qualified, as the merged stream shows them
+	for _, h := range []string{"h1", "h2"} {
+		agents = append(agents, h+"/"+bareID(t, h, fe.ok("--host", h, "open", fe.r.work[h])))
+	}
+	h1agent := agents[1]
+	// A command to h1 first, so that its master runs before the tail does.
+	fe.ok("status", h1agent)
+	tail := fe.tail("--all-hosts")
+	seen := func(envs []hostEnvelope, id string, turn int) bool {
+		return slices.ContainsFunc(envs, func(e hostEnvelope) bool { return e.AgentID == id && e.Kind == event.Result && e.Turn >= turn })
+	}
+	// The tail follows each host from when its stream opened, which the
+	// test cannot see: turns go on until a result of every agent came.
+	turn := 0
+	waitFor(t, "every agent's turn in the merged tail", 3*time.Minute, func() bool {
+		turn++
+		t.Logf("round %d of turns before the tail has every host", turn)
+		for _, id := range agents {
+			fe.ok("run", id, "stream 20 chunks")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			envs := merged(t, tail)
+			if !slices.ContainsFunc(agents, func(id string) bool { return !seen(envs, id, turn) }) {
+				return true
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return false
+	})
+
+	// A slow turn on h1 (the model streams for seconds), a streamed one on
+	// the others; h1's master killed once h1's turn streams in the tail.
+	turn++
+	slow := "please be slow (tail over ssh)"
+	fe.ok("send", h1agent, slow)
+	for _, id := range []string{agents[0], agents[2]} {
+		fe.ok("send", id, "stream 300 chunks")
+	}
+	waitFor(t, "h1's slow turn streaming in the tail", time.Minute, func() bool {
+		return asked(h1.api, slow) && slices.ContainsFunc(merged(t, tail), func(e hostEnvelope) bool {
+			return e.AgentID == h1agent && e.Turn == turn && !event.Authoritative(e.Kind, e.Data)
+		})
+	})
+	master := fe.masterOf("h1")
+	if master == 0 {
+		t.Fatal("no ssh master of h1 runs for this installation")
+	}
+	if err := syscall.Kill(master, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range agents {
+		tail.waitEnvelopes("the result of turn "+strconv.Itoa(turn)+" of "+id, func([]event.Envelope) bool { return seen(merged(t, tail), id, turn) })
+	}
+	// One more turn after the break: the tail still follows h1.
+	turn++
+	for _, id := range agents {
+		fe.ok("send", id, "stream 20 chunks")
+	}
+	for _, id := range agents {
+		tail.waitEnvelopes("the result of turn "+strconv.Itoa(turn)+" of "+id, func([]event.Envelope) bool { return seen(merged(t, tail), id, turn) })
+	}
+	t.Logf("the merged tail's stderr after h1's master %d was killed:\n%s", master, tail.stderr.String())
+	if s := tail.stderr.String(); !strings.Contains(s, "host h1: the stream broke") {
+		t.Errorf("the tail did not say h1's stream broke; stderr: %s", s)
+	}
+	if m := fe.masterOf("h1"); m == 0 || m == master {
+		t.Errorf("h1's master after the kill: %d (the killed one was %d)", m, master)
+	}
+
+	envs := merged(t, tail)
+	for _, qid := range agents {
+		host, id, ok := strings.Cut(qid, "/")
+		if !ok {
+			host, id = "local", qid
+		}
+		var got []uint64
+		for _, e := range envs {
+			if e.AgentID != qid {
+				continue
+			}
+			if e.Host != host {
+				t.Errorf("agent %s seq %d marked host %q", qid, e.Seq, e.Host)
+			}
+			if event.Authoritative(e.Kind, e.Data) {
+				got = append(got, e.Seq)
+			}
+		}
+		if len(got) == 0 {
+			t.Fatalf("nothing authoritative of %s", qid)
+		}
+		var recs []event.Record
+		if host == "local" {
+			recs = fe.logOf(id)
+		} else {
+			recs = fe.remoteLog(host, id)
+		}
+		var want []uint64
+		for _, r := range recs {
+			if r.Seq >= got[0] {
+				want = append(want, r.Seq)
+			}
+		}
+		t.Logf("agent %s on %s: %d authoritative events printed, seqs %d..%d", qid, host, len(got), got[0], got[len(got)-1])
+		if !slices.Equal(got, want) {
+			t.Errorf("agent %s: the tail printed authoritative seqs %v,\nits log on %s holds %v (from the first printed)", qid, got, host, want)
+		}
+	}
+	if s := tail.stderr.String(); strings.Contains(s, "DATA RACE") {
+		t.Errorf("the merged tail raced:\n%s", s)
 	}
 }
