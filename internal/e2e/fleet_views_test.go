@@ -1,12 +1,12 @@
 package e2e
 
-// The fleet's views (list --all-hosts, kaimon mcp across hosts) through the
-// real sshd test hosts of fleet_harness_test.go, where fleetviews_test.go
-// drives the same views through a KAIMON_SSH_COMMAND stand-in: here the
-// bytes cross real ssh, its ControlMaster and a link that can be pulled.
+// The fleet's views (list --all-hosts, kaimon mcp across hosts, tail
+// --all-hosts) through the real sshd test hosts of fleet_harness_test.go,
+// where fleetviews_test.go and fleettail_test.go drive the same views
+// through a KAIMON_SSH_COMMAND stand-in: here the bytes cross real ssh, its
+// master connection (which can be killed) and a link (which can be pulled).
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -22,7 +22,6 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -232,27 +231,11 @@ func (fe *fleetEnv) masterOf(host string) int {
 }
 
 // remoteLog reads agent id's event log on host, from the remote home on
-// disk (the hosts share this machine's filesystem).
+// disk (the hosts share this machine's filesystem), laid out as a local
+// installation's.
 func (fe *fleetEnv) remoteLog(host, id string) []event.Record {
 	fe.t.Helper()
-	rh := fe.r.home[host]
-	b, err := os.ReadFile(config.Paths{SockDir: filepath.Join(rh, "sock"), CacheDir: filepath.Join(rh, "cache", "agents"),
-		ConfigFile: filepath.Join(rh, "config.json")}.Agent(id).Events)
-	if err != nil {
-		fe.t.Fatal(err)
-	}
-	var out []event.Record
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		var r event.Record
-		if err := json.Unmarshal(line, &r); err != nil {
-			fe.t.Fatalf("%s's log line %q: %v", host, line, err)
-		}
-		out = append(out, r)
-	}
-	return out
+	return (&kenv{t: fe.t, home: fe.r.home[host]}).logOf(id)
 }
 
 // TestFleetTailAllHostsReal: a merged tail --all-hosts of this machine, h1
