@@ -7,7 +7,6 @@ package e2e
 // master connection (which can be killed) and a link (which can be pulled).
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -18,9 +17,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -124,74 +120,18 @@ func TestFleetListAllHostsReal(t *testing.T) {
 // this machine's agents with their hosts.
 func TestFleetMCPReal(t *testing.T) {
 	fe := newFleetEnv(t)
-	kaimonBin := filepath.Join(binDir, "kaimon")
-	c, err := client.NewStdioMCPClient("env", nil, append(append([]string{"-i"}, fe.env...), kaimonBin, "mcp")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var init mcp.InitializeRequest
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "kaimon-e2e", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
-	call := func(tool string, args map[string]any) (string, bool) {
-		t.Helper()
-		var req mcp.CallToolRequest
-		req.Params.Name, req.Params.Arguments = tool, args
-		res, err := c.CallTool(ctx, req)
-		if err != nil || len(res.Content) != 1 {
-			t.Fatalf("%s %v: %+v %v", tool, args, res, err)
-		}
-		return res.Content[0].(mcp.TextContent).Text, res.IsError
-	}
-
-	text, isErr := call("agent_open", map[string]any{"cwd": fe.r.work["h1"], "model": replayFast(), "host": "h1"})
-	var opened verbs.OpenResult
-	if isErr || json.Unmarshal([]byte(text), &opened) != nil || !strings.HasPrefix(opened.AgentID, "h1/") {
-		t.Fatalf("agent_open host h1: %s", text)
-	}
-	text, isErr = call("agent_run", map[string]any{"agent_id": opened.AgentID, "text": "hello"})
-	var ran verbs.RunResult
-	if isErr || json.Unmarshal([]byte(text), &ran) != nil || ran.Text != firstReply(t) {
-		t.Errorf("agent_run %s: %s", opened.AgentID, text)
-	}
+	call, _ := startMCP(t, fe.env)
+	onH1, _, l := mcpOpenRunList(t, call, fe.r.work["h1"], fe.work)
 	// The agent is h1's daemon's: h1's own list, read over ssh, has it.
 	var rl verbs.ListResult
 	fe.okJSON(&rl, "--host", "h1", "list")
-	if len(rl.Agents) != 1 || rl.Agents[0].AgentID != opened.AgentID || rl.Agents[0].Turn != 1 {
-		t.Errorf("h1's list after agent_open and agent_run: %+v, want %s after one turn", rl.Agents, opened.AgentID)
-	}
-
-	text, isErr = call("agent_open", map[string]any{"cwd": fe.work, "model": replayFast()})
-	var localOpen verbs.OpenResult
-	if isErr || json.Unmarshal([]byte(text), &localOpen) != nil || strings.Contains(localOpen.AgentID, "/") {
-		t.Fatalf("agent_open without host: %s", text)
-	}
-
-	text, isErr = call("agent_list", nil)
-	var l verbs.ListResult
-	if isErr || json.Unmarshal([]byte(text), &l) != nil {
-		t.Fatalf("agent_list: %s", text)
-	}
-	var got []string
-	for _, a := range l.Agents {
-		got = append(got, a.Host+" "+a.AgentID+" "+string(a.Status))
-	}
-	if want := []string{"local " + localOpen.AgentID + " idle", "h1 " + opened.AgentID + " idle"}; !slices.Equal(got, want) {
-		t.Errorf("agent_list: %q, want %q", got, want)
+	if len(rl.Agents) != 1 || rl.Agents[0].AgentID != onH1 || rl.Agents[0].Turn != 1 {
+		t.Errorf("h1's list after agent_open and agent_run: %+v, want %s after one turn", rl.Agents, onH1)
 	}
 	if want := []verbs.HostAnswer{{Host: "local", Agents: 1}, {Host: "h1", Agents: 1}, {Host: "h2"}}; !slices.Equal(l.Hosts, want) {
 		t.Errorf("agent_list hosts: %+v, want %+v", l.Hosts, want)
 	}
-
-	text, isErr = call("agent_close", map[string]any{"agent_id": opened.AgentID})
-	if isErr || !strings.Contains(text, `"closed":true`) {
-		t.Errorf("agent_close %s: %s", opened.AgentID, text)
-	}
+	mcpClose(t, call, onH1)
 }
 
 // masterOf is the pid of the ssh master connection kaimon keeps for host

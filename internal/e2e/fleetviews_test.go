@@ -217,13 +217,42 @@ func TestMCPAcrossHosts(t *testing.T) {
 	local.ok("host", "add", "h1", "ssh://h1.invalid", "--remote-bin", kaimonBin)
 	local.ok("host", "add", "down", "ssh://down.invalid", "--remote-bin", kaimonBin)
 
-	c, err := client.NewStdioMCPClient("env", nil, append(append([]string{"-i"}, local.env...), kaimonBin, "mcp")...)
+	call, instructions := startMCP(t, local.env)
+	if !strings.Contains(instructions, "on the hosts down, h1") {
+		t.Errorf("the instructions do not name the hosts: %s", instructions)
+	}
+	onH1, _, l := mcpOpenRunList(t, call, h1.work, local.work)
+	// The host that is down is reported, and fails nothing.
+	if len(l.Hosts) != 3 || !strings.Contains(l.Hosts[1].Error, "host down: ssh failed") {
+		t.Fatalf("agent_list hosts: %+v", l.Hosts)
+	}
+	l.Hosts[1].Error = ""
+	if want := []verbs.HostAnswer{{Host: "local", Agents: 1}, {Host: "down"}, {Host: "h1", Agents: 1}}; !slices.Equal(l.Hosts, want) {
+		t.Errorf("agent_list hosts: %+v, want %+v", l.Hosts, want)
+	}
+
+	text, isErr := call("agent_open", map[string]any{"cwd": local.work, "model": "replay:" + exampleLog() + "?speed=0", "host": "h9"})
+	if !isErr || !strings.Contains(text, `no host is named "h9"`) || !strings.Contains(text, "h1") {
+		t.Errorf("agent_open host h9: %v %s", isErr, text)
+	}
+	mcpClose(t, call, onH1)
+}
+
+// mcpCall calls one tool of an MCP session: its one text and whether it is
+// a tool error.
+type mcpCall func(tool string, args map[string]any) (string, bool)
+
+// startMCP starts `kaimon mcp` with exactly env, as an MCP client would,
+// and connects a real MCP client to it for the rest of t.
+func startMCP(t testing.TB, env []string) (call mcpCall, instructions string) {
+	t.Helper()
+	c, err := client.NewStdioMCPClient("env", nil, append(append([]string{"-i"}, env...), filepath.Join(binDir, "kaimon"), "mcp")...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	var init mcp.InitializeRequest
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: "kaimon-e2e", Version: "1"}
@@ -231,10 +260,7 @@ func TestMCPAcrossHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(ir.Instructions, "on the hosts down, h1") {
-		t.Errorf("the instructions do not name the hosts: %s", ir.Instructions)
-	}
-	call := func(tool string, args map[string]any) (string, bool) {
+	return func(tool string, args map[string]any) (string, bool) {
 		t.Helper()
 		var req mcp.CallToolRequest
 		req.Params.Name, req.Params.Arguments = tool, args
@@ -243,9 +269,18 @@ func TestMCPAcrossHosts(t *testing.T) {
 			t.Fatalf("%s %v: %+v %v", tool, args, res, err)
 		}
 		return res.Content[0].(mcp.TextContent).Text, res.IsError
-	}
+	}, ir.Instructions
+}
+
+// mcpOpenRunList is what an orchestrator does across hosts: agent_open
+// with host h1 (in h1Dir there) returns a qualified id, agent_run runs a
+// turn on it, agent_open without host opens here (in localDir), and
+// agent_list then lists exactly those two, idle, each with its host. It
+// returns the two ids and the list, whose hosts the caller checks.
+func mcpOpenRunList(t *testing.T, call mcpCall, h1Dir, localDir string) (onH1, here string, l verbs.ListResult) {
+	t.Helper()
 	model := "replay:" + exampleLog() + "?speed=0"
-	text, isErr := call("agent_open", map[string]any{"cwd": h1.work, "model": model, "host": "h1"})
+	text, isErr := call("agent_open", map[string]any{"cwd": h1Dir, "model": model, "host": "h1"})
 	var opened verbs.OpenResult
 	if isErr || json.Unmarshal([]byte(text), &opened) != nil || !strings.HasPrefix(opened.AgentID, "h1/") {
 		t.Fatalf("agent_open host h1: %s", text)
@@ -255,14 +290,12 @@ func TestMCPAcrossHosts(t *testing.T) {
 	if isErr || json.Unmarshal([]byte(text), &ran) != nil || ran.Text != firstReply(t) {
 		t.Errorf("agent_run %s: %s", opened.AgentID, text)
 	}
-	text, isErr = call("agent_open", map[string]any{"cwd": local.work, "model": model})
+	text, isErr = call("agent_open", map[string]any{"cwd": localDir, "model": model})
 	var localOpen verbs.OpenResult
 	if isErr || json.Unmarshal([]byte(text), &localOpen) != nil || strings.Contains(localOpen.AgentID, "/") {
 		t.Fatalf("agent_open without host: %s", text)
 	}
-
 	text, isErr = call("agent_list", nil)
-	var l verbs.ListResult
 	if isErr || json.Unmarshal([]byte(text), &l) != nil {
 		t.Fatalf("agent_list: %s", text)
 	}
@@ -273,21 +306,13 @@ func TestMCPAcrossHosts(t *testing.T) {
 	if want := []string{"local " + localOpen.AgentID + " idle", "h1 " + opened.AgentID + " idle"}; !slices.Equal(got, want) {
 		t.Errorf("agent_list: %q, want %q", got, want)
 	}
-	// The host that is down is reported, and fails nothing.
-	if len(l.Hosts) != 3 || !strings.Contains(l.Hosts[1].Error, "host down: ssh failed") {
-		t.Fatalf("agent_list hosts: %+v", l.Hosts)
-	}
-	l.Hosts[1].Error = ""
-	if want := []verbs.HostAnswer{{Host: "local", Agents: 1}, {Host: "down"}, {Host: "h1", Agents: 1}}; !slices.Equal(l.Hosts, want) {
-		t.Errorf("agent_list hosts: %+v, want %+v", l.Hosts, want)
-	}
+	return opened.AgentID, localOpen.AgentID, l
+}
 
-	text, isErr = call("agent_open", map[string]any{"cwd": local.work, "model": model, "host": "h9"})
-	if !isErr || !strings.Contains(text, `no host is named "h9"`) || !strings.Contains(text, "h1") {
-		t.Errorf("agent_open host h9: %v %s", isErr, text)
-	}
-	text, isErr = call("agent_close", map[string]any{"agent_id": opened.AgentID})
-	if isErr || !strings.Contains(text, `"closed":true`) {
-		t.Errorf("agent_close %s: %s", opened.AgentID, text)
+// mcpClose closes agent id through agent_close.
+func mcpClose(t testing.TB, call mcpCall, id string) {
+	t.Helper()
+	if text, isErr := call("agent_close", map[string]any{"agent_id": id}); isErr || !strings.Contains(text, `"closed":true`) {
+		t.Errorf("agent_close %s: %s", id, text)
 	}
 }
