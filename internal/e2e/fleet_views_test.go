@@ -195,28 +195,7 @@ func TestFleetTailAllHostsReal(t *testing.T) {
 	// A command to h1 first, so that its master runs before the tail does.
 	fe.ok("status", h1agent)
 	tail := fe.tail("--all-hosts")
-	seen := func(envs []hostEnvelope, id string, turn int) bool {
-		return slices.ContainsFunc(envs, func(e hostEnvelope) bool { return e.AgentID == id && e.Kind == event.Result && e.Turn >= turn })
-	}
-	// The tail follows each host from when its stream opened, which the
-	// test cannot see: turns go on until a result of every agent came.
-	turn := 0
-	waitFor(t, "every agent's turn in the merged tail", 3*time.Minute, func() bool {
-		turn++
-		t.Logf("round %d of turns before the tail has every host", turn)
-		for _, id := range agents {
-			fe.ok("run", id, "stream 20 chunks")
-		}
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			envs := merged(t, tail)
-			if !slices.ContainsFunc(agents, func(id string) bool { return !seen(envs, id, turn) }) {
-				return true
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		return false
-	})
+	turn := untilTailHasAll(t, tail, agents, 3*time.Minute, func(id string) { fe.ok("run", id, "stream 20 chunks") })
 
 	// A slow turn on h1 (the model streams for seconds), a streamed one on
 	// the others; h1's master killed once h1's turn streams in the tail.
@@ -239,7 +218,7 @@ func TestFleetTailAllHostsReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range agents {
-		tail.waitEnvelopes("the result of turn "+strconv.Itoa(turn)+" of "+id, func([]event.Envelope) bool { return seen(merged(t, tail), id, turn) })
+		tail.waitEnvelopes("the result of turn "+strconv.Itoa(turn)+" of "+id, func([]event.Envelope) bool { return hasResult(merged(t, tail), id, turn) })
 	}
 	// One more turn after the break: the tail still follows h1.
 	turn++
@@ -247,7 +226,7 @@ func TestFleetTailAllHostsReal(t *testing.T) {
 		fe.ok("send", id, "stream 20 chunks")
 	}
 	for _, id := range agents {
-		tail.waitEnvelopes("the result of turn "+strconv.Itoa(turn)+" of "+id, func([]event.Envelope) bool { return seen(merged(t, tail), id, turn) })
+		tail.waitEnvelopes("the result of turn "+strconv.Itoa(turn)+" of "+id, func([]event.Envelope) bool { return hasResult(merged(t, tail), id, turn) })
 	}
 	t.Logf("the merged tail's stderr after h1's master %d was killed:\n%s", master, tail.stderr.String())
 	if s := tail.stderr.String(); !strings.Contains(s, "host h1: the stream broke") {

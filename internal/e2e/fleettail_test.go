@@ -77,32 +77,7 @@ func TestTailAllHosts(t *testing.T) {
 	local.fails(2, `no host is named "h9"`, "tail", "h9/agent:")
 	local.fails(2, "follows one channel", "--host", "h1", "tail", "agent:a", "agent:b")
 	tail := local.tail("--all-hosts")
-	// The tail follows each host from when its stream opened, which this
-	// test cannot see: turns go on until a result of every agent came.
-	seen := func(envs []hostEnvelope, id string, turn int) bool {
-		for _, e := range envs {
-			if e.AgentID == id && e.Kind == event.Result && e.Turn >= turn {
-				return true
-			}
-		}
-		return false
-	}
-	turn := 0
-	waitFor(t, "every agent's turn in the merged tail", 90*time.Second, func() bool {
-		turn++
-		for _, id := range agents {
-			local.ok("send", id, "stream 20 chunks")
-		}
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			envs := merged(t, tail)
-			if !slices.ContainsFunc(agents, func(id string) bool { return !seen(envs, id, turn) }) {
-				return true
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		return false
-	})
+	turn := untilTailHasAll(t, tail, agents, 90*time.Second, func(id string) { local.ok("send", id, "stream 20 chunks") })
 	// A long turn on all, and h1's connection killed while it streams.
 	turn++
 	for _, id := range agents {
@@ -122,7 +97,7 @@ func TestTailAllHosts(t *testing.T) {
 		t.Fatal("no dial-stdio of h1 to kill")
 	}
 	for _, id := range agents {
-		waitFor(t, "the result of the long turn of "+id, 2*time.Minute, func() bool { return seen(merged(t, tail), id, turn) })
+		waitFor(t, "the result of the long turn of "+id, 2*time.Minute, func() bool { return hasResult(merged(t, tail), id, turn) })
 	}
 	// One more turn after the break: the tail still follows h1.
 	turn++
@@ -130,7 +105,7 @@ func TestTailAllHosts(t *testing.T) {
 		local.ok("send", id, "stream 20 chunks")
 	}
 	for _, id := range agents {
-		waitFor(t, "the result of the last turn of "+id, time.Minute, func() bool { return seen(merged(t, tail), id, turn) })
+		waitFor(t, "the result of the last turn of "+id, time.Minute, func() bool { return hasResult(merged(t, tail), id, turn) })
 	}
 	envs := merged(t, tail)
 	for _, qid := range agents {
@@ -215,6 +190,37 @@ func TestTailAllHosts(t *testing.T) {
 }
 
 // merged parses the merged tail's lines so far.
+// hasResult says whether envs hold a result of agent id's turn turn or later.
+func hasResult(envs []hostEnvelope, id string, turn int) bool {
+	return slices.ContainsFunc(envs, func(e hostEnvelope) bool { return e.AgentID == id && e.Kind == event.Result && e.Turn >= turn })
+}
+
+// untilTailHasAll starts a turn on every agent (start), round after
+// round, until the merged tail holds a result of each agent's latest
+// round, and returns the rounds it took: the tail follows each host from
+// when its stream opened, which a test cannot see.
+func untilTailHasAll(t *testing.T, tail *bgProc, agents []string, within time.Duration, start func(id string)) int {
+	t.Helper()
+	turn := 0
+	waitFor(t, "every agent's turn in the merged tail", within, func() bool {
+		turn++
+		t.Logf("round %d of turns before the tail has every host", turn)
+		for _, id := range agents {
+			start(id)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			envs := merged(t, tail)
+			if !slices.ContainsFunc(agents, func(id string) bool { return !hasResult(envs, id, turn) }) {
+				return true
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return false
+	})
+	return turn
+}
+
 func merged(t *testing.T, p *bgProc) []hostEnvelope {
 	p.mu.Lock()
 	defer p.mu.Unlock()
