@@ -82,31 +82,36 @@ func (fe *fleetEnv) okWith(extra []string, args ...string) string {
 // CONTROL_PATH [mux]"), which ssh writes over its environment, so the
 // leak checks that read environments cannot see it.
 func (fe *fleetEnv) endMasters() {
-	prefix := "ssh: " + fe.home + "/"
-	masters := func() map[int]string {
-		out := map[int]string{}
-		ents, _ := os.ReadDir("/proc")
-		for _, ent := range ents {
-			pid, err := strconv.Atoi(ent.Name())
-			if err != nil {
-				continue
-			}
-			b, _ := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
-			title := strings.TrimRight(string(b), "\x00 ")
-			if path, ok := strings.CutPrefix(title, "ssh: "); ok && strings.HasPrefix(title, prefix) && strings.HasSuffix(path, "[mux]") {
-				out[pid] = strings.TrimSpace(strings.TrimSuffix(path, "[mux]"))
-			}
-		}
-		return out
-	}
-	for _, path := range masters() {
+	for _, path := range fe.masters() {
 		_ = runCmd("ssh", "-F", fe.r.sshConfig, "-o", "ControlPath="+path, "-O", "exit", "h1")
 	}
-	waitGone(func() bool { return len(masters()) == 0 }, 10*time.Second)
-	for pid, path := range masters() {
+	waitGone(func() bool { return len(fe.masters()) == 0 }, 10*time.Second)
+	for pid, path := range fe.masters() {
 		fe.t.Errorf("the ssh master %d (%s) outlived ssh -O exit", pid, path)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+}
+
+// masters are the ssh master connections (ControlPersist) this
+// installation's kaimon runs, pid → control path, found by their title
+// ("ssh: CONTROL_PATH [mux]"), which ssh writes over its environment, so
+// the leak checks that read environments cannot see them.
+func (fe *fleetEnv) masters() map[int]string {
+	prefix := "ssh: " + fe.home + "/"
+	out := map[int]string{}
+	ents, _ := os.ReadDir("/proc")
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
+		title := strings.TrimRight(string(b), "\x00 ")
+		if path, ok := strings.CutPrefix(title, "ssh: "); ok && strings.HasPrefix(title, prefix) && strings.HasSuffix(path, "[mux]") {
+			out[pid] = strings.TrimSpace(strings.TrimSuffix(path, "[mux]"))
+		}
+	}
+	return out
 }
 
 // bareID reads what open printed for an agent on host: the id, qualified

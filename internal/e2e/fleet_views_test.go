@@ -8,7 +8,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -141,19 +140,9 @@ func TestFleetMCPReal(t *testing.T) {
 // of the destination) for the host's destination as kaimon gives it.
 func (fe *fleetEnv) masterOf(host string) int {
 	fe.t.Helper()
-	prefix := "ssh: " + fe.home + "/"
 	masters := map[string]int{} // control path → pid
-	ents, _ := os.ReadDir("/proc")
-	for _, ent := range ents {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		b, _ := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
-		title := strings.TrimRight(string(b), "\x00 ")
-		if strings.HasPrefix(title, prefix) && strings.HasSuffix(title, "[mux]") {
-			masters[strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(title, "ssh: "), "[mux]"))] = pid
-		}
+	for pid, path := range fe.masters() {
+		masters[path] = pid
 	}
 	for path := range masters {
 		out, err := exec.Command("ssh", "-G", "-F", fe.r.sshConfig, "-o", "ControlPath="+filepath.Join(filepath.Dir(path), "ssh-%C"),
@@ -236,44 +225,12 @@ func TestFleetTailAllHostsReal(t *testing.T) {
 		t.Errorf("h1's master after the kill: %d (the killed one was %d)", m, master)
 	}
 
-	envs := merged(t, tail)
-	for _, qid := range agents {
-		host, id, ok := strings.Cut(qid, "/")
-		if !ok {
-			host, id = "local", qid
-		}
-		var got []uint64
-		for _, e := range envs {
-			if e.AgentID != qid {
-				continue
-			}
-			if e.Host != host {
-				t.Errorf("agent %s seq %d marked host %q", qid, e.Seq, e.Host)
-			}
-			if event.Authoritative(e.Kind, e.Data) {
-				got = append(got, e.Seq)
-			}
-		}
-		if len(got) == 0 {
-			t.Fatalf("nothing authoritative of %s", qid)
-		}
-		var recs []event.Record
+	checkMergedAgainstLogs(t, merged(t, tail), agents, func(host, id string) []event.Record {
 		if host == "local" {
-			recs = fe.logOf(id)
-		} else {
-			recs = fe.remoteLog(host, id)
+			return fe.logOf(id)
 		}
-		var want []uint64
-		for _, r := range recs {
-			if r.Seq >= got[0] {
-				want = append(want, r.Seq)
-			}
-		}
-		t.Logf("agent %s on %s: %d authoritative events printed, seqs %d..%d", qid, host, len(got), got[0], got[len(got)-1])
-		if !slices.Equal(got, want) {
-			t.Errorf("agent %s: the tail printed authoritative seqs %v,\nits log on %s holds %v (from the first printed)", qid, got, host, want)
-		}
-	}
+		return fe.remoteLog(host, id)
+	})
 	if s := tail.stderr.String(); strings.Contains(s, "DATA RACE") {
 		t.Errorf("the merged tail raced:\n%s", s)
 	}

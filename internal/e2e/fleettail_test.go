@@ -107,40 +107,7 @@ func TestTailAllHosts(t *testing.T) {
 	for _, id := range agents {
 		waitFor(t, "the result of the last turn of "+id, time.Minute, func() bool { return hasResult(merged(t, tail), id, turn) })
 	}
-	envs := merged(t, tail)
-	for _, qid := range agents {
-		host, id, ok := strings.Cut(qid, "/")
-		if !ok {
-			host, id = "local", qid
-		}
-		var got []uint64
-		for _, e := range envs {
-			if e.AgentID != qid {
-				if strings.HasSuffix(e.AgentID, id) {
-					t.Errorf("agent %s shown as %s (host %s)", qid, e.AgentID, e.Host)
-				}
-				continue
-			}
-			if e.Host != host {
-				t.Errorf("agent %s seq %d marked host %q", qid, e.Seq, e.Host)
-			}
-			if event.Authoritative(e.Kind, e.Data) {
-				got = append(got, e.Seq)
-			}
-		}
-		if len(got) == 0 {
-			t.Fatalf("nothing authoritative of %s", qid)
-		}
-		var want []uint64
-		for _, r := range envOf[host].logOf(id) {
-			if r.Seq >= got[0] {
-				want = append(want, r.Seq)
-			}
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("agent %s: the tail printed authoritative seqs %v,\nits log holds %v (from the first printed)", qid, got, want)
-		}
-	}
+	checkMergedAgainstLogs(t, merged(t, tail), agents, func(host, id string) []event.Record { return envOf[host].logOf(id) })
 	if s := tail.stderr.String(); !strings.Contains(s, "host h1: the stream broke") {
 		t.Errorf("the tail did not say h1's stream broke; stderr: %s", s)
 	}
@@ -190,6 +157,48 @@ func TestTailAllHosts(t *testing.T) {
 }
 
 // merged parses the merged tail's lines so far.
+// checkMergedAgainstLogs checks a merged tail's envelopes (envs) of each
+// agent (qualified ids; bare on local): each marked with its host, and its
+// authoritative seqs, from the first printed, exactly those its log on its
+// host holds (logOf): once each, in order, no gap.
+func checkMergedAgainstLogs(t *testing.T, envs []hostEnvelope, agents []string, logOf func(host, id string) []event.Record) {
+	t.Helper()
+	for _, qid := range agents {
+		host, id, ok := strings.Cut(qid, "/")
+		if !ok {
+			host, id = "local", qid
+		}
+		var got []uint64
+		for _, e := range envs {
+			if e.AgentID != qid {
+				if strings.HasSuffix(e.AgentID, id) {
+					t.Errorf("agent %s shown as %s (host %s)", qid, e.AgentID, e.Host)
+				}
+				continue
+			}
+			if e.Host != host {
+				t.Errorf("agent %s seq %d marked host %q", qid, e.Seq, e.Host)
+			}
+			if event.Authoritative(e.Kind, e.Data) {
+				got = append(got, e.Seq)
+			}
+		}
+		if len(got) == 0 {
+			t.Fatalf("nothing authoritative of %s", qid)
+		}
+		var want []uint64
+		for _, r := range logOf(host, id) {
+			if r.Seq >= got[0] {
+				want = append(want, r.Seq)
+			}
+		}
+		t.Logf("agent %s on %s: %d authoritative events printed, seqs %d..%d", qid, host, len(got), got[0], got[len(got)-1])
+		if !slices.Equal(got, want) {
+			t.Errorf("agent %s: the tail printed authoritative seqs %v,\nits log on %s holds %v (from the first printed)", qid, got, host, want)
+		}
+	}
+}
+
 // hasResult says whether envs hold a result of agent id's turn turn or later.
 func hasResult(envs []hostEnvelope, id string, turn int) bool {
 	return slices.ContainsFunc(envs, func(e hostEnvelope) bool { return e.AgentID == id && e.Kind == event.Result && e.Turn >= turn })
