@@ -16,7 +16,7 @@ import (
 func BenchmarkFleetWarmCall(b *testing.B) {
 	fe := newFleetEnv(b)
 	local := fe.ok("open", fe.work, "--model", "replay:"+exampleLog()+"?speed=0")
-	remote := fe.ok("--host", "h1", "open", fe.r.work["h1"], "--model", "replay:"+exampleLog()+"?speed=0")
+	remote := fe.ok("--host", "h1", "open", fe.r.work["h1"], "--model", fe.replayModel())
 	var rm, lo, bare []time.Duration
 	call := func(into *[]time.Duration, want string, args ...string) {
 		t0 := time.Now()

@@ -59,7 +59,7 @@ func TestFleetWarmCallForwarded(t *testing.T) {
 	}
 	// Warm calls: channels of the master, no dial-stdio, the same
 	// answers.
-	id := bareID(t, "w1", fe.ok("--host", "w1", "open", fe.r.work["h1"], "--model", "replay:"+exampleLog()+"?speed=0"))
+	id := bareID(t, "w1", fe.ok("--host", "w1", "open", fe.r.work["h1"], "--model", fe.replayModel()))
 	for range 5 {
 		if out := fe.ok("--host", "w1", "list", "--json"); !strings.Contains(out, id) {
 			t.Fatalf("a warm list lacks %s: %s", id, out)

@@ -85,6 +85,7 @@ type fleet struct {
 	knownHosts string // pins each host's key
 	sshConfig  string // Host h1 / h2 blocks: ssh -F sshConfig h1 true
 	claude     string // the claude CLI, where the hosts' users can run it
+	example    string // the example recording, where the hosts' users can read it
 	hosts      []*fleetHost
 	remotes    atomic.Int64 // numbers each test's remote KAIMON_HOME
 	mu         sync.Mutex   // guards fleetLink.busy
@@ -169,6 +170,10 @@ func newFleet() (f *fleet, err error) {
 	// 0700 dir, or in /root): the hosts' users run a link to the same
 	// file from here, or a copy where the two are on different devices.
 	if f.claude, err = reachableCopy(claudeBin, filepath.Join(f.dir, "claude")); err != nil {
+		return f, err
+	}
+	// So is the recording the replay agents play.
+	if f.example, err = reachableCopy(exampleLog(), filepath.Join(f.dir, "hello.events.jsonl")); err != nil {
 		return f, err
 	}
 	// sshd wants its privilege-separation dir, which the distribution's

@@ -54,6 +54,11 @@ func newFleetEnvVia(t testing.TB, via func(*fleet) map[string]*fleetLink) *fleet
 	return fe
 }
 
+// replayModel is a replay agent of the example recording at full speed,
+// from the copy the hosts' users can read (the checkout may be closed to
+// them).
+func (fe *fleetEnv) replayModel() string { return "replay:" + fe.f.example + "?speed=0" }
+
 // url is the host's URL for kaimon host add, by the link this test
 // reaches it by.
 func (fe *fleetEnv) url(host string) string {

@@ -24,7 +24,6 @@ import (
 // replayFast is the cheapest agent a host can run: the example recording
 // replayed at once. The hosts share this machine's filesystem, and the
 // recording is readable by their users.
-func replayFast() string { return "replay:" + exampleLog() + "?speed=0" }
 
 // TestFleetListAllHostsReal: list --all-hosts over local, h1 and h2 through
 // real ssh shows every host's agent with a HOST column and exits 0; with
@@ -38,10 +37,10 @@ func TestFleetListAllHostsReal(t *testing.T) {
 		return map[string]*fleetLink{"h2": link}
 	})
 	ids := map[string]string{ // host → the id list --all-hosts shows
-		"local": fe.ok("open", fe.work, "--model", replayFast()),
+		"local": fe.ok("open", fe.work, "--model", fe.replayModel()),
 	}
 	for _, h := range []string{"h1", "h2"} {
-		ids[h] = h + "/" + bareID(t, h, fe.ok("--host", h, "open", fe.r.work[h], "--model", replayFast()))
+		ids[h] = h + "/" + bareID(t, h, fe.ok("--host", h, "open", fe.r.work[h], "--model", fe.replayModel()))
 	}
 	if strings.Contains(ids["local"], "/") {
 		t.Fatalf("open here printed %q, want a bare id", ids["local"])
@@ -120,7 +119,7 @@ func TestFleetListAllHostsReal(t *testing.T) {
 func TestFleetMCPReal(t *testing.T) {
 	fe := newFleetEnv(t)
 	call, _ := startMCP(t, fe.env)
-	onH1, _, l := mcpOpenRunList(t, call, fe.r.work["h1"], fe.work)
+	onH1, _, l := mcpOpenRunList(t, call, fe.replayModel(), fe.r.work["h1"], fe.work)
 	// The agent is h1's daemon's: h1's own list, read over ssh, has it.
 	var rl verbs.ListResult
 	fe.okJSON(&rl, "--host", "h1", "list")

@@ -221,7 +221,7 @@ func TestMCPAcrossHosts(t *testing.T) {
 	if !strings.Contains(instructions, "on the hosts down, h1") {
 		t.Errorf("the instructions do not name the hosts: %s", instructions)
 	}
-	onH1, _, l := mcpOpenRunList(t, call, h1.work, local.work)
+	onH1, _, l := mcpOpenRunList(t, call, "replay:"+exampleLog()+"?speed=0", h1.work, local.work)
 	// The host that is down is reported, and fails nothing.
 	if len(l.Hosts) != 3 || !strings.Contains(l.Hosts[1].Error, "host down: ssh failed") {
 		t.Fatalf("agent_list hosts: %+v", l.Hosts)
@@ -272,14 +272,14 @@ func startMCP(t testing.TB, env []string) (call mcpCall, instructions string) {
 	}, ir.Instructions
 }
 
-// mcpOpenRunList is what an orchestrator does across hosts: agent_open
+// mcpOpenRunList is what an orchestrator does across hosts, with agents of
+// model (a replay of the example recording): agent_open
 // with host h1 (in h1Dir there) returns a qualified id, agent_run runs a
 // turn on it, agent_open without host opens here (in localDir), and
 // agent_list then lists exactly those two, idle, each with its host. It
 // returns the two ids and the list, whose hosts the caller checks.
-func mcpOpenRunList(t *testing.T, call mcpCall, h1Dir, localDir string) (onH1, here string, l verbs.ListResult) {
+func mcpOpenRunList(t *testing.T, call mcpCall, model, h1Dir, localDir string) (onH1, here string, l verbs.ListResult) {
 	t.Helper()
-	model := "replay:" + exampleLog() + "?speed=0"
 	text, isErr := call("agent_open", map[string]any{"cwd": h1Dir, "model": model, "host": "h1"})
 	var opened verbs.OpenResult
 	if isErr || json.Unmarshal([]byte(text), &opened) != nil || !strings.HasPrefix(opened.AgentID, "h1/") {
