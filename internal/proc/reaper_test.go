@@ -62,6 +62,10 @@ func TestLeftoversOfALeaderKilledFromOutside(t *testing.T) {
 		}
 		<-c.Done()
 		for _, k := range kids {
+			// One that ignores SIGTERM is killed when its grace ends.
+			for end := time.Now().Add(LeftoverGrace + 5*time.Second); !gone(k.PID) && time.Now().Before(end); {
+				time.Sleep(20 * time.Millisecond)
+			}
 			if !gone(k.PID) {
 				t.Errorf("%s: the leader's descendant %d is left (running: %v)", name, k.PID, Running(k.PID))
 				syscall.Kill(k.PID, syscall.SIGKILL)
