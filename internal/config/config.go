@@ -218,6 +218,11 @@ type Config struct {
 	// vmlx: agent (each tool call round is one); a turn that needs more
 	// fails with an error event.
 	LocalMaxRounds int `json:"local_max_rounds"`
+	// Hosts are the other machines the CLI drives agents on, by name
+	// (`kaimon host add`): read and written by internal/fleet (fleet.Host,
+	// LoadHosts), which alone gives them a shape; the daemon has no use
+	// for them. Here so that the file's keys are listed in one place.
+	Hosts json.RawMessage `json:"hosts"`
 }
 
 // Defaults returns the configuration used when the file is absent.
