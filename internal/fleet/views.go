@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -61,18 +60,15 @@ func (f *Fleet) listOne(ctx context.Context, host string) (*verbs.ListResult, er
 		if err != nil {
 			return nil, err
 		}
-		res, err := cl.List(ctx, &verbs.ListArgs{})
-		return res, Cause(err)
+		return cl.List(ctx, &verbs.ListArgs{})
 	}()
 	switch {
 	case err == nil:
 		return res, nil
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return nil, fmt.Errorf("host %s: no answer within %s", host, ListTimeout)
-	case strings.HasPrefix(err.Error(), "host "+host+":"):
-		return nil, err
 	}
-	return nil, fmt.Errorf("host %s: %w", host, err)
+	return nil, Named(host, err)
 }
 
 // ListAll lists the agents of every host (All), asked in parallel: each
