@@ -127,7 +127,7 @@ func hostAgents(host string) []verbs.ListEntry {
 		return nil
 	}
 	tr.NoAutostart = true
-	cl := &client.Client{Paths: paths, Dial: tr.Dial, Addr: "host " + host, NoAutostart: true}
+	cl := tr.Client(paths)
 	defer cl.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), remoteListTimeout)
 	defer cancel()

@@ -242,11 +242,7 @@ func (f *Fleet) RemoteClient(host string) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f.clientVia(host, tr), nil
-}
-
-func (f *Fleet) clientVia(host string, tr *SSH) *client.Client {
-	return &client.Client{Paths: f.Paths, Dial: tr.Dial, Addr: "host " + host, NoAutostart: true}
+	return tr.Client(f.Paths), nil
 }
 
 func (f *Fleet) connect(ctx context.Context, host string) (*client.Client, error) {
@@ -256,7 +252,7 @@ func (f *Fleet) connect(ctx context.Context, host string) (*client.Client, error
 	if f.dialRemote != nil {
 		cl, err = f.dialRemote(host)
 	} else if tr, err = f.transportOf(host); err == nil {
-		cl = f.clientVia(host, tr)
+		cl = tr.Client(f.Paths)
 	}
 	if err != nil {
 		return nil, err

@@ -17,6 +17,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/kaimon/kaimon/internal/client"
+	"github.com/kaimon/kaimon/internal/config"
 )
 
 // The ssh options that bound a dead link: a connection that cannot be made
@@ -85,11 +88,22 @@ func ForHost(name string, h Host, controlDir string) (*SSH, error) {
 	return &SSH{Name: name, Target: t, RemoteBin: h.RemoteBin, ControlDir: controlDir}, nil
 }
 
-func (s *SSH) bin() string {
-	if s.RemoteBin == "" {
-		return DefaultRemoteBin
+func (s *SSH) bin() string { return Host{RemoteBin: s.RemoteBin}.Bin() }
+
+// Client is a client of the host's daemon through this transport, before
+// any exchange: never autostarted here (dial-stdio starts it there), its
+// errors naming the host.
+func (s *SSH) Client(paths config.Paths) *client.Client {
+	return &client.Client{Paths: paths, Dial: s.Dial, Addr: "host " + s.Name, NoAutostart: true}
+}
+
+// remoteCommand is the command run on the host: REMOTE_BIN
+// [--no-autostart] dial-stdio.
+func (s *SSH) remoteCommand() []string {
+	if s.NoAutostart {
+		return []string{s.bin(), "--no-autostart", "dial-stdio"}
 	}
-	return s.RemoteBin
+	return []string{s.bin(), "dial-stdio"}
 }
 
 // controlPath is the master's socket, or "" when kaimon's socket dir is too
@@ -125,11 +139,11 @@ func (s *SSH) Argv() []string {
 		args = append(args, "-p", strconv.Itoa(s.Target.Port))
 	}
 	// "--": a destination is never read as an option.
-	remote := shellWord(s.bin()) + " dial-stdio"
-	if s.NoAutostart {
-		remote = shellWord(s.bin()) + " --no-autostart dial-stdio"
-	}
-	args = append(args, "--", s.Target.Destination(), remote)
+	// ssh joins the remote command's words into one line for the remote
+	// shell: the program's path is quoted for it.
+	remote := s.remoteCommand()
+	remote[0] = shellWord(remote[0])
+	args = append(args, "--", s.Target.Destination(), strings.Join(remote, " "))
 	cmd := s.Command
 	if cmd == "" {
 		cmd = os.Getenv("KAIMON_SSH_COMMAND")
@@ -154,11 +168,7 @@ func (s *SSH) kubeArgv() []string {
 	if t.Container != "" {
 		args = append(args, "-c", t.Container)
 	}
-	args = append(args, t.Pod, "--", s.bin())
-	if s.NoAutostart {
-		args = append(args, "--no-autostart")
-	}
-	args = append(args, "dial-stdio")
+	args = append(append(args, t.Pod, "--"), s.remoteCommand()...)
 	cmd := s.KubeCommand
 	if cmd == "" {
 		cmd = os.Getenv("KAIMON_KUBECTL_COMMAND")
