@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/fleet"
 	"github.com/kaimon/kaimon/internal/version"
@@ -274,35 +275,28 @@ func hostList(c *cli.Context) error {
 func checkHost(ctx context.Context, c *cli.Context, f *fleet.Fleet, r *hostEntry) {
 	ok := false
 	r.OK = &ok
+	var st *apitype.DaemonStatus
+	var err error
 	if r.Name == fleet.Local {
-		cl, err := localClient(c)
-		if err == nil {
-			var st *apitype.DaemonStatus
+		var cl *client.Client
+		if cl, err = localClient(c); err == nil {
 			st, err = pingOnly(ctx, cl)
-			switch {
-			case err != nil:
-			case st == nil:
-				ok, r.Error = true, "kaimon-agentd not running (it starts on use)"
-			default:
-				ok, r.Version = true, version.Format(st.Version, st.Commit)
-				r.Mismatch = version.Differs(version.String(), version.CommitString(), st.Version, st.Commit)
-			}
 		}
-		if err != nil {
-			r.Error = err.Error()
+		if err == nil && st == nil {
+			ok, r.Error = true, "kaimon-agentd not running (it starts on use)"
+			return
 		}
-		return
-	}
-	cl, err := f.RemoteClient(r.Name)
-	if err == nil {
-		defer cl.CloseIdleConnections()
-		var st *apitype.DaemonStatus
-		if st, err = fleet.Handshake(ctx, cl, r.Name); err == nil {
-			ok, r.Version = true, version.Format(st.Version, st.Commit)
-			r.Mismatch = version.Differs(version.String(), version.CommitString(), st.Version, st.Commit)
+	} else {
+		var cl *client.Client
+		if cl, err = f.RemoteClient(r.Name); err == nil {
+			defer cl.CloseIdleConnections()
+			st, err = fleet.Handshake(ctx, cl, r.Name)
 		}
 	}
 	if err != nil {
 		r.Error = err.Error()
+		return
 	}
+	ok, r.Version = true, version.Format(st.Version, st.Commit)
+	r.Mismatch = version.Differs(version.String(), version.CommitString(), st.Version, st.Commit)
 }
