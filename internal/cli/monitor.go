@@ -44,11 +44,9 @@ func monitorCmd() *cli.Command {
 			case c.Bool("all-hosts") && f.Pinned:
 				return usagef("--all-hosts watches every host, and --host names one: drop one of them")
 			case c.Bool("all-hosts"):
-				hosts, err := fleet.LoadHosts(f.Paths.ConfigFile)
-				if err != nil {
+				if names, err = f.All(); err != nil {
 					return err
 				}
-				names = append([]string{fleet.Local}, fleet.Names(hosts)...)
 			case !fleet.IsLocal(f.Default):
 				names = []string{f.Default} // another host: through its event stream
 			}

@@ -263,11 +263,10 @@ const rejoinMax = 30 * time.Second
 // (this machine's daemon stopped; a host that refuses the request) is
 // reported, the others go on; the tail exits 1 once all have ended.
 func runTailAll(ctx context.Context, o *tailOptions, f *fleet.Fleet) error {
-	hosts, err := fleet.LoadHosts(f.Paths.ConfigFile)
+	names, err := f.All()
 	if err != nil {
 		return err
 	}
-	names := append([]string{fleet.Local}, fleet.Names(hosts)...)
 	p := newTailPrinter(o)
 	p.ctx = ctx
 	if p.pretty != nil {

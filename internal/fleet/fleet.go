@@ -109,8 +109,11 @@ func (f *Fleet) Check(name string) error {
 	case name == "" || name == Local:
 		return nil
 	case name == Any:
-		hosts, _ := f.known()
-		return usagef("host %q places a new agent on the least busy host, which this command cannot do: name a host (%s)", Any, strings.Join(append([]string{Local}, Names(hosts)...), ", "))
+		all, err := f.All()
+		if err != nil {
+			all = []string{Local} // the config file's error is said where a host's name is read
+		}
+		return usagef("host %q places a new agent on the least busy host, which this command cannot do: name a host (%s)", Any, strings.Join(all, ", "))
 	case isURL(name):
 		_, err := ParseURL(name)
 		return err
