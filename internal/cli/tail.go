@@ -221,9 +221,7 @@ var errTailDone = errors.New("tail done")
 // decodes and re-encodes falls behind an agent at full speed, and the
 // bus drops what it cannot take.
 func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
-	// Any request starts the daemon when it is not running (and allowed).
-	var st apitype.DaemonStatus
-	if err := cl.Do(ctx, "GET", "/v1/daemon", nil, &st); err != nil {
+	if _, err := cl.Up(ctx); err != nil {
 		return err
 	}
 	// Only once the subscriptions are in force may the log be read: what

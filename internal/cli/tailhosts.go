@@ -345,9 +345,7 @@ type tailMerge struct {
 func (m *tailMerge) start(ctx context.Context, h *tailHost, cl *client.Client) (*follow.Follower, error) {
 	ch := m.p.o.Channels[0]
 	if fleet.IsLocal(h.name) {
-		// Any request starts the daemon when it is not running (and allowed).
-		var st apitype.DaemonStatus
-		if err := cl.Do(ctx, "GET", "/v1/daemon", nil, &st); err != nil {
+		if _, err := cl.Up(ctx); err != nil {
 			return nil, err
 		}
 		return follow.Dial(ctx, cl, []string{ch})

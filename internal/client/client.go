@@ -223,6 +223,17 @@ func (c *Client) Ping(ctx context.Context) (*apitype.DaemonStatus, error) {
 	return &st, nil
 }
 
+// Up is Ping that starts the daemon first when it is not running (and
+// autostart is allowed): what a command does before it subscribes to the
+// daemon's bus, which no request would otherwise have started.
+func (c *Client) Up(ctx context.Context) (*apitype.DaemonStatus, error) {
+	var st apitype.DaemonStatus
+	if err := c.Do(ctx, "GET", "/v1/daemon", nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
 // ensureDaemon starts the daemon when allowed and waits for its socket.
 func (c *Client) ensureDaemon(ctx context.Context, cause error, autostart bool) error {
 	if !c.local() {
