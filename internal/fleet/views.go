@@ -28,24 +28,26 @@ func (f *Fleet) All() ([]string, error) {
 	return append([]string{Local}, Names(hosts)...), nil
 }
 
-// answer is one host's agent_list, or why there is none.
-type answer struct {
-	host string
-	res  *verbs.ListResult
-	err  error
+// Answer is one host's agent_list (its ids bare), or why there is none:
+// an error that names the host.
+type Answer struct {
+	Host string
+	Res  *verbs.ListResult
+	Err  error
 }
 
-// listEach asks every host of hosts for its agents at once, each within
-// ListTimeout, and returns the answers in hosts' order.
-func (f *Fleet) listEach(ctx context.Context, hosts []string) []answer {
-	out := make([]answer, len(hosts))
+// ListEach asks every host of hosts for its agents at once, each within
+// ListTimeout, and returns the answers in hosts' order: what a list
+// across hosts, placement and the monitor of several hosts all ask.
+func (f *Fleet) ListEach(ctx context.Context, hosts []string) []Answer {
+	out := make([]Answer, len(hosts))
 	var wg sync.WaitGroup
 	for i, h := range hosts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = answer{host: h}
-			out[i].res, out[i].err = f.listOne(ctx, h)
+			out[i] = Answer{Host: h}
+			out[i].Res, out[i].Err = f.listOne(ctx, h)
 		}()
 	}
 	wg.Wait()
@@ -82,15 +84,15 @@ func (f *Fleet) ListAll(ctx context.Context) (*verbs.ListResult, error) {
 		return nil, err
 	}
 	out := &verbs.ListResult{Agents: []verbs.ListEntry{}}
-	for _, a := range f.listEach(ctx, hosts) {
-		ha := verbs.HostAnswer{Host: a.host}
-		if a.err != nil {
-			ha.Error = a.err.Error()
+	for _, a := range f.ListEach(ctx, hosts) {
+		ha := verbs.HostAnswer{Host: a.Host}
+		if a.Err != nil {
+			ha.Error = a.Err.Error()
 		} else {
-			ha.Agents = len(a.res.Agents)
-			for _, e := range a.res.Agents {
-				e.Host = a.host
-				e.AgentID = Qualify(a.host, e.AgentID)
+			ha.Agents = len(a.Res.Agents)
+			for _, e := range a.Res.Agents {
+				e.Host = a.Host
+				e.AgentID = Qualify(a.Host, e.AgentID)
 				out.Agents = append(out.Agents, e)
 			}
 		}
@@ -160,12 +162,12 @@ func (f *Fleet) Place(ctx context.Context) (string, error) {
 	}
 	var loads []Load
 	var errs []error
-	for _, a := range f.listEach(ctx, hosts) {
-		if a.err != nil {
-			errs = append(errs, a.err)
+	for _, a := range f.ListEach(ctx, hosts) {
+		if a.Err != nil {
+			errs = append(errs, a.Err)
 			continue
 		}
-		loads = append(loads, LoadOf(a.host, a.res.Agents))
+		loads = append(loads, LoadOf(a.Host, a.Res.Agents))
 	}
 	if len(loads) == 0 {
 		return "", fmt.Errorf("host %s: no host answered to place the agent on: %w", Any, errors.Join(errs...))

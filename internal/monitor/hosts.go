@@ -45,30 +45,7 @@ func qualify(host, id string) string { return host + "/" + id }
 // answer keeps the rows of its last answer (its follower says, in the
 // header, that it is unreachable); only when none answers is it an error.
 func (d *fleetDaemon) List(ctx context.Context) ([]verbs.ListEntry, error) {
-	lists := make([][]verbs.ListEntry, len(d.names))
-	errs := make([]error, len(d.names))
-	var wg sync.WaitGroup
-	for i, name := range d.names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cl, err := d.f.Client(ctx, name)
-			if err != nil {
-				errs[i] = fleet.Named(name, err)
-				return
-			}
-			r, err := cl.List(ctx, &verbs.ListArgs{})
-			if err != nil {
-				errs[i] = fleet.Named(name, err)
-				return
-			}
-			for j := range r.Agents {
-				r.Agents[j].AgentID = qualify(name, r.Agents[j].AgentID)
-			}
-			lists[i] = r.Agents
-		}()
-	}
-	wg.Wait()
+	answers := d.f.ListEach(ctx, d.names)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.last == nil {
@@ -76,17 +53,20 @@ func (d *fleetDaemon) List(ctx context.Context) ([]verbs.ListEntry, error) {
 	}
 	var out []verbs.ListEntry
 	d.failed = nil
-	for i, name := range d.names {
-		if errs[i] != nil {
-			d.failed = append(d.failed, errs[i])
-			out = append(out, d.last[name]...)
+	for _, a := range answers {
+		if a.Err != nil {
+			d.failed = append(d.failed, a.Err)
+			out = append(out, d.last[a.Host]...)
 			continue
 		}
-		d.last[name] = lists[i]
-		out = append(out, lists[i]...)
+		for j := range a.Res.Agents {
+			a.Res.Agents[j].AgentID = qualify(a.Host, a.Res.Agents[j].AgentID)
+		}
+		d.last[a.Host] = a.Res.Agents
+		out = append(out, a.Res.Agents...)
 	}
 	if len(d.failed) == len(d.names) {
-		return nil, errors.Join(errs...)
+		return nil, errors.Join(d.failed...)
 	}
 	return out, nil
 }
