@@ -48,14 +48,10 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		since = n
 	}
-	follow := false
-	if v := q.Get("follow"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			writeErr(w, verbs.BadArg("follow must be 1 or 0, not %q", v))
-			return
-		}
-		follow = b
+	follow, err := flag(q, "follow")
+	if err != nil {
+		writeErr(w, err)
+		return
 	}
 	path := config.Paths{CacheDir: s.CacheDir}.Agent(id).Events
 	if _, err := os.Stat(path); err != nil {
