@@ -40,6 +40,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kaimon/kaimon/internal/testutil/agents"
 	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
 )
 
@@ -301,20 +302,11 @@ func (f *fleet) makeHost(h *fleetHost, clientPub []byte) error {
 	// What the remote daemon and its agents need, as sshd gives it to
 	// every session: kaimon on PATH, the claude CLI talking to this
 	// namespace's fake API, as newEnv sets it up locally.
-	env := []string{
+	env := append([]string{
 		"PATH=" + binDir + ":/usr/local/bin:/usr/bin:/bin",
 		"KAIMON_CLAUDE_BIN=" + f.claude,
-		"ANTHROPIC_BASE_URL=" + h.api.URL(),
-		"ANTHROPIC_API_KEY=sk-fake",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"DISABLE_TELEMETRY=1",
-		"DISABLE_AUTOUPDATER=1",
-		"CLAUDE_CODE_MAX_RETRIES=0",
-		"IS_SANDBOX=1",
 		"NO_COLOR=1",
-		"TMPDIR=" + filepath.Join(h.home, "tmp"),
-		"CLAUDE_CODE_TMPDIR=" + filepath.Join(h.home, "tmp"),
-	}
+	}, agents.ClaudeOffline(h.api.URL(), filepath.Join(h.home, "tmp"))...)
 	cfg := filepath.Join(etc, "sshd_config")
 	// h1 lets a client forward a connection to a unix socket of its
 	// user's (what kaimon's warm calls ride on: sshd denies a socket, as

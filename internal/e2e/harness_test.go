@@ -122,25 +122,19 @@ func newEnv(t testing.TB, extra ...string) *kenv {
 		}
 	}
 	vars := map[string]string{
-		"KAIMON_HOME":        home,
-		"KAIMON_AGENTD_BIN":  filepath.Join(binDir, "kaimon-agentd"),
-		"KAIMON_CLAUDE_BIN":  claudeBin,
-		"HOME":               filepath.Join(home, "claude-home"),
-		"ANTHROPIC_BASE_URL": e.api.URL(),
-		"ANTHROPIC_API_KEY":  "sk-fake",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-		"DISABLE_TELEMETRY":                        "1",
-		"DISABLE_AUTOUPDATER":                      "1",
-		"CLAUDE_CODE_MAX_RETRIES":                  "0",
-		"IS_SANDBOX":                               "1",
-		"NO_COLOR":                                 "1",
-		// The CLI leaves /tmp/claude-<uid>/… behind; keep it in our dir.
-		"TMPDIR": filepath.Join(home, "tmp"),
-		// The claude bundled in claude-agent-acp reads only this one.
-		"CLAUDE_CODE_TMPDIR":  filepath.Join(home, "tmp"),
+		"KAIMON_HOME":         home,
+		"KAIMON_AGENTD_BIN":   filepath.Join(binDir, "kaimon-agentd"),
+		"KAIMON_CLAUDE_BIN":   claudeBin,
+		"HOME":                filepath.Join(home, "claude-home"),
+		"NO_COLOR":            "1",
 		"PATH":                os.Getenv("PATH"),
 		"XDG_RUNTIME_DIR":     "",
 		"KAIMON_NO_AUTOSTART": "",
+	}
+	// The CLI leaves /tmp/claude-<uid>/… behind: its TMPDIR is our dir.
+	for _, kv := range agents.ClaudeOffline(e.api.URL(), filepath.Join(home, "tmp")) {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
 	}
 	for i := 0; i+1 < len(extra); i += 2 {
 		vars[extra[i]] = extra[i+1]

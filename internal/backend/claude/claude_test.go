@@ -152,21 +152,11 @@ func realCLI(t *testing.T) string {
 
 // cliEnv is the environment that runs the real CLI offline against api.
 func cliEnv(t *testing.T, bin, apiURL string) []string {
-	return []string{
+	return append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + t.TempDir(),
-		"ANTHROPIC_BASE_URL=" + apiURL,
-		"ANTHROPIC_API_KEY=sk-fake",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"DISABLE_TELEMETRY=1",
-		"DISABLE_AUTOUPDATER=1",
-		"CLAUDE_CODE_MAX_RETRIES=0",
-		"IS_SANDBOX=1",
 		"KAIMON_CLAUDE_BIN=" + bin,
-		// The CLI's Bash tool keeps per-session files under
-		// $TMPDIR/claude-<uid>/: keep them in the test's own directory.
-		"TMPDIR=" + t.TempDir(),
-	}
+	}, agents.ClaudeOffline(apiURL, t.TempDir())...)
 }
 
 type agent struct {

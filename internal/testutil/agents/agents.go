@@ -47,3 +47,22 @@ func Claude(t testing.TB) string {
 	t.Skip(msg)
 	return ""
 }
+
+// ClaudeOffline is the environment, NAME=value, in which the claude CLI
+// (and the claude inside claude-agent-acp) runs against the fake model
+// API at apiURL and reaches nothing else, its temporary files (the Bash
+// tool's per-session files, which it leaves behind) under tmp.
+func ClaudeOffline(apiURL, tmp string) []string {
+	return []string{
+		"ANTHROPIC_BASE_URL=" + apiURL,
+		"ANTHROPIC_API_KEY=sk-fake",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_MAX_RETRIES=0",
+		"IS_SANDBOX=1",
+		"TMPDIR=" + tmp,
+		// The claude bundled in claude-agent-acp reads only this one.
+		"CLAUDE_CODE_TMPDIR=" + tmp,
+	}
+}
