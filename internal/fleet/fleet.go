@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -370,7 +371,23 @@ func routed[A, R any](f *Fleet, ctx context.Context, a *A, id func(*A) *string, 
 	b := *a
 	*id(&b) = bare
 	r, err := call(s, ctx, &b)
-	return r, host, Cause(err)
+	return r, host, qualifyErr(Cause(err), bare, Qualify(host, bare))
+}
+
+// qualifyErr is a daemon's error about agent bare with the id shown as q
+// (HOST/ID) wherever it names that agent, so that the command it suggests
+// (`kaimon open --id ID --resume` for a dead agent) can be pasted back
+// and reaches the agent's host. Only a whole id is replaced: never a
+// part of a longer word.
+func qualifyErr(err error, bare, q string) error {
+	var ve *verbs.Error
+	if err == nil || q == bare || !errors.As(err, &ve) {
+		return err
+	}
+	re := regexp.MustCompile(`(^|[^0-9A-Za-z/_.-])` + regexp.QuoteMeta(bare) + `($|[^0-9A-Za-z_-])`)
+	out := *ve
+	out.Message = re.ReplaceAllString(ve.Message, "${1}"+strings.ReplaceAll(q, "$", "$$")+"${2}")
+	return &out
 }
 
 // The verbs, each routed by its id.

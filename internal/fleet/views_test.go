@@ -134,7 +134,7 @@ func TestOpenPlaces(t *testing.T) {
 	if err != nil || r.AgentID != "h1/n2" {
 		t.Fatalf("open host any: %+v %v", r, err)
 	}
-	if !strings.Contains(warn.String(), "host any passed over it: host h2: ssh failed") {
+	if !strings.Contains(warn.String(), "--host any left out host h2: ssh failed") {
 		t.Errorf("no warning of h2: %q", warn.String())
 	}
 	calls := h1.Calls()
@@ -203,5 +203,26 @@ func TestOpenPlaces(t *testing.T) {
 	if _, err := f.Open(context.Background(), &verbs.OpenArgs{Cwd: "/w", Host: Any}); err == nil ||
 		!strings.Contains(err.Error(), "no host answered") || !strings.Contains(err.Error(), "host h2") {
 		t.Errorf("open any with no host up: %v", err)
+	}
+}
+
+// A remote daemon's error names the agent by its bare id; the fleet shows
+// it qualified, so that the command it suggests reaches the agent's host.
+// A longer word that merely holds the id is left as it is.
+func TestErrorsQualifyTheID(t *testing.T) {
+	h1 := (&servertest.Fake{}).Returns("run", nil, verbs.Errorf(verbs.CodeNotFound,
+		"agent a0 is dead; reopen it with its conversation: `kaimon open --id a0 --resume` (or afresh: `kaimon open --id a0 DIR`); see xa0 and a0x"))
+	f := testFleet(t, &servertest.Fake{}, h1)
+	_, err := f.Run(context.Background(), &verbs.RunArgs{AgentID: "h1/a0", Text: "hi"})
+	var ve *verbs.Error
+	if !errors.As(err, &ve) || ve.Code != verbs.CodeNotFound ||
+		ve.Message != "agent h1/a0 is dead; reopen it with its conversation: `kaimon open --id h1/a0 --resume` (or afresh: `kaimon open --id h1/a0 DIR`); see xa0 and a0x" {
+		t.Errorf("run h1/a0 on a dead agent: %#v", err)
+	}
+	// On this machine the id is shown as the daemon wrote it.
+	local := (&servertest.Fake{}).Returns("run", nil, verbs.Errorf(verbs.CodeNotFound, "agent a0 is dead"))
+	f = testFleet(t, local, h1)
+	if _, err := f.Run(context.Background(), &verbs.RunArgs{AgentID: "a0", Text: "hi"}); err == nil || err.Error() != "agent a0 is dead" {
+		t.Errorf("run a0 here: %v", err)
 	}
 }
