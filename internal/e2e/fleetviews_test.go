@@ -81,7 +81,7 @@ func TestOpenAnySpreadsAndListAllHosts(t *testing.T) {
 	open := func(model string) string {
 		t.Helper()
 		r := local.kaimon("--host", "any", "open", local.work, "--model", model)
-		if r.code != 0 || !strings.Contains(r.stderr, "host any passed over it: host down: ssh failed: ssh: Could not resolve hostname down.invalid") {
+		if r.code != 0 || !strings.Contains(r.stderr, "--host any left out host down: ssh failed: ssh: Could not resolve hostname down.invalid") {
 			t.Fatalf("open --host any: %s", r)
 		}
 		return strings.TrimSpace(r.stdout)

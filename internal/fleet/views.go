@@ -174,7 +174,7 @@ func (f *Fleet) Place(ctx context.Context) (string, error) {
 	}
 	if f.Warn != nil {
 		for _, err := range errs {
-			fmt.Fprintf(f.Warn, "kaimon: warning: host %s passed over it: %v\n", Any, err)
+			fmt.Fprintf(f.Warn, "kaimon: warning: --host %s left out %v\n", Any, err)
 		}
 	}
 	return Choose(loads), nil
