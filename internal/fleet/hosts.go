@@ -117,7 +117,7 @@ func (t Target) Destination() string {
 // forms.
 func ParseURL(s string) (Target, error) {
 	bad := func(why string) (Target, error) {
-		return Target{}, usagef("host URL %q %s: the accepted form is %s", s, why, URLForms)
+		return Target{}, usagef("host URL %q %s: the accepted forms are %s", s, why, URLForms)
 	}
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
