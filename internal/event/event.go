@@ -127,6 +127,18 @@ func Authoritative(kind Kind, data []byte) bool {
 	return true
 }
 
+// StartsLife reports whether an envelope of kind with data is the first of
+// an agent's life: the status "starting" that every open and reopen
+// publishes first. The seqs between an agent's last envelope before a
+// crash of its daemon and this one were never issued (a reopen numbers on
+// from the ceiling its record reserved), so a reader takes a jump up to it
+// as the restart it is, not as envelopes lost.
+func StartsLife(kind Kind, data []byte) bool {
+	return kind == Status && bytes.Contains(data, startingStatus)
+}
+
+var startingStatus = []byte(`"status":"starting"`)
+
 // TextOf returns the text of an assistant_text, thought or user_text's
 // data (content.text). The data NewText builds is read without a parse
 // but of the string itself; the string returned may share data's memory

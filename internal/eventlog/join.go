@@ -96,11 +96,14 @@ func (j *Join) Torn() {
 	}
 }
 
-// Live takes the seq of one live envelope of this agent: it emits what
+// Live takes the seq of one live envelope of this agent (and whether it
+// is the first of a life of the agent, event.StartsLife): it emits what
 // the log holds before it that was not emitted yet, and reports whether
 // the live envelope is new, which the caller then emits (after the log's,
-// so in order); false is a duplicate, to drop.
-func (j *Join) Live(seq uint64) (fresh bool, err error) {
+// so in order); false is a duplicate, to drop. A jump in seq up to the
+// first envelope of a life is a restart of the agent's daemon, not a loss
+// (its seqs were never issued).
+func (j *Join) Live(seq uint64, startsLife bool) (fresh bool, err error) {
 	if j.fromLive && !j.live {
 		j.last = seq - 1
 	}
@@ -108,16 +111,22 @@ func (j *Join) Live(seq uint64) (fresh bool, err error) {
 		return false, nil
 	}
 	if from := j.last + 1; seq > from {
-		filled := 0
+		lost, prev := uint64(0), j.last
 		err := j.cur.Read(j.last, seq, func(r *event.Record) error {
-			filled++
+			if !event.StartsLife(r.Kind, r.Data) {
+				lost += r.Seq - prev - 1
+			}
+			prev = r.Seq
 			return j.emitRecord(r)
 		})
 		if err != nil {
 			return false, err
 		}
-		if n := int(seq-from) - filled; n > 0 && j.live && j.Lost != nil {
-			j.Lost(j.Agent, from, seq-1, n)
+		if !startsLife {
+			lost += seq - prev - 1
+		}
+		if lost > 0 && j.live && j.Lost != nil {
+			j.Lost(j.Agent, from, seq-1, int(lost))
 		}
 	}
 	j.live = true

@@ -61,7 +61,7 @@ func newJoinRig(t *testing.T, path string, since uint64, live bool) *joinRig {
 func (r *joinRig) live(t *testing.T, seqs ...uint64) {
 	t.Helper()
 	for _, s := range seqs {
-		fresh, err := r.j.Live(s)
+		fresh, err := r.j.Live(s, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,6 +126,56 @@ func TestJoin(t *testing.T) {
 	r.live(t, 3)
 	if !slices.Equal(r.got, []uint64{3}) {
 		t.Fatalf("no log, live: %v", r.got)
+	}
+}
+
+// A jump in seq up to an agent's next life (the status "starting" a
+// reopen after its daemon crashed publishes, numbered from the ceiling
+// the record reserved) is not reported as lost: those seqs were never
+// issued. A gap within a life still is.
+func TestJoinRestartIsNotALoss(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.events.jsonl")
+	w, _, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	starting := func(seq uint64) {
+		r := event.Record{Seq: seq, Kind: event.Status, Turn: 1, Data: json.RawMessage(`{"status":"starting"}`)}
+		if err := w.Append(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logRecords(t, w, 1, 2)
+
+	r := newJoinRig(t, path, 0, false)
+	if err := r.j.Replay(); err != nil {
+		t.Fatal(err)
+	}
+	r.live(t, 3, 4) // deltas; then the daemon crashes
+	// The crash: the next life's first envelope is filled from the log
+	// (the reader missed it live), then more of that life, one of whose
+	// deltas (65539) the reader lost.
+	starting(65537)
+	logRecords(t, w, 65538)
+	r.live(t, 65540)
+	if want := []uint64{1, 2, 3, 4, 65537, 65538, 65540}; !slices.Equal(r.got, want) {
+		t.Fatalf("got %v, want %v", r.got, want)
+	}
+	if want := []string{"5-65539:1"}; !slices.Equal(r.lost, want) {
+		t.Fatalf("filled from the log: lost = %v, want %v (the restart's jump is no loss)", r.lost, want)
+	}
+
+	// The next life's first envelope arriving live.
+	r.lost = nil
+	r.j.Live(65541, false)
+	var j2 uint64 = 131073
+	fresh, err := r.j.Live(j2, true)
+	if err != nil || !fresh {
+		t.Fatalf("live start: fresh %v err %v", fresh, err)
+	}
+	if r.lost != nil {
+		t.Fatalf("live: lost = %v, want none (the restart's jump is no loss)", r.lost)
 	}
 }
 

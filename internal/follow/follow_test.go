@@ -263,6 +263,38 @@ func TestFollowerNoLogLost(t *testing.T) {
 	}
 }
 
+// Without a log too, a jump up to an agent's next life (its daemon
+// crashed and the agent was reopened, numbering on from its record's
+// ceiling) is no loss; a gap after it is.
+func TestFollowerNoLogRestartIsNotALoss(t *testing.T) {
+	var bodies [][]byte
+	for _, e := range []struct {
+		seq uint64
+		ev  event.Event
+	}{
+		{1, event.New(event.Status, 1, event.StatusData{Status: "working"})},
+		{2, event.NewText(event.AssistantText, 1, true, "a")},
+		{65537, event.New(event.Status, 1, event.StatusData{Status: "starting"})},
+		{65538, event.New(event.Status, 1, event.StatusData{Status: "idle"})},
+		{65540, event.NewText(event.AssistantText, 2, true, "b")},
+	} {
+		env := e.ev.Stamp("a1", e.seq, ts)
+		raw, _ := event.AppendEnvelope(nil, &env)
+		bodies = append(bodies, raw)
+	}
+	f := New(&fakeSource{batch: 1, bodies: bodies})
+	var lost []string
+	f.Lost = func(agent string, from, to uint64, n int) {
+		lost = append(lost, fmt.Sprintf("%s %d-%d %d", agent, from, to, n))
+	}
+	if err := f.Run(t.Context(), func(e *Envelope) error { return nil }); !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(lost) != "[a1 65539-65539 1]" {
+		t.Fatalf("lost %v; want only [a1 65539-65539 1]", lost)
+	}
+}
+
 // Skip starts an agent at its log's end without holding the log open;
 // its live envelopes then come after that seq, and a gap after it is
 // filled from the log.
