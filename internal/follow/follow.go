@@ -1,6 +1,6 @@
 // Package follow follows agents' envelopes as they happen, for `kaimon
-// tail` and `kaimon monitor` (and, next, a tail of agents on other hosts):
-// it reads live envelopes from a Source (the local daemon's event bus) and
+// tail`, `kaimon monitor` and the merged tail of many hosts (Remote): it
+// reads live envelopes from a Source (the local daemon's event bus) and
 // joins each agent's with its event log by seq (eventlog.Join), so that a
 // consumer sees every authoritative event once and in order even when the
 // source dropped some for a slow reader, and hears of the deltas lost.
