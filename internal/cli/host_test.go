@@ -75,6 +75,8 @@ func TestHostCommands(t *testing.T) {
 		{[]string{"--host", "h1", "open"}, 2, `open on host h1 takes DIR as an absolute path there (got ".")`},
 		{[]string{"open", "src/app", "--id", "h2/a1"}, 2, `open on host h2 takes DIR as an absolute path there (got "src/app")`},
 		{[]string{"--host", "h1", "run", "-C", ".", "hi"}, 2, `open on host h1 takes DIR as an absolute path there (got ".")`},
+		{[]string{"--host", "h1", "open", "/srv/app", "--mcp-config", "mcp.json"}, 2, `open on host h1 takes --mcp-config as an absolute path there (got "mcp.json")`},
+		{[]string{"--host", "h1", "run", "-C", "/srv/app", "--mcp-config", "m.json", "hi"}, 2, `takes --mcp-config as an absolute path there`},
 	} {
 		code, out, errs := runIn(t, home, tc.args...)
 		if code != tc.code || !strings.Contains(errs, tc.want) {

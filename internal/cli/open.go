@@ -84,7 +84,7 @@ func openCmd() *cli.Command {
 			"--id of a dead agent reuses its slot: turn numbers and seq continue, and the conversation starts afresh. " +
 			"Add --resume to continue its conversation too (claude --resume, ACP session/load); the flags left out come from its record " +
 			"(its cwd, model as last switched, preset and tools).\n\n" +
-			"On another host (--host NAME, or --id NAME/ID) DIR is an absolute path on that host, and the id is printed as NAME/ID.\n\n" +
+			"On another host (--host NAME, or --id NAME/ID) DIR and --mcp-config are absolute paths on that host, and the id is printed as NAME/ID.\n\n" +
 			"With --host any (or KAIMON_HOST=any) the agent goes to the reachable host, this machine or a configured one, " +
 			"with the fewest working agents, then the fewest live ones (ties: local, then the names in order), so that a loop of opens " +
 			"spreads over the hosts; the id printed is qualified as HOST/ID.",
@@ -120,12 +120,19 @@ func openCmd() *cli.Command {
 	})
 }
 
-// checkRemoteDir refuses a relative DIR for an agent opened on another
-// host (--host, or --id NAME/ID): this machine's directory means nothing
-// there.
+// checkRemoteDir refuses a relative DIR, or a relative --mcp-config, for
+// an agent opened on another host (--host, or --id NAME/ID): this
+// machine's directory means nothing there, and the file is read there.
 func checkRemoteDir(c *cli.Context, dir string) error {
-	if host, remote := remoteHost(c, c.String("id")); remote && dir != "" && !filepath.IsAbs(dir) {
+	host, remote := remoteHost(c, c.String("id"))
+	if !remote {
+		return nil
+	}
+	if dir != "" && !filepath.IsAbs(dir) {
 		return usagef("open on host %s takes DIR as an absolute path there (got %q): this machine's directory means nothing on %s", host, dir, host)
+	}
+	if f := verbs.ByName("agent_open").Arg("mcp_config").FlagName(); c.IsSet(f) && !filepath.IsAbs(c.String(f)) {
+		return usagef("open on host %s takes --%s as an absolute path there (got %q): the agent reads it on %s", host, f, c.String(f), host)
 	}
 	return nil
 }
