@@ -127,17 +127,32 @@ func Authoritative(kind Kind, data []byte) bool {
 	return true
 }
 
-// StartsLife reports whether an envelope of kind with data is the first of
-// an agent's life: the status "starting" that every open and reopen
-// publishes first. The seqs between an agent's last envelope before a
-// crash of its daemon and this one were never issued (a reopen numbers on
-// from the ceiling its record reserved), so a reader takes a jump up to it
-// as the restart it is, not as envelopes lost.
-func StartsLife(kind Kind, data []byte) bool {
-	return kind == Status && bytes.Contains(data, startingStatus)
+// Renumbered reports whether an envelope of kind with data is one where
+// an agent's numbering may jump: the first a daemon publishes for an agent
+// whose daemon was lost (the error whose data holds RenumberedKey), which
+// numbers on from the ceiling the agent's record reserved, past every seq
+// the lost daemon may have issued; or the status "starting" that opens
+// each life of an agent. The seqs skipped up to it were never issued, so
+// a reader takes the jump as the restart it is, not as envelopes lost.
+func Renumbered(kind Kind, data []byte) bool {
+	switch kind {
+	case Status:
+		return bytes.Contains(data, startingStatus)
+	case Error:
+		return bytes.Contains(data, renumbered)
+	}
+	return false
 }
 
-var startingStatus = []byte(`"status":"starting"`)
+// RenumberedKey is the key, set to true in the data of an error's data,
+// that marks the error as the first envelope after a jump in seq
+// (Renumbered).
+const RenumberedKey = "renumbered"
+
+var (
+	startingStatus = []byte(`"status":"starting"`)
+	renumbered     = []byte(`"` + RenumberedKey + `":true`)
+)
 
 // TextOf returns the text of an assistant_text, thought or user_text's
 // data (content.text). The data NewText builds is read without a parse

@@ -96,14 +96,14 @@ func (j *Join) Torn() {
 	}
 }
 
-// Live takes the seq of one live envelope of this agent (and whether it
-// is the first of a life of the agent, event.StartsLife): it emits what
+// Live takes the seq of one live envelope of this agent (and whether a
+// jump in seq up to it is a renumbering, event.Renumbered): it emits what
 // the log holds before it that was not emitted yet, and reports whether
 // the live envelope is new, which the caller then emits (after the log's,
-// so in order); false is a duplicate, to drop. A jump in seq up to the
-// first envelope of a life is a restart of the agent's daemon, not a loss
-// (its seqs were never issued).
-func (j *Join) Live(seq uint64, startsLife bool) (fresh bool, err error) {
+// so in order); false is a duplicate, to drop. A jump up to a renumbered
+// envelope (live, or filled from the log) is not a loss: its seqs were
+// never issued.
+func (j *Join) Live(seq uint64, renumbered bool) (fresh bool, err error) {
 	if j.fromLive && !j.live {
 		j.last = seq - 1
 	}
@@ -113,7 +113,7 @@ func (j *Join) Live(seq uint64, startsLife bool) (fresh bool, err error) {
 	if from := j.last + 1; seq > from {
 		lost, prev := uint64(0), j.last
 		err := j.cur.Read(j.last, seq, func(r *event.Record) error {
-			if !event.StartsLife(r.Kind, r.Data) {
+			if !event.Renumbered(r.Kind, r.Data) {
 				lost += r.Seq - prev - 1
 			}
 			prev = r.Seq
@@ -122,7 +122,7 @@ func (j *Join) Live(seq uint64, startsLife bool) (fresh bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		if !startsLife {
+		if !renumbered {
 			lost += seq - prev - 1
 		}
 		if lost > 0 && j.live && j.Lost != nil {

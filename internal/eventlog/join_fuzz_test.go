@@ -50,7 +50,7 @@ func FuzzJoin(f *testing.F) {
 		// take is the caller's part: the envelope after what the log
 		// filled, unless a duplicate.
 		take := func(j *Join, e *event.Envelope) error {
-			fresh, err := j.Live(e.Seq, event.StartsLife(e.Kind, e.Data))
+			fresh, err := j.Live(e.Seq, event.Renumbered(e.Kind, e.Data))
 			if fresh {
 				err = emit(e)
 			}

@@ -265,7 +265,7 @@ func (f *Follower) take(raw []byte) error {
 			// The source joined already: what it skipped was lost.
 			if last, seen := f.lasts[name]; !seen || e.Seq > last {
 				f.lasts[name] = e.Seq
-				if seen && e.Seq > last+1 && !event.StartsLife(e.Kind, e.Data) {
+				if seen && e.Seq > last+1 && !event.Renumbered(e.Kind, e.Data) {
 					f.Lost(name, last+1, e.Seq-1, int(e.Seq-last-1))
 				}
 			}
@@ -281,7 +281,7 @@ func (f *Follower) take(raw []byte) error {
 		}
 	}
 	e.Agent = j.Agent
-	fresh, err := j.Live(e.Seq, event.StartsLife(e.Kind, e.Data))
+	fresh, err := j.Live(e.Seq, event.Renumbered(e.Kind, e.Data))
 	if err != nil {
 		if f.LogError == nil {
 			return err

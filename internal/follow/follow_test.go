@@ -263,10 +263,12 @@ func TestFollowerNoLogLost(t *testing.T) {
 	}
 }
 
-// Without a log too, a jump up to an agent's next life (its daemon
-// crashed and the agent was reopened, numbering on from its record's
-// ceiling) is no loss; a gap after it is.
-func TestFollowerNoLogRestartIsNotALoss(t *testing.T) {
+// Without a log too, a jump in seq after an agent's daemon was lost is no
+// loss: the new daemon numbers on from the record's ceiling, and marks the
+// first envelope it publishes (its error saying the daemon was lost); the
+// agent's next life begins with the status "starting". A gap after it is
+// a loss.
+func TestFollowerNoLogRenumberedIsNotALoss(t *testing.T) {
 	var bodies [][]byte
 	for _, e := range []struct {
 		seq uint64
@@ -274,9 +276,12 @@ func TestFollowerNoLogRestartIsNotALoss(t *testing.T) {
 	}{
 		{1, event.New(event.Status, 1, event.StatusData{Status: "working"})},
 		{2, event.NewText(event.AssistantText, 1, true, "a")},
-		{65537, event.New(event.Status, 1, event.StatusData{Status: "starting"})},
-		{65538, event.New(event.Status, 1, event.StatusData{Status: "idle"})},
-		{65540, event.NewText(event.AssistantText, 2, true, "b")},
+		// The daemon is killed; the next one ends the agent, from the ceiling.
+		{65537, event.NewError(1, "kaimon-agentd was lost", map[string]any{"reason": "daemon crashed", event.RenumberedKey: true})},
+		{65538, event.New(event.Result, 1, event.ResultData{StopReason: event.StopError})},
+		{65539, event.New(event.Status, 1, event.StatusData{Status: "dead"})},
+		{65540, event.New(event.Status, 1, event.StatusData{Status: "starting"})}, // --resume
+		{65542, event.NewText(event.AssistantText, 2, true, "b")},
 	} {
 		env := e.ev.Stamp("a1", e.seq, ts)
 		raw, _ := event.AppendEnvelope(nil, &env)
@@ -290,8 +295,8 @@ func TestFollowerNoLogRestartIsNotALoss(t *testing.T) {
 	if err := f.Run(t.Context(), func(e *Envelope) error { return nil }); !errors.Is(err, io.EOF) {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(lost) != "[a1 65539-65539 1]" {
-		t.Fatalf("lost %v; want only [a1 65539-65539 1]", lost)
+	if fmt.Sprint(lost) != "[a1 65541-65541 1]" {
+		t.Fatalf("lost %v; want only [a1 65541-65541 1]", lost)
 	}
 }
 

@@ -114,7 +114,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		if e.AgentID != id {
 			continue // an id that merely starts with this one
 		}
-		fresh, err := j.Live(e.Seq, event.StartsLife(e.Kind, e.Data))
+		fresh, err := j.Live(e.Seq, event.Renumbered(e.Kind, e.Data))
 		if err == nil && fresh {
 			err = emit(e)
 		}

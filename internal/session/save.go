@@ -101,7 +101,9 @@ func (ag *Agent) closeLost(was string) {
 	}
 	msg := fmt.Sprintf("kaimon-agentd was lost while this agent was %s (the daemon crashed or was killed), so the agent was stopped; "+
 		"resume its conversation with `kaimon open --id %s --resume`", was, ag.id)
-	ag.publish(event.NewError(turn, msg, map[string]any{"reason": ReasonDaemonCrashed}))
+	// The first envelope numbered past the ceiling: marked, so that a
+	// reader does not take the jump for envelopes lost.
+	ag.publish(event.NewError(turn, msg, map[string]any{"reason": ReasonDaemonCrashed, event.RenumberedKey: true}))
 	for _, n := range tail.Unfinished {
 		ag.publish(event.New(event.Result, n, event.ResultData{StopReason: event.StopError,
 			Error: "kaimon-agentd was lost during the turn (the daemon crashed or was killed)"}))
