@@ -8,7 +8,7 @@
 #
 #   sudo scripts/fleet-playground.sh
 #   kaimon host ls --check
-#   kaimon open --host h1 --model "$KAIMON_PLAY_MODEL" "$KAIMON_PLAY_H1"
+#   kaimon open --host h1 --model "$PLAY_MODEL" "$PLAY_H1"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" != 0 ]; then
@@ -17,7 +17,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 scripts/setup-test.sh >/dev/null
 env_file=$(mktemp -u /tmp/kaimon-fleet-playground.XXXXXX)
-KAIMON_FLEET_PLAYGROUND="$env_file" go test ./internal/e2e -count=1 -run '^TestFleetPlayground$' -v -timeout 70m \
+FLEET_PLAYGROUND_ENV="$env_file" go test ./internal/e2e -count=1 -run '^TestFleetPlayground$' -v -timeout 70m \
 	> "$env_file.log" 2>&1 < /dev/null &
 tester=$!
 end() {
@@ -31,7 +31,7 @@ for _ in $(seq 600); do
 	kill -0 "$tester" 2>/dev/null || { cat "$env_file.log" >&2; exit 1; }
 	sleep 0.5
 done
-echo "fleet playground: hosts h1 and h2; \$KAIMON_PLAY_MODEL is a replay agent; exit the shell to tear down"
+echo "fleet playground: hosts h1 and h2; \$PLAY_MODEL is a replay agent; exit the shell to tear down"
 if [ $# -gt 0 ]; then
 	bash -c "source '$env_file'; $*"
 else
