@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http/httptrace"
 	"os"
 	"os/signal"
 	"strings"
@@ -115,6 +116,10 @@ type detachedError struct {
 	throwaway bool
 	closed    bool
 }
+
+// detachWait bounds how long a detach waits for the interrupt's request
+// to be written.
+const detachWait = 3 * time.Second
 
 // codeDetached is the --json error code of a detached run (exit 130).
 const codeDetached = "detached"
@@ -241,6 +246,11 @@ func runTurn(c *cli.Context, cl verbs.Service, id, text string, timeout time.Dur
 	}()
 	var out outcome
 	interrupted, detached := false, false
+	// sent is closed once the interrupt's request is on its way to the
+	// daemon (written, or failed): a detach waits for it, so that the
+	// interrupt the first Ctrl-C announced is not lost with this process
+	// when the second comes at once.
+	sent := make(chan struct{})
 wait:
 	for {
 		select {
@@ -262,8 +272,12 @@ wait:
 			}
 			f.p.note(stderr, fmt.Sprintf("kaimon: interrupting the turn of agent %s (%s)", shown, again))
 			go func() {
+				var once sync.Once
+				wrote := func() { once.Do(func() { close(sent) }) }
+				defer wrote()
 				ictx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 				defer cancel()
+				ictx = httptrace.WithClientTrace(ictx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote() }})
 				r, err := cl.Interrupt(ictx, &verbs.InterruptArgs{AgentID: id})
 				switch {
 				case err != nil:
@@ -275,6 +289,10 @@ wait:
 		}
 	}
 	if detached {
+		select {
+		case <-sent:
+		case <-time.After(detachWait):
+		}
 		endFollow()
 		return &detachedError{id: shown}
 	}
