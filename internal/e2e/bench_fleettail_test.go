@@ -21,13 +21,15 @@ import (
 // BenchmarkTailAllHosts measures a merged `kaimon tail --all-hosts` of two
 // hosts × KAIMON_BENCH_FLEET_AGENTS agents (default 10) each streaming a
 // turn of KAIMON_BENCH_FLEET_CHUNKS text deltas (default 1000) at 500/s,
-// all at once (issue 19): via=hosts. The hosts are other installations on
-// this machine reached through the real transport and `kaimon
-// dial-stdio`, with KAIMON_SSH_COMMAND standing in for ssh
-// (sshToInstallations): the ssh hop's own cost is not in the figures.
-// via=bus is its floor, measured in the same run: as many agents on this
-// machine and one plain `kaimon tail` of the bus. One op is one round of
-// turns.
+// all at once (issue 19). via=ssh: the fleet's two real hosts (each an
+// sshd in a network namespace of its own, reached over its link by the
+// real ssh, its daemon running fakeclaude), which needs root. via=hosts:
+// two other installations on this machine reached through the real
+// transport and `kaimon dial-stdio`, with KAIMON_SSH_COMMAND standing in
+// for ssh (sshToInstallations): the ssh hop's own cost is not in its
+// figures. via=bus is the floor, measured in the same run: as many agents
+// on this machine and one plain `kaimon tail` of the bus. One op is one
+// round of turns.
 //
 //	p50-µs, p99-µs  agent stdout → tail's stdout, over every stamped delta
 //	                printed (fakeclaude writes its send time into each;
@@ -39,12 +41,13 @@ import (
 //	lost-deltas     stamped deltas not printed (dropped for a slow reader)
 //	tail-cpu-ms     the CPU time the tail process used in a round
 func BenchmarkTailAllHosts(b *testing.B) {
-	for _, via := range []string{"hosts", "bus"} {
-		b.Run("via="+via, func(b *testing.B) { mergedTail(b, via == "hosts") })
+	for _, via := range []string{"ssh", "hosts", "bus"} {
+		b.Run("via="+via, func(b *testing.B) { mergedTail(b, via) })
 	}
 }
 
-func mergedTail(b *testing.B, overHosts bool) {
+func mergedTail(b *testing.B, via string) {
+	overHosts := via != "bus"
 	n := envInt("KAIMON_BENCH_FLEET_AGENTS", 10)
 	chunks := envInt("KAIMON_BENCH_FLEET_CHUNKS", 1000)
 	var (
@@ -53,7 +56,20 @@ func mergedTail(b *testing.B, overHosts bool) {
 		agents []string         // as the tail shows them
 		args   = []string{"--all-hosts"}
 	)
-	if overHosts {
+	switch via {
+	case "ssh":
+		// The fleet's real hosts, through real ssh over their namespace
+		// links, their daemons running fakeclaude.
+		fe := newFleetEnvWith(b, nil, fakeClaude(b))
+		local = fe.kenv
+		envOf = map[string]*kenv{}
+		for _, h := range []string{"h1", "h2"} {
+			envOf[h] = &kenv{t: b, home: fe.r.home[h]} // its logs, read here
+			for range n {
+				agents = append(agents, strings.TrimSpace(local.ok("--host", h, "open", fe.r.work[h])))
+			}
+		}
+	case "hosts":
 		var hosts map[string]*kenv
 		local, hosts = fleetEnvs(b)
 		envOf = hosts
@@ -62,7 +78,7 @@ func mergedTail(b *testing.B, overHosts bool) {
 				agents = append(agents, strings.TrimSpace(local.ok("--host", h, "open", hosts[h].work)))
 			}
 		}
-	} else {
+	default:
 		local = newFakeEnv(b)
 		envOf = map[string]*kenv{"": local}
 		args = nil

@@ -210,7 +210,7 @@ func newFleet() (f *fleet, err error) {
 			return f, fmt.Errorf("host %s: %w", h.name, err)
 		}
 	}
-	if err = f.writeClientFiles(f.sshConfig, nil, nil); err != nil {
+	if err = f.writeClientFiles(f.sshConfig, nil, nil, ""); err != nil {
 		return f, err
 	}
 	// Each host answers, as its user, with the run's keys, and finds the
@@ -300,11 +300,12 @@ func (f *fleet) makeHost(h *fleetHost, clientPub []byte) error {
 		return err
 	}
 	// What the remote daemon and its agents need, as sshd gives it to
-	// every session: kaimon on PATH, the claude CLI talking to this
-	// namespace's fake API, as newEnv sets it up locally.
+	// every session: kaimon on PATH, the claude CLI's settings for this
+	// namespace's fake API, as newEnv sets it up locally. Which claude
+	// runs (KAIMON_CLAUDE_BIN) the client's config sends (AcceptEnv), so
+	// that a benchmark's remote daemons can run fakeclaude.
 	env := append([]string{
 		"PATH=" + binDir + ":/usr/local/bin:/usr/bin:/bin",
-		"KAIMON_CLAUDE_BIN=" + f.claude,
 		"NO_COLOR=1",
 	}, agents.ClaudeOffline(h.api.URL(), filepath.Join(h.home, "tmp"))...)
 	cfg := filepath.Join(etc, "sshd_config")
@@ -346,7 +347,7 @@ ClientAliveInterval 2
 ClientAliveCountMax 3
 MaxStartups 64:30:128
 LogLevel INFO
-AcceptEnv KAIMON_HOME
+AcceptEnv KAIMON_HOME KAIMON_CLAUDE_BIN
 SetEnv %s
 `, h.name, f.tag, listen.String(), hostKey, h.user, forwarding, strings.Join(env, " "))
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
@@ -457,9 +458,10 @@ func fakeAPIIn(ns string) (*fakeapi.Server, error) {
 // writeClientFiles writes the known_hosts pinning each host's key at
 // every address (once) and an ssh config at path with a block per host;
 // remoteHome, when not nil, names the KAIMON_HOME each host's sessions get
-// (SetEnv), and via the link an alias reaches a host by (default: its
-// main link).
-func (f *fleet) writeClientFiles(path string, remoteHome map[string]string, via map[string]*fleetLink) error {
+// (SetEnv), via the link an alias reaches a host by (default: its main
+// link), and claude the agent program the sessions' daemons run
+// (KAIMON_CLAUDE_BIN; "" is the real claude CLI).
+func (f *fleet) writeClientFiles(path string, remoteHome map[string]string, via map[string]*fleetLink, claude string) error {
 	if f.knownHosts == "" {
 		f.knownHosts = filepath.Join(f.dir, "known_hosts")
 		var kh strings.Builder
@@ -490,9 +492,14 @@ func (f *fleet) writeClientFiles(path string, remoteHome map[string]string, via 
 			fmt.Fprintf(&b, " %s", l.addr)
 		}
 		fmt.Fprintf(&b, "\n\tUser %s\n\tPort 22\n", h.user)
-		if rh := remoteHome[h.name]; rh != "" {
-			fmt.Fprintf(&b, "\tSetEnv KAIMON_HOME=%s\n", rh)
+		if claude == "" {
+			claude = f.claude
 		}
+		fmt.Fprintf(&b, "\tSetEnv KAIMON_CLAUDE_BIN=%s", claude)
+		if rh := remoteHome[h.name]; rh != "" {
+			fmt.Fprintf(&b, " KAIMON_HOME=%s", rh)
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, `Host *
 	IdentityFile %s
@@ -565,6 +572,7 @@ type remote struct {
 	home      map[string]string     // host name → remote KAIMON_HOME
 	work      map[string]string     // host name → a project directory there
 	via       map[string]*fleetLink // host name → the link it is reached by, when not the main one
+	claude    string                // the remote daemons' agent program; "" is the real claude CLI
 }
 
 // newRemote gives test t remote homes on every host and an ssh config
@@ -579,7 +587,14 @@ func (f *fleet) newRemote(t testing.TB, dir string) *remote {
 // their main ones (a spareLink).
 func (f *fleet) newRemoteVia(t testing.TB, dir string, via map[string]*fleetLink) *remote {
 	t.Helper()
-	r := &remote{f: f, sshConfig: filepath.Join(dir, "ssh_config"), home: map[string]string{}, work: map[string]string{}, via: via}
+	return f.newRemoteWith(t, dir, via, "")
+}
+
+// newRemoteWith is newRemoteVia whose remote daemons run claude as their
+// claude CLI (fakeclaude, for a benchmark; "" is the real one).
+func (f *fleet) newRemoteWith(t testing.TB, dir string, via map[string]*fleetLink, claude string) *remote {
+	t.Helper()
+	r := &remote{f: f, sshConfig: filepath.Join(dir, "ssh_config"), home: map[string]string{}, work: map[string]string{}, via: via, claude: claude}
 	n := f.remotes.Add(1)
 	for _, h := range f.hosts {
 		rh := filepath.Join(h.home, "k"+strconv.FormatInt(n, 10))
@@ -592,7 +607,7 @@ func (f *fleet) newRemoteVia(t testing.TB, dir string, via map[string]*fleetLink
 			t.Fatal(err)
 		}
 	}
-	if err := f.writeClientFiles(r.sshConfig, r.home, r.via); err != nil {
+	if err := f.writeClientFiles(r.sshConfig, r.home, r.via, r.claude); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.cleanup(t) })

@@ -36,13 +36,20 @@ func newFleetEnv(t testing.TB) *fleetEnv {
 // the hosts are there.
 func newFleetEnvVia(t testing.TB, via func(*fleet) map[string]*fleetLink) *fleetEnv {
 	t.Helper()
+	return newFleetEnvWith(t, via, "")
+}
+
+// newFleetEnvWith is newFleetEnvVia whose remote daemons run claude as
+// their claude CLI ("" is the real one).
+func newFleetEnvWith(t testing.TB, via func(*fleet) map[string]*fleetLink, claude string) *fleetEnv {
+	t.Helper()
 	f := needFleet(t)
 	e := newEnv(t)
 	var links map[string]*fleetLink
 	if via != nil {
 		links = via(f)
 	}
-	r := f.newRemoteVia(t, e.home, links)
+	r := f.newRemoteWith(t, e.home, links, claude)
 	e.env = append(e.env, "KAIMON_SSH_COMMAND=ssh -F "+r.sshConfig)
 	fe := &fleetEnv{kenv: e, f: f, r: r}
 	for _, h := range f.hosts {
