@@ -44,6 +44,15 @@ func run(m *testing.M) int {
 	args := []string{"build", "-o", dir}
 	if os.Getenv("KAIMON_E2E_RACE") != "" {
 		args = append(args, "-race") // the daemon under the race detector
+		// Every process started from here (newEnv passes it on, as the
+		// fleet's sshd does) exits without the race runtime's default
+		// one-second sleep, which it takes at every exit to let other
+		// threads finish their reports: the e2e tests run the race-built
+		// kaimon thousands of times (TestCompletionInRealShells alone
+		// took 241 s, mostly asleep). 50 ms still lets a report end.
+		if os.Getenv("GORACE") == "" {
+			os.Setenv("GORACE", raceOptions)
+		}
 	}
 	build := exec.Command("go", append(args, "./cmd/kaimon", "./cmd/kaimon-agentd")...)
 	build.Dir = agents.RepoRoot()
@@ -59,6 +68,10 @@ func run(m *testing.M) int {
 	}
 	return code
 }
+
+// raceOptions are the race runtime's options for the binaries the tests
+// run (see run).
+const raceOptions = "atexit_sleep_ms=50"
 
 // parallelized holds the tests that parallel has let go.
 var parallelized sync.Map
@@ -130,6 +143,7 @@ func newEnv(t testing.TB, extra ...string) *kenv {
 		"PATH":                os.Getenv("PATH"),
 		"XDG_RUNTIME_DIR":     "",
 		"KAIMON_NO_AUTOSTART": "",
+		"GORACE":              os.Getenv("GORACE"),
 	}
 	// The CLI leaves /tmp/claude-<uid>/… behind: its TMPDIR is our dir.
 	for _, kv := range agents.ClaudeOffline(e.api.URL(), filepath.Join(home, "tmp")) {
