@@ -259,9 +259,10 @@ const rejoinMax = 30 * time.Second
 // doubling, up to rejoinMax), its agents followed from when it answers;
 // the tail ends with exit 1 at once only when no host at all answered.
 // A host whose stream breaks later is reconnected by follow.Remote and
-// resumed by seq: nothing authoritative is lost. A follower that ends
-// (this machine's daemon stopped; a host that refuses the request) is
-// reported, the others go on; the tail exits 1 once all have ended.
+// resumed by seq: nothing authoritative is lost; so is this machine's
+// daemon once it is back (run). A follower that ends (a host that
+// refuses the request) is reported, the others go on; the tail exits 1
+// once all have ended.
 func runTailAll(ctx context.Context, o *tailOptions, f *fleet.Fleet) error {
 	names, err := f.All()
 	if err != nil {
@@ -318,7 +319,7 @@ func runTailAll(ctx context.Context, o *tailOptions, f *fleet.Fleet) error {
 					return
 				}
 			}
-			m.run(ctx, s.h, s.fw)
+			m.run(ctx, f, s.h, s.fw)
 		}()
 	}
 	run.Wait()
@@ -383,8 +384,46 @@ func (m *tailMerge) rejoin(ctx context.Context, f *fleet.Fleet, h *tailHost) *fo
 
 // run hands host h's envelopes to the printer until ctx ends, output
 // fails (which ends every host's) or h's stream ends (said on stderr).
-func (m *tailMerge) run(ctx context.Context, h *tailHost, fw *follow.Follower) {
-	defer fw.Close()
+// This machine's daemon going away is not an end: it is followed again
+// once it is back (rejoinLocal).
+func (m *tailMerge) run(ctx context.Context, f *fleet.Fleet, h *tailHost, fw *follow.Follower) {
+	for fw != nil {
+		err := m.follow(ctx, h, fw)
+		lasts := fw.Lasts()
+		fw.Close()
+		var se *follow.SourceError
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.As(err, &se) && fleet.IsLocal(h.name):
+			m.note("kaimon: tail: this machine's daemon went away (%v); its agents are followed again when it is back\n", se.Err)
+			fw = m.rejoinLocal(ctx, f, h, lasts)
+		case errors.As(err, &se):
+			m.note("kaimon: tail: the stream ended (%v); the other hosts' go on\n", fleet.Named(h.name, se.Err))
+			return
+		case err != nil:
+			m.mu.Lock()
+			if m.err == nil {
+				m.err = err
+			}
+			m.mu.Unlock()
+			m.cancel()
+			return
+		}
+	}
+}
+
+// emitter is what hands host h's envelopes to the shared printer.
+func (m *tailMerge) emitter(h *tailHost) follow.Emit {
+	return func(e *follow.Envelope) error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.p.emitFrom(h, e)
+	}
+}
+
+// follow runs fw into the printer until it ends, and returns why.
+func (m *tailMerge) follow(ctx context.Context, h *tailHost, fw *follow.Follower) error {
 	fw.Lost = func(agent string, from, to uint64, n int) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -404,23 +443,45 @@ func (m *tailMerge) run(ctx context.Context, h *tailHost, fw *follow.Follower) {
 		m.note("kaimon: tail: agent %s: %v; its stream goes on from here\n", h.shown(agent), err)
 		return nil
 	}
-	err := fw.Run(ctx, func(e *follow.Envelope) error {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return m.p.emitFrom(h, e)
-	})
-	var se *follow.SourceError
-	switch {
-	case ctx.Err() != nil:
-	case errors.As(err, &se):
-		m.note("kaimon: tail: the stream ended (%v); the other hosts' go on\n", fleet.Named(h.name, se.Err))
-	case err != nil:
-		m.mu.Lock()
-		if m.err == nil {
-			m.err = err
+	return fw.Run(ctx, m.emitter(h))
+}
+
+// rejoinLocal waits for this machine's daemon to be back (it never starts
+// one: a tail is no reason to) and follows it again, each agent seen
+// before resumed after the seq it was at (lasts): what its log gained
+// meanwhile (a lost daemon's ending, which the next one writes) is
+// printed first, so nothing authoritative falls in the break. Nil when
+// ctx ends first.
+func (m *tailMerge) rejoinLocal(ctx context.Context, f *fleet.Fleet, h *tailHost, lasts map[string]uint64) *follow.Follower {
+	wait := 200 * time.Millisecond
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
 		}
-		m.mu.Unlock()
-		m.cancel()
+		wait = min(2*wait, rejoinMax)
+		cl, err := f.Client(ctx, h.name)
+		if err != nil {
+			continue
+		}
+		if _, err := cl.Ping(ctx); err != nil {
+			continue
+		}
+		fw, err := follow.Dial(ctx, cl, []string{m.p.o.Channels[0]})
+		if err != nil {
+			continue
+		}
+		emit := m.emitter(h)
+		for agent, seq := range lasts {
+			if err := fw.Replay(agent, seq, emit); err != nil {
+				m.note("kaimon: tail: agent %s: %v; its stream goes on from here\n", h.shown(agent), err)
+			}
+		}
+		m.note("kaimon: tail: this machine's daemon is back: its agents are followed again from where they were\n")
+		return fw
 	}
 }
 

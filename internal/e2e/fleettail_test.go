@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -309,5 +310,49 @@ func TestMonitorAllHosts(t *testing.T) {
 	r := local.kaimon("monitor", "--once", "--all-hosts")
 	if r.code != 1 || !strings.Contains(r.stderr, "host h3") || hostRow(r.stdout, "h2", ids["h2"]) == "" {
 		t.Errorf("monitor --once --all-hosts with h3 unreachable: %s", r)
+	}
+}
+
+// A merged tail goes on through a loss of this machine's daemon: it says
+// so, starts no daemon of its own, and once one is back follows it again,
+// each agent resumed after the seq it was at, so that what the next
+// daemon wrote in the log of the agent the lost one left (its error, the
+// failed result, dead) and the turns after are printed once, in order,
+// with no gap and no loss reported for the jump in seq.
+func TestTailAllHostsRejoinsThisMachine(t *testing.T) {
+	local := newFakeEnv(t)
+	id := strings.TrimSpace(local.ok("open", local.work))
+	tail := local.tail("--all-hosts")
+	untilTailHasAll(t, tail, []string{id}, 60*time.Second, func(id string) { local.ok("send", id, "stream 20 chunks") })
+	if err := syscall.Kill(local.daemonPID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the tail to say this machine's daemon went away", 30*time.Second, func() bool {
+		return strings.Contains(tail.stderr.String(), "this machine's daemon went away")
+	})
+	time.Sleep(time.Second) // the tail's first tries to rejoin
+	if _, err := local.client().Ping(context.Background()); err == nil {
+		t.Fatal("a daemon is running again: the tail started one")
+	}
+	local.ok("daemon", "start")
+	waitFor(t, "the tail to follow this machine again", 30*time.Second, func() bool {
+		return strings.Contains(tail.stderr.String(), "this machine's daemon is back")
+	})
+	waitFor(t, "the next daemon's ending of the lost agent in the tail", 30*time.Second, func() bool {
+		return slices.ContainsFunc(merged(t, tail), func(e hostEnvelope) bool {
+			return e.AgentID == id && e.Kind == event.Status && strings.Contains(string(e.Data), `"dead"`)
+		})
+	})
+	local.ok("open", "--id", id, local.work)
+	local.ok("send", id, "stream 20 chunks")
+	waitFor(t, "the turn after the reopen in the tail", 30*time.Second, func() bool {
+		envs := merged(t, tail)
+		return slices.ContainsFunc(envs, func(e hostEnvelope) bool {
+			return e.AgentID == id && e.Kind == event.Result && e.Seq > 1<<16
+		})
+	})
+	checkMergedAgainstLogs(t, merged(t, tail), []string{id}, func(_, id string) []event.Record { return local.logOf(id) })
+	if s := tail.stderr.String(); strings.Contains(s, "lost") {
+		t.Errorf("the tail reported a loss across the daemon's restart:\n%s", s)
 	}
 }

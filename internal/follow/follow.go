@@ -205,6 +205,23 @@ func (f *Follower) Skip(agent string) (uint64, error) {
 	return last, nil
 }
 
+// Lasts returns, for each agent the follower has handed on an envelope
+// of (or started with Skip or Replay), the seq it is at: where a follow of
+// the same daemon begun anew resumes that agent (Replay) after a break.
+func (f *Follower) Lasts() map[string]uint64 {
+	out := map[string]uint64{}
+	for a, seq := range f.starts {
+		out[a] = seq
+	}
+	for a, seq := range f.lasts {
+		out[a] = seq
+	}
+	for a, j := range f.joins {
+		out[a] = j.Last()
+	}
+	return out
+}
+
 // Torn reports a last line of agent's log without its newline to Bad:
 // call it after Replay when no one writes that log any more (the agent is
 // dead), where such a line can only be torn.
