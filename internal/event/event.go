@@ -127,21 +127,15 @@ func Authoritative(kind Kind, data []byte) bool {
 	return true
 }
 
-// Renumbered reports whether an envelope of kind with data is one where
-// an agent's numbering may jump: the first a daemon publishes for an agent
-// whose daemon was lost (the error whose data holds RenumberedKey), which
-// numbers on from the ceiling the agent's record reserved, past every seq
-// the lost daemon may have issued; or the status "starting" that opens
-// each life of an agent. The seqs skipped up to it were never issued, so
-// a reader takes the jump as the restart it is, not as envelopes lost.
+// Renumbered reports whether an envelope of kind with data is the first a
+// daemon published for an agent whose daemon was lost: the error whose
+// data holds RenumberedKey, numbered from the ceiling the agent's record
+// reserved, past every seq the lost daemon may have issued. What lies
+// between the last seq a reader has and that one cannot be told apart
+// (never issued, or streamed by the lost daemon and missed), so a reader
+// does not count that jump as envelopes lost.
 func Renumbered(kind Kind, data []byte) bool {
-	switch kind {
-	case Status:
-		return bytes.Contains(data, startingStatus)
-	case Error:
-		return bytes.Contains(data, renumbered)
-	}
-	return false
+	return kind == Error && bytes.Contains(data, renumbered)
 }
 
 // RenumberedKey is the key, set to true in the data of an error's data,
@@ -149,10 +143,7 @@ func Renumbered(kind Kind, data []byte) bool {
 // (Renumbered).
 const RenumberedKey = "renumbered"
 
-var (
-	startingStatus = []byte(`"status":"starting"`)
-	renumbered     = []byte(`"` + RenumberedKey + `":true`)
-)
+var renumbered = []byte(`"` + RenumberedKey + `":true`)
 
 // TextOf returns the text of an assistant_text, thought or user_text's
 // data (content.text). The data NewText builds is read without a parse

@@ -101,8 +101,9 @@ func (j *Join) Torn() {
 // the log holds before it that was not emitted yet, and reports whether
 // the live envelope is new, which the caller then emits (after the log's,
 // so in order); false is a duplicate, to drop. A jump up to a renumbered
-// envelope (live, or filled from the log) is not a loss: its seqs were
-// never issued.
+// envelope (live, or filled from the log) is not counted as lost (see
+// event.Renumbered); Lost hears of the other gaps the log cannot fill, as
+// one report: their count, from the first seq missing to the last.
 func (j *Join) Live(seq uint64, renumbered bool) (fresh bool, err error) {
 	if j.fromLive && !j.live {
 		j.last = seq - 1
@@ -110,28 +111,45 @@ func (j *Join) Live(seq uint64, renumbered bool) (fresh bool, err error) {
 	if seq <= j.last {
 		return false, nil
 	}
-	if from := j.last + 1; seq > from {
-		lost, prev := uint64(0), j.last
+	if seq > j.last+1 {
+		var g gaps
+		prev := j.last
 		err := j.cur.Read(j.last, seq, func(r *event.Record) error {
-			if !event.Renumbered(r.Kind, r.Data) {
-				lost += r.Seq - prev - 1
+			if r.Seq <= prev {
+				return nil // a damaged log's repeat: emitted already
 			}
+			g.add(prev, r.Seq, event.Renumbered(r.Kind, r.Data))
 			prev = r.Seq
 			return j.emitRecord(r)
 		})
 		if err != nil {
 			return false, err
 		}
-		if !renumbered {
-			lost += seq - prev - 1
-		}
-		if lost > 0 && j.live && j.Lost != nil {
-			j.Lost(j.Agent, from, seq-1, int(lost))
+		g.add(prev, seq, renumbered)
+		if g.n > 0 && j.live && j.Lost != nil {
+			j.Lost(j.Agent, g.from, g.to, int(g.n))
 		}
 	}
 	j.live = true
 	j.last = seq
 	return true, nil
+}
+
+// gaps sums the seqs missing between envelopes: n of them, from the first
+// to the last.
+type gaps struct{ n, from, to uint64 }
+
+// add takes the seqs missing between prev and next (next > prev), unless
+// next is renumbered (event.Renumbered).
+func (g *gaps) add(prev, next uint64, renumbered bool) {
+	if renumbered || next <= prev+1 {
+		return
+	}
+	if g.n == 0 {
+		g.from = prev + 1
+	}
+	g.n += next - prev - 1
+	g.to = next - 1
 }
 
 // Close releases the log file.

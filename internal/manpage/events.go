@@ -94,10 +94,10 @@ func Events() string {
 		"above it. When seq jumps on the live side, the bus dropped envelopes: read the missing authoritative events " +
 		"from the log (the chunks are lost, and the complete blocks that follow make up for them). A consumer that " +
 		"restarts resumes after the last seq it handled.\n\n" +
-		"One jump is not a loss: after its daemon was lost, an agent's numbering goes on past every seq the lost daemon " +
-		"may have issued (up to 65536 ahead), and the first envelope of it is the error saying so, whose data.data holds " +
-		"\"" + event.RenumberedKey + "\": true (a status \"starting\" also begins a new life of the agent). The seqs skipped " +
-		"up to such an envelope were never issued; kaimon tail does not report them lost.\n\n" +
+		"One jump is not counted as a loss: after its daemon was lost, an agent's numbering goes on past every seq the " +
+		"lost daemon may have issued, and the first envelope of it is the error saying so, whose data.data holds \"" +
+		event.RenumberedKey + "\": true. What lies between the last seq a consumer has and that one cannot be told apart " +
+		"(never issued, or streamed and missed); kaimon tail does not report it lost.\n\n" +
 		"kaimon tail agent:<id> --since SEQ does exactly this and prints the envelopes, one a line:")
 	r.raw(".sp")
 	r.literal("kaimon tail agent:$id --since 41 --no-deltas | jq -c .")
