@@ -388,8 +388,9 @@ func (m *tailMerge) rejoin(ctx context.Context, f *fleet.Fleet, h *tailHost) *fo
 // once it is back (rejoinLocal).
 func (m *tailMerge) run(ctx context.Context, f *fleet.Fleet, h *tailHost, fw *follow.Follower) {
 	for fw != nil {
-		err := m.follow(ctx, h, fw)
-		lasts := fw.Lasts()
+		m.hook(h, fw)
+		err := fw.Run(ctx, m.emitter(h))
+		lasts := fw.Lasts() // before Close, which lets the joins go
 		fw.Close()
 		var se *follow.SourceError
 		switch {
@@ -402,28 +403,35 @@ func (m *tailMerge) run(ctx context.Context, f *fleet.Fleet, h *tailHost, fw *fo
 			m.note("kaimon: tail: the stream ended (%v); the other hosts' go on\n", fleet.Named(h.name, se.Err))
 			return
 		case err != nil:
-			m.mu.Lock()
-			if m.err == nil {
-				m.err = err
-			}
-			m.mu.Unlock()
-			m.cancel()
+			m.failed(err)
 			return
 		}
 	}
 }
 
-// emitter is what hands host h's envelopes to the shared printer.
+// emitter is what hands host h's envelopes to the shared printer; its
+// errors are outputErrors.
 func (m *tailMerge) emitter(h *tailHost) follow.Emit {
 	return func(e *follow.Envelope) error {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		return m.p.emitFrom(h, e)
+		if err := m.p.emitFrom(h, e); err != nil {
+			return &outputError{err}
+		}
+		return nil
 	}
 }
 
-// follow runs fw into the printer until it ends, and returns why.
-func (m *tailMerge) follow(ctx context.Context, h *tailHost, fw *follow.Follower) error {
+// outputError is an error of the merged tail's output, which ends every
+// host's follow; it reads as the error it wraps.
+type outputError struct{ err error }
+
+func (e *outputError) Error() string { return e.err.Error() }
+func (e *outputError) Unwrap() error { return e.err }
+
+// hook sets what fw tells the printer besides envelopes: before any
+// Replay or Run, as each agent's join takes them when it starts.
+func (m *tailMerge) hook(h *tailHost, fw *follow.Follower) {
 	fw.Lost = func(agent string, from, to uint64, n int) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -443,26 +451,35 @@ func (m *tailMerge) follow(ctx context.Context, h *tailHost, fw *follow.Follower
 		m.note("kaimon: tail: agent %s: %v; its stream goes on from here\n", h.shown(agent), err)
 		return nil
 	}
-	return fw.Run(ctx, m.emitter(h))
+}
+
+// failed ends every host's follow with err, the first error of output.
+func (m *tailMerge) failed(err error) {
+	m.mu.Lock()
+	if m.err == nil {
+		m.err = err
+	}
+	m.mu.Unlock()
+	m.cancel()
 }
 
 // rejoinLocal waits for this machine's daemon to be back (it never starts
 // one: a tail is no reason to) and follows it again, each agent seen
 // before resumed after the seq it was at (lasts): what its log gained
 // meanwhile (a lost daemon's ending, which the next one writes) is
-// printed first, so nothing authoritative falls in the break. Nil when
-// ctx ends first.
+// printed first, so nothing authoritative falls in the break. It asks
+// every rejoinLocalEvery, a Ping on a local socket being cheap, so that
+// the agents a new daemon opens are joined from their start. Nil when
+// ctx ends first, or output failed.
 func (m *tailMerge) rejoinLocal(ctx context.Context, f *fleet.Fleet, h *tailHost, lasts map[string]uint64) *follow.Follower {
-	wait := 200 * time.Millisecond
+	tick := time.NewTicker(rejoinLocalEvery)
+	defer tick.Stop()
 	for {
-		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return nil
-		case <-t.C:
+		case <-tick.C:
 		}
-		wait = min(2*wait, rejoinMax)
 		cl, err := f.Client(ctx, h.name)
 		if err != nil {
 			continue
@@ -474,9 +491,19 @@ func (m *tailMerge) rejoinLocal(ctx context.Context, f *fleet.Fleet, h *tailHost
 		if err != nil {
 			continue
 		}
+		m.hook(h, fw)
 		emit := m.emitter(h)
 		for agent, seq := range lasts {
-			if err := fw.Replay(agent, seq, emit); err != nil {
+			err := fw.Replay(agent, seq, emit)
+			switch {
+			case ctx.Err() != nil:
+				fw.Close()
+				return nil
+			case errors.As(err, new(*outputError)):
+				fw.Close()
+				m.failed(err)
+				return nil
+			case err != nil:
 				m.note("kaimon: tail: agent %s: %v; its stream goes on from here\n", h.shown(agent), err)
 			}
 		}
@@ -484,6 +511,10 @@ func (m *tailMerge) rejoinLocal(ctx context.Context, f *fleet.Fleet, h *tailHost
 		return fw
 	}
 }
+
+// rejoinLocalEvery is how often a merged tail asks whether this machine's
+// daemon is back.
+const rejoinLocalEvery = time.Second
 
 // note writes a line on stderr, after what output holds.
 func (m *tailMerge) note(format string, a ...any) {

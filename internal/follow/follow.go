@@ -208,6 +208,8 @@ func (f *Follower) Skip(agent string) (uint64, error) {
 // Lasts returns, for each agent the follower has handed on an envelope
 // of (or started with Skip or Replay), the seq it is at: where a follow of
 // the same daemon begun anew resumes that agent (Replay) after a break.
+// Call it before Close, which lets the joins go. Without a Log it knows
+// only the agents it kept for Lost.
 func (f *Follower) Lasts() map[string]uint64 {
 	out := map[string]uint64{}
 	for a, seq := range f.starts {
