@@ -16,14 +16,15 @@ if [ "$(id -u)" != 0 ]; then
 	exit 2
 fi
 scripts/setup-test.sh >/dev/null
-env_file=$(mktemp -u /tmp/kaimon-fleet-playground.XXXXXX)
+dir=$(mktemp -d "${TMPDIR:-/tmp}/kaimon-fleet-playground.XXXXXX")
+env_file=$dir/env
 FLEET_PLAYGROUND_ENV="$env_file" go test ./internal/e2e -count=1 -run '^TestFleetPlayground$' -v -timeout 70m \
 	> "$env_file.log" 2>&1 < /dev/null &
 tester=$!
 end() {
 	rm -f "$env_file"
 	wait "$tester" || { echo "fleet-playground: the tear-down failed:" >&2; tail -20 "$env_file.log" >&2; }
-	rm -f "$env_file.log"
+	rm -rf "$dir"
 }
 trap end EXIT
 for _ in $(seq 600); do

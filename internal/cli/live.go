@@ -277,7 +277,11 @@ wait:
 				defer wrote()
 				ictx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 				defer cancel()
-				ictx = httptrace.WithClientTrace(ictx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote() }})
+				ictx = httptrace.WithClientTrace(ictx, &httptrace.ClientTrace{WroteRequest: func(w httptrace.WroteRequestInfo) {
+					if w.Err == nil { // a failed write may be retried; the request's end closes sent anyway
+						wrote()
+					}
+				}})
 				r, err := cl.Interrupt(ictx, &verbs.InterruptArgs{AgentID: id})
 				switch {
 				case err != nil:

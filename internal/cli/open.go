@@ -100,7 +100,7 @@ func openCmd() *cli.Command {
 			if c.NArg() == 1 {
 				dir = c.Args().First()
 			}
-			if err := checkRemoteDir(c, dir); err != nil {
+			if err := checkRemotePaths(c, dir); err != nil {
 				return err
 			}
 			a, err := openArgs(c, dir)
@@ -120,10 +120,10 @@ func openCmd() *cli.Command {
 	})
 }
 
-// checkRemoteDir refuses a relative DIR, or a relative --mcp-config, for
+// checkRemotePaths refuses a relative DIR, or a relative --mcp-config, for
 // an agent opened on another host (--host, or --id NAME/ID): this
 // machine's directory means nothing there, and the file is read there.
-func checkRemoteDir(c *cli.Context, dir string) error {
+func checkRemotePaths(c *cli.Context, dir string) error {
 	host, remote := remoteHost(c, c.String("id"))
 	if !remote {
 		return nil

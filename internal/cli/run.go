@@ -61,7 +61,7 @@ func runCmd() *cli.Command {
 				return err
 			}
 			if oneShot {
-				if err := checkRemoteDir(c, c.String(oneShotFlag)); err != nil {
+				if err := checkRemotePaths(c, c.String(oneShotFlag)); err != nil {
 					return err
 				}
 				a, err := openArgs(c, c.String(oneShotFlag))

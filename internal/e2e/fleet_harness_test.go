@@ -307,7 +307,7 @@ func (f *fleet) makeHost(h *fleetHost, clientPub []byte) error {
 	env := append([]string{
 		"PATH=" + binDir + ":/usr/local/bin:/usr/bin:/bin",
 		"NO_COLOR=1",
-		"GORACE=" + raceOptions, // as run sets it for every local process
+		"GORACE=" + os.Getenv("GORACE"), // what run set for every local process
 	}, agents.ClaudeOffline(h.api.URL(), filepath.Join(h.home, "tmp"))...)
 	cfg := filepath.Join(etc, "sshd_config")
 	// h1 lets a client forward a connection to a unix socket of its
