@@ -54,8 +54,10 @@ type doctorReport struct {
 }
 
 // versionWait bounds an agent program's `--version`: a program that hangs
-// instead of answering is itself a finding.
-const versionWait = 10 * time.Second
+// instead of answering is itself a finding. gemini-cli's takes 3.2 s of
+// CPU here (3.9 s on an idle machine), and more than 10 s on a busy one:
+// a slow start is not a hang.
+const versionWait = 30 * time.Second
 
 // agentProgram is a program some backend runs, found as that backend finds it.
 type agentProgram struct {
