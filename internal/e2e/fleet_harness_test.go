@@ -13,9 +13,10 @@ package e2e
 //
 // A run killed before TestMain's end (go test's -timeout panics) cannot
 // tear its hosts down. Everything it made is named for its pid, kmf<PID>:
-// the namespaces (ip netns pids / del kmf<PID>-h1), the users (userdel
-// kmf<PID>h1), the temp dir ($TMPDIR/kmf<PID>-*); deleting a namespace
-// takes its links with it.
+// the namespaces (kmf<PID>-h1), the users (kmf<PID>h1), the temp dir
+// ($TMPDIR/kmf<PID>-*); deleting a namespace takes its links with it. The
+// next run that makes hosts sweeps what a run no longer alive left
+// (sweepStaleFleets).
 
 import (
 	"bytes"
@@ -29,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -146,6 +148,7 @@ func fleetMissing() string {
 
 // newFleet makes the two hosts. On failure it undoes what it made.
 func newFleet() (f *fleet, err error) {
+	sweepStaleFleets()
 	f = &fleet{tag: fmt.Sprintf("kmf%d", os.Getpid())}
 	defer func() {
 		if err != nil {
@@ -763,6 +766,50 @@ func (f *fleet) teardown() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// staleFleet matches the names a run's hosts are given (fleet.tag).
+var staleFleet = regexp.MustCompile(`^kmf([0-9]+)(?:-h[0-9]+|h[0-9]+|-.+)$`)
+
+// sweepStaleFleets removes what runs that are no longer alive left of
+// their hosts (a run killed by go test's -timeout): the processes in
+// their namespaces, the namespaces, the users and the temp dirs, each
+// named for the run's pid. A pid still alive is left alone, whatever it
+// now is.
+func sweepStaleFleets() {
+	dead := func(name string) bool {
+		m := staleFleet.FindStringSubmatch(name)
+		if m == nil {
+			return false
+		}
+		pid, err := strconv.Atoi(m[1])
+		return err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == syscall.ESRCH
+	}
+	if out, err := exec.Command("ip", "netns", "list").Output(); err == nil {
+		for _, l := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(l); len(f) > 0 && dead(f[0]) {
+				for _, pid := range netnsPids(f[0]) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+				waitGone(func() bool { return len(netnsPids(f[0])) == 0 }, 5*time.Second)
+				_ = runCmd("ip", "netns", "del", f[0])
+			}
+		}
+	}
+	if b, err := os.ReadFile("/etc/passwd"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if user, _, _ := strings.Cut(l, ":"); dead(user) {
+				_ = runCmd("userdel", user)
+			}
+		}
+	}
+	if entries, err := os.ReadDir(os.TempDir()); err == nil {
+		for _, e := range entries {
+			if e.IsDir() && dead(e.Name()) {
+				_ = os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
+			}
+		}
+	}
 }
 
 // teardownFleet tears down the run's hosts if a test made them; TestMain
