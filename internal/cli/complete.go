@@ -262,6 +262,7 @@ type level struct {
 	isHelp   bool         // the command is urfave's help
 	helpOf   *cli.Command // whose help: nil for kaimon help
 	flags    []cli.Flag
+	globals  []cli.Flag      // the global flags that may follow cmd (globalsAfter)
 	set      map[string]bool // primary names of the flags given
 	pos      []string        // positional words
 	cmdDone  bool            // a positional that is not a subcommand was seen
@@ -284,7 +285,7 @@ func (k *completer) complete(words []string) completion {
 		}
 		if !onlyPos && strings.HasPrefix(w, "-") && w != "-" {
 			name, _, inline := strings.Cut(strings.TrimLeft(w, "-"), "=")
-			f := findFlag(lv.flags, name)
+			f := lv.flag(name)
 			if f == nil {
 				continue
 			}
@@ -307,6 +308,7 @@ func (k *completer) complete(words []string) completion {
 				lv.flags = helpFlags()
 				if sub != nil {
 					lv.flags = append(slices.Clone(sub.Flags), lv.flags...)
+					lv.globals = globalsAfter(k.app, sub)
 				}
 				continue
 			}
@@ -319,13 +321,19 @@ func (k *completer) complete(words []string) completion {
 	}
 	if !onlyPos && strings.HasPrefix(cur, "-") {
 		if name, val, ok := strings.Cut(cur, "="); ok {
-			f := findFlag(lv.flags, strings.TrimLeft(name, "-"))
+			f := lv.flag(strings.TrimLeft(name, "-"))
 			if f == nil || !takesValue(f) {
 				return completion{}
 			}
 			return k.values(k.flagSpec(lv, f), val, name+"=")
 		}
-		return filter(flagCandidates(lv.flags), cur)
+		// The command's flags; the global ones only when none of those
+		// fits (kaimon list --ho), so that --<TAB> lists what is the
+		// command's.
+		if c := filter(flagCandidates(lv.flags), cur); len(c.cands) > 0 || len(lv.globals) == 0 {
+			return c
+		}
+		return filter(flagCandidates(lv.globals), cur)
 	}
 	if lv.isHelp {
 		// help [COMMAND [SUBCOMMAND]]: walk the names typed so far.
@@ -346,6 +354,15 @@ func (k *completer) complete(words []string) completion {
 		return filter(k.commandCandidates(lv.cmd, true), cur)
 	}
 	return k.values(k.positionalSpec(lv), cur, "")
+}
+
+// flag is the flag named name at this level: the command's, else a
+// global one given after the command.
+func (lv *level) flag(name string) cli.Flag {
+	if f := findFlag(lv.flags, name); f != nil {
+		return f
+	}
+	return findFlag(lv.globals, name)
 }
 
 func (k *completer) globalFlags() []cli.Flag {

@@ -208,9 +208,10 @@ func TestCompleteCoversTheTree(t *testing.T) {
 	}
 }
 
-// --host completes local and the configured hosts.
+// --host completes local and the configured hosts, before the command or
+// after it (where the CLI takes global flags too).
 func TestCompleteHosts(t *testing.T) {
-	for _, words := range [][]string{{"--host", ""}, {"--host=", ""}} {
+	for _, words := range [][]string{{"--host", ""}, {"--host=", ""}, {"list", "--host", ""}, {"status", "--host", ""}} {
 		k := &completer{app: NewApp(), hosts: func() map[string]fleet.Host {
 			return map[string]fleet.Host{"h2": {URL: "ssh://h2"}, "h1": {URL: "ssh://me@h1"}}
 		}}
@@ -228,6 +229,33 @@ func TestCompleteHosts(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%q: %q, want %q", words, got, want)
 		}
+	}
+}
+
+// A global flag after the command is completed when none of the
+// command's fits, and its value is not taken for a positional.
+func TestCompleteGlobalFlagsAfterTheCommand(t *testing.T) {
+	k := &completer{app: NewApp(), hosts: func() map[string]fleet.Host { return map[string]fleet.Host{"h1": {URL: "ssh://h1"}} }}
+	values := func(words ...string) []string {
+		var got []string
+		for _, c := range k.complete(words).cands {
+			got = append(got, c.value)
+		}
+		return got
+	}
+	if got := values("list", "--ho"); !slices.Equal(got, []string{"--host"}) {
+		t.Errorf("list --ho<TAB>: %q, want --host", got)
+	}
+	if got := values("tail", "--no-c"); !slices.Equal(got, []string{"--no-color"}) {
+		t.Errorf("tail --no-c<TAB>: %q, want --no-color", got)
+	}
+	if got := values("send", "x", "--"); slices.Contains(got, "--host") {
+		t.Errorf("send x --<TAB> offers the global --host among the command's own: %q", got)
+	}
+	// The value of --host after the command is not open's DIR: the word
+	// after it is.
+	if got := k.complete([]string{"open", "--host", "h1", ""}); got.directive != directiveDirs {
+		t.Errorf("open --host h1 <TAB>: %+v, want directories", got)
 	}
 }
 

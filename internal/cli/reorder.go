@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -65,11 +66,9 @@ func interspersed(app *cli.App, args []string) []string {
 		}
 	}
 	global := map[string]bool{}
-	for _, f := range app.Flags {
+	for _, f := range globalsAfter(app, cmd) {
 		for _, n := range f.Names() {
-			if _, own := takesValue[n]; !own { // the command's own flag of that name wins
-				global[n] = true
-			}
+			global[n] = true
 		}
 	}
 	var globals, flags, pos []string
@@ -106,6 +105,25 @@ func interspersed(app *cli.App, args []string) []string {
 	if len(pos) > 0 {
 		out = append(out, "--")
 		out = append(out, pos...)
+	}
+	return out
+}
+
+// globalsAfter are the global flags that may follow cmd's name: every one
+// but those cmd has a flag of the same name for (the command's own wins).
+// Completion reads the same list.
+func globalsAfter(app *cli.App, cmd *cli.Command) []cli.Flag {
+	own := map[string]bool{}
+	for _, f := range cmd.Flags {
+		for _, n := range f.Names() {
+			own[n] = true
+		}
+	}
+	var out []cli.Flag
+	for _, f := range app.Flags {
+		if !slices.ContainsFunc(f.Names(), func(n string) bool { return own[n] }) {
+			out = append(out, f)
+		}
 	}
 	return out
 }
