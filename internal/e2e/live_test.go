@@ -486,6 +486,9 @@ func TestLiveTailPretty(t *testing.T) {
 	// --from-start: the log, then live, so that nothing is missed
 	// whenever tail is subscribed.
 	k := e.kaimonPty(t, e.ptyEnv("NO_COLOR=1"), "tail", "agent:"+id, "--from-start", "--pretty")
+	// The held half is a streamed chunk, which no log holds: the tail
+	// must be subscribed before it streams.
+	e.waitTopic("agent:"+id, 1)
 	e.ok("send", id, "please hold")
 	k.waitOutput("> please hold")
 	k.waitOutput(fakeapi.HoldFirst)
