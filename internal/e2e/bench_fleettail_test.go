@@ -60,7 +60,7 @@ func mergedTail(b *testing.B, via string) {
 	case "ssh":
 		// The fleet's real hosts, through real ssh over their namespace
 		// links, their daemons running fakeclaude.
-		fe := newFleetEnvWith(b, nil, fakeClaude(b))
+		fe := newFleetEnvVia(b, nil, fakeClaude(b))
 		local = fe.kenv
 		envOf = map[string]*kenv{}
 		for _, h := range []string{"h1", "h2"} {

@@ -584,19 +584,13 @@ type remote struct {
 // any process of theirs outlives that, and removes the homes.
 func (f *fleet) newRemote(t testing.TB, dir string) *remote {
 	t.Helper()
-	return f.newRemoteVia(t, dir, nil)
+	return f.newRemoteVia(t, dir, nil, "")
 }
 
 // newRemoteVia is newRemote with some hosts reached by other links than
-// their main ones (a spareLink).
-func (f *fleet) newRemoteVia(t testing.TB, dir string, via map[string]*fleetLink) *remote {
-	t.Helper()
-	return f.newRemoteWith(t, dir, via, "")
-}
-
-// newRemoteWith is newRemoteVia whose remote daemons run claude as their
-// claude CLI (fakeclaude, for a benchmark; "" is the real one).
-func (f *fleet) newRemoteWith(t testing.TB, dir string, via map[string]*fleetLink, claude string) *remote {
+// their main ones (a spareLink), and whose remote daemons run claude as
+// their claude CLI (fakeclaude, for a benchmark; "" is the real one).
+func (f *fleet) newRemoteVia(t testing.TB, dir string, via map[string]*fleetLink, claude string) *remote {
 	t.Helper()
 	r := &remote{f: f, sshConfig: filepath.Join(dir, "ssh_config"), home: map[string]string{}, work: map[string]string{}, via: via, claude: claude}
 	n := f.remotes.Add(1)

@@ -28,20 +28,14 @@ type fleetEnv struct {
 
 func newFleetEnv(t testing.TB) *fleetEnv {
 	t.Helper()
-	return newFleetEnvVia(t, nil)
+	return newFleetEnvVia(t, nil, "")
 }
 
 // newFleetEnvVia is newFleetEnv with some hosts reached by links other
-// than their main ones (a spareLink of the test's own). via is called once
-// the hosts are there.
-func newFleetEnvVia(t testing.TB, via func(*fleet) map[string]*fleetLink) *fleetEnv {
-	t.Helper()
-	return newFleetEnvWith(t, via, "")
-}
-
-// newFleetEnvWith is newFleetEnvVia whose remote daemons run claude as
-// their claude CLI ("" is the real one).
-func newFleetEnvWith(t testing.TB, via func(*fleet) map[string]*fleetLink, claude string) *fleetEnv {
+// than their main ones (a spareLink of the test's own; via is called once
+// the hosts are there, and may be nil), and whose remote daemons run
+// claude as their claude CLI ("" is the real one).
+func newFleetEnvVia(t testing.TB, via func(*fleet) map[string]*fleetLink, claude string) *fleetEnv {
 	t.Helper()
 	f := needFleet(t)
 	e := newEnv(t)
@@ -49,7 +43,7 @@ func newFleetEnvWith(t testing.TB, via func(*fleet) map[string]*fleetLink, claud
 	if via != nil {
 		links = via(f)
 	}
-	r := f.newRemoteWith(t, e.home, links, claude)
+	r := f.newRemoteVia(t, e.home, links, claude)
 	e.env = append(e.env, "KAIMON_SSH_COMMAND=ssh -F "+r.sshConfig)
 	fe := &fleetEnv{kenv: e, f: f, r: r}
 	for _, h := range f.hosts {
@@ -310,7 +304,7 @@ func TestFleetLinkDownRun(t *testing.T) {
 	fe := newFleetEnvVia(t, func(f *fleet) map[string]*fleetLink {
 		link = f.spareLink(t, f.host("h1"))
 		return map[string]*fleetLink{"h1": link}
-	})
+	}, "")
 	id := bareID(t, "h1", fe.ok("--host", "h1", "open", fe.r.work["h1"]))
 	fe.ok("run", "h1/"+id, "say exactly: before")
 

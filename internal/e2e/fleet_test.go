@@ -66,7 +66,7 @@ func TestFleetLinkDown(t *testing.T) {
 	f := needFleet(t)
 	h1 := f.host("h1")
 	l := f.spareLink(t, h1)
-	r := f.newRemoteVia(t, t.TempDir(), map[string]*fleetLink{"h1": l})
+	r := f.newRemoteVia(t, t.TempDir(), map[string]*fleetLink{"h1": l}, "")
 	if out, err := r.ssh(30*time.Second, "h1", "true"); err != nil {
 		t.Fatalf("ssh h1 before the link went down: %v: %s", err, out)
 	}

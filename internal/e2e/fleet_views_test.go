@@ -35,7 +35,7 @@ func TestFleetListAllHostsReal(t *testing.T) {
 	fe := newFleetEnvVia(t, func(f *fleet) map[string]*fleetLink {
 		link = f.spareLink(t, f.host("h2"))
 		return map[string]*fleetLink{"h2": link}
-	})
+	}, "")
 	ids := map[string]string{ // host → the id list --all-hosts shows
 		"local": fe.ok("open", fe.work, "--model", fe.replayModel()),
 	}
