@@ -21,6 +21,6 @@ func permitCmd() *cli.Command {
 			return nil, usagef("permit takes %s, not %q", apitype.Join(apitype.Decisions, " or "), decision)
 		}
 		return cl.Permit(c.Context, &verbs.PermitArgs{AgentID: a.Get(0), RequestID: a.Get(1),
-			Decision: decision, Always: c.Bool("always")})
+			Decision: decision, Always: c.Bool("always"), Error: c.String("error")})
 	}, func(r *verbs.PermitResult) string { return apitype.DecisionOf(r.Permitted).Past() })
 }

@@ -132,6 +132,14 @@ func (r *Registry) Answer(agent, id string, d backend.PermissionDecision) error 
 	return verbs.NotFound("agent %s has no pending permission request %q: take the requestId of a permission event without a decision (in the agent's event log, or on its bus channel)", agent, id)
 }
 
+// IsPending says whether agent's request id waits for an answer.
+func (r *Registry) IsPending(agent, id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.pending[key{agent, id}]
+	return ok
+}
+
 // Pending lists agent's pending requests, the first to expire first.
 func (r *Registry) Pending(agent string) []verbs.PendingPermission {
 	r.mu.Lock()

@@ -148,8 +148,22 @@ func (m *Manager) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.Permi
 		return nil, verbs.BadArg("agent_permit: decision must be %s, not %q", apitype.Join(apitype.Decisions, " or "), a.Decision)
 	}
 	allow := a.Decision == apitype.Allow
+	if a.Error != "" && allow {
+		return nil, verbs.BadArg("agent_permit: error goes with deny: it says why the answer could not be used")
+	}
 	msg := "the user " + a.Decision.Past() + " this tool call"
+	if a.Error != "" {
+		msg = "denied: " + a.Error
+	}
 	d := backend.PermissionDecision{Allow: allow, Always: a.Always, By: event.DecidedByUser, Message: msg}
+	if a.Error != "" {
+		// Checked first, so that the error is logged only for a
+		// request that the deny then answers.
+		if !m.permits.IsPending(ag.id, a.RequestID) {
+			return nil, m.permits.Answer(ag.id, a.RequestID, d)
+		}
+		ag.publish(event.NewError(0, "permission request "+a.RequestID+": "+a.Error, nil))
+	}
 	if err := m.permits.Answer(ag.id, a.RequestID, d); err != nil {
 		return nil, err
 	}

@@ -495,6 +495,9 @@ type PermitArgs struct {
 	RequestID string           `json:"request_id"`
 	Decision  apitype.Decision `json:"decision"`
 	Always    bool             `json:"always,omitempty"`
+	// Error says why a deny is given because the answer could not be
+	// used; an error event in the agent's log records it.
+	Error string `json:"error,omitempty"`
 }
 
 // ForgetArgs select dead agents to forget: the ids named, every dead agent
@@ -822,7 +825,8 @@ var All = []*Verb{
 		Args: []Arg{agentID,
 			{Name: "request_id", Type: TString, Required: true, Doc: "The requestId of the agent's pending permission event."},
 			{Name: "decision", Type: TString, Required: true, Enum: apitype.Strings(apitype.Decisions), Doc: "allow lets the tool call run; deny refuses it."},
-			{Name: "always", Type: TBoolean, Default: false, Doc: "Apply the decision to this agent's later requests for the same tool too."}},
+			{Name: "always", Type: TBoolean, Default: false, Doc: "Apply the decision to this agent's later requests for the same tool too."},
+			{Name: "error", Type: TString, Placeholder: "WHY", Doc: "With deny: the answer could not be used, and why (kaimon mcp gives it for an elicitation answered with content that does not fit its schema); an error event in the agent's log records it before the decision."}},
 	}, func(s Service) func(context.Context, *PermitArgs) (*PermitResult, error) { return s.Permit }),
 	verb(Verb{
 		Name: "agent_forget", CLI: "forget", Destructive: true, Positional: []string{"agent_ids"},
