@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -25,9 +26,20 @@ func mcpCmd() *cli.Command {
 			"agent_open takes host (a name, local or any), and the other tools take the HOST/ID it returns. Register it with Claude Code:\n\n" +
 			"   claude mcp add kaimon -- kaimon mcp\n\n" +
 			"agent_run sends progress notifications while a turn runs when the call carries a progressToken; " +
-			"for long turns, agent_send then agent_output polls without blocking.",
+			"for long turns, agent_send then agent_output polls without blocking.\n\n" +
+			"Every tool declares an outputSchema and returns structuredContent beside its JSON text (kaimon schema verbs). " +
+			"For a client that orchestrates, it does more, by what the client declared at initialize:\n\n" +
+			"   elicitation: an agent's permission request goes to the person at the client (--elicit: the agents this session opened or runs a turn of, all, or never): " +
+			"accept allows the tool call, decline or cancel denies it; answered elsewhere first (kaimon permit, the monitor), the question is withdrawn (notifications/cancelled).\n" +
+			"   tasks: agent_run called as a task returns at once; tasks/get says working, input_required while a permission request waits, completed, failed or cancelled; " +
+			"tasks/result gives what the blocking call would have; tasks/cancel interrupts the turn. A client that goes away leaves its turns running in the daemon.\n" +
+			"   resources: kaimon://agents, kaimon://agent/{id} (status), kaimon://agent/{id}/output (the last turn's text) and kaimon://agent/{id}/events (its event log); " +
+			"a subscriber hears notifications/resources/updated at each status change and turn end, and every client notifications/resources/list_changed when agents open, close or are forgotten.\n\n" +
+			"All of it follows the daemon's event stream; nothing polls.",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "progress", Usage: "interval of agent_run's progress notifications", Value: verbs.DefaultProgressSeconds * time.Second},
+			&cli.StringFlag{Name: "elicit", Value: verbs.ElicitOwn, Usage: "whose permission requests go to a client that declared elicitation, to answer: " +
+				verbs.ElicitOwn + " (agents this session opened or runs a turn of), " + verbs.ElicitAll + " or " + verbs.ElicitNever},
 		},
 		Action: func(c *cli.Context) error {
 			if err := needArgs(c, 0, "no arguments"); err != nil {
@@ -45,7 +57,10 @@ func mcpCmd() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("kaimon mcp runs kaimon-agentd's MCP server: %w", err)
 			}
-			argv := []string{bin, manpage.AgentdMCPArg, "-progress", c.Duration("progress").String()}
+			if e := c.String("elicit"); !slices.Contains(verbs.ElicitModes, e) {
+				return usagef("--elicit takes %s, not %q", strings.Join(verbs.ElicitModes, ", "), e)
+			}
+			argv := []string{bin, manpage.AgentdMCPArg, "-progress", c.Duration("progress").String(), "-elicit", c.String("elicit")}
 			env := os.Environ()
 			if cl.NoAutostart {
 				env = append(withoutEnv(env, "KAIMON_NO_AUTOSTART"), "KAIMON_NO_AUTOSTART=1")

@@ -151,3 +151,16 @@ func (w *Watcher) Next() (*event.Envelope, error) {
 
 // Close ends the stream.
 func (w *Watcher) Close() error { return w.body.Close() }
+
+// EventLog reads agent id's envelopes from its event log, one JSON object
+// a line, to its end (kaimon mcp's kaimon://agent/{id}/events).
+func (c *Client) EventLog(ctx context.Context, id string) (io.ReadCloser, error) {
+	w, err := c.Events(ctx, id, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{w.br, w.body}, nil
+}

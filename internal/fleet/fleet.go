@@ -537,6 +537,21 @@ func (f *Fleet) EventsFromNow(ctx context.Context, id string) (*client.Watcher, 
 	return w, Cause(err)
 }
 
+// EventLog reads the event log of agent id on its host, as
+// client.EventLog does on this machine.
+func (f *Fleet) EventLog(ctx context.Context, id string) (io.ReadCloser, error) {
+	host, bare, err := f.Route(id)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := f.Client(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := cl.EventLog(ctx, bare)
+	return rc, Cause(err)
+}
+
 // Shown is id as output shows it: qualified with its host when that is a
 // configured one (so that it can be pasted back without --host), else as
 // given.

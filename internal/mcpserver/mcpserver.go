@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"sync"
@@ -43,6 +44,16 @@ type Options struct {
 	Visible func(ctx context.Context, v *verbs.Verb) bool
 	// Instructions are the server's instructions to the client.
 	Instructions string
+	// Follow, when set, follows every agent's envelopes until ctx ends,
+	// handing each to emit: it turns on what a client that orchestrates
+	// gets (see orchestrator), for ServeStdio. The door leaves it unset.
+	Follow func(ctx context.Context, emit func(Envelope)) error
+	// Elicit says which agents' permission requests go to a client that
+	// declared elicitation: verbs.ElicitOwn ("" too), verbs.ElicitNever or verbs.ElicitAll.
+	Elicit string
+
+	// or is the orchestrator of a server with Follow.
+	or *orchestrator
 }
 
 // Instructions tell an MCP client what the tools are for.
@@ -87,6 +98,12 @@ func Description(v *verbs.Verb) string {
 
 // Tool is the MCP tool of v.
 func Tool(v *verbs.Verb) mcp.Tool {
+	return tool(v, false)
+}
+
+// tool is the MCP tool of v; with tasks, agent_run may be called as a
+// task.
+func tool(v *verbs.Verb, tasks bool) mcp.Tool {
 	props := map[string]any{}
 	var order, required []string
 	for _, a := range v.Args {
@@ -127,8 +144,14 @@ func Tool(v *verbs.Verb) mcp.Tool {
 	t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(v.ReadOnly)
 	t.Annotations.DestructiveHint = mcp.ToBoolPtr(v.Destructive)
 	t.Annotations.OpenWorldHint = mcp.ToBoolPtr(false)
+	if tasks && v.Name == runVerb {
+		t.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
+	}
 	return t
 }
+
+// runVerb is the verb whose turns a client may run as tasks.
+var runVerb = verbs.ByName("run").Name
 
 // New returns an MCP server with one tool per verb of the table, run
 // against svc.
@@ -136,6 +159,18 @@ func New(svc verbs.Service, o Options) *server.MCPServer {
 	s := server.NewMCPServer("kaimon", version.String(), ServerOptions(o)...)
 	s.AddTools(Tools(svc, o)...)
 	return s
+}
+
+// newOrchestrating returns the server of New with the orchestration of
+// Options.Follow, and its orchestrator (see ServeStdio).
+func newOrchestrating(ctx context.Context, svc verbs.Service, o Options, errOut io.Writer) (*server.MCPServer, *orchestrator) {
+	or := newOrchestrator(ctx, svc, o, errOut)
+	o.or = or
+	s := server.NewMCPServer("kaimon", version.String(), append(ServerOptions(o), or.serverOptions()...)...)
+	or.srv = s
+	s.AddTools(Tools(svc, o)...)
+	or.addResources()
+	return s, or
 }
 
 // ServerOptions are the server's options for o (instructions, the
@@ -171,7 +206,7 @@ func Tools(svc verbs.Service, o Options) []server.ServerTool {
 	}
 	out := make([]server.ServerTool, 0, len(verbs.All))
 	for _, v := range verbs.All {
-		out = append(out, server.ServerTool{Tool: Tool(v), Handler: handler(svc, v, o)})
+		out = append(out, server.ServerTool{Tool: tool(v, o.or != nil), Handler: handler(svc, v, o)})
 	}
 	return out
 }
@@ -202,15 +237,30 @@ func handler(svc verbs.Service, v *verbs.Verb, o Options) server.ToolHandlerFunc
 			stop := reportProgress(ctx, svc, ra.AgentID, req.Params.Meta.ProgressToken, o.Progress)
 			defer stop()
 		}
+		if req.Params.Task != nil {
+			// A turn run as a task: mcp-go (v1.2.1) derives the call's
+			// context from the request's, which ends as soon as the task
+			// is created. The turn ends when the daemon ends it;
+			// tasks/cancel interrupts it there (afterCancelTask).
+			ctx = context.WithoutCancel(ctx)
+		}
+		if o.or != nil {
+			o.or.starting(args)
+			defer o.or.ended(args)
+		}
 		res, err := v.Call(ctx, svc, args)
 		if err != nil {
 			return toolError(err), nil
+		}
+		if o.or != nil {
+			o.or.called(v, args, res)
 		}
 		b, err := event.Marshal(res)
 		if err != nil {
 			return nil, err
 		}
-		return mcp.NewToolResultText(string(b)), nil
+		// The JSON as text too, for clients that read only content.
+		return mcp.NewToolResultStructured(res, string(b)), nil
 	}
 }
 
@@ -372,7 +422,7 @@ func reportProgress(ctx context.Context, svc verbs.Service, agentID string, toke
 			case <-t.C:
 			}
 			msg := fmt.Sprintf("agent %s working for %s", agentID, time.Since(start).Round(time.Second))
-			if out, err := svc.Output(ctx, &verbs.OutputArgs{AgentID: agentID, Which: "full_turn"}); err == nil {
+			if out, err := svc.Output(ctx, &verbs.OutputArgs{AgentID: agentID, Which: verbs.WhichFullTurn}); err == nil {
 				msg = fmt.Sprintf("agent %s, turn %d, %s for %s: %d characters so far", agentID, out.Turn, out.Status,
 					time.Since(start).Round(time.Second), utf8.RuneCountInString(out.Text))
 				if tail := tail(out.Text, 200); tail != "" {

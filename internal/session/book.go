@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // book accumulates what agent_output reads: per turn, the assistant's text
@@ -262,7 +263,7 @@ func (b *book) text(n int, which string, tools bool) (string, *turnRec, int) {
 	if n <= 0 {
 		n = b.last
 	}
-	if which == "all" {
+	if which == verbs.WhichAll {
 		var parts []string
 		for i := 1; i <= b.last; i++ {
 			if t := b.turns[i]; t != nil {
@@ -275,7 +276,7 @@ func (b *book) text(n int, which string, tools bool) (string, *turnRec, int) {
 	if t == nil {
 		return "", nil, n
 	}
-	if which == "full_turn" {
+	if which == verbs.WhichFullTurn {
 		return t.fullTurn(tools), t, n
 	}
 	return t.lastMessage(), t, n

@@ -646,7 +646,7 @@ const (
 	DefaultModel      = "sonnet"
 	DefaultPermission = "default"
 	DefaultTimeout    = 600.0 // seconds
-	DefaultWhich      = "last_message"
+	DefaultWhich      = WhichLastMessage
 	DefaultMaxChars   = 20000
 )
 
@@ -655,6 +655,18 @@ const (
 // here, not in mcpserver, so that `kaimon mcp --help` can state it without
 // linking the MCP server into the CLI.
 const DefaultProgressSeconds = 5
+
+// Which agents' permission requests `kaimon mcp` sends its client as
+// elicitations (--elicit), when the client declared elicitation; here for
+// the reason DefaultProgressSeconds is.
+const (
+	ElicitOwn   = "own" // agents this MCP session opened or runs a turn of
+	ElicitNever = "never"
+	ElicitAll   = "all"
+)
+
+// ElicitModes are --elicit's values, the default first.
+var ElicitModes = []string{ElicitOwn, ElicitNever, ElicitAll}
 
 // Ranges of the number arguments.
 var (
@@ -679,7 +691,14 @@ var (
 )
 
 // Which values of agent_output.
-var Whiches = []string{"last_message", "full_turn", "all"}
+const (
+	WhichLastMessage = "last_message"
+	WhichFullTurn    = "full_turn"
+	WhichAll         = "all"
+)
+
+// Whiches are agent_output's which values, in the table's order.
+var Whiches = []string{WhichLastMessage, WhichFullTurn, WhichAll}
 
 // DecisionChoices is apitype.Decisions as a usage line writes them:
 // allow|deny.

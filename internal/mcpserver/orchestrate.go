@@ -1,0 +1,309 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// Envelope is one of an agent's envelopes, as Options.Follow hands them on.
+type Envelope struct {
+	// Agent is the agent's id as the tools take it (HOST/ID for an agent
+	// of another host).
+	Agent string
+	Kind  event.Kind
+	Turn  int
+	// Data is the envelope's data, valid only during the call.
+	Data []byte
+}
+
+// orchestrator is what `kaimon mcp` knows of its client between calls,
+// and what it does for a client that orchestrates: it asks the person at
+// the client to answer permission requests (elicitation), reports a turn
+// run as a task that waits on one as input_required and interrupts it at
+// tasks/cancel, and serves the agents as resources whose subscribers hear
+// of their changes. It learns of the agents from Options.Follow, which
+// follows the daemon's bus: nothing polls.
+//
+// The stdio server has one client session, so what the orchestrator keeps
+// (the agents it opened, its tasks, its subscriptions) is that session's.
+type orchestrator struct {
+	svc    verbs.Service
+	o      Options
+	srv    *server.MCPServer
+	errLog *log.Logger
+
+	ctx context.Context // the serve's: background work ends with it
+	wg  sync.WaitGroup
+
+	mu      sync.Mutex
+	session server.ClientSession
+	own     map[string]bool   // agents opened, or with a turn run, by this session
+	tasks   map[string]string // task id → the agent whose turn it runs
+	running map[string]string // agent → the task running its turn, if any
+	asks    map[askKey]*ask
+	subs    map[string]bool               // subscribed resource URIs
+	agents  map[string]apitype.AgentState // as last seen, for list_changed
+}
+
+func newOrchestrator(ctx context.Context, svc verbs.Service, o Options, errOut io.Writer) *orchestrator {
+	return &orchestrator{
+		svc: svc, o: o, ctx: ctx,
+		errLog:  log.New(errOut, "kaimon mcp: ", log.LstdFlags),
+		own:     map[string]bool{},
+		tasks:   map[string]string{},
+		running: map[string]string{},
+		asks:    map[askKey]*ask{},
+		subs:    map[string]bool{},
+		agents:  map[string]apitype.AgentState{},
+	}
+}
+
+// serverOptions are the MCP server options that turn the orchestration
+// on: tasks for agent_run, resources with subscriptions, elicitation, and
+// the hooks that tie them to the agents.
+func (or *orchestrator) serverOptions() []server.ServerOption {
+	h := &server.Hooks{}
+	h.AddOnRegisterSession(func(ctx context.Context, s server.ClientSession) {
+		or.mu.Lock()
+		or.session = s
+		or.mu.Unlock()
+	})
+	h.AddOnRequestInitialization(or.checkRequest)
+	h.AddAfterCallTool(or.afterCallTool)
+	h.AddAfterGetTask(func(ctx context.Context, _ any, _ *mcp.GetTaskRequest, r *mcp.GetTaskResult) {
+		if r != nil {
+			or.decorateTask(ctx, &r.Task)
+		}
+	})
+	h.AddAfterListTasks(func(ctx context.Context, _ any, _ *mcp.ListTasksRequest, r *mcp.ListTasksResult) {
+		if r != nil {
+			for i := range r.Tasks {
+				or.decorateTask(ctx, &r.Tasks[i])
+			}
+		}
+	})
+	h.AddAfterCancelTask(or.afterCancelTask)
+	h.AddAfterSubscribe(func(ctx context.Context, _ any, m *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+		or.mu.Lock()
+		or.subs[m.Params.URI] = true
+		or.mu.Unlock()
+	})
+	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, m *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
+		or.mu.Lock()
+		delete(or.subs, m.Params.URI)
+		or.mu.Unlock()
+	})
+	h.AddBeforeListResources(func(ctx context.Context, _ any, _ *mcp.ListResourcesRequest) { or.syncAgents(ctx) })
+	return []server.ServerOption{
+		server.WithHooks(h),
+		server.WithTaskCapabilities(true, true, true),
+		server.WithResourceCapabilities(true, true),
+		server.WithElicitation(),
+	}
+}
+
+// called is told of each tool call that succeeded: the agents this
+// session opens or runs turns of are its own (--elicit own), and a forget
+// changes the list of resources.
+func (or *orchestrator) called(v *verbs.Verb, args, res any) {
+	switch a := args.(type) {
+	case *verbs.RunArgs:
+		or.mine(a.AgentID)
+	case *verbs.SendArgs:
+		or.mine(a.AgentID)
+	}
+	switch r := res.(type) {
+	case *verbs.OpenResult:
+		or.mine(r.AgentID)
+	case *verbs.ForgetResult:
+		or.forgotten(r.Forgotten)
+	}
+}
+
+func (or *orchestrator) mine(agent string) {
+	or.mu.Lock()
+	or.own[agent] = true
+	or.mu.Unlock()
+}
+
+// starting is told of a call about to run: a turn run as a task is its
+// agent's own from its start, before the call returns.
+func (or *orchestrator) starting(args any) {
+	if a, ok := args.(*verbs.RunArgs); ok {
+		or.mine(a.AgentID)
+	}
+}
+
+// afterCallTool records the agent of a turn run as a task: the result of
+// a task-augmented agent_run is the task created.
+func (or *orchestrator) afterCallTool(ctx context.Context, _ any, m *mcp.CallToolRequest, result any) {
+	ct, ok := result.(*mcp.CreateTaskResult)
+	if !ok || m.Params.Name != verbName(verbs.ByName("run")) {
+		return
+	}
+	agent, _ := m.GetArguments()["agent_id"].(string)
+	if agent == "" {
+		return
+	}
+	or.mu.Lock()
+	or.tasks[ct.Task.TaskId] = agent
+	or.running[agent] = ct.Task.TaskId
+	or.own[agent] = true
+	or.mu.Unlock()
+}
+
+func verbName(v *verbs.Verb) string { return v.Name }
+
+// decorateTask says input_required for a working task whose agent waits
+// on a permission request, with what it waits for: mcp-go's tasks know
+// working and the ends, and the daemon knows the requests.
+func (or *orchestrator) decorateTask(ctx context.Context, t *mcp.Task) {
+	if t.Status != mcp.TaskStatusWorking {
+		return
+	}
+	or.mu.Lock()
+	agent := or.tasks[t.TaskId]
+	or.mu.Unlock()
+	if agent == "" {
+		return
+	}
+	st, err := or.svc.Status(ctx, &verbs.StatusArgs{AgentID: agent})
+	if err != nil || len(st.PendingPermissions) == 0 {
+		return
+	}
+	p := st.PendingPermissions[0]
+	t.Status = mcp.TaskStatusInputRequired
+	what := p.Tool
+	if p.Title != "" && p.Title != p.Tool {
+		what += " (" + p.Title + ")"
+	}
+	t.StatusMessage = fmt.Sprintf("agent %s waits for permission to run %s: answer the elicitation, or agent_permit with request_id %s (denied at %s)",
+		agent, what, p.RequestID, p.ExpiresAt)
+}
+
+// afterCancelTask interrupts the turn of a task cancelled by tasks/cancel
+// (mcp-go has ended the call; the daemon's turn goes on until told). A
+// client that goes away does not cancel its tasks this way: their turns
+// go on in the daemon.
+func (or *orchestrator) afterCancelTask(ctx context.Context, _ any, m *mcp.CancelTaskRequest, _ *mcp.CancelTaskResult) {
+	or.mu.Lock()
+	agent := or.tasks[m.Params.TaskId]
+	if or.running[agent] == m.Params.TaskId {
+		delete(or.running, agent)
+	}
+	or.mu.Unlock()
+	if agent == "" {
+		return
+	}
+	if _, err := or.svc.Interrupt(ctx, &verbs.InterruptArgs{AgentID: agent}); err != nil {
+		or.errLog.Printf("tasks/cancel of task %s: interrupting agent %s: %v", m.Params.TaskId, agent, err)
+	}
+}
+
+// ended is told that a call running a turn of agent ended: no task runs
+// its turn now.
+func (or *orchestrator) ended(args any) {
+	if a, ok := args.(*verbs.RunArgs); ok {
+		or.mu.Lock()
+		delete(or.running, a.AgentID)
+		or.mu.Unlock()
+	}
+}
+
+// checkRequest refuses, before mcp-go handles it, a request naming a task
+// or a resource that does not exist, with an error that says so: mcp-go's
+// own say "task not found" and nothing of where to look.
+func (or *orchestrator) checkRequest(ctx context.Context, _ any, message any) error {
+	raw, ok := message.(json.RawMessage)
+	if !ok {
+		return nil
+	}
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			TaskID string `json:"taskId"`
+			URI    string `json:"uri"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	switch mcp.MCPMethod(m.Method) {
+	case mcp.MethodTasksGet, mcp.MethodTasksResult, mcp.MethodTasksCancel:
+		or.mu.Lock()
+		_, known := or.tasks[m.Params.TaskID]
+		or.mu.Unlock()
+		if !known {
+			return fmt.Errorf("unknown task %q: this session's tasks are those its task-augmented agent_run calls returned (tasks/list lists them)", m.Params.TaskID)
+		}
+	case mcp.MethodResourcesRead, mcp.MethodResourcesSubscribe:
+		return or.checkURI(ctx, m.Params.URI)
+	}
+	return nil
+}
+
+// withoutSession is ctx for a request of the server's own to the client.
+func (or *orchestrator) sessionContext(ctx context.Context) (context.Context, server.ClientSession) {
+	or.mu.Lock()
+	s := or.session
+	or.mu.Unlock()
+	if s == nil {
+		return ctx, nil
+	}
+	return or.srv.WithContext(ctx, s), s
+}
+
+// run follows the agents until the serve ends.
+func (or *orchestrator) run() {
+	if or.o.Follow == nil {
+		return
+	}
+	or.syncAgents(or.ctx)
+	or.wg.Add(1)
+	go func() {
+		defer or.wg.Done()
+		err := or.o.Follow(or.ctx, or.envelope)
+		if err != nil && or.ctx.Err() == nil {
+			or.errLog.Printf("following the agents' events stopped: %v; permission requests, task states and resource updates are no longer reported", err)
+		}
+	}()
+}
+
+// wait waits for the background work, once the serve's ctx has ended.
+func (or *orchestrator) wait() { or.wg.Wait() }
+
+// envelope is each envelope followed.
+func (or *orchestrator) envelope(e Envelope) {
+	switch e.Kind {
+	case event.Permission:
+		or.permission(e)
+	case event.Status:
+		var d event.StatusData
+		if json.Unmarshal(e.Data, &d) == nil {
+			or.status(e.Agent, d.Status)
+		}
+	case event.Result:
+		or.updated(e.Agent)
+	}
+}
+
+// mcpDesc shortens s to n runes on one line.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
