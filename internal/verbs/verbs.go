@@ -163,6 +163,11 @@ type Verb struct {
 	// ReadOnly verbs change nothing; Destructive ones stop or remove
 	// something. MCP clients get both as tool annotations.
 	ReadOnly, Destructive bool
+	// ArgsType is the verb's argument struct (OpenArgs) and Result the
+	// struct its result points to (OpenResult), as the verb's function
+	// types them: internal/schema describes the result from it, so that
+	// the schema cannot drift from what the daemon encodes.
+	ArgsType, Result reflect.Type
 	// newArgs returns a pointer to the verb's typed argument struct.
 	newArgs func() any
 	call    func(ctx context.Context, s Service, args any) (any, error)
@@ -717,6 +722,10 @@ func PermitCommand(agentID, requestID string, decision apitype.Decision) string 
 
 func verb[A any, R any](v Verb, f func(Service) func(context.Context, *A) (R, error)) *Verb {
 	v.newArgs = func() any { return new(A) }
+	v.ArgsType, v.Result = reflect.TypeFor[A](), reflect.TypeFor[R]()
+	if v.Result.Kind() == reflect.Pointer {
+		v.Result = v.Result.Elem() // the Service returns *OpenResult; its JSON is OpenResult's
+	}
 	v.call = func(ctx context.Context, s Service, a any) (any, error) {
 		return f(s)(ctx, a.(*A))
 	}

@@ -311,3 +311,20 @@ func TestCLIShape(t *testing.T) {
 		t.Errorf("agent_run without agent_id: ArgsUsage %q, want TEXT", got)
 	}
 }
+
+// Each verb knows its argument struct and the struct its result points to,
+// as its Service method types them (internal/schema describes them).
+func TestVerbTypes(t *testing.T) {
+	want := map[string]any{"agent_open": OpenResult{}, "agent_status": AgentStatus{}, "agent_list": ListResult{}, "agent_forget": ForgetResult{}}
+	for _, v := range All {
+		if v.ArgsType != reflect.TypeOf(v.NewArgs()).Elem() {
+			t.Errorf("%s: ArgsType %v", v.Name, v.ArgsType)
+		}
+		if v.Result == nil || v.Result.Kind() != reflect.Struct {
+			t.Errorf("%s: Result %v, want a struct", v.Name, v.Result)
+		}
+		if w, ok := want[v.Name]; ok && v.Result != reflect.TypeOf(w) {
+			t.Errorf("%s: Result %v, want %T", v.Name, v.Result, w)
+		}
+	}
+}
