@@ -23,6 +23,7 @@ import (
 	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/schema"
 	"github.com/kaimon/kaimon/internal/verbs"
 	"github.com/kaimon/kaimon/internal/version"
 )
@@ -96,7 +97,8 @@ func Description(v *verbs.Verb) string {
 	return d + " Returns JSON: " + v.Returns
 }
 
-// Tool is the MCP tool of v.
+// Tool is the MCP tool of v; its input schema is the table's
+// (schema.VerbArgs), as `kaimon schema verbs` prints it.
 func Tool(v *verbs.Verb) mcp.Tool {
 	return tool(v, false)
 }
@@ -104,41 +106,11 @@ func Tool(v *verbs.Verb) mcp.Tool {
 // tool is the MCP tool of v; with tasks, agent_run may be called as a
 // task.
 func tool(v *verbs.Verb, tasks bool) mcp.Tool {
-	props := map[string]any{}
-	var order, required []string
-	for _, a := range v.Args {
-		p := map[string]any{"type": a.Type, "description": a.Doc}
-		if a.Type == verbs.TArray {
-			p["items"] = map[string]any{"type": verbs.TString}
-		}
-		if a.Default != nil {
-			p["default"] = a.Default
-		}
-		if len(a.Enum) > 0 {
-			p["enum"] = a.Enum
-		}
-		if r := a.Range; r != nil {
-			if r.MinExclusive {
-				p["exclusiveMinimum"] = r.Min
-			} else {
-				p["minimum"] = r.Min
-			}
-			p["maximum"] = r.Max
-		}
-		props[a.Name] = p
-		order = append(order, a.Name)
-		if a.Required {
-			required = append(required, a.Name)
-		}
-	}
 	t := mcp.Tool{
-		Name:        v.Name,
-		Title:       v.Summary,
-		Description: Description(v),
-		InputSchema: mcp.ToolInputSchema{
-			Type: "object", Properties: props, Required: required,
-			AdditionalProperties: false, PropertyOrder: order,
-		},
+		Name:           v.Name,
+		Title:          v.Summary,
+		Description:    Description(v),
+		RawInputSchema: schema.VerbArgs(v),
 	}
 	t.Annotations.Title = v.Summary
 	t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(v.ReadOnly)
