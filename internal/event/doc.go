@@ -1,5 +1,7 @@
 package event
 
+import "reflect"
+
 // KindDoc documents a kind for consumers: what it means, and its data.
 type KindDoc struct {
 	Meaning string
@@ -38,7 +40,7 @@ var Docs = map[Kind]KindDoc{
 		Data:    `{"entries": [{"content": "…", "priority": "high", "status": "pending"}]}`,
 	},
 	Usage: {
-		Meaning: "A running token usage update of the turn. costUsd stays 0.0.",
+		Meaning: "A running token usage update of the turn. costUsd stays 0.0. An ACP agent's context window comes as usage too, with {\"context\": {\"used\": 0, \"size\": 0}} for data, a running figure apart from the turn's usage.",
 		Data:    `{"usage": {"inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0, "cacheCreationTokens": 0, "costUsd": 0.0}}`,
 	},
 	TurnStarted: {
@@ -61,4 +63,24 @@ var Docs = map[Kind]KindDoc{
 		Meaning: "The agent asks to run a tool call: first without a decision, with the options offered and expiresAt; kaimon permit answers by requestId. A second event with the same requestId carries the decision (allow or deny), always, by (user, policy, timeout, cancelled) and a message. A call the preset decides has only the second event.",
 		Data:    `{"requestId": "…", "toolCall": {…}, "options": [{"optionId": "…", "name": "…", "kind": "allow_once"}], "expiresAt": "…", "decision": "allow", "always": false, "by": "user", "message": "…"}`,
 	},
+}
+
+// DataTypes are the Go types each kind's data is encoded from: its JSON
+// is one of theirs. internal/schema describes the data from them (kaimon
+// schema events), and a test fails when a kind of Kinds has none. usage
+// has two: the turn's figures, and an ACP agent's context window.
+var DataTypes = map[Kind][]reflect.Type{
+	AssistantText:  {reflect.TypeFor[TextData]()},
+	Thought:        {reflect.TypeFor[TextData]()},
+	UserText:       {reflect.TypeFor[TextData]()},
+	ToolUse:        {reflect.TypeFor[ToolUseData]()},
+	ToolInputDelta: {reflect.TypeFor[ToolInputDeltaData]()},
+	ToolResult:     {reflect.TypeFor[ToolResultData]()},
+	Plan:           {reflect.TypeFor[PlanData]()},
+	Usage:          {reflect.TypeFor[UsageData](), reflect.TypeFor[UsageContextData]()},
+	TurnStarted:    {reflect.TypeFor[struct{}]()},
+	Result:         {reflect.TypeFor[ResultData]()},
+	Status:         {reflect.TypeFor[StatusData]()},
+	Error:          {reflect.TypeFor[ErrorData]()},
+	Permission:     {reflect.TypeFor[PermissionData]()},
 }

@@ -315,6 +315,19 @@ type UsageData struct {
 	Usage UsageFigures `json:"usage"`
 }
 
+// UsageContextData is usage's data from an ACP agent's usage_update: how
+// much of its context window is used, a running figure never added to the
+// turn's usage (which comes with the result).
+type UsageContextData struct {
+	Context ContextWindow `json:"context"`
+}
+
+// ContextWindow is an ACP agent's context window: tokens used of size.
+type ContextWindow struct {
+	Used int `json:"used"`
+	Size int `json:"size"`
+}
+
 // StatusData is status's data.
 type StatusData struct {
 	Status apitype.AgentState `json:"status"`

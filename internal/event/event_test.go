@@ -101,3 +101,18 @@ func TestStatusDocNamesEveryState(t *testing.T) {
 		}
 	}
 }
+
+// Every kind has its documentation and the Go types of its data.
+func TestEveryKindHasDocsAndDataTypes(t *testing.T) {
+	for _, k := range Kinds {
+		if _, ok := Docs[k]; !ok {
+			t.Errorf("kind %s has no Docs entry", k)
+		}
+		if len(DataTypes[k]) == 0 {
+			t.Errorf("kind %s has no DataTypes entry", k)
+		}
+	}
+	if len(Docs) != len(Kinds) || len(DataTypes) != len(Kinds) {
+		t.Errorf("%d Docs and %d DataTypes for %d kinds", len(Docs), len(DataTypes), len(Kinds))
+	}
+}

@@ -110,8 +110,8 @@ func (m *Mapper) Update(n sdk.SessionNotification) Output {
 		// added to the turn's usage (which comes with the prompt's
 		// response). costUsd stays 0.0.
 		out.Events = m.closeBlock()
-		out.Events = append(out.Events, event.New(event.Usage, turn, map[string]any{
-			"context": map[string]int{"used": u.UsageUpdate.Used, "size": u.UsageUpdate.Size},
+		out.Events = append(out.Events, event.New(event.Usage, turn, event.UsageContextData{
+			Context: event.ContextWindow{Used: u.UsageUpdate.Used, Size: u.UsageUpdate.Size},
 		}))
 	case u.ConfigOptionUpdate != nil:
 		out.Model = modelOption(u.ConfigOptionUpdate.ConfigOptions)
