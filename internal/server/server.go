@@ -69,15 +69,9 @@ func (s *Server) Handler() http.Handler {
 	for _, v := range verbs.All {
 		mux.HandleFunc(v.Route(), s.serveVerb(v))
 	}
-	mux.HandleFunc("GET /v1/daemon", s.serveDaemon)
-	mux.HandleFunc("GET /v1/agents/{id}/events", s.serveEvents)
-	mux.HandleFunc("GET /v1/events", s.serveStream)
-	mux.HandleFunc("POST /v1/daemon/stop", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, map[string]bool{"stopping": true})
-		if s.Stop != nil {
-			go s.Stop()
-		}
-	})
+	for _, rt := range Routes {
+		mux.HandleFunc(rt.Pattern(), func(w http.ResponseWriter, r *http.Request) { rt.serve(s, w, r) })
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, verbs.NotFound("no route %s %s: the API is /v1/<verb> (%s)", r.Method, r.URL.Path, verbNames()))
 	})

@@ -916,6 +916,11 @@ const (
 	CodeTooLarge = "too_large"          // 413: a request body over MaxBody
 )
 
+// Codes are the error codes above, each once: the API's description
+// (kaimon schema) lists them from here.
+var Codes = []string{CodeBadArgument, CodeNotFound, CodeWrongState, CodeTurnFailed, CodeUnavailable,
+	CodeTimeout, CodeInternal, CodeMethod, CodeTooLarge}
+
 // MaxBody bounds a request body, on the control socket and the MCP door:
 // far above any verb's arguments (a prompt of 16 MiB is some four million
 // tokens), and well below what would cost the daemon its memory.

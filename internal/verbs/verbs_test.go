@@ -328,3 +328,19 @@ func TestVerbTypes(t *testing.T) {
 		}
 	}
 }
+
+// Each code travels with its own status, and only internal with 500 (the
+// status of a code HTTPStatus does not know).
+func TestCodesHaveTheirStatus(t *testing.T) {
+	seen := map[int]string{}
+	for _, c := range Codes {
+		st := (&Error{Code: c}).HTTPStatus()
+		if other, dup := seen[st]; dup {
+			t.Errorf("codes %s and %s both travel with %d", c, other, st)
+		}
+		seen[st] = c
+		if st == 500 && c != CodeInternal {
+			t.Errorf("code %s has no status of its own", c)
+		}
+	}
+}
