@@ -21,6 +21,7 @@ import (
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/fleet"
 	"github.com/kaimon/kaimon/internal/policy"
+	"github.com/kaimon/kaimon/internal/schema"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -478,7 +479,16 @@ type positionals struct {
 // a verb's are the table's (verbPositionals).
 var otherPositionals = map[string]positionals{
 	"completion": {specs: []valueSpec{{kind: valEnum, enum: shellCandidates()}}},
+	"schema":     {specs: []valueSpec{{kind: valEnum, enum: schemaCandidates()}}},
 	"tail":       {specs: []valueSpec{{kind: valChannels}}, variadic: true},
+}
+
+func schemaCandidates() []candidate {
+	var out []candidate
+	for _, s := range schema.Subjects {
+		out = append(out, candidate{value: s})
+	}
+	return out
 }
 
 func shellCandidates() []candidate {

@@ -77,6 +77,8 @@ func TestCompleteWords(t *testing.T) {
 		{words: []string{"completion", ""}, want: Shells},
 		{words: []string{"completion", "z"}, want: []string{"zsh"}},
 		{words: []string{"completion", "bash", ""}}, // one argument only
+		{words: []string{"schema", ""}, want: []string{"events", "verbs", "openapi"}},
+		{words: []string{"schema", "o"}, want: []string{"openapi"}},
 		{words: []string{"help", "daemon", ""}, want: daemonSubs},
 		{words: []string{"help", "clo"}, want: []string{"close"}},
 		{words: []string{"open", "-p", ""}, want: presets},

@@ -69,6 +69,7 @@ var examples = map[string]string{
 	"doctor":              "kaimon doctor || echo 'fix the FAIL lines first'",
 	"mcp":                 "claude mcp add kaimon -- kaimon mcp",
 	"completion":          "kaimon completion bash > ~/.local/share/bash-completion/completions/kaimon",
+	"schema":              "kaimon schema events > kaimon-events.schema.json\nkaimon schema verbs | jq '.\"$defs\".agent_status_result.required'",
 	"tail":                "kaimon tail agent:$id --from-start --no-deltas | jq -c 'select(.kind==\"result\")'",
 	"dial-stdio":          "ssh build1 kaimon dial-stdio   # what kaimon --host build1 runs",
 	"host":                "kaimon host add build1 ssh://build1 && kaimon --host build1 open /home/me/src/app",

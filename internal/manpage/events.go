@@ -102,6 +102,14 @@ func Events() string {
 	r.raw(".sp")
 	r.literal("kaimon tail agent:$id --since 41 --no-deltas | jq -c .")
 
+	r.sh("SCHEMA")
+	r.prose("kaimon schema events prints a JSON Schema (draft 2020-12) of the envelope, made from the code that encodes it: " +
+		"each kind's data is in its $defs under the kind's name, selected by kind, and a line of the log is $defs/record. " +
+		"A consumer of kaimon tail | jq, of the bus or of the log can check what it reads against it. The data objects admit " +
+		"properties they do not name (the ACP's _meta, later revisions' fields); the envelope does not.")
+	r.raw(".sp")
+	r.literal("kaimon schema events > kaimon-events.schema.json")
+
 	r.sh("SEE ALSO")
 	r.raw(`.BR kaimon (1),`)
 	r.raw(`.BR kaimon\-agentd (8)`)

@@ -146,3 +146,15 @@ type operation struct {
 	}
 	Responses map[string]struct{ Description string }
 }
+
+// Every subject has its document, and nothing else does.
+func TestDocument(t *testing.T) {
+	for _, s := range Subjects {
+		if doc, ok := Document(s); !ok || !json.Valid(doc) {
+			t.Errorf("subject %s: %v", s, ok)
+		}
+	}
+	if _, ok := Document("event"); ok {
+		t.Error("an unknown subject has a document")
+	}
+}

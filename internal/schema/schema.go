@@ -126,3 +126,20 @@ func verbArgs(v *verbs.Verb) *jsonschema.Schema {
 	}
 	return s
 }
+
+// Subjects are the documents `kaimon schema` prints, by the name it
+// takes them by.
+var Subjects = []string{"events", "verbs", "openapi"}
+
+// Document is the document of subject, one of Subjects.
+func Document(subject string) (json.RawMessage, bool) {
+	switch subject {
+	case "events":
+		return Events(), true
+	case "verbs":
+		return Verbs(), true
+	case "openapi":
+		return OpenAPI(), true
+	}
+	return nil, false
+}
