@@ -634,6 +634,7 @@ func (r *remote) cleanup(t testing.TB) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
+		checkEventLogs(t, filepath.Join(rh, "cache", "agents"))
 		// The remote daemon's log must show no panic and, under
 		// KAIMON_E2E_RACE, no data race, as a local one's (kenv.cleanup).
 		if b, err := os.ReadFile(filepath.Join(rh, "cache", "agents", "agentd.log")); err == nil {

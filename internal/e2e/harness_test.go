@@ -197,7 +197,8 @@ func (e *kenv) cleanup() {
 
 // checkCacheFiles fails the test if the cache dir holds a file that is
 // neither the daemon's own nor of a kind in config.AgentFileKinds: a file
-// a backend wrote that forget, stale cleanup and the man page do not know.
+// a backend wrote that forget, stale cleanup and the man page do not know;
+// or an event log with a line that is not a record of the events schema.
 func (e *kenv) checkCacheFiles() {
 	paths := e.paths()
 	for _, kv := range e.env {
@@ -205,6 +206,7 @@ func (e *kenv) checkCacheFiles() {
 			paths.CacheDir = dir
 		}
 	}
+	checkEventLogs(e.t, paths.CacheDir)
 	ents, _ := os.ReadDir(paths.CacheDir)
 	own := paths.DaemonFiles()
 	for _, ent := range ents {
