@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -532,4 +534,136 @@ func TestMCPResources(t *testing.T) {
 			t.Errorf("subscribe %s: %+v", bad, rerr)
 		}
 	}
+}
+
+// compileSchema compiles a JSON Schema document for validation.
+func compileSchema(t testing.TB, name string, doc []byte) *jsonschema.Schema {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatalf("schema %s: %v", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(name, v); err != nil {
+		t.Fatalf("schema %s: %v", name, err)
+	}
+	s, err := c.Compile(name)
+	if err != nil {
+		t.Fatalf("schema %s: %v\n%s", name, err, doc)
+	}
+	return s
+}
+
+// TestMCPTypedResults calls every tool of `kaimon mcp` with a real MCP
+// client and validates each structuredContent against the outputSchema
+// the tool declares in tools/list.
+func TestMCPTypedResults(t *testing.T) {
+	e := newEnv(t, "KAIMON_PERMISSION_TIMEOUT", "120")
+	o := startOrch(t, e, mcp.ClientCapabilities{})
+	raw, rerr := o.rawRequest("tools/list", map[string]any{})
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var tl struct {
+		Tools []struct {
+			Name         string          `json:"name"`
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &tl); err != nil {
+		t.Fatal(err)
+	}
+	schemas := map[string]*jsonschema.Schema{}
+	for _, tool := range tl.Tools {
+		if len(tool.OutputSchema) == 0 {
+			t.Errorf("tool %s declares no outputSchema", tool.Name)
+			continue
+		}
+		schemas[tool.Name] = compileSchema(t, tool.Name+".output.json", tool.OutputSchema)
+	}
+	called := map[string]bool{}
+	check := func(tool string, args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		res := o.call(tool, args)
+		if res.IsError {
+			t.Fatalf("%s %v: %+v", tool, args, res.Content)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schemas[tool].Validate(inst); err != nil {
+			t.Errorf("%s's structuredContent does not fit its outputSchema: %v\n%s", tool, err, b)
+		}
+		called[tool] = true
+		return res
+	}
+	var open verbs.OpenResult
+	o.structured(check("agent_open", map[string]any{"cwd": e.work}), &open)
+	id := open.AgentID
+	check("agent_run", map[string]any{"agent_id": id, "text": "say exactly: typed"})
+	check("agent_output", map[string]any{"agent_id": id, "which": "all", "include_tools": true})
+	check("agent_status", map[string]any{"agent_id": id})
+	check("agent_set_model", map[string]any{"agent_id": id, "model": "opus"})
+	outside := filepath.Join(e.home, "outside")
+	check("agent_send", map[string]any{"agent_id": id, "text": "run command: touch " + outside})
+	p := e.pendingPermission(t, id, outside)
+	check("agent_status", map[string]any{"agent_id": id}) // with pending_permissions
+	check("agent_list", nil)
+	check("agent_permit", map[string]any{"agent_id": id, "request_id": p.RequestID, "decision": "deny"})
+	e.waitDone(t, id, 2)
+	check("agent_interrupt", map[string]any{"agent_id": id})
+	check("agent_close", map[string]any{"agent_id": id})
+	check("agent_status", map[string]any{"agent_id": id}) // dead, with its reason
+	check("agent_forget", map[string]any{"agent_ids": []string{id}})
+	for _, v := range verbs.All {
+		if !called[v.Name] {
+			t.Errorf("tool %s was not called", v.Name)
+		}
+	}
+}
+
+// TestMCPClaudeOrchestrates: the real claude CLI with kaimon registered
+// as its users register it (a stdio server running `kaimon mcp`) opens an
+// agent and runs a turn of it through the tools, and gets their results.
+func TestMCPClaudeOrchestrates(t *testing.T) {
+	e := newEnv(t)
+	cfg := filepath.Join(e.home, "orch.json")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"orch": map[string]any{"type": "stdio", "command": filepath.Join(binDir, "kaimon"), "args": []string{"mcp"}}}})
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	orch := e.ok("open", "--permission", "lab", "--no-recursion-guard", "--allow", "mcp__orch__agent_open", "--allow", "mcp__orch__agent_run", "--mcp-config", cfg, e.work)
+	out := e.ok("run", orch, `call tool: mcp__orch__agent_open {"cwd":"`+e.work+`","id":"worker"}`)
+	if out != `Tool said: {"agent_id":"worker"}. Done.` {
+		t.Fatalf("agent_open through claude = %q", out)
+	}
+	out = e.ok("run", orch, `call tool: mcp__orch__agent_run {"agent_id":"worker","text":"say exactly: from the orchestrator"}`)
+	if out != `Tool said: {"text":"from the orchestrator"}. Done.` {
+		t.Fatalf("agent_run through claude = %q", out)
+	}
+	// The CLI kept each result's structuredContent (its transcript's
+	// mcpMeta), not only the text it gave the model.
+	var st verbs.AgentStatus
+	e.okJSON(&st, "status", orch)
+	// The CLI writes its transcript behind the turn: read until both are
+	// there, or give up.
+	got := map[string]bool{}
+	var tr []byte
+	waitFor(t, "the structured results in claude's transcript", 15*time.Second, func() bool {
+		tr, _ = os.ReadFile(st.Transcript)
+		for _, l := range strings.Split(string(tr), "\n") {
+			var entry struct {
+				MCPMeta struct {
+					StructuredContent json.RawMessage `json:"structuredContent"`
+				} `json:"mcpMeta"`
+			}
+			if json.Unmarshal([]byte(l), &entry) == nil && entry.MCPMeta.StructuredContent != nil {
+				got[string(entry.MCPMeta.StructuredContent)] = true
+			}
+		}
+		return got[`{"agent_id":"worker"}`] && got[`{"text":"from the orchestrator"}`]
+	})
 }

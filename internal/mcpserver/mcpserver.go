@@ -111,6 +111,9 @@ func tool(v *verbs.Verb, tasks bool) mcp.Tool {
 		Title:          v.Summary,
 		Description:    Description(v),
 		RawInputSchema: schema.VerbArgs(v),
+		// What structuredContent holds: the verb's result, as `kaimon
+		// schema verbs` prints it.
+		RawOutputSchema: schema.VerbResult(v),
 	}
 	t.Annotations.Title = v.Summary
 	t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(v.ReadOnly)
