@@ -79,10 +79,10 @@ func callText(t *testing.T, out map[string]any) (string, bool) {
 }
 
 // TestMCPInspector drives agents through `kaimon mcp` with a real MCP
-// client, the MCP Inspector's CLI: it lists the ten tools, then opens an
-// agent on the real claude CLI, runs a turn, reads its status and closes
-// it, one Inspector process (and one `kaimon mcp`) per call, all seeing the
-// one daemon.
+// client, the MCP Inspector's CLI: it lists the tools, then calls every
+// one (an agent opened on the real claude CLI, a turn run, its status and
+// output read, closed and forgotten), one Inspector process (and one
+// `kaimon mcp`) per call, all seeing the one daemon.
 func TestMCPInspector(t *testing.T) {
 	e := newEnv(t)
 	inspectorBin(t)
@@ -128,6 +128,28 @@ func TestMCPInspector(t *testing.T) {
 	if err := json.Unmarshal([]byte(txt), &st); err != nil || isErr || st.Status != "idle" || st.Turn != 1 || st.Cwd != e.work || st.Usage.OutputTokens == 0 {
 		t.Fatalf("agent_status = %q %v", txt, isErr)
 	}
+	// The other tools, each called once: the Inspector's SDK checks a
+	// result's structuredContent against the tool's outputSchema.
+	for _, c := range []struct {
+		args []string
+		want string
+		err  bool
+	}{
+		{[]string{"agent_list"}, `"agent_id":"insp-1"`, false},
+		{[]string{"agent_output", "agent_id=insp-1", "which=full_turn"}, `"text":"hello from the inspector"`, false},
+		{[]string{"agent_set_model", "agent_id=insp-1", "model=opus"}, `"switched":`, false},
+		{[]string{"agent_interrupt", "agent_id=insp-1"}, `{"interrupted":false}`, false},
+		{[]string{"agent_permit", "agent_id=insp-1", "request_id=p-none", "decision=allow"}, "no pending permission request", true},
+	} {
+		argv := []string{"tools/call", "--tool-name", c.args[0]}
+		if len(c.args) > 1 {
+			argv = append(append(argv, "--tool-arg"), c.args[1:]...)
+		}
+		out, _ = e.inspect(t, argv[0], argv[1:]...)
+		if txt, isErr := callText(t, out); isErr != c.err || !strings.Contains(txt, c.want) {
+			t.Errorf("%s = %q %v", c.args[0], txt, isErr)
+		}
+	}
 	out, _ = e.inspect(t, "tools/call", "--tool-name", "agent_close", "--tool-arg", "agent_id=insp-1")
 	if txt, isErr := callText(t, out); isErr || txt != `{"closed":true}` {
 		t.Fatalf("agent_close = %q %v", txt, isErr)
@@ -141,6 +163,10 @@ func TestMCPInspector(t *testing.T) {
 	out, _ = e.inspect(t, "tools/call", "--tool-name", "agent_send", "--tool-arg", "agent_id=insp-1", "text=anyone?")
 	if txt, isErr := callText(t, out); !isErr || !strings.Contains(txt, "agent insp-1 is dead; reopen it") {
 		t.Fatalf("agent_send to a dead agent = %q %v", txt, isErr)
+	}
+	out, _ = e.inspect(t, "tools/call", "--tool-name", "agent_forget", "--tool-arg", `agent_ids=["insp-1"]`)
+	if txt, isErr := callText(t, out); isErr || txt != `{"forgotten":["insp-1"]}` {
+		t.Fatalf("agent_forget = %q %v", txt, isErr)
 	}
 }
 
