@@ -89,7 +89,7 @@ func (or *orchestrator) checkURI(ctx context.Context, uri string) error {
 			uri, AgentsURI, agentURIPrefix, agentURIPrefix, outputSuffix, agentURIPrefix, eventsSuffix)
 	}
 	if _, err := or.svc.Status(ctx, &verbs.StatusArgs{AgentID: agent}); err != nil {
-		return fmt.Errorf("resource %q: %s", uri, verbs.AsError(err).Message)
+		return fmt.Errorf("resource %q: %s", uri, asTools(verbs.AsError(err).Message))
 	}
 	return nil
 }
@@ -112,7 +112,7 @@ func (or *orchestrator) readTemplate(ctx context.Context, r mcp.ReadResourceRequ
 	case outputSuffix:
 		out, err := or.svc.Output(ctx, &verbs.OutputArgs{AgentID: agent, Which: verbs.WhichFullTurn, MaxChars: verbs.DefaultMaxChars})
 		if err != nil {
-			return nil, errors.New(verbs.AsError(err).Message)
+			return nil, errors.New(asTools(verbs.AsError(err).Message))
 		}
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: "text/plain", Text: out.Text}}, nil
 	case eventsSuffix:
@@ -122,7 +122,7 @@ func (or *orchestrator) readTemplate(ctx context.Context, r mcp.ReadResourceRequ
 		}
 		rc, err := src.EventLog(ctx, agent)
 		if err != nil {
-			return nil, errors.New(verbs.AsError(err).Message)
+			return nil, errors.New(asTools(verbs.AsError(err).Message))
 		}
 		defer rc.Close()
 		text, err := lastLines(rc, MaxEventsResource)
@@ -133,7 +133,7 @@ func (or *orchestrator) readTemplate(ctx context.Context, r mcp.ReadResourceRequ
 	}
 	st, err := or.svc.Status(ctx, &verbs.StatusArgs{AgentID: agent})
 	if err != nil {
-		return nil, errors.New(verbs.AsError(err).Message)
+		return nil, errors.New(asTools(verbs.AsError(err).Message))
 	}
 	return jsonContents(uri, st)
 }
@@ -177,10 +177,12 @@ func jsonContents(uri string, v any) ([]mcp.ResourceContents, error) {
 	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
 }
 
-// agentResource is agent's entry in resources/list.
-func agentResource(agent string, st apitype.AgentState) mcp.Resource {
+// agentResource is agent's entry in resources/list. It does not say the
+// agent's state, which would be stale at its next change: the resource
+// is read for that.
+func agentResource(agent string) mcp.Resource {
 	return mcp.NewResource(AgentURI(agent), "agent "+agent,
-		mcp.WithResourceDescription("Agent "+agent+", "+string(st)+": its status (agent_status)."),
+		mcp.WithResourceDescription("Agent "+agent+"'s status and token usage (agent_status)."),
 		mcp.WithMIMEType("application/json"))
 }
 
@@ -204,9 +206,9 @@ func (or *orchestrator) syncAgents(ctx context.Context) {
 			gone = append(gone, AgentURI(id))
 		}
 	}
-	for id, st := range now {
-		if old, ok := or.agents[id]; !ok || old != st {
-			add = append(add, server.ServerResource{Resource: agentResource(id, st), Handler: or.readTemplate})
+	for id := range now {
+		if _, ok := or.agents[id]; !ok {
+			add = append(add, server.ServerResource{Resource: agentResource(id), Handler: or.readTemplate})
 		}
 	}
 	or.agents = now
@@ -229,7 +231,7 @@ func (or *orchestrator) status(agent string, st apitype.AgentState) {
 	or.agents[agent] = st
 	or.mu.Unlock()
 	if !known || (old == apitype.Dead) != (st == apitype.Dead) || st == apitype.Starting {
-		or.srv.AddResource(agentResource(agent, st), or.readTemplate)
+		or.srv.AddResource(agentResource(agent), or.readTemplate)
 	}
 	or.updated(agent)
 }
