@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"slices"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -26,12 +24,12 @@ import (
 func serveMCP(args []string) int {
 	fs := flag.NewFlagSet("kaimon mcp", flag.ContinueOnError)
 	progress := fs.Duration("progress", mcpserver.DefaultProgress, "interval of agent_run's progress notifications")
-	elicit := fs.String("elicit", verbs.ElicitOwn, "whose permission requests go to the client as elicitations")
+	elicit := fs.String("elicit", verbs.ElicitOwn, verbs.ElicitDoc)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if !slices.Contains(verbs.ElicitModes, *elicit) {
-		fmt.Fprintf(os.Stderr, "kaimon: --elicit takes %s, not %q\n", strings.Join(verbs.ElicitModes, ", "), *elicit)
+	if err := verbs.CheckElicit(*elicit); err != nil {
+		fmt.Fprintf(os.Stderr, "kaimon: %s\n", err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

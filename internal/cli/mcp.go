@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -38,8 +37,7 @@ func mcpCmd() *cli.Command {
 			"All of it follows the daemon's event stream; nothing polls.",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "progress", Usage: "interval of agent_run's progress notifications", Value: verbs.DefaultProgressSeconds * time.Second},
-			&cli.StringFlag{Name: "elicit", Value: verbs.ElicitOwn, Usage: "whose permission requests go to a client that declared elicitation, to answer: " +
-				verbs.ElicitOwn + " (agents this session opened or runs a turn of), " + verbs.ElicitAll + " or " + verbs.ElicitNever},
+			&cli.StringFlag{Name: "elicit", Value: verbs.ElicitOwn, Usage: verbs.ElicitDoc},
 		},
 		Action: func(c *cli.Context) error {
 			if err := needArgs(c, 0, "no arguments"); err != nil {
@@ -57,8 +55,8 @@ func mcpCmd() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("kaimon mcp runs kaimon-agentd's MCP server: %w", err)
 			}
-			if e := c.String("elicit"); !slices.Contains(verbs.ElicitModes, e) {
-				return usagef("--elicit takes %s, not %q", strings.Join(verbs.ElicitModes, ", "), e)
+			if err := verbs.CheckElicit(c.String("elicit")); err != nil {
+				return usagef("%s", err)
 			}
 			argv := []string{bin, manpage.AgentdMCPArg, "-progress", c.Duration("progress").String(), "-elicit", c.String("elicit")}
 			env := os.Environ()

@@ -18,6 +18,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -263,6 +264,13 @@ func TestMCPElicitation(t *testing.T) {
 		t.Fatalf("no error event for the bad answer: %s", e.eventsOf(t, id, event.Error))
 	}
 
+	// The questions answered at the client are not withdrawn by their
+	// own answers' decisions.
+	withdrawn := func(n mcp.JSONRPCNotification) bool { return n.Method == string(mcp.MethodNotificationCancelled) }
+	if n := o.count(withdrawn); n != 0 {
+		t.Fatalf("%d notifications/cancelled for questions the client answered: %+v", n, o.notes)
+	}
+
 	// Answered with kaimon permit first: withdrawn.
 	a := ask(4)
 	_, req := a.permission()
@@ -304,6 +312,13 @@ func TestMCPElicitationOnlyOwn(t *testing.T) {
 		p := e.pendingPermission(t, id, outside+"-"+id)
 		e.ok("permit", id, p.RequestID, "deny")
 		e.waitDone(t, id, 1)
+	}
+	// o2's own agent is asked about: its question comes after the others
+	// would have (each server follows the events in order).
+	mine := o2.open(e.work)
+	o2.call("agent_send", map[string]any{"agent_id": mine, "text": "run command: touch " + outside + "-" + mine})
+	if a := o2.nextElicit("o2's own agent's permission request"); !strings.Contains(a.req.Params.Message, mine) {
+		t.Fatalf("o2 asked %+v, not about its own agent %s", a.req.Params, mine)
 	}
 	select {
 	case a := <-o.elicits:
@@ -352,7 +367,7 @@ var rawRequestID int
 // (interrupted in the daemon), and the errors of unknown task ids.
 func TestMCPTasks(t *testing.T) {
 	e := newEnv(t, "KAIMON_PERMISSION_TIMEOUT", "120")
-	o := startOrch(t, e, mcp.ClientCapabilities{Tasks: orchCaps.Tasks})
+	o := startOrch(t, e, orchCaps)
 	id := o.open(e.work)
 	runTask := func(text string) string {
 		t.Helper()
@@ -393,6 +408,11 @@ func TestMCPTasks(t *testing.T) {
 	outside := filepath.Join(e.home, "outside")
 	task = runTask("run command: touch " + outside)
 	p := e.pendingPermission(t, id, outside)
+	// The person at the client is asked, in the task's name.
+	a := o.nextElicit("the task's permission request")
+	if rt, _ := a.req.Params.Meta.AdditionalFields[mcp.RelatedTaskMetaKey].(map[string]any); rt["taskId"] != task {
+		t.Fatalf("the elicitation of a task's turn does not name the task %s: %+v", task, a.req.Params.Meta)
+	}
 	waitFor(t, "input_required", 30*time.Second, func() bool { return get(task).Status == mcp.TaskStatusInputRequired })
 	if st := get(task); !strings.Contains(st.StatusMessage, p.RequestID) || !strings.Contains(st.StatusMessage, "Bash") {
 		t.Fatalf("input_required task %+v", st)
@@ -426,9 +446,19 @@ func TestMCPTasks(t *testing.T) {
 		t.Fatalf("the cancelled task's turn did not end cancelled: %s", last)
 	}
 
+	// Failed: the task fails, and its result is the blocking call's error.
+	task = runTask("please fail")
+	r, err = o.c.TaskResult(o.ctx, mcp.TaskResultRequest{Params: mcp.TaskResultParams{TaskId: task}})
+	if err != nil || !r.IsError || !strings.Contains(r.Content[0].(mcp.TextContent).Text, fakeapi.FailMessage) {
+		t.Fatalf("failed task's result %+v %v", r, err)
+	}
+	if st := get(task); st.Status != mcp.TaskStatusFailed || !strings.Contains(st.StatusMessage, fakeapi.FailMessage) {
+		t.Fatalf("failed task %+v", st)
+	}
+
 	// Unknown ids: JSON-RPC errors that say so.
 	for _, m := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
-		if _, rerr := o.rawRequest(m, map[string]any{"taskId": "no-such-task"}); rerr == nil || !strings.Contains(rerr.Message, `unknown task "no-such-task"`) {
+		if _, rerr := o.rawRequest(m, map[string]any{"taskId": "no-such-task"}); rerr == nil || rerr.Code != mcp.INVALID_PARAMS || !strings.Contains(rerr.Message, "task not found") {
 			t.Errorf("%s of an unknown task: %+v", m, rerr)
 		}
 	}
@@ -449,8 +479,7 @@ func TestMCPTaskOutlivesClient(t *testing.T) {
 		e.okJSON(&out, "output", id, "--which", "full_turn")
 		return strings.Contains(out.Text, "First half")
 	})
-	o.c.Close()
-	time.Sleep(500 * time.Millisecond) // the server's exit, which must not interrupt the turn
+	o.c.Close() // closes kaimon mcp's stdin and waits for it to exit
 	e.api.Release()
 	if out := e.waitDone(t, id, 1); out.Text != "First half, second half." {
 		t.Fatalf("the turn of a client gone = %q", out.Text)
@@ -498,13 +527,15 @@ func TestMCPResources(t *testing.T) {
 	if err := o.c.Subscribe(o.ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}}); err != nil {
 		t.Fatal(err)
 	}
-	if out := e.ok("run", id, "say exactly: as a resource"); out != "as a resource" {
-		t.Fatal(out)
-	}
 	updated := func(n mcp.JSONRPCNotification) bool {
 		return n.Method == string(mcp.MethodNotificationResourceUpdated) && n.Params.AdditionalFields["uri"] == uri
 	}
-	o.waitNote("updated at the turn's end", updated)
+	before := o.count(updated)
+	if out := e.ok("run", id, "say exactly: as a resource"); out != "as a resource" {
+		t.Fatal(out)
+	}
+	// working, then the turn's end (its result), then idle.
+	waitFor(t, "updates at the turn's start and end", 30*time.Second, func() bool { return o.count(updated) >= before+3 })
 	var st verbs.AgentStatus
 	if err := json.Unmarshal([]byte(read(uri)), &st); err != nil || st.Turn != 1 || st.Status != "idle" {
 		t.Fatalf("status resource %+v %v", st, err)
@@ -521,13 +552,13 @@ func TestMCPResources(t *testing.T) {
 		t.Fatalf("agents resource %+v %v", list, err)
 	}
 
-	before := o.count(listChanged)
+	before = o.count(listChanged)
 	e.ok("close", id)
 	waitFor(t, "list_changed at close", 30*time.Second, func() bool { return o.count(listChanged) > before })
 
 	// URIs that name nothing.
 	for _, bad := range []string{"kaimon://agent/nope", "kaimon://nothing", "file:///etc/passwd"} {
-		if _, rerr := o.rawRequest("resources/read", map[string]any{"uri": bad}); rerr == nil || !strings.Contains(rerr.Message, bad) {
+		if _, rerr := o.rawRequest("resources/read", map[string]any{"uri": bad}); rerr == nil || rerr.Code != mcp.INVALID_REQUEST || !strings.Contains(rerr.Message, bad) {
 			t.Errorf("read %s: %+v", bad, rerr)
 		}
 		if _, rerr := o.rawRequest("resources/subscribe", map[string]any{"uri": bad}); rerr == nil || !strings.Contains(rerr.Message, bad) {

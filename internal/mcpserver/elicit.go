@@ -131,6 +131,13 @@ func (or *orchestrator) elicit(ctx context.Context, k askKey, a *ask, p event.Pe
 		Params:  mcp.ElicitationParams{Meta: meta, Message: msg, RequestedSchema: askSchema},
 	}
 	res, err := or.srv.RequestElicitation(ctx, req)
+	// Answered (or given up): the decision that follows is this
+	// answer's, not one given elsewhere to withdraw the question for.
+	or.mu.Lock()
+	if or.asks[k] == a {
+		delete(or.asks, k)
+	}
+	or.mu.Unlock()
 	if err != nil {
 		if ctx.Err() == nil {
 			or.errLog.Printf("asking the client about agent %s's permission request %s: %v; it waits for agent_permit or its expiry", k.agent, k.request, err)
@@ -226,8 +233,13 @@ func (or *orchestrator) cancelled(id any, why string) {
 	}
 }
 
-// clientElicits says whether the client declared elicitation (form mode).
+// clientElicits says whether the client declared elicitation in form
+// mode: {} (form, as 2025-06-18 had it) or with form.
 func clientElicits(s server.ClientSession) bool {
 	ci, ok := s.(server.SessionWithClientInfo)
-	return ok && ci.GetClientCapabilities().Elicitation != nil
+	if !ok {
+		return false
+	}
+	e := ci.GetClientCapabilities().Elicitation
+	return e != nil && (e.Form != nil || e.URL == nil)
 }

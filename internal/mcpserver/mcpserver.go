@@ -212,23 +212,28 @@ func handler(svc verbs.Service, v *verbs.Verb, o Options) server.ToolHandlerFunc
 			stop := reportProgress(ctx, svc, ra.AgentID, req.Params.Meta.ProgressToken, o.Progress)
 			defer stop()
 		}
-		if req.Params.Task != nil {
+		ra, asTask := args.(*verbs.RunArgs)
+		asTask = asTask && req.Params.Task != nil && o.or != nil
+		if asTask {
 			// A turn run as a task: mcp-go (v1.2.1) derives the call's
 			// context from the request's, which ends as soon as the task
 			// is created. The turn ends when the daemon ends it;
-			// tasks/cancel interrupts it there (afterCancelTask).
+			// tasks/cancel interrupts it there (afterCancelTask). The
+			// call may outlive ServeStdio: the process exits then.
 			ctx = context.WithoutCancel(ctx)
 		}
 		if o.or != nil {
 			o.or.starting(args)
-			defer o.or.ended(args)
 		}
 		res, err := v.Call(ctx, svc, args)
+		if asTask {
+			o.or.ended(ra, err)
+		}
 		if err != nil {
 			return toolError(err), nil
 		}
 		if o.or != nil {
-			o.or.called(v, args, res)
+			o.or.called(res)
 		}
 		b, err := event.Marshal(res)
 		if err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -52,9 +51,17 @@ type orchestrator struct {
 	own     map[string]bool   // agents opened, or with a turn run, by this session
 	tasks   map[string]string // task id → the agent whose turn it runs
 	running map[string]string // agent → the task running its turn, if any
+	// ends are the errors ("" for none) of turns run as tasks whose
+	// calls ended before mcp-go told of their tasks (afterCallTool), in
+	// order, per agent.
+	ends map[string][]string
+	failed  map[string]string // task id → why its turn failed
 	asks    map[askKey]*ask
-	subs    map[string]bool               // subscribed resource URIs
-	agents  map[string]apitype.AgentState // as last seen, for list_changed
+	subs    map[string]bool // subscribed resource URIs
+	// agents are the agents listed as resources, each with the
+	// generation of the last event that told of it (see syncAgents).
+	agents map[string]uint64
+	gen    uint64
 }
 
 func newOrchestrator(ctx context.Context, svc verbs.Service, o Options, errOut io.Writer) *orchestrator {
@@ -64,9 +71,11 @@ func newOrchestrator(ctx context.Context, svc verbs.Service, o Options, errOut i
 		own:     map[string]bool{},
 		tasks:   map[string]string{},
 		running: map[string]string{},
+		ends:    map[string][]string{},
+		failed:  map[string]string{},
 		asks:    map[askKey]*ask{},
 		subs:    map[string]bool{},
-		agents:  map[string]apitype.AgentState{},
+		agents:  map[string]uint64{},
 	}
 }
 
@@ -114,35 +123,55 @@ func (or *orchestrator) serverOptions() []server.ServerOption {
 	}
 }
 
-// called is told of each tool call that succeeded: the agents this
-// session opens or runs turns of are its own (--elicit own), and a forget
-// changes the list of resources.
-func (or *orchestrator) called(v *verbs.Verb, args, res any) {
+// starting is told of a call about to run: the agents this session runs
+// turns of are its own (--elicit own), from the turn's start.
+func (or *orchestrator) starting(args any) {
+	var agent string
 	switch a := args.(type) {
 	case *verbs.RunArgs:
-		or.mine(a.AgentID)
+		agent = a.AgentID
 	case *verbs.SendArgs:
-		or.mine(a.AgentID)
+		agent = a.AgentID
+	default:
+		return
 	}
-	switch r := res.(type) {
-	case *verbs.OpenResult:
-		or.mine(r.AgentID)
-	case *verbs.ForgetResult:
-		or.forgotten(r.Forgotten)
-	}
-}
-
-func (or *orchestrator) mine(agent string) {
 	or.mu.Lock()
 	or.own[agent] = true
 	or.mu.Unlock()
 }
 
-// starting is told of a call about to run: a turn run as a task is its
-// agent's own from its start, before the call returns.
-func (or *orchestrator) starting(args any) {
-	if a, ok := args.(*verbs.RunArgs); ok {
-		or.mine(a.AgentID)
+// ended is told that the call of a turn run as a task ended, with its
+// error: no task runs the agent's turn now, and the task failed if the
+// turn did. mcp-go starts the call before it tells of the task, so either
+// may come first.
+func (or *orchestrator) ended(a *verbs.RunArgs, err error) {
+	msg := ""
+	if err != nil {
+		msg = verbs.AsError(err).Message
+	}
+	or.mu.Lock()
+	defer or.mu.Unlock()
+	task := or.running[a.AgentID]
+	if task == "" {
+		or.ends[a.AgentID] = append(or.ends[a.AgentID], msg)
+		return
+	}
+	delete(or.running, a.AgentID)
+	if msg != "" {
+		or.failed[task] = msg
+	}
+}
+
+// called is told of each tool call that succeeded: the agents this
+// session opens are its own, and a forget changes the list of resources.
+func (or *orchestrator) called(res any) {
+	switch r := res.(type) {
+	case *verbs.OpenResult:
+		or.mu.Lock()
+		or.own[r.AgentID] = true
+		or.mu.Unlock()
+	case *verbs.ForgetResult:
+		or.forgotten(r.Forgotten)
 	}
 }
 
@@ -150,7 +179,7 @@ func (or *orchestrator) starting(args any) {
 // a task-augmented agent_run is the task created.
 func (or *orchestrator) afterCallTool(ctx context.Context, _ any, m *mcp.CallToolRequest, result any) {
 	ct, ok := result.(*mcp.CreateTaskResult)
-	if !ok || m.Params.Name != verbName(verbs.ByName("run")) {
+	if !ok || m.Params.Name != runVerb {
 		return
 	}
 	agent, _ := m.GetArguments()["agent_id"].(string)
@@ -158,25 +187,35 @@ func (or *orchestrator) afterCallTool(ctx context.Context, _ any, m *mcp.CallToo
 		return
 	}
 	or.mu.Lock()
+	defer or.mu.Unlock()
 	or.tasks[ct.Task.TaskId] = agent
-	or.running[agent] = ct.Task.TaskId
-	or.own[agent] = true
-	or.mu.Unlock()
-}
-
-func verbName(v *verbs.Verb) string { return v.Name }
-
-// decorateTask says input_required for a working task whose agent waits
-// on a permission request, with what it waits for: mcp-go's tasks know
-// working and the ends, and the daemon knows the requests.
-func (or *orchestrator) decorateTask(ctx context.Context, t *mcp.Task) {
-	if t.Status != mcp.TaskStatusWorking {
+	if q := or.ends[agent]; len(q) > 0 { // its call ended already
+		if q[0] != "" {
+			or.failed[ct.Task.TaskId] = q[0]
+		}
+		if or.ends[agent] = q[1:]; len(q) == 1 {
+			delete(or.ends, agent)
+		}
 		return
 	}
+	or.running[agent] = ct.Task.TaskId
+}
+
+// decorateTask gives a task the states mcp-go's tasks do not know:
+// input_required for a working task whose agent waits on a permission
+// request (the daemon knows the requests), with what it waits for; and
+// failed for one whose turn failed (mcp-go completes a task whose tool
+// result is an error, which tasks/result still gives as the blocking call
+// would).
+func (or *orchestrator) decorateTask(ctx context.Context, t *mcp.Task) {
 	or.mu.Lock()
-	agent := or.tasks[t.TaskId]
+	agent, why := or.tasks[t.TaskId], or.failed[t.TaskId]
 	or.mu.Unlock()
-	if agent == "" {
+	if t.Status == mcp.TaskStatusCompleted && why != "" {
+		t.Status, t.StatusMessage = mcp.TaskStatusFailed, why
+		return
+	}
+	if t.Status != mcp.TaskStatusWorking || agent == "" {
 		return
 	}
 	st, err := or.svc.Status(ctx, &verbs.StatusArgs{AgentID: agent})
@@ -189,8 +228,11 @@ func (or *orchestrator) decorateTask(ctx context.Context, t *mcp.Task) {
 	if p.Title != "" && p.Title != p.Tool {
 		what += " (" + p.Title + ")"
 	}
-	t.StatusMessage = fmt.Sprintf("agent %s waits for permission to run %s: answer the elicitation, or agent_permit with request_id %s (denied at %s)",
-		agent, what, p.RequestID, p.ExpiresAt)
+	how := "agent_permit with request_id " + p.RequestID
+	if _, session := or.sessionContext(ctx); session != nil && clientElicits(session) && or.elicits(agent) {
+		how = "answer the elicitation, or " + how
+	}
+	t.StatusMessage = fmt.Sprintf("agent %s waits for permission to run %s: %s (denied at %s)", agent, what, how, p.ExpiresAt)
 }
 
 // afterCancelTask interrupts the turn of a task cancelled by tasks/cancel
@@ -200,9 +242,6 @@ func (or *orchestrator) decorateTask(ctx context.Context, t *mcp.Task) {
 func (or *orchestrator) afterCancelTask(ctx context.Context, _ any, m *mcp.CancelTaskRequest, _ *mcp.CancelTaskResult) {
 	or.mu.Lock()
 	agent := or.tasks[m.Params.TaskId]
-	if or.running[agent] == m.Params.TaskId {
-		delete(or.running, agent)
-	}
 	or.mu.Unlock()
 	if agent == "" {
 		return
@@ -212,19 +251,12 @@ func (or *orchestrator) afterCancelTask(ctx context.Context, _ any, m *mcp.Cance
 	}
 }
 
-// ended is told that a call running a turn of agent ended: no task runs
-// its turn now.
-func (or *orchestrator) ended(args any) {
-	if a, ok := args.(*verbs.RunArgs); ok {
-		or.mu.Lock()
-		delete(or.running, a.AgentID)
-		or.mu.Unlock()
-	}
-}
-
-// checkRequest refuses, before mcp-go handles it, a request naming a task
-// or a resource that does not exist, with an error that says so: mcp-go's
-// own say "task not found" and nothing of where to look.
+// checkRequest refuses a read of, or a subscription to, a resource that
+// does not exist, with an error that says so: mcp-go acknowledges any
+// subscription (its stdio session cannot refuse one), and answers a
+// handler's error as an internal error (-32603). Refused here, it is
+// -32600 (the code mcp-go's hook has; the protocol's for a resource not
+// found, -32002, is out of reach).
 func (or *orchestrator) checkRequest(ctx context.Context, _ any, message any) error {
 	raw, ok := message.(json.RawMessage)
 	if !ok {
@@ -233,28 +265,20 @@ func (or *orchestrator) checkRequest(ctx context.Context, _ any, message any) er
 	var m struct {
 		Method string `json:"method"`
 		Params struct {
-			TaskID string `json:"taskId"`
-			URI    string `json:"uri"`
+			URI string `json:"uri"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(raw, &m) != nil {
 		return nil
 	}
-	switch mcp.MCPMethod(m.Method) {
-	case mcp.MethodTasksGet, mcp.MethodTasksResult, mcp.MethodTasksCancel:
-		or.mu.Lock()
-		_, known := or.tasks[m.Params.TaskID]
-		or.mu.Unlock()
-		if !known {
-			return fmt.Errorf("unknown task %q: this session's tasks are those its task-augmented agent_run calls returned (tasks/list lists them)", m.Params.TaskID)
-		}
-	case mcp.MethodResourcesRead, mcp.MethodResourcesSubscribe:
-		return or.checkURI(ctx, m.Params.URI)
+	if mm := mcp.MCPMethod(m.Method); mm != mcp.MethodResourcesSubscribe && mm != mcp.MethodResourcesRead {
+		return nil
 	}
-	return nil
+	return or.checkURI(ctx, m.Params.URI)
 }
 
-// withoutSession is ctx for a request of the server's own to the client.
+// sessionContext is ctx with the client's session, for a request of the
+// server's own to it, and the session (nil before the client connects).
 func (or *orchestrator) sessionContext(ctx context.Context) (context.Context, server.ClientSession) {
 	or.mu.Lock()
 	s := or.session
@@ -299,7 +323,7 @@ func (or *orchestrator) envelope(e Envelope) {
 	}
 }
 
-// mcpDesc shortens s to n runes on one line.
+// oneLine shortens s to n runes on one line.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > n {

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -112,7 +111,7 @@ func (or *orchestrator) readTemplate(ctx context.Context, r mcp.ReadResourceRequ
 	case outputSuffix:
 		out, err := or.svc.Output(ctx, &verbs.OutputArgs{AgentID: agent, Which: verbs.WhichFullTurn, MaxChars: verbs.DefaultMaxChars})
 		if err != nil {
-			return nil, errors.New(asTools(verbs.AsError(err).Message))
+			return nil, resourceErr(uri, err)
 		}
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: "text/plain", Text: out.Text}}, nil
 	case eventsSuffix:
@@ -122,7 +121,7 @@ func (or *orchestrator) readTemplate(ctx context.Context, r mcp.ReadResourceRequ
 		}
 		rc, err := src.EventLog(ctx, agent)
 		if err != nil {
-			return nil, errors.New(asTools(verbs.AsError(err).Message))
+			return nil, resourceErr(uri, err)
 		}
 		defer rc.Close()
 		text, err := lastLines(rc, MaxEventsResource)
@@ -133,9 +132,14 @@ func (or *orchestrator) readTemplate(ctx context.Context, r mcp.ReadResourceRequ
 	}
 	st, err := or.svc.Status(ctx, &verbs.StatusArgs{AgentID: agent})
 	if err != nil {
-		return nil, errors.New(asTools(verbs.AsError(err).Message))
+		return nil, resourceErr(uri, err)
 	}
 	return jsonContents(uri, st)
+}
+
+// resourceErr is the error of reading uri, in the tools' words.
+func resourceErr(uri string, err error) error {
+	return fmt.Errorf("resource %q: %s", uri, asTools(verbs.AsError(err).Message))
 }
 
 // lastLines reads r and keeps its last whole lines that fit in max bytes.
@@ -188,30 +192,36 @@ func agentResource(agent string) mcp.Resource {
 
 // syncAgents makes the listed resources the daemon's agents as they are
 // now: at the start, and before each resources/list, so that a list is
-// never stale (an agent forgotten by another client goes from it).
+// never stale (an agent forgotten by another client goes from it). An
+// agent an event told of since the daemon was asked is left as the event
+// left it: the answer may predate its open.
 func (or *orchestrator) syncAgents(ctx context.Context) {
+	or.mu.Lock()
+	asked := or.gen
+	or.mu.Unlock()
 	l, err := or.svc.List(ctx, &verbs.ListArgs{})
 	if err != nil {
 		return
 	}
-	now := map[string]apitype.AgentState{}
+	now := map[string]bool{}
 	for _, a := range l.Agents {
-		now[a.AgentID] = a.Status
+		now[a.AgentID] = true
 	}
 	or.mu.Lock()
 	var gone []string
 	var add []server.ServerResource
-	for id := range or.agents {
-		if _, ok := now[id]; !ok {
+	for id, gen := range or.agents {
+		if !now[id] && gen <= asked {
+			delete(or.agents, id)
 			gone = append(gone, AgentURI(id))
 		}
 	}
 	for id := range now {
 		if _, ok := or.agents[id]; !ok {
+			or.agents[id] = asked
 			add = append(add, server.ServerResource{Resource: agentResource(id), Handler: or.readTemplate})
 		}
 	}
-	or.agents = now
 	or.mu.Unlock()
 	if len(gone) > 0 {
 		or.srv.DeleteResources(gone...)
@@ -221,16 +231,17 @@ func (or *orchestrator) syncAgents(ctx context.Context) {
 	}
 }
 
-// status is an agent's status event: an agent opened (starting), closed
-// or dead changes the list of resources (mcp-go sends list_changed as the
-// resource is added again with its new state), and every change is an
-// update to the agent's subscribers.
+// status is an agent's status event: an agent opened (starting) or closed
+// (dead) changes the list of resources (mcp-go sends list_changed as its
+// resource is added again), and every change is an update to the agent's
+// subscribers.
 func (or *orchestrator) status(agent string, st apitype.AgentState) {
 	or.mu.Lock()
-	old, known := or.agents[agent]
-	or.agents[agent] = st
+	_, known := or.agents[agent]
+	or.gen++
+	or.agents[agent] = or.gen
 	or.mu.Unlock()
-	if !known || (old == apitype.Dead) != (st == apitype.Dead) || st == apitype.Starting {
+	if !known || st == apitype.Starting || st == apitype.Dead {
 		or.srv.AddResource(agentResource(agent), or.readTemplate)
 	}
 	or.updated(agent)

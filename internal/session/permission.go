@@ -156,16 +156,16 @@ func (m *Manager) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.Permi
 		msg = "denied: " + a.Error
 	}
 	d := backend.PermissionDecision{Allow: allow, Always: a.Always, By: event.DecidedByUser, Message: msg}
-	if a.Error != "" {
-		// Checked first, so that the error is logged only for a
-		// request that the deny then answers.
-		if !m.permits.IsPending(ag.id, a.RequestID) {
-			return nil, m.permits.Answer(ag.id, a.RequestID, d)
-		}
-		ag.publish(event.NewError(0, "permission request "+a.RequestID+": "+a.Error, nil))
-	}
 	if err := m.permits.Answer(ag.id, a.RequestID, d); err != nil {
 		return nil, err
+	}
+	if a.Error != "" {
+		// Logged once the deny has answered the request, so that it is
+		// logged only for a request this answer decided.
+		ag.mu.Lock()
+		turn := ag.turn
+		ag.mu.Unlock()
+		ag.publish(event.NewError(turn, "permission request "+a.RequestID+": "+a.Error, nil))
 	}
 	return &verbs.PermitResult{Permitted: allow}, nil
 }

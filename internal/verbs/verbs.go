@@ -673,6 +673,18 @@ const (
 // ElicitModes are --elicit's values, the default first.
 var ElicitModes = []string{ElicitOwn, ElicitNever, ElicitAll}
 
+// ElicitDoc is --elicit's help.
+const ElicitDoc = "whose permission requests go to a client that declared elicitation, for the person there to answer: " +
+	ElicitOwn + " (agents this MCP session opened or runs a turn of), " + ElicitAll + " or " + ElicitNever
+
+// CheckElicit refuses an --elicit value that is none of ElicitModes.
+func CheckElicit(mode string) error {
+	if !slices.Contains(ElicitModes, mode) {
+		return BadArg("--elicit takes %s, not %q", strings.Join(ElicitModes, ", "), mode)
+	}
+	return nil
+}
+
 // Ranges of the number arguments.
 var (
 	// TimeoutRange: agent_run blocks its caller, and a week is longer than
@@ -854,7 +866,7 @@ var All = []*Verb{
 			{Name: "request_id", Type: TString, Required: true, Doc: "The requestId of the agent's pending permission event."},
 			{Name: "decision", Type: TString, Required: true, Enum: apitype.Strings(apitype.Decisions), Doc: "allow lets the tool call run; deny refuses it."},
 			{Name: "always", Type: TBoolean, Default: false, Doc: "Apply the decision to this agent's later requests for the same tool too."},
-			{Name: "error", Type: TString, Placeholder: "WHY", Doc: "With deny: the answer could not be used, and why (kaimon mcp gives it for an elicitation answered with content that does not fit its schema); an error event in the agent's log records it before the decision."}},
+			{Name: "error", Type: TString, Placeholder: "WHY", Doc: "With deny: the answer could not be used, and why (kaimon mcp gives it for an elicitation answered with content that does not fit its schema); an error event in the agent's log records it."}},
 	}, func(s Service) func(context.Context, *PermitArgs) (*PermitResult, error) { return s.Permit }),
 	verb(Verb{
 		Name: "agent_forget", CLI: "forget", Destructive: true, Positional: []string{"agent_ids"},
