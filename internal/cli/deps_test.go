@@ -32,6 +32,7 @@ func TestCLIDeps(t *testing.T) {
 		"github.com/mark3labs/mcp-go/server",
 		"github.com/santhosh-tekuri/jsonschema/v6",
 		"github.com/kaimon/kaimon/internal/mcpserver",
+		"github.com/kaimon/kaimon/internal/server",
 		"github.com/coder/acp-go-sdk",
 		"github.com/kaimon/kaimon/internal/backend/acp",
 		"github.com/kaimon/kaimon/internal/backend/claude",

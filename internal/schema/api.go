@@ -9,7 +9,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/kaimon/kaimon/internal/apitype"
-	"github.com/kaimon/kaimon/internal/server"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -54,7 +53,7 @@ func errorSchema() *jsonschema.Schema {
 const eventsID = "urn:kaimon:schema:events"
 
 // OpenAPI is an OpenAPI 3.1 description of kaimon-agentd's control API:
-// the verbs' routes from the verb table, the others from server.Routes.
+// the verbs' routes from the verb table, the others from apitype.Routes.
 func OpenAPI() json.RawMessage {
 	schemas := verbDefs()
 	ev := events()
@@ -73,7 +72,7 @@ func OpenAPI() json.RawMessage {
 			add(v.Route(), "GET", verbOp(v, true))
 		}
 	}
-	for _, rt := range server.Routes {
+	for _, rt := range apitype.Routes {
 		op := map[string]any{"operationId": operationID(rt), "summary": rt.Summary, "description": rt.Doc}
 		var params []any
 		for _, name := range pathParams(rt.Path) {
@@ -168,7 +167,7 @@ func ref(name string) map[string]any { return map[string]any{"$ref": "#/componen
 
 // operationID names a route's operation from its method and path:
 // get_v1_agents_id_events.
-func operationID(rt server.Route) string {
+func operationID(rt apitype.Route) string {
 	return strings.ToLower(rt.Method) + strings.NewReplacer("/", "_", "{", "", "}", "").Replace(rt.Path)
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/server"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -45,7 +44,7 @@ func TestVerbs(t *testing.T) {
 }
 
 // The OpenAPI document has every verb's route (GET too for a read-only
-// one) and every route of server.Routes, with each error status; every
+// one) and every route of apitype.Routes, with each error status; every
 // $ref names a component, and every component is a schema that compiles.
 func TestOpenAPI(t *testing.T) {
 	doc := OpenAPI()
@@ -71,7 +70,7 @@ func TestOpenAPI(t *testing.T) {
 			want[v.Route()] = []string{"get", "post"}
 		}
 	}
-	for _, rt := range server.Routes {
+	for _, rt := range apitype.Routes {
 		want[rt.Path] = append(want[rt.Path], strings.ToLower(rt.Method))
 	}
 	if len(d.Paths) != len(want) {
@@ -127,12 +126,12 @@ func TestOpenAPI(t *testing.T) {
 	check(t, st, "daemon status", apitype.DaemonStatus{PID: 1, Version: "v", Socket: "/s", Env: map[string]string{"k": "v"},
 		Bus: &apitype.BusStats{Endpoints: []string{"ipc://x"}}}, true)
 	check(t, st, "daemon status without pid", map[string]any{"version": "v"}, false)
-	for _, rt := range server.Routes {
+	for _, rt := range apitype.Routes {
 		if rt.Result != nil && d.Components.Schemas[snake(rt.Result.Name())] == nil {
 			t.Errorf("%s %s: its result %v is no component", rt.Method, rt.Path, rt.Result)
 		}
 	}
-	if reflect.TypeFor[server.StopResult]().Name() != "StopResult" || snake("DaemonStatus") != "daemon_status" {
+	if reflect.TypeFor[apitype.StopResult]().Name() != "StopResult" || snake("DaemonStatus") != "daemon_status" {
 		t.Error("snake")
 	}
 }

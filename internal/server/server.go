@@ -69,8 +69,12 @@ func (s *Server) Handler() http.Handler {
 	for _, v := range verbs.All {
 		mux.HandleFunc(v.Route(), s.serveVerb(v))
 	}
-	for _, rt := range Routes {
-		mux.HandleFunc(rt.Pattern(), func(w http.ResponseWriter, r *http.Request) { rt.serve(s, w, r) })
+	for _, rt := range apitype.Routes {
+		serve := routeHandlers[rt.Pattern()]
+		if serve == nil {
+			panic("server: no handler of route " + rt.Pattern())
+		}
+		mux.HandleFunc(rt.Pattern(), func(w http.ResponseWriter, r *http.Request) { serve(s, w, r) })
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, verbs.NotFound("no route %s %s: the API is /v1/<verb> (%s)", r.Method, r.URL.Path, verbNames()))
