@@ -525,11 +525,7 @@ func (f *Fleet) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.ForgetR
 // client.EventsFromNow does on this machine: what `run` renders a turn
 // from.
 func (f *Fleet) EventsFromNow(ctx context.Context, id string) (*client.Watcher, error) {
-	host, bare, err := f.Route(id)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := f.Client(ctx, host)
+	cl, bare, err := f.clientOf(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -540,16 +536,22 @@ func (f *Fleet) EventsFromNow(ctx context.Context, id string) (*client.Watcher, 
 // EventLog reads the event log of agent id on its host, as
 // client.EventLog does on this machine.
 func (f *Fleet) EventLog(ctx context.Context, id string) (io.ReadCloser, error) {
-	host, bare, err := f.Route(id)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := f.Client(ctx, host)
+	cl, bare, err := f.clientOf(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	rc, err := cl.EventLog(ctx, bare)
 	return rc, Cause(err)
+}
+
+// clientOf is the client of agent id's host, and its bare id there.
+func (f *Fleet) clientOf(ctx context.Context, id string) (*client.Client, string, error) {
+	host, bare, err := f.Route(id)
+	if err != nil {
+		return nil, "", err
+	}
+	cl, err := f.Client(ctx, host)
+	return cl, bare, err
 }
 
 // Shown is id as output shows it: qualified with its host when that is a
