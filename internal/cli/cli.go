@@ -153,7 +153,7 @@ func NewApp() *cli.App {
 		Commands: []*cli.Command{
 			completeCmd(), // hidden: what the completion scripts call
 			openCmd(), sendCmd(), runCmd(), outputCmd(), statusCmd(), listCmd(),
-			interruptCmd(), setModelCmd(), closeCmd(), forgetCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(), schemaCmd(),
+			interruptCmd(), setModelCmd(), closeCmd(), forgetCmd(), diffCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(), schemaCmd(),
 			tailCmd(),
 			versionCmd(), doctorCmd(),
 			hostCmd(), dialStdioCmd(),

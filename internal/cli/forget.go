@@ -12,10 +12,14 @@ import (
 func forgetCmd() *cli.Command {
 	return verbCmd("agent_forget", &cli.Command{
 		Description: "Forgets the dead agents named, or with --all-dead every dead agent; --older-than narrows either to those idle " +
-			"that long (alone, it selects every dead agent that old). Prints the ids forgotten, one a line.",
+			"that long (alone, it selects every dead agent that old). Prints the ids forgotten, one a line.\n\n" +
+			"An agent opened with --worktree takes its worktree with it when the worktree is clean, and its branch when the branch is merged into its base " +
+			"(or with --delete-branch; otherwise the branch stays, said on stderr). One whose worktree has uncommitted changes or untracked files is kept, " +
+			"named on stderr with its worktree, and the exit code is 1; --force removes it anyway.",
 		Flags: verbFlags("agent_forget"),
 		Action: func(c *cli.Context) error {
-			a := &verbs.ForgetArgs{AgentIDs: c.Args().Slice(), AllDead: c.Bool("all-dead"), OlderThan: c.String("older-than"), Logs: c.Bool("logs")}
+			a := &verbs.ForgetArgs{AgentIDs: c.Args().Slice(), AllDead: c.Bool("all-dead"), OlderThan: c.String("older-than"), Logs: c.Bool("logs"),
+				Force: c.Bool("force"), DeleteBranch: c.Bool("delete-branch")}
 			if len(a.AgentIDs) == 0 && !a.AllDead && a.OlderThan == "" {
 				return usagef("forget takes the ids of dead agents, or --all-dead, or --older-than AGE")
 			}
@@ -30,14 +34,26 @@ func forgetCmd() *cli.Command {
 			if err != nil {
 				return fail(c, err)
 			}
-			return emit(c, res, func(w io.Writer) {
+			err = emit(c, res, func(w io.Writer) {
 				for _, id := range res.Forgotten {
 					fmt.Fprintln(w, id)
 				}
-				if len(res.Forgotten) == 0 {
+				for _, b := range res.BranchesKept {
+					fmt.Fprintf(c.App.ErrWriter, "kaimon: agent %s's branch %s is kept in %s: it is not merged into its base (git branch -D %s, or forget --delete-branch next time)\n",
+						b.AgentID, b.Branch, b.Repository, b.Branch)
+				}
+				for _, k := range res.Kept {
+					fmt.Fprintf(c.App.ErrWriter, "kaimon: agent %s is kept: %s\n", k.AgentID, k.Reason)
+				}
+				if len(res.Forgotten) == 0 && len(res.Kept) == 0 {
 					fmt.Fprintln(c.App.ErrWriter, "no dead agent matched: nothing forgotten")
 				}
 			})
+			if err == nil && len(res.Kept) > 0 {
+				// Not everything asked for went: a script must know.
+				return &jsonReported{err: fmt.Errorf("%d agent(s) kept for the work in their worktrees", len(res.Kept))}
+			}
+			return err
 		},
 	})
 }

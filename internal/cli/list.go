@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -84,6 +85,20 @@ func listAllHosts(c *cli.Context) error {
 	return nil
 }
 
+// branchMark is an agent's branch for the list: "-" without a worktree,
+// a * after it when the worktree has changes, a ! when git could not say.
+func branchMark(st *verbs.AgentStatus) string {
+	switch {
+	case st.Worktree == "":
+		return "-"
+	case st.WorktreeError != "":
+		return st.Branch + "!"
+	case st.Dirty:
+		return st.Branch + "*"
+	}
+	return st.Branch
+}
+
 // writeAgents writes agent_list's table for people. It is aligned
 // uncolored and the status colored after: tabwriter counts a color's
 // escape bytes as width, which shifted every column after the status.
@@ -94,7 +109,15 @@ func writeAgents(w io.Writer, agents []verbs.ListEntry, withHost bool) {
 	if withHost {
 		fmt.Fprint(tw, "HOST\t")
 	}
-	fmt.Fprintln(tw, "ID\tSTATUS\tMODEL\tTURN\tTOKENS IN/OUT\tCWD")
+	// A BRANCH column only when an agent has a worktree: its branch, and
+	// a * when the worktree has uncommitted changes or untracked files
+	// (as shell prompts mark a dirty checkout).
+	branches := slices.ContainsFunc(agents, func(a verbs.ListEntry) bool { return a.Worktree != "" })
+	if branches {
+		fmt.Fprintln(tw, "ID\tSTATUS\tMODEL\tTURN\tTOKENS IN/OUT\tBRANCH\tCWD")
+	} else {
+		fmt.Fprintln(tw, "ID\tSTATUS\tMODEL\tTURN\tTOKENS IN/OUT\tCWD")
+	}
 	for _, a := range agents {
 		status := statusText(&a.AgentStatus)
 		if a.Reason != "" {
@@ -103,8 +126,12 @@ func writeAgents(w io.Writer, agents []verbs.ListEntry, withHost bool) {
 		if withHost {
 			fmt.Fprintf(tw, "%s\t", a.Host)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\n", a.AgentID, status, a.Model, a.Turn,
-			a.Usage.InputTokens, a.Usage.OutputTokens, a.Cwd)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t", a.AgentID, status, a.Model, a.Turn,
+			a.Usage.InputTokens, a.Usage.OutputTokens)
+		if branches {
+			fmt.Fprintf(tw, "%s\t", branchMark(&a.AgentStatus))
+		}
+		fmt.Fprintf(tw, "%s\n", a.Cwd)
 	}
 	tw.Flush()
 	lines := strings.SplitAfter(table.String(), "\n")

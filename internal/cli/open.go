@@ -41,7 +41,7 @@ func openArgs(c *cli.Context, dir string) (*verbs.OpenArgs, error) {
 		Permission: given("permission"), PermissionMode: c.String("permission-mode"),
 		AllowedTools: c.StringSlice("allow"), Only: c.Bool("only"),
 		MCPConfig: c.String("mcp-config"), SystemPrompt: c.String("system-prompt"), ID: c.String("id"),
-		Resume: c.Bool("resume"),
+		Resume: c.Bool("resume"), Worktree: c.Bool("worktree"), Branch: c.String("branch"), Base: c.String("base"),
 	}
 	// The global --host places a new agent (KAIMON_HOST, a default, is
 	// the fleet's); host is the one Global argument of agent_open.

@@ -45,6 +45,18 @@ func statusLine(st *verbs.AgentStatus) string {
 	return statusColor(st.Status)
 }
 
+// changes says, after an agent's branch, whether its worktree has
+// uncommitted changes or untracked files (kaimon diff shows them).
+func changes(st *verbs.AgentStatus) string {
+	switch {
+	case st.WorktreeError != "":
+		return " (" + st.WorktreeError + ")"
+	case st.Dirty:
+		return " (uncommitted changes)"
+	}
+	return ""
+}
+
 func asksPermission(st *verbs.AgentStatus) bool {
 	return len(st.PendingPermissions) > 0 && st.Status != apitype.Dead
 }
@@ -86,6 +98,12 @@ func statusCmd() *cli.Command {
 				}
 				if st.RecordError != "" {
 					row("record", color.RedString(st.RecordError))
+				}
+				if st.Worktree != "" {
+					row("repository", st.Repository)
+					row("worktree", st.Worktree)
+					row("branch", st.Branch+changes(st))
+					row("base", st.BaseCommit)
 				}
 				tw.Flush()
 			})

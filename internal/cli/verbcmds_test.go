@@ -67,6 +67,7 @@ func TestVerbCommandsParse(t *testing.T) {
 				MCPConfig: "/m.json", SystemPrompt: "be brief", ID: "a1"}}}},
 		{args: []string{"open", "--no-recursion-guard", "/w"}, want: []call{{"agent_open", &verbs.OpenArgs{Cwd: "/w", DisallowedTools: &none}}}},
 		{args: []string{"open", "--resume", "--id", "a1"}, want: []call{{"agent_open", &verbs.OpenArgs{ID: "a1", Resume: true}}}},
+		{args: []string{"open", "--worktree", "--branch", "fix", "--base", "main", "/w"}, want: []call{{"agent_open", &verbs.OpenArgs{Cwd: "/w", Worktree: true, Branch: "fix", Base: "main"}}}},
 		{args: []string{"open", "/w", "--model", "haiku"}, want: []call{{"agent_open", &verbs.OpenArgs{Cwd: "/w", Model: "haiku"}}}},
 		{args: []string{"open", "--resume"}},
 		{args: []string{"open", "/a", "/b"}},
@@ -110,6 +111,10 @@ func TestVerbCommandsParse(t *testing.T) {
 		{args: []string{"permit", "a1", "r1", "deny"}, want: []call{{"agent_permit", &verbs.PermitArgs{AgentID: "a1", RequestID: "r1", Decision: apitype.Deny}}}},
 		{args: []string{"permit", "a1", "r1", "maybe"}},
 
+		{args: []string{"forget", "a1", "--force", "--delete-branch"}, want: []call{{"agent_forget", &verbs.ForgetArgs{AgentIDs: []string{"a1"}, Force: true, DeleteBranch: true}}}},
+		{args: []string{"diff", "a1"}, want: []call{{"agent_diff", &verbs.DiffArgs{AgentID: "a1"}}}},
+		{args: []string{"diff", "a1", "--stat"}, want: []call{{"agent_diff", &verbs.DiffArgs{AgentID: "a1", Stat: true}}}},
+		{args: []string{"diff"}},
 		{args: []string{"forget", "a1", "a2", "--logs"}, want: []call{{"agent_forget", &verbs.ForgetArgs{AgentIDs: []string{"a1", "a2"}, Logs: true}}}},
 		{args: []string{"forget", "--all-dead", "--older-than", "7d"}, want: []call{{"agent_forget", &verbs.ForgetArgs{AgentIDs: []string{}, AllDead: true, OlderThan: "7d"}}}},
 		{args: []string{"forget"}},
@@ -233,6 +238,21 @@ func TestVerbCommandsRun(t *testing.T) {
 				"a1   idle           claude-sonnet-5  2     10/3           /w\n" +
 				"b22  dead (closed)  haiku            0     0/0            /x\n", ""},
 		{"agent_list", &verbs.ListResult{Agents: []verbs.ListEntry{}}, nil, []string{"list", "--json"}, 0, `{"agents":[]}` + "\n", ""},
+		{"agent_list", &verbs.ListResult{Agents: []verbs.ListEntry{
+			{AgentID: "a1", AgentStatus: verbs.AgentStatus{Status: "idle", Model: "m", Cwd: "/wt/a1", Worktree: "/wt/a1", Branch: "kaimon/a1", Dirty: true}},
+			{AgentID: "b2", AgentStatus: verbs.AgentStatus{Status: "idle", Model: "m", Cwd: "/wt/b2", Worktree: "/wt/b2", Branch: "fix"}},
+			{AgentID: "c3", AgentStatus: verbs.AgentStatus{Status: "idle", Model: "m", Cwd: "/x"}}}}, nil,
+			[]string{"list"}, 0,
+			"ID  STATUS  MODEL  TURN  TOKENS IN/OUT  BRANCH      CWD\n" +
+				"a1  idle    m      0     0/0            kaimon/a1*  /wt/a1\n" +
+				"b2  idle    m      0     0/0            fix         /wt/b2\n" +
+				"c3  idle    m      0     0/0            -           /x\n", ""},
+
+		{"agent_diff", &verbs.DiffResult{AgentID: "a1", Branch: "kaimon/a1", BaseCommit: "0123456789abcdef", Diff: "diff --git a/x b/x\n"}, nil,
+			[]string{"diff", "a1"}, 0, "diff --git a/x b/x\n", ""},
+		{"agent_diff", &verbs.DiffResult{AgentID: "a1", Branch: "kaimon/a1", BaseCommit: "0123456789abcdef"}, nil,
+			[]string{"diff", "a1"}, 0, "", "(no changes on kaimon/a1 since 0123456789ab)\n"},
+		{"agent_diff", nil, verbs.WrongState("agent_diff: agent a1 has no worktree"), []string{"diff", "a1"}, 1, "", "kaimon: agent_diff: agent a1 has no worktree\n"},
 
 		{"agent_interrupt", &verbs.InterruptResult{Interrupted: true}, nil, []string{"interrupt", "a1"}, 0, "interrupted\n", ""},
 		{"agent_interrupt", &verbs.InterruptResult{}, nil, []string{"interrupt", "a1"}, 0, "nothing to interrupt\n", ""},
@@ -249,6 +269,8 @@ func TestVerbCommandsRun(t *testing.T) {
 			[]string{"permit", "--json", "a1", "r1", "allow"}, 1, "", `{"code":"wrong_state","error":"no pending request r1 of agent a1"}` + "\n"},
 
 		{"agent_forget", &verbs.ForgetResult{Forgotten: []string{"a1", "a2"}}, nil, []string{"forget", "a1", "a2"}, 0, "a1\na2\n", ""},
+		{"agent_forget", &verbs.ForgetResult{Forgotten: []string{"a1"}, Kept: []verbs.ForgetKept{{AgentID: "a2", Worktree: "/wt/a2", Reason: "its worktree /wt/a2 has uncommitted changes"}}},
+			nil, []string{"forget", "a1", "a2"}, 1, "a1\n", "kaimon: agent a2 is kept: its worktree /wt/a2 has uncommitted changes\n"},
 		{"agent_forget", &verbs.ForgetResult{Forgotten: []string{}}, nil, []string{"forget", "--all-dead"}, 0, "", "no dead agent matched: nothing forgotten\n"},
 		{"agent_forget", &verbs.ForgetResult{Forgotten: []string{"a1"}}, nil, []string{"forget", "--json", "a1"}, 0, `{"forgotten":["a1"]}` + "\n", ""},
 	}

@@ -473,4 +473,8 @@ func (c *Client) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.Forget
 	return call[verbs.ForgetResult](c, ctx, "agent_forget", a)
 }
 
+func (c *Client) Diff(ctx context.Context, a *verbs.DiffArgs) (*verbs.DiffResult, error) {
+	return call[verbs.DiffResult](c, ctx, "agent_diff", a)
+}
+
 var _ verbs.Service = (*Client)(nil)

@@ -22,6 +22,12 @@ type Paths struct {
 	CacheDir   string // event logs, stderr logs, pid file, generated configs
 	ConfigFile string
 	SockDir    string // mode 0700: agentd.sock (control) and kaimon-events.sock (bus)
+	// WorktreeDir holds the agents' git worktrees, <dir>/<id>. Not in the
+	// cache dir: a worktree holds work not yet committed, which clearing
+	// a cache must not lose. Not in the repository either: the main
+	// checkout's git status, its build and its file watchers would see
+	// every agent's copy.
+	WorktreeDir string
 }
 
 // Socket is the control socket's path.
@@ -41,6 +47,9 @@ func (p Paths) PidFile() string { return filepath.Join(p.CacheDir, "pids.json") 
 // daemon runs.
 const RecordSuffix = ".agent.json"
 
+// Worktree is where agent id's git worktree is made.
+func (p Paths) Worktree(id string) string { return filepath.Join(p.WorktreeDir, id) }
+
 // DaemonLog is where an auto-started daemon writes its own log.
 func (p Paths) DaemonLog() string { return filepath.Join(p.CacheDir, "agentd.log") }
 
@@ -51,6 +60,7 @@ func (p Paths) DaemonLog() string { return filepath.Join(p.CacheDir, "agentd.log
 //	KAIMON_CONFIG      default ~/.config/kaimon/config.json
 //	KAIMON_SOCK_DIR    default /run/user/<uid>/kaimon when /run/user/<uid>
 //	                   is a directory we own, else ~/.cache/kaimon/sock
+//	KAIMON_WORKTREE_DIR default ~/.local/share/kaimon/worktrees
 //
 // The socket dir's default depends on the uid, never on XDG_RUNTIME_DIR or
 // other inherited variables: MCP clients start `kaimon mcp` with a minimal
@@ -65,9 +75,10 @@ func Resolve() (Paths, error) {
 			return p, err
 		}
 		p = Paths{
-			CacheDir:   filepath.Join(h, "cache", "agents"),
-			ConfigFile: filepath.Join(h, "config.json"),
-			SockDir:    filepath.Join(h, "sock"),
+			CacheDir:    filepath.Join(h, "cache", "agents"),
+			ConfigFile:  filepath.Join(h, "config.json"),
+			SockDir:     filepath.Join(h, "sock"),
+			WorktreeDir: filepath.Join(h, "worktrees"),
 		}
 	} else {
 		home, err := homeDir()
@@ -75,9 +86,10 @@ func Resolve() (Paths, error) {
 			return p, err
 		}
 		p = Paths{
-			CacheDir:   filepath.Join(home, ".cache", "kaimon", "agents"),
-			ConfigFile: filepath.Join(home, ".config", "kaimon", "config.json"),
-			SockDir:    defaultSockDir(runUserDir, os.Getuid(), home),
+			CacheDir:    filepath.Join(home, ".cache", "kaimon", "agents"),
+			ConfigFile:  filepath.Join(home, ".config", "kaimon", "config.json"),
+			SockDir:     defaultSockDir(runUserDir, os.Getuid(), home),
+			WorktreeDir: filepath.Join(home, ".local", "share", "kaimon", "worktrees"),
 		}
 		if os.Getenv("KAIMON_SOCK_DIR") == "" && len(p.EventsSocket()) > maxSocketPath {
 			return p, fmt.Errorf("the socket path %s is longer than a unix socket allows (%d bytes): set KAIMON_SOCK_DIR to a shorter directory", p.EventsSocket(), maxSocketPath)
@@ -91,6 +103,9 @@ func Resolve() (Paths, error) {
 	}
 	if v := os.Getenv("KAIMON_SOCK_DIR"); v != "" {
 		p.SockDir = v
+	}
+	if v := os.Getenv("KAIMON_WORKTREE_DIR"); v != "" {
+		p.WorktreeDir = v
 	}
 	return p, nil
 }

@@ -99,7 +99,7 @@ func TestMCPInspector(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	want := "agent_close agent_forget agent_interrupt agent_list agent_open agent_output agent_permit agent_run agent_send agent_set_model agent_status"
+	want := "agent_close agent_diff agent_forget agent_interrupt agent_list agent_open agent_output agent_permit agent_run agent_send agent_set_model agent_status"
 	if strings.Join(names, " ") != want {
 		t.Fatalf("tools %v", names)
 	}
@@ -163,6 +163,10 @@ func TestMCPInspector(t *testing.T) {
 	out, _ = e.inspect(t, "tools/call", "--tool-name", "agent_send", "--tool-arg", "agent_id=insp-1", "text=anyone?")
 	if txt, isErr := callText(t, out); !isErr || !strings.Contains(txt, "agent insp-1 is dead; reopen it") {
 		t.Fatalf("agent_send to a dead agent = %q %v", txt, isErr)
+	}
+	out, _ = e.inspect(t, "tools/call", "--tool-name", "agent_diff", "--tool-arg", "agent_id=insp-1")
+	if txt, isErr := callText(t, out); !isErr || !strings.Contains(txt, "agent insp-1 has no worktree") || !strings.Contains(txt, "--worktree") {
+		t.Fatalf("agent_diff of an agent without a worktree = %q %v", txt, isErr)
 	}
 	out, _ = e.inspect(t, "tools/call", "--tool-name", "agent_forget", "--tool-arg", `agent_ids=["insp-1"]`)
 	if txt, isErr := callText(t, out); isErr || txt != `{"forgotten":["insp-1"]}` {

@@ -483,6 +483,16 @@ func (f *Fleet) Close(ctx context.Context, a *verbs.CloseArgs) (*verbs.CloseResu
 	return r, err
 }
 
+// Diff asks the agent's host for what it changed; the id comes back
+// qualified as it was given.
+func (f *Fleet) Diff(ctx context.Context, a *verbs.DiffArgs) (*verbs.DiffResult, error) {
+	r, _, err := routed(f, ctx, a, func(a *verbs.DiffArgs) *string { return &a.AgentID }, verbs.Service.Diff)
+	if err == nil {
+		r.AgentID = a.AgentID
+	}
+	return r, err
+}
+
 func (f *Fleet) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.PermitResult, error) {
 	r, _, err := routed(f, ctx, a, func(a *verbs.PermitArgs) *string { return &a.AgentID }, verbs.Service.Permit)
 	return r, err
@@ -517,6 +527,12 @@ func (f *Fleet) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.ForgetR
 	}
 	for i := range r.Forgotten {
 		r.Forgotten[i] = Qualify(host, r.Forgotten[i])
+	}
+	for i := range r.Kept {
+		r.Kept[i].AgentID = Qualify(host, r.Kept[i].AgentID)
+	}
+	for i := range r.BranchesKept {
+		r.BranchesKept[i].AgentID = Qualify(host, r.BranchesKept[i].AgentID)
 	}
 	return r, nil
 }

@@ -23,7 +23,7 @@ type EnvVar struct {
 var Env = []EnvVar{
 	{Name: "KAIMON_HOME", ReadBy: ByBoth,
 		Doc: "Root of everything below when set: the cache is $KAIMON_HOME/cache/agents, the config file " +
-			"$KAIMON_HOME/config.json, the socket dir $KAIMON_HOME/sock. Tests and second installations set only this. " +
+			"$KAIMON_HOME/config.json, the socket dir $KAIMON_HOME/sock, the worktrees $KAIMON_HOME/worktrees. Tests and second installations set only this. " +
 			"The variables below still override their own path."},
 	{Name: "KAIMON_CACHE_DIR", Default: "~/.cache/kaimon/agents", ReadBy: ByBoth,
 		Doc: "The cache dir: event logs, agent records, agents' stderr logs, the pid file, the daemon's log and generated configs."},
@@ -33,6 +33,9 @@ var Env = []EnvVar{
 			"Its default depends on the uid only, never on XDG_RUNTIME_DIR, so that an MCP client starting kaimon mcp " +
 			"with a bare environment reaches the daemon the user's shell started. Set it when the default path is " +
 			"too long for a unix socket."},
+	{Name: "KAIMON_WORKTREE_DIR", Default: "~/.local/share/kaimon/worktrees", ReadBy: ByDaemon,
+		Doc: "Where the agents opened with --worktree get their git worktrees, one <id> directory each: outside the repository, " +
+			"so that the main checkout stays as it is, and outside the cache, since a worktree holds work not yet committed."},
 	{Name: "KAIMON_NO_AUTOSTART", ReadBy: ByCLI,
 		Doc: "1: fail instead of starting kaimon-agentd when it is not running (as --no-autostart)."},
 	{Name: "KAIMON_HOST", Default: "local", ReadBy: ByCLI,

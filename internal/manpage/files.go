@@ -10,9 +10,10 @@ import (
 // The default directories, as config.Resolve computes them for a home
 // directory of ~ (a test holds them to it).
 const (
-	DefaultCacheDir = "~/.cache/kaimon/agents"
-	DefaultConfig   = "~/.config/kaimon/config.json"
-	DefaultSockDir  = "/run/user/<uid>/kaimon" // else ~/.cache/kaimon/sock
+	DefaultCacheDir    = "~/.cache/kaimon/agents"
+	DefaultConfig      = "~/.config/kaimon/config.json"
+	DefaultSockDir     = "/run/user/<uid>/kaimon" // else ~/.cache/kaimon/sock
+	DefaultWorktreeDir = "~/.local/share/kaimon/worktrees"
 )
 
 type file struct{ path, doc string }
@@ -20,7 +21,7 @@ type file struct{ path, doc string }
 // files lists the places kaimon reads and writes, with paths from the code
 // that computes them.
 func files() []file {
-	p := config.Paths{CacheDir: DefaultCacheDir, ConfigFile: DefaultConfig, SockDir: DefaultSockDir}
+	p := config.Paths{CacheDir: DefaultCacheDir, ConfigFile: DefaultConfig, SockDir: DefaultSockDir, WorktreeDir: DefaultWorktreeDir}
 	id := "<id>"
 	out := []file{
 		{p.ConfigFile, "The config file (JSON; $KAIMON_CONFIG). A missing file means the defaults; one that does not parse is an error. Keys: " +
@@ -43,6 +44,8 @@ func files() []file {
 	return append(out,
 		file{p.PidFile(), "The live agent processes (pid and start time), so that a restarted daemon stops its predecessor's leftovers and never a stranger with a reused pid."},
 		file{p.DaemonLog(), "The log of a daemon kaimon started."},
+		file{p.Worktree(id) + "/", "The git worktree of an agent opened with --worktree ($KAIMON_WORKTREE_DIR), on its branch kaimon/<id> unless named. " +
+			"kaimon close keeps it; kaimon forget removes it when it is clean (with --force also when not), and its branch when merged into its base (or with --delete-branch)."},
 	)
 }
 

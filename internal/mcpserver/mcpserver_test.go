@@ -75,6 +75,9 @@ func (f *fakeSvc) Interrupt(ctx context.Context, a *verbs.InterruptArgs) (*verbs
 func (f *fakeSvc) Close(ctx context.Context, a *verbs.CloseArgs) (*verbs.CloseResult, error) {
 	return nil, errors.New("kaimon-agentd is not running: start it with `kaimon daemon start`")
 }
+func (f *fakeSvc) Diff(ctx context.Context, a *verbs.DiffArgs) (*verbs.DiffResult, error) {
+	return &verbs.DiffResult{AgentID: a.AgentID}, nil
+}
 func (f *fakeSvc) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.PermitResult, error) {
 	f.note("permit " + a.RequestID + " " + string(a.Decision))
 	return &verbs.PermitResult{Permitted: a.Decision == apitype.Allow}, nil
@@ -132,7 +135,7 @@ func TestToolsFromTheTable(t *testing.T) {
 		byName[tool.Name] = tool
 	}
 	want := []string{"agent_open", "agent_send", "agent_run", "agent_output", "agent_status",
-		"agent_set_model", "agent_list", "agent_interrupt", "agent_close", "agent_permit", "agent_forget"}
+		"agent_set_model", "agent_list", "agent_interrupt", "agent_close", "agent_permit", "agent_forget", "agent_diff"}
 	if !reflect.DeepEqual(sorted(names), sorted(want)) { // mcp-go lists them by name
 		t.Fatalf("tools %v, want %v", names, want)
 	}

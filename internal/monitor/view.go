@@ -49,7 +49,7 @@ var columns = []column{
 	{title: "ID", width: 16, cell: func(a *agent, _ time.Time, w int, _ string) string { return bareID(a.AgentID) }},
 	{title: "STATUS", width: 10, cell: func(a *agent, _ time.Time, w int, _ string) string { return string(a.status()) }},
 	{title: "MODEL", width: 14, drop: 3, cell: func(a *agent, _ time.Time, w int, _ string) string { return a.Model }},
-	{title: "CWD", flex: true, width: 12, drop: 4, cell: func(a *agent, _ time.Time, w int, home string) string { return shortPath(a.Cwd, home, w) }},
+	{title: "CWD", flex: true, width: 12, drop: 4, cell: func(a *agent, _ time.Time, w int, home string) string { return place(a, home, w) }},
 	{title: "TURN", width: 4, right: true, drop: 2, cell: func(a *agent, _ time.Time, w int, _ string) string { return fmt.Sprint(a.Turn) }},
 	{title: "IN/OUT", width: 13, right: true, drop: 1, cell: func(a *agent, _ time.Time, w int, _ string) string {
 		return tokens(a.Usage.InputTokens) + "/" + tokens(a.Usage.OutputTokens)
@@ -196,7 +196,7 @@ func tableLines(agents []*agent, sel, width int, now time.Time, home string) (he
 func naturalWidth(agents []*agent, home string) int {
 	cwdw := 3
 	for _, a := range agents {
-		cwdw = max(cwdw, lipgloss.Width(shortPath(a.Cwd, home, 1<<20)))
+		cwdw = max(cwdw, lipgloss.Width(place(a, home, 1<<20)))
 	}
 	cols, ws := layout(1<<20, measure(agents))
 	total := 0
@@ -211,6 +211,21 @@ func naturalWidth(agents []*agent, home string) int {
 
 // shortPath shows p with ~ for home and, when too long, its middle elided:
 // the start says where, the end says which.
+// place is where an agent works: its cwd, and for an agent with a
+// worktree its branch first, with a * when the worktree has uncommitted
+// changes or untracked files (kaimon diff shows them).
+func place(a *agent, home string, w int) string {
+	if a.Worktree == "" {
+		return shortPath(a.Cwd, home, w)
+	}
+	b := "[" + a.Branch
+	if a.Dirty {
+		b += "*"
+	}
+	b += "] "
+	return b + shortPath(a.Cwd, home, max(w-lipgloss.Width(b), 0))
+}
+
 func shortPath(p, home string, w int) string {
 	if home != "" && home != "/" && (p == home || strings.HasPrefix(p, home+"/")) {
 		p = "~" + p[len(home):]

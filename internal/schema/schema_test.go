@@ -60,7 +60,8 @@ var usage = event.UsageFigures{InputTokens: 10, OutputTokens: 20, CacheReadToken
 var status = verbs.AgentStatus{Status: apitype.Idle, Model: "sonnet", Cwd: "/w", Turn: 2, CreatedAt: "2026-01-02T15:04:05Z",
 	LastActivity: "2026-01-02T15:04:06Z", SessionID: "s", Transcript: "/t.jsonl", EventLog: "/e.jsonl", Usage: usage,
 	QueuesPrompts: true, Reason: "closed", RecordError: "disk full",
-	PendingPermissions: []verbs.PendingPermission{{RequestID: "p1", Tool: "Bash", Title: "ls", ExpiresAt: "2026-01-02T15:09:05Z"}}}
+	PendingPermissions: []verbs.PendingPermission{{RequestID: "p1", Tool: "Bash", Title: "ls", ExpiresAt: "2026-01-02T15:09:05Z"}},
+	Repository:         "/r", Worktree: "/wt/ab12", Branch: "kaimon/ab12", BaseCommit: "0123abcd", Dirty: true, WorktreeError: "git status failed"}
 
 // filled are results of every verb with every field set, as the daemon
 // (or kaimon mcp across hosts) returns them.
@@ -76,7 +77,9 @@ var filled = map[string]any{
 	"agent_interrupt": verbs.InterruptResult{Interrupted: true},
 	"agent_close":     verbs.CloseResult{Closed: true},
 	"agent_permit":    verbs.PermitResult{Permitted: true},
-	"agent_forget":    verbs.ForgetResult{Forgotten: []string{"ab12"}},
+	"agent_forget": verbs.ForgetResult{Forgotten: []string{"ab12"}, Kept: []verbs.ForgetKept{{AgentID: "cd34", Worktree: "/wt/cd34", Reason: "dirty"}},
+		BranchesKept: []verbs.KeptBranch{{AgentID: "ab12", Repository: "/r", Branch: "kaimon/ab12"}}},
+	"agent_diff": verbs.DiffResult{AgentID: "ab12", Worktree: "/wt/ab12", Branch: "kaimon/ab12", BaseCommit: "0123abcd", Diff: "diff --git a/x b/x\n"},
 }
 
 // zeroOf is the zero value of t but for its word fields (a status), which

@@ -55,6 +55,11 @@ func (f *fakeSvc) Output(_ context.Context, a *verbs.OutputArgs) (*verbs.OutputR
 	return &verbs.OutputResult{AgentID: a.AgentID}, nil
 }
 
+func (f *fakeSvc) Diff(_ context.Context, a *verbs.DiffArgs) (*verbs.DiffResult, error) {
+	f.called("agent_diff")
+	return &verbs.DiffResult{AgentID: a.AgentID}, nil
+}
+
 func (f *fakeSvc) Close(_ context.Context, a *verbs.CloseArgs) (*verbs.CloseResult, error) {
 	f.called("agent_close")
 	return &verbs.CloseResult{Closed: true}, nil
@@ -143,7 +148,7 @@ func TestMethods(t *testing.T) {
 	}
 	svc.mu.Lock()
 	defer svc.mu.Unlock()
-	if strings.Join(svc.calls, " ") != "agent_output agent_status agent_list agent_close" {
+	if strings.Join(svc.calls, " ") != "agent_output agent_status agent_list agent_diff agent_close" {
 		t.Errorf("verbs that ran: %v", svc.calls)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
+	"github.com/kaimon/kaimon/internal/gitwt"
 	"github.com/kaimon/kaimon/internal/proc"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -113,6 +114,9 @@ type Agent struct {
 	// recordErr says why the last write of the record failed; "" once
 	// one succeeds (save).
 	recordErr string
+	// wt is the agent's git worktree, nil when it was opened without one
+	// (worktree.go).
+	wt *gitwt.Info
 }
 
 // files are the paths of the agent's files.

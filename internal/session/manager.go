@@ -143,7 +143,8 @@ func (m *Manager) AddPublisher(p Publisher) {
 
 // retain applies dead_kept, when the user set it: the oldest dead agents
 // beyond that many are forgotten (their logs stay). Unset, dead agents are
-// kept until agent_forget.
+// kept until agent_forget. An agent with a worktree is left to
+// agent_forget, which looks at the work in it before removing it.
 func (m *Manager) retain() {
 	if m.cfg.DeadKept <= 0 {
 		return
@@ -151,7 +152,7 @@ func (m *Manager) retain() {
 	m.mu.Lock()
 	var dead []*Agent
 	for _, ag := range m.agents {
-		if ag.state() == apitype.Dead {
+		if ag.state() == apitype.Dead && ag.worktree() == nil {
 			dead = append(dead, ag)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/gitwt"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -50,6 +51,9 @@ type Record struct {
 	Usage      event.UsageFigures `json:"usage"`
 	Status     apitype.AgentState `json:"status"`
 	Reason     string             `json:"reason,omitempty"`
+	// Git is the agent's worktree: its repository, path, branch and
+	// base commit; absent for an agent opened without one.
+	Git *gitwt.Info `json:"git,omitempty"`
 }
 
 // Reasons a dead agent ended, as agent_status reports them.

@@ -21,6 +21,7 @@ func (ag *Agent) fromRecord(r *Record) {
 	ag.info = backend.Info{SessionID: r.SessionID, Transcript: r.Transcript, Model: r.Model, QueuesPrompts: r.QueuesPrompts}
 	ag.saved = r.SessionID
 	ag.status, ag.reason = r.Status, r.Reason
+	ag.wt = r.Git
 }
 
 // recordLocked is the agent's record as of now; ag.mu held.
@@ -33,7 +34,7 @@ func (ag *Agent) recordLocked() *Record {
 		SessionID: ag.info.SessionID, Transcript: ag.info.Transcript, QueuesPrompts: ag.info.QueuesPrompts,
 		CreatedAt: ag.created.UTC(), LastActivity: ag.activity.UTC(),
 		Turn: ag.turn, Usage: ag.usage, Status: ag.status, Reason: ag.reason,
-		SeqCeiling: ag.seqCeil,
+		SeqCeiling: ag.seqCeil, Git: ag.wt,
 	}
 	r.Model = ag.model
 	if ag.status == apitype.Dead {

@@ -13,6 +13,7 @@ import (
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/gitwt"
 	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -48,11 +49,11 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 	if err != nil {
 		return nil, err
 	}
-	opts, err := m.openOptions(id, *a, old)
+	opts, wt, err := m.openOptions(ctx, id, *a, old)
 	var be backend.Backend
 	if err == nil {
 		ag.mu.Lock()
-		ag.opts, ag.model = opts, opts.Model
+		ag.opts, ag.model, ag.wt = opts, opts.Model, wt
 		ag.mu.Unlock()
 		m.attach(ag)
 		ag.mu.Lock()
@@ -65,6 +66,11 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 		}
 	}
 	if err != nil {
+		if wt != nil && !a.Resume {
+			// Refused after the worktree was made: it goes, with its
+			// branch, as everything else this open made.
+			m.removeWorktree(wt, true)
+		}
 		m.unreserve(ag, old)
 		return nil, err
 	}
@@ -138,39 +144,66 @@ func (m *Manager) unreserve(ag, old *Agent) {
 // options, whose OpenArgs are the arguments as applied (what the record
 // keeps). To resume, the dead
 // agent old's record supplies what a left out, and its vendor session is
-// what the backend continues.
-func (m *Manager) openOptions(id string, a verbs.OpenArgs, old *Agent) (backend.Options, error) {
+// what the backend continues. With worktree it makes the agent's git
+// worktree, last, once every other check has held, and returns it (its
+// cwd is then in it); a resumed agent's worktree is made sure of.
+func (m *Manager) openOptions(ctx context.Context, id string, a verbs.OpenArgs, old *Agent) (backend.Options, *gitwt.Info, error) {
 	a.ID = id
 	session := ""
+	var wt *gitwt.Info
 	if a.Resume {
 		var err error
 		if session, err = inherit(&a, old); err != nil {
-			return backend.Options{}, err
+			return backend.Options{}, nil, err
 		}
 		a.Resume = false // a record says what is, not how it came to be
+		wt = old.worktree()
+	} else if old != nil && old.worktree() != nil {
+		if p := old.worktree().Worktree; exists(p) {
+			return backend.Options{}, nil, verbs.WrongState("agent_open: the dead agent %s has its worktree %s: resume it (kaimon open --id %s --resume), or forget it first (kaimon forget %s)", id, p, id, id)
+		}
+	}
+	if !a.Worktree && (a.Branch != "" || a.Base != "") {
+		return backend.Options{}, nil, verbs.BadArg("agent_open: branch and base name the worktree's branch and where it starts: give them with worktree (kaimon open --worktree)")
 	}
 	verbs.ByName("agent_open").ApplyDefaults(&a) // for callers in this process, and after inherit
 	if a.Cwd == "" {
-		return backend.Options{}, verbs.BadArg("agent_open: cwd is required")
+		return backend.Options{}, nil, verbs.BadArg("agent_open: cwd is required")
 	}
 	cwd, err := filepath.Abs(a.Cwd)
 	if err != nil {
-		return backend.Options{}, verbs.BadArg("agent_open: cwd %q: %v", a.Cwd, err)
+		return backend.Options{}, nil, verbs.BadArg("agent_open: cwd %q: %v", a.Cwd, err)
+	}
+	if wt != nil {
+		if err := resumeWorktree(ctx, id, wt); err != nil {
+			return backend.Options{}, nil, err
+		}
 	}
 	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
-		return backend.Options{}, verbs.BadArg("agent_open: cwd %s does not exist or is not a directory", cwd)
+		return backend.Options{}, nil, verbs.BadArg("agent_open: cwd %s does not exist or is not a directory", cwd)
 	}
 	a.Cwd = cwd
 	// The one place the policy is resolved: the agent carries it.
 	pol, err := policy.ForOpen(&a)
 	if err != nil {
-		return backend.Options{}, verbs.BadArg("agent_open: %v", err)
+		return backend.Options{}, nil, verbs.BadArg("agent_open: %v", err)
+	}
+	if a.Worktree && wt == nil {
+		if wt, err = m.newWorktree(ctx, id, &a); err != nil {
+			return backend.Options{}, nil, err
+		}
+		a.Cwd, a.Branch = wt.Cwd(), wt.Branch
 	}
 	return backend.Options{
 		OpenArgs: a, Policy: pol, ResumeSession: session,
 		CacheDir: m.paths.CacheDir,
 		Env:      append(append([]string{}, m.env...), "KAIMON_AGENT_SESSION="+a.ID),
-	}, nil
+	}, wt, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // inherit fills the options a resuming open left out from the dead
@@ -191,6 +224,12 @@ func inherit(a *verbs.OpenArgs, old *Agent) (session string, err error) {
 		if cwd, err := filepath.Abs(a.Cwd); err != nil || cwd != rec.Cwd {
 			return "", verbs.BadArg("agent_open: agent %s worked in %s, and its conversation belongs there: resume it without a cwd (or with that one)", a.ID, rec.Cwd)
 		}
+	}
+	if a.Branch != "" || a.Base != "" {
+		return "", verbs.BadArg("agent_open: agent %s goes on in its own worktree and branch: resume it without branch and base", a.ID)
+	}
+	if a.Worktree && old.wt == nil {
+		return "", verbs.BadArg("agent_open: agent %s was opened without a worktree, and its conversation belongs in %s: resume it without worktree", a.ID, rec.Cwd)
 	}
 	verbs.ByName("agent_open").Inherit(a, &rec, "id", "resume")
 	return old.info.SessionID, nil
@@ -258,11 +297,23 @@ func (m *Manager) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.Forge
 		if age > 0 && !ag.lastActivity().Before(cutoff) {
 			continue
 		}
+		// The worktree first: one with work in it keeps its agent, so
+		// that kaimon diff and a later forget --force still find it.
+		why, branchKept := forgetWorktree(ctx, ag, a.Force, a.DeleteBranch)
+		if why != "" {
+			res.Kept = append(res.Kept, verbs.ForgetKept{AgentID: ag.id, Worktree: ag.worktree().Worktree, Reason: why})
+			continue
+		}
 		if m.forget(ag, a.Logs) {
 			res.Forgotten = append(res.Forgotten, ag.id)
+			if branchKept {
+				wt := ag.worktree()
+				res.BranchesKept = append(res.BranchesKept, verbs.KeptBranch{AgentID: ag.id, Repository: wt.Repository, Branch: wt.Branch})
+			}
 		}
 	}
 	sort.Strings(res.Forgotten)
+	sort.Slice(res.Kept, func(i, j int) bool { return res.Kept[i].AgentID < res.Kept[j].AgentID })
 	return res, nil
 }
 
@@ -406,6 +457,7 @@ func (m *Manager) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.Agent
 	}
 	ag.flushToSync() // what the agent emitted before the call is reflected, up to a result on its way to disk
 	s := ag.statusObj()
+	addWorktreeStatus(ctx, ag.worktree(), &s)
 	return &s, nil
 }
 
@@ -453,11 +505,13 @@ func (m *Manager) List(ctx context.Context, a *verbs.ListArgs) (*verbs.ListResul
 	}
 	m.mu.Unlock()
 	res := &verbs.ListResult{Agents: make([]verbs.ListEntry, 0, len(ags))}
+	wts := map[string]*gitwt.Info{}
 	for _, ag := range ags {
 		if ag.state() == "" {
 			continue // reserved by an open still being checked
 		}
 		res.Agents = append(res.Agents, verbs.ListEntry{AgentID: ag.id, AgentStatus: ag.statusObj()})
+		wts[ag.id] = ag.worktree()
 	}
 	sort.Slice(res.Agents, func(i, j int) bool {
 		if res.Agents[i].CreatedAt != res.Agents[j].CreatedAt {
@@ -465,6 +519,11 @@ func (m *Manager) List(ctx context.Context, a *verbs.ListArgs) (*verbs.ListResul
 		}
 		return res.Agents[i].AgentID < res.Agents[j].AgentID
 	})
+	infos := make([]*gitwt.Info, len(res.Agents))
+	for i, e := range res.Agents {
+		infos[i] = wts[e.AgentID]
+	}
+	addWorktreeStatuses(ctx, infos, res.Agents)
 	return res, nil
 }
 

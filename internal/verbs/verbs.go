@@ -419,6 +419,7 @@ type Service interface {
 	Close(ctx context.Context, a *CloseArgs) (*CloseResult, error)
 	Permit(ctx context.Context, a *PermitArgs) (*PermitResult, error)
 	Forget(ctx context.Context, a *ForgetArgs) (*ForgetResult, error)
+	Diff(ctx context.Context, a *DiffArgs) (*DiffResult, error)
 }
 
 // Argument structs. JSON names are the spec's; a test checks them against
@@ -440,6 +441,11 @@ type OpenArgs struct {
 	// Resume reopens dead agent ID with its conversation; the options
 	// left out come from the agent's record, not from the defaults.
 	Resume bool `json:"resume,omitempty"`
+	// Worktree gives the agent a git worktree of its own, on a new
+	// branch (Branch, default kaimon/<id>) from Base (default HEAD).
+	Worktree bool   `json:"worktree,omitempty"`
+	Branch   string `json:"branch,omitempty"`
+	Base     string `json:"base,omitempty"`
 	// Host places the agent: a configured host's name, HostLocal or
 	// HostAny. Only a client that reaches hosts (the CLI, `kaimon mcp`)
 	// acts on it, and strips it before asking the host's daemon, which
@@ -513,6 +519,17 @@ type ForgetArgs struct {
 	AllDead   bool     `json:"all_dead,omitempty"`
 	OlderThan string   `json:"older_than,omitempty"`
 	Logs      bool     `json:"logs,omitempty"`
+	// Force removes an agent's worktree with uncommitted changes or
+	// untracked files too; DeleteBranch deletes its branch even when it
+	// is not merged into its base.
+	Force        bool `json:"force,omitempty"`
+	DeleteBranch bool `json:"delete_branch,omitempty"`
+}
+
+// DiffArgs name the agent whose changes to show.
+type DiffArgs struct {
+	AgentID string `json:"agent_id"`
+	Stat    bool   `json:"stat,omitempty"`
 }
 
 // Results, exactly the spec's JSON.
@@ -569,6 +586,17 @@ type AgentStatus struct {
 	// the first to expire first; absent when there are none. A working
 	// agent with one is stopped until someone answers (agent_permit).
 	PendingPermissions []PendingPermission `json:"pending_permissions,omitempty"`
+	// Worktree, Branch and BaseCommit describe the git worktree of an
+	// agent opened with worktree (absent otherwise); Dirty says whether
+	// it has uncommitted changes or untracked files.
+	Repository string `json:"repository,omitempty"`
+	Worktree   string `json:"worktree,omitempty"`
+	Branch     string `json:"branch,omitempty"`
+	BaseCommit string `json:"base_commit,omitempty"`
+	Dirty      bool   `json:"dirty,omitempty"`
+	// WorktreeError says why Dirty could not be found out (the worktree
+	// was removed, git failed).
+	WorktreeError string `json:"worktree_error,omitempty"`
 }
 
 // PendingPermission is a permission request waiting for agent_permit.
@@ -616,9 +644,42 @@ type CloseResult struct {
 	Closed bool `json:"closed"`
 }
 
-// ForgetResult lists the agents forgotten.
+// ForgetResult lists the agents forgotten, and those kept because of
+// their worktrees.
 type ForgetResult struct {
 	Forgotten []string `json:"forgotten"`
+	// Kept are agents not forgotten because their worktree has work in
+	// it (uncommitted changes, untracked files), or could not be removed.
+	Kept []ForgetKept `json:"kept,omitempty"`
+	// BranchesKept are the branches of forgotten agents' worktrees left
+	// in their repository: not merged into their base, and delete_branch
+	// not given.
+	BranchesKept []KeptBranch `json:"branches_kept,omitempty"`
+}
+
+// ForgetKept is an agent agent_forget kept, and why.
+type ForgetKept struct {
+	AgentID  string `json:"agent_id"`
+	Worktree string `json:"worktree"`
+	Reason   string `json:"reason"`
+}
+
+// KeptBranch is a forgotten agent's branch left in its repository.
+type KeptBranch struct {
+	AgentID    string `json:"agent_id"`
+	Repository string `json:"repository"`
+	Branch     string `json:"branch"`
+}
+
+// DiffResult is what an agent changed in its worktree against its base.
+type DiffResult struct {
+	AgentID    string `json:"agent_id"`
+	Worktree   string `json:"worktree"`
+	Branch     string `json:"branch"`
+	BaseCommit string `json:"base_commit"`
+	// Diff is in git diff format, or git diff --stat's with stat; "" when
+	// the agent changed nothing.
+	Diff string `json:"diff"`
 }
 
 // PermitResult says whether the tool call may now run: true for an allow
@@ -773,6 +834,13 @@ var All = []*Verb{
 			{Name: "id", Type: TString, Agents: AgentsDead, FlagDoc: "Agent id to use (reopening a dead id reuses its slot, with a fresh conversation unless --resume).", Doc: "Caller-supplied agent id; reopening a dead id reuses its slot, with a fresh conversation unless resume."},
 			{Name: "resume", Type: TBoolean, Default: false, FlagDoc: "With --id of a dead agent: reopen it with its conversation; the flags not given come from its record.", Doc: "Reopen the dead agent id with its conversation (claude --resume; ACP session/load). " +
 				"The options left out come from the agent's record: its cwd, its model as last switched, its preset and tools. Turn numbers and seq continue."},
+			{Name: "worktree", Type: TBoolean, Default: false,
+				FlagDoc: "Give the agent a git worktree of its own, on a new branch: DIR must be in a git checkout, and the agent works in the same subdirectory of the worktree.",
+				Doc: "Give the agent a git worktree of its own on a new branch (branch, default kaimon/<id>) from base (default HEAD): cwd must be inside a non-bare git repository, " +
+					"and the agent works in the same subdirectory of the worktree as cwd is of the repository. Worktrees live in kaimon's worktree dir, <dir>/<id>, outside the repository. " +
+					"agent_diff shows what the agent changed; agent_forget removes a clean worktree."},
+			{Name: "branch", Type: TString, Placeholder: "NAME", Doc: "With worktree: the new branch's name (default kaimon/<id>); it must not exist yet."},
+			{Name: "base", Type: TString, Placeholder: "REF", Doc: "With worktree: the commit, branch or tag the new branch starts from (default HEAD)."},
 			{Name: "host", Type: TString, Global: true, Placeholder: "HOST", Doc: "The host to open the agent on, when hosts are configured (kaimon host add): a host's name, " + HostLocal + " (this machine, the default) " +
 				"or " + HostAny + " (the reachable host with the fewest working agents, then the fewest live ones; ties go to " + HostLocal + ", then to the names in order). " +
 				"An agent on another host gets its agent_id qualified as HOST/ID (one placed here by " + HostAny + ", " + HostLocal + "/ID), which every other tool accepts as it is."},
@@ -816,8 +884,8 @@ var All = []*Verb{
 	verb(Verb{
 		Name: "agent_status", CLI: "status", Positional: []string{"agent_id"},
 		Summary:  "Show an agent's status and token usage",
-		Doc:      "Reports the agent's lifecycle state, model, turn, session, log paths and summed token usage.",
-		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts", "reason", "record_error", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}]}`,
+		Doc:      "Reports the agent's lifecycle state, model, turn, session, log paths and summed token usage; for an agent with a worktree, its repository, worktree, branch, base commit and whether it has uncommitted changes or untracked files (dirty).",
+		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts", "reason", "record_error", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}], "repository", "worktree", "branch", "base_commit", "dirty", "worktree_error"}`,
 		Example:  "kaimon status $id --json | jq .usage",
 		Args:     []Arg{anyAgentID},
 		ReadOnly: true,
@@ -873,16 +941,30 @@ var All = []*Verb{
 		Summary: "Forget dead agents",
 		Doc: "Removes dead agents' records, so they no longer show in agent_list and cannot be resumed; with logs, their event and stderr logs too. " +
 			"A live agent is refused (close it first), and an unknown id is an error; then nothing is forgotten. " +
-			"Dead agents are kept until forgotten, unless dead_kept in the config file sets how many to keep.",
-		Returns: `{"forgotten": ["<id>", …]}`,
+			"Dead agents are kept until forgotten, unless dead_kept in the config file sets how many to keep. " +
+			"An agent's worktree is removed with it when it is clean; one with uncommitted changes or untracked files is kept, and its agent with it (listed in kept), unless force. " +
+			"Its branch is deleted when it is merged into its base, or with delete_branch; otherwise it stays (listed in branches_kept).",
+		Returns: `{"forgotten": ["<id>", …], "kept": [{"agent_id", "worktree", "reason"}], "branches_kept": [{"agent_id", "repository", "branch"}]}`,
 		Example: "kaimon forget --all-dead --older-than 7d --logs",
 		Args: []Arg{
 			{Name: "agent_ids", Type: TArray, Agents: AgentsDead, Placeholder: "ID", Doc: "The dead agents to forget."},
 			{Name: "all_dead", Type: TBoolean, Default: false, Doc: "Forget every dead agent."},
 			{Name: "older_than", Type: TString, Placeholder: "AGE", Doc: "Only dead agents whose last activity is older than this, e.g. 7d, 12h, 90m; alone, every dead agent that old."},
 			{Name: "logs", Type: TBoolean, Default: false, Doc: "Remove their event logs and stderr logs too."},
+			{Name: "force", Type: TBoolean, Default: false, Doc: "Remove their worktrees even with uncommitted changes or untracked files in them."},
+			{Name: "delete_branch", Type: TBoolean, Default: false, Doc: "Delete their worktrees' branches even when not merged into their base."},
 		},
 	}, func(s Service) func(context.Context, *ForgetArgs) (*ForgetResult, error) { return s.Forget }),
+	verb(Verb{
+		Name: "agent_diff", CLI: "diff", ReadOnly: true, Positional: []string{"agent_id"},
+		Summary: "Show what an agent changed in its worktree",
+		Doc: "For an agent opened with worktree: what it changed against the commit its branch started from, in git diff format: " +
+			"its commits, its uncommitted changes and the files it created (untracked files included; ignored ones not). The worktree and its index are left as they are.",
+		Returns: `{"agent_id", "worktree", "branch", "base_commit", "diff"}`,
+		Example: "kaimon diff $id --stat\nkaimon diff $id > agent.patch",
+		Args: []Arg{anyAgentID,
+			{Name: "stat", Type: TBoolean, Default: false, Doc: "A summary per file (git diff --stat) instead of the patch."}},
+	}, func(s Service) func(context.Context, *DiffArgs) (*DiffResult, error) { return s.Diff }),
 }
 
 // ByName finds a verb by its MCP name or its CLI name.

@@ -15,7 +15,7 @@ import (
 // schemas and completions; a table row without a field would be ignored.
 func TestTableMatchesArgStructs(t *testing.T) {
 	want := []string{"agent_open", "agent_send", "agent_run", "agent_output", "agent_status",
-		"agent_set_model", "agent_list", "agent_interrupt", "agent_close", "agent_permit", "agent_forget"}
+		"agent_set_model", "agent_list", "agent_interrupt", "agent_close", "agent_permit", "agent_forget", "agent_diff"}
 	var got []string
 	for _, v := range All {
 		got = append(got, v.Name)
@@ -45,7 +45,7 @@ func TestTableMatchesArgStructs(t *testing.T) {
 		}
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("verbs = %v, want the spec's nine plus agent_permit and agent_forget: %v", got, want)
+		t.Errorf("verbs = %v, want the spec's nine plus agent_permit, agent_forget and agent_diff: %v", got, want)
 	}
 }
 
@@ -56,9 +56,12 @@ func TestResultFieldsAreTheSpecs(t *testing.T) {
 		want string
 	}{
 		{OutputResult{}, "agent_id turn which status done text truncated dropped_chars usage log_errors"},
-		{AgentStatus{}, "status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason record_error pending_permissions"},
-		{ListEntry{}, "agent_id host status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason record_error pending_permissions"},
-		{ForgetResult{}, "forgotten"},
+		{AgentStatus{}, "status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason record_error pending_permissions repository worktree branch base_commit dirty worktree_error"},
+		{ListEntry{}, "agent_id host status model cwd turn created_at last_activity session_id transcript event_log usage queues_prompts reason record_error pending_permissions repository worktree branch base_commit dirty worktree_error"},
+		{ForgetResult{}, "forgotten kept branches_kept"},
+		{ForgetKept{}, "agent_id worktree reason"},
+		{KeptBranch{}, "agent_id repository branch"},
+		{DiffResult{}, "agent_id worktree branch base_commit diff"},
 		{OpenResult{}, "agent_id"},
 		{SendResult{}, "turn"},
 		{RunResult{}, "text"},

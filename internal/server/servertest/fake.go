@@ -112,4 +112,8 @@ func (f *Fake) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.ForgetRe
 	return answer[verbs.ForgetResult](ctx, f, "agent_forget", a)
 }
 
+func (f *Fake) Diff(ctx context.Context, a *verbs.DiffArgs) (*verbs.DiffResult, error) {
+	return answer[verbs.DiffResult](ctx, f, "agent_diff", a)
+}
+
 var _ verbs.Service = (*Fake)(nil)

@@ -1,0 +1,207 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/gitwt"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// An agent opened with worktree works in a git worktree of its own
+// (internal/gitwt), at config.Paths.Worktree(id), on a new branch. The
+// worktree's repository, path, branch and base are in the agent's record
+// (Record.Git), so that resume goes on in it, diff and status find it, and
+// forget removes it. Git runs are never made with a lock of the manager's
+// or the agent's held: a checkout may take seconds.
+
+// statusGitTimeout bounds git status for one agent's status: a list must
+// not hang on one worktree's slow disk.
+const statusGitTimeout = 10 * time.Second
+
+// newWorktree checks what worktree, branch and base ask for and makes the
+// worktree of agent id, returning it; a.Cwd (absolute, an existing
+// directory) is in the repository. Nothing is made unless every check
+// holds, and a worktree git half made is removed.
+func (m *Manager) newWorktree(ctx context.Context, id string, a *verbs.OpenArgs) (*gitwt.Info, error) {
+	repo, err := gitwt.Find(ctx, a.Cwd)
+	if err != nil {
+		return nil, verbs.BadArg("agent_open: worktree: %v", err)
+	}
+	branch := a.Branch
+	if branch == "" {
+		branch = "kaimon/" + id
+	}
+	// One repository's checks and add are serialized: two opens naming
+	// one branch cannot both pass the check, and git's locks are not
+	// met at once.
+	unlock := gitwt.Lock(repo.CommonDir)
+	defer unlock()
+	baseRef := a.Base
+	if baseRef == "" {
+		// HEAD as it is now: the branch it is on, so that forget finds
+		// later whether the agent's branch was merged into it.
+		if baseRef = repo.CurrentBranch(ctx); baseRef == "" {
+			baseRef = "HEAD"
+		}
+	}
+	base, err := repo.ResolveCommit(ctx, baseRef)
+	if err != nil {
+		return nil, verbs.BadArg("agent_open: base: %v", err)
+	}
+	if err := repo.CheckNewBranch(ctx, branch); err != nil {
+		return nil, verbs.BadArg("agent_open: branch: %v", err)
+	}
+	path := m.paths.Worktree(id)
+	if err := repo.Add(ctx, path, branch, base); err != nil {
+		return nil, verbs.BadArg("agent_open: worktree: %v", err)
+	}
+	info := &gitwt.Info{Repository: repo.Top, CommonDir: repo.CommonDir, Worktree: path, Subdir: repo.Prefix,
+		Branch: branch, BaseRef: baseRef, BaseCommit: base}
+	if st, err := os.Stat(info.Cwd()); err != nil || !st.IsDir() {
+		// cwd is not in git (an empty or ignored directory): the
+		// worktree has no such directory, and the agent would work
+		// elsewhere than asked.
+		m.removeWorktree(info, true)
+		return nil, verbs.BadArg("agent_open: worktree: %s holds no file git tracks, so the worktree has no %s: open the agent in a directory git tracks",
+			a.Cwd, filepath.Join(path, repo.Prefix))
+	}
+	return info, nil
+}
+
+// removeWorktree removes a worktree kaimon made and its branch, for an
+// open that failed after making it.
+func (m *Manager) removeWorktree(info *gitwt.Info, deleteBranch bool) {
+	r := info.RepoOf()
+	unlock := gitwt.Lock(r.CommonDir)
+	defer unlock()
+	branch := ""
+	if deleteBranch {
+		branch = info.Branch
+	}
+	if err := r.Remove(context.Background(), info.Worktree, branch, true); err != nil {
+		log.Printf("removing the worktree %s of a failed open: %v", info.Worktree, err)
+	}
+}
+
+// resumeWorktree makes sure a resumed agent's worktree is there: one
+// removed (and pruned) while its branch was kept is added again.
+func resumeWorktree(ctx context.Context, id string, info *gitwt.Info) error {
+	if _, err := os.Stat(info.Worktree); err == nil {
+		return nil
+	}
+	r := info.RepoOf()
+	unlock := gitwt.Lock(r.CommonDir)
+	defer unlock()
+	if err := r.Readd(ctx, info.Worktree, info.Branch); err != nil {
+		return verbs.WrongState("agent_open: agent %s: %v", id, err)
+	}
+	return nil
+}
+
+// worktree is the agent's worktree, nil when it has none.
+func (ag *Agent) worktree() *gitwt.Info {
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
+	return ag.wt
+}
+
+// addWorktreeStatus fills the worktree fields of an agent's status, and
+// whether it has changes, found with git status.
+func addWorktreeStatus(ctx context.Context, info *gitwt.Info, s *verbs.AgentStatus) {
+	if info == nil {
+		return
+	}
+	s.Repository, s.Worktree, s.Branch, s.BaseCommit = info.Repository, info.Worktree, info.Branch, info.BaseCommit
+	ctx, cancel := context.WithTimeout(ctx, statusGitTimeout)
+	defer cancel()
+	if _, err := os.Stat(info.Worktree); err != nil {
+		s.WorktreeError = fmt.Sprintf("the worktree %s is gone", info.Worktree)
+		return
+	}
+	dirty, err := gitwt.Dirty(ctx, info.Worktree)
+	if err != nil {
+		s.WorktreeError = err.Error()
+	}
+	s.Dirty = dirty
+}
+
+// addWorktreeStatuses does addWorktreeStatus for a list's agents, at once.
+func addWorktreeStatuses(ctx context.Context, infos []*gitwt.Info, entries []verbs.ListEntry) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4) // a few git runs at a time
+	for i, info := range infos {
+		if info == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			addWorktreeStatus(ctx, info, &entries[i].AgentStatus)
+		}()
+	}
+	wg.Wait()
+}
+
+// Diff implements agent_diff: what the agent changed in its worktree
+// against the commit it started from.
+func (m *Manager) Diff(ctx context.Context, a *verbs.DiffArgs) (*verbs.DiffResult, error) {
+	ag, err := m.get(a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	info := ag.worktree()
+	if info == nil {
+		return nil, verbs.WrongState("agent_diff: agent %s has no worktree: only an agent opened with --worktree (agent_open worktree) has changes kaimon can tell apart from others'", a.AgentID)
+	}
+	if _, err := os.Stat(info.Worktree); err != nil {
+		return nil, verbs.WrongState("agent_diff: agent %s's worktree %s is gone", a.AgentID, info.Worktree)
+	}
+	out, err := gitwt.Diff(ctx, info.Worktree, info.BaseCommit, a.Stat)
+	if err != nil {
+		return nil, verbs.Errorf(verbs.CodeInternal, "agent_diff: agent %s: %v", a.AgentID, err)
+	}
+	return &verbs.DiffResult{AgentID: a.AgentID, Worktree: info.Worktree, Branch: info.Branch, BaseCommit: info.BaseCommit, Diff: out}, nil
+}
+
+// forgetWorktree removes a dead agent's worktree for agent_forget: a clean
+// one, or with force any. It says why when it keeps it (then the agent is
+// kept too), and whether it kept the branch: one not merged into its base
+// is kept unless deleteBranch.
+func forgetWorktree(ctx context.Context, ag *Agent, force, deleteBranch bool) (keptWhy string, branchKept bool) {
+	info := ag.worktree()
+	if info == nil || ag.state() != apitype.Dead {
+		return "", false
+	}
+	r := info.RepoOf()
+	if _, err := os.Stat(info.Worktree); err == nil && !force {
+		dirty, err := gitwt.Dirty(ctx, info.Worktree)
+		if err != nil {
+			return fmt.Sprintf("git status in its worktree %s failed (%v); forget --force removes it anyway", info.Worktree, err), false
+		}
+		if dirty {
+			return fmt.Sprintf("its worktree %s has uncommitted changes or untracked files: commit them (or kaimon diff %s), or forget --force to discard them", info.Worktree, ag.id), false
+		}
+	}
+	unlock := gitwt.Lock(r.CommonDir)
+	defer unlock()
+	// Merged into its base as the base is now (a branch name follows
+	// later merges), or still at the commit it started from.
+	merged := r.Merged(ctx, info.Branch, info.BaseRef) || r.Merged(ctx, info.Branch, info.BaseCommit)
+	branch := ""
+	if merged || deleteBranch {
+		branch = info.Branch
+	}
+	if err := r.Remove(ctx, info.Worktree, branch, force); err != nil {
+		return fmt.Sprintf("removing its worktree %s failed: %v", info.Worktree, err), false
+	}
+	return "", branch == ""
+}
