@@ -26,7 +26,7 @@ import (
 // paths are this installation's paths, as the daemon resolves them.
 func (e *kenv) paths() config.Paths {
 	return config.Paths{SockDir: filepath.Join(e.home, "sock"), CacheDir: filepath.Join(e.home, "cache", "agents"),
-		ConfigFile: filepath.Join(e.home, "config.json")}
+		ConfigFile: filepath.Join(e.home, "config.json"), WorktreeDir: filepath.Join(e.home, "worktrees")}
 }
 
 // client is an in-process client of the daemon (it must be running).
