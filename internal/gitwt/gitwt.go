@@ -3,9 +3,12 @@
 // whether it has changes and what they are against the base, and removes
 // it again. It runs the real git binary, each run in a process group of its
 // own (internal/proc) under a timeout, and serializes the runs that change
-// a repository per repository (Lock): git's own locks (index.lock,
-// config.lock, the refs' locks) make a second `git worktree add` at the
-// same moment fail rather than wait.
+// a repository per repository (Lock): git does not wait for a lock another
+// git holds (index.lock, packed-refs.lock, config.lock) but fails at once
+// ("Unable to create '….lock': File exists"). Eight bare `git worktree add`
+// at once did not fail in our runs with git 2.39; a branch deleted or the
+// worktrees pruned by a forget at the same moment as an add is what meets
+// the shared locks, and git makes no promise for the next version.
 package gitwt
 
 import (

@@ -206,7 +206,7 @@ func TestReaddAfterPrune(t *testing.T) {
 }
 
 // TestAddManyAtOnce: worktrees added at the same moment under Lock all
-// succeed; git alone would fail some on its locks.
+// succeed, each on its own branch.
 func TestAddManyAtOnce(t *testing.T) {
 	ctx := context.Background()
 	repo := newRepo(t)
