@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every benchmark of issues 12, 18 and 19, run once, printed as ONE table: each figure
+# Every benchmark of issues 12, 18, 19 and 21, run once, printed as ONE table: each figure
 # (the median of COUNT runs) beside its floor or bare run measured in the
 # same run, their ratio, the issue's target and whether it is met.
 # BENCHMARKS.md says what each figure means.
@@ -51,6 +51,7 @@ bench ./internal/eventlog/ 'Append' 2000x "$count" -benchmem
 bench ./internal/bus/ 'BusThroughput|BusLatency' 20000x "$count"
 bench ./internal/e2e/ 'Overhead' "$turns" "$count"
 bench ./internal/e2e/ 'CLIStart' "$cli" "$count"
+bench ./internal/e2e/ 'WorktreeOpen' 3x "$count"
 bench ./internal/e2e/ 'Relay$' 3x "$count"
 bench ./internal/e2e/ 'Latency' 1x "$count"
 bench ./internal/e2e/ 'BusStalledSubscriber' 2x 1

@@ -15,7 +15,7 @@ import (
 // gitRepo makes e.work a git repository with one commit: README at the
 // top and sub/a.txt, so that an agent opened in sub works in the same
 // subdirectory of its worktree.
-func (e *kenv) gitRepo(t *testing.T) {
+func (e *kenv) gitRepo(t testing.TB) {
 	t.Helper()
 	e.git(t, e.work, "init", "--quiet", "-b", "main")
 	for name, text := range map[string]string{"README": "hello\n", "sub/a.txt": "a\n"} {
@@ -33,7 +33,7 @@ func (e *kenv) gitRepo(t *testing.T) {
 
 // git runs the real git in dir as the tests' user, apart from any config
 // of the machine's.
-func (e *kenv) git(t *testing.T, dir string, args ...string) string {
+func (e *kenv) git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	out, err := e.gitErr(dir, args...)
 	if err != nil {

@@ -141,6 +141,18 @@ func table(r results, skips []skip) []row {
 		sb, _ := msOf("Overhead/startup/bare")
 		add("agent start: kaimon open", f1(s)+" ms", "bare spawn "+f1(sb)+" ms", plus(s-sb)+" ms", "", "")
 	}
+	// Issue 21: eight worktree agents opened at once on one repository,
+	// each open beside an open without a worktree plus a bare git
+	// worktree add, all eight of each at once.
+	if w, ok := r.get("WorktreeOpen", "worktree-ms"); ok {
+		p, _ := r.get("WorktreeOpen", "plain-ms")
+		g, _ := r.get("WorktreeOpen", "git-ms")
+		add("8 opens at once, --worktree: one open", f1(w)+" ms", "open "+f1(p)+" + git "+f1(g)+" ms", plus(w-p-g)+" ms", "", "")
+		ww, _ := r.get("WorktreeOpen", "worktree-wall-ms")
+		pw, _ := r.get("WorktreeOpen", "plain-wall-ms")
+		gw, _ := r.get("WorktreeOpen", "git-wall-ms")
+		add("  all eight, wall", f1(ww)+" ms", "open "+f1(pw)+" + git "+f1(gw)+" ms", plus(ww-pw-gw)+" ms", "", "")
+	}
 	// CLI start.
 	if k, ok := r.get("CLIStart", "kaimon-ms"); ok {
 		c, _ := r.get("CLIStart", "curl-ms")
