@@ -510,6 +510,18 @@ func TestHelpers(t *testing.T) {
 	if ansi.StringWidth(got) != 16 || !strings.HasPrefix(got, "/srv") || !strings.HasSuffix(got, "project") || !strings.Contains(got, "…") {
 		t.Errorf("shortPath elided = %q", got)
 	}
+	// An agent with a worktree shows its branch before its cwd, * when dirty.
+	wt := &agent{ListEntry: verbs.ListEntry{AgentStatus: verbs.AgentStatus{Cwd: "/home/u/wt/a1/sub", Worktree: "/home/u/wt/a1", Branch: "kaimon/a1", Dirty: true}}}
+	if got := place(wt, "/home/u", 40); got != "[kaimon/a1*] ~/wt/a1/sub" {
+		t.Errorf("place of a dirty worktree agent = %q", got)
+	}
+	wt.Dirty = false
+	if got := place(wt, "/home/u", 20); ansi.StringWidth(got) != 20 || !strings.HasPrefix(got, "[kaimon/a1] ") {
+		t.Errorf("place of a clean worktree agent, narrow = %q", got)
+	}
+	if got := place(&agent{ListEntry: verbs.ListEntry{AgentStatus: verbs.AgentStatus{Cwd: "/x"}}}, "/home/u", 40); got != "/x" {
+		t.Errorf("place without a worktree = %q", got)
+	}
 	for n, want := range map[int64]string{950: "950", 12345: "12.3k", 4_100_000: "4.1M"} {
 		if got := tokens(n); got != want {
 			t.Errorf("tokens(%d) = %q, want %q", n, got, want)
