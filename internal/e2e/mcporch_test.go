@@ -630,12 +630,14 @@ func TestMCPTypedResults(t *testing.T) {
 		called[tool] = true
 		return res
 	}
+	e.gitRepo(t)
 	var open verbs.OpenResult
-	o.structured(check("agent_open", map[string]any{"cwd": e.work}), &open)
+	o.structured(check("agent_open", map[string]any{"cwd": e.work, "worktree": true}), &open)
 	id := open.AgentID
 	check("agent_run", map[string]any{"agent_id": id, "text": "say exactly: typed"})
 	check("agent_output", map[string]any{"agent_id": id, "which": "all", "include_tools": true})
 	check("agent_status", map[string]any{"agent_id": id})
+	check("agent_diff", map[string]any{"agent_id": id})
 	check("agent_set_model", map[string]any{"agent_id": id, "model": "opus"})
 	outside := filepath.Join(e.home, "outside")
 	check("agent_send", map[string]any{"agent_id": id, "text": "run command: touch " + outside})
@@ -647,7 +649,7 @@ func TestMCPTypedResults(t *testing.T) {
 	check("agent_interrupt", map[string]any{"agent_id": id})
 	check("agent_close", map[string]any{"agent_id": id})
 	check("agent_status", map[string]any{"agent_id": id}) // dead, with its reason
-	check("agent_forget", map[string]any{"agent_ids": []string{id}})
+	check("agent_forget", map[string]any{"agent_ids": []string{id}, "force": true})
 	for _, v := range verbs.All {
 		if !called[v.Name] {
 			t.Errorf("tool %s was not called", v.Name)
