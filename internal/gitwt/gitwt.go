@@ -5,10 +5,11 @@
 // own (internal/proc) under a timeout, and serializes the runs that change
 // a repository per repository (Lock): git does not wait for a lock another
 // git holds (index.lock, packed-refs.lock, config.lock) but fails at once
-// ("Unable to create '….lock': File exists"). Eight bare `git worktree add`
-// at once did not fail in our runs with git 2.39; a branch deleted or the
-// worktrees pruned by a forget at the same moment as an add is what meets
-// the shared locks, and git makes no promise for the next version.
+// ("Unable to create '….lock': File exists"), and eight bare `git worktree
+// add` at once on one repository race in git itself: one failed with
+// "fatal: failed to read .git/worktrees/1-6/commondir" (git 2.39, in
+// BenchmarkWorktreeOpen). A branch deleted or the worktrees pruned by a
+// forget at the same moment as an add meet the shared locks too.
 package gitwt
 
 import (
