@@ -142,8 +142,9 @@ func table(r results, skips []skip) []row {
 		add("agent start: kaimon open", f1(s)+" ms", "bare spawn "+f1(sb)+" ms", plus(s-sb)+" ms", "", "")
 	}
 	// Issue 21: eight worktree agents opened at once on one repository,
-	// each open beside an open without a worktree plus a bare git
-	// worktree add, all eight of each at once.
+	// each open beside an open without a worktree (eight at once) plus a
+	// bare git worktree add (eight one after another, as the daemon runs
+	// them).
 	if w, ok := r.get("WorktreeOpen", "worktree-ms"); ok {
 		p, _ := r.get("WorktreeOpen", "plain-ms")
 		g, _ := r.get("WorktreeOpen", "git-ms")
