@@ -352,7 +352,7 @@ func toolArgs(v *verbs.Verb, words []string) (args string, ok bool) {
 		}
 	}
 	for _, a := range v.Args {
-		if len(pos) > 0 && (a.Required || a.RequiredUnless != "") && given[a.Name] == nil {
+		if len(pos) > 0 && (a.Required || len(a.RequiredUnless) > 0) && given[a.Name] == nil {
 			given[a.Name], pos = pos[0], pos[1:]
 		}
 	}

@@ -118,7 +118,7 @@ func verbArgs(v *verbs.Verb) *jsonschema.Schema {
 		s.Properties[a.Name] = p
 		s.PropertyOrder = append(s.PropertyOrder, a.Name)
 		// RequiredUnless is not required here: the schema cannot say
-		// "unless resume is true" without if/then, which MCP clients
+		// "unless resume or fork is given" without if/then, which MCP clients
 		// building forms ignore; the Doc says it, and Decode enforces it.
 		if a.Required {
 			s.Required = append(s.Required, a.Name)

@@ -34,10 +34,11 @@ type Arg struct {
 	Name     string
 	Type     string
 	Required bool
-	// RequiredUnless names a boolean argument that, when true, makes this
-	// one optional (agent_open's cwd is not needed to resume: the record
-	// has it). The argument is then not Required in the tool schema.
-	RequiredUnless string
+	// RequiredUnless names arguments any of which, given (true, or a
+	// string not empty), makes this one optional (agent_open's cwd is not
+	// needed to resume or to fork: a record has it). The argument is then
+	// not Required in the tool schema.
+	RequiredUnless []string
 	Default        any // nil: none
 	Enum           []string
 	// Range bounds a number or integer argument; Decode refuses a value
@@ -108,7 +109,8 @@ const (
 	AgentsAny                // every agent: read-only verbs read dead ones too
 )
 
-// AgentArg is the verb's argument that names agents, if any.
+// AgentArg is the verb's first argument that names agents, if any
+// (agent_open names two: id, and fork).
 func (v *Verb) AgentArg() *Arg {
 	for i := range v.Args {
 		if v.Args[i].Agents != AgentsNone {
@@ -258,15 +260,15 @@ func (v *Verb) Decode(raw []byte) (any, error) {
 		return ok && string(r) != "null" && string(r) != `""`
 	}
 	for _, arg := range v.Args {
-		if !arg.Required && arg.RequiredUnless == "" {
+		if !arg.Required && len(arg.RequiredUnless) == 0 {
 			continue
 		}
-		if arg.RequiredUnless != "" && string(present[arg.RequiredUnless]) == "true" {
+		if slices.ContainsFunc(arg.RequiredUnless, func(n string) bool { return given(n) && string(present[n]) != "false" }) {
 			continue
 		}
 		if !given(arg.Name) {
-			if arg.RequiredUnless != "" {
-				return nil, BadArg("%s: argument %s is required unless %s is true", v.Name, arg.Name, arg.RequiredUnless)
+			if len(arg.RequiredUnless) > 0 {
+				return nil, BadArg("%s: argument %s is required unless %s is given", v.Name, arg.Name, strings.Join(arg.RequiredUnless, " or "))
 			}
 			return nil, BadArg("%s: argument %s is required", v.Name, arg.Name)
 		}
@@ -441,6 +443,10 @@ type OpenArgs struct {
 	// Resume reopens dead agent ID with its conversation; the options
 	// left out come from the agent's record, not from the defaults.
 	Resume bool `json:"resume,omitempty"`
+	// Fork opens a new agent that continues a copy of agent Fork's
+	// conversation; Fork goes on unchanged. The options left out come
+	// from Fork's record, as with Resume (cwd too, unless given).
+	Fork string `json:"fork,omitempty"`
 	// Worktree gives the agent a git worktree of its own, on a new
 	// branch (Branch, default kaimon/<id>) from Base (default HEAD).
 	Worktree bool   `json:"worktree,omitempty"`
@@ -460,8 +466,9 @@ const (
 	HostAny   = "any"
 )
 
-// Inherits says that left-out options come from the agent's record.
-func (a *OpenArgs) Inherits() bool { return a.Resume }
+// Inherits says that left-out options come from an agent's record: the
+// resumed agent's, or the forked one's.
+func (a *OpenArgs) Inherits() bool { return a.Resume || a.Fork != "" }
 
 type SendArgs struct {
 	AgentID string `json:"agent_id"`
@@ -536,6 +543,10 @@ type DiffArgs struct {
 
 type OpenResult struct {
 	AgentID string `json:"agent_id"`
+	// Warnings are what the caller should know of an open that
+	// succeeded: a fork's worktree without the forked agent's
+	// uncommitted changes.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 type SendResult struct {
@@ -818,10 +829,10 @@ var All = []*Verb{
 		Name: "agent_open", CLI: "open", Positional: []string{"cwd"},
 		Summary: "Open an agent session in a directory",
 		Doc:     "Spawns and owns an agent process working in cwd. Events then stream on the bus channel agent:<id> and in the agent's event log.",
-		Returns: `{"agent_id": "<id>"}`,
+		Returns: `{"agent_id": "<id>", "warnings": ["…"]}`,
 		Example: "id=$(kaimon open --model opus --permission lab ~/src/project)",
 		Args: []Arg{
-			{Name: "cwd", Type: TString, RequiredUnless: "resume", Placeholder: "DIR", Doc: "Working directory for the agent. Must exist. Required, except to resume (then it is the agent's own)."},
+			{Name: "cwd", Type: TString, RequiredUnless: []string{"resume", "fork"}, Placeholder: "DIR", Doc: "Working directory for the agent. Must exist. Required, except to resume or fork (then it is the agent's own, or the forked one's)."},
 			{Name: "model", Type: TString, Default: DefaultModel, Short: "m", FlagDoc: "Model alias or id (sonnet, opus, claude-…), optionally with an /EFFORT suffix (sonnet/high); acp:AGENT[:MODEL], ollama:TAG, vmlx:TAG and replay:PATH pick another backend, as kaimon --help tells.", Doc: "Model alias or id, e.g. sonnet, opus, claude-sonnet-5; may carry an effort suffix (sonnet/high). acp:<agent>[:<model>] drives an ACP agent instead: acp:opencode, acp:claude (claude-agent-acp) or acp:gemini, e.g. acp:opencode:ollama/qwen2.5:14b. ollama:<tag> and vmlx:<tag> run a local model served by Ollama or an OpenAI-compatible server, kaimon running its tools, e.g. ollama:qwen3:8b. replay:<path>[?speed=N] replays a recorded kaimon event log (an <id>.events.jsonl; a relative path is relative to cwd) as an agent, one recorded turn per send, at the recorded pace times N (speed=0: no waiting); no agent program, no network."},
 			{Name: "effort", Type: TString, Enum: Efforts, Placeholder: "LEVEL", Doc: "Thinking/effort level; overrides a model suffix."},
 			{Name: "permission", Type: TString, Default: DefaultPermission, Enum: PresetNames, Short: "p", Placeholder: "PRESET", Doc: "Permission preset."},
@@ -834,6 +845,12 @@ var All = []*Verb{
 			{Name: "id", Type: TString, Agents: AgentsDead, FlagDoc: "Agent id to use (reopening a dead id reuses its slot, with a fresh conversation unless --resume).", Doc: "Caller-supplied agent id; reopening a dead id reuses its slot, with a fresh conversation unless resume."},
 			{Name: "resume", Type: TBoolean, Default: false, FlagDoc: "With --id of a dead agent: reopen it with its conversation; the flags not given come from its record.", Doc: "Reopen the dead agent id with its conversation (claude --resume; ACP session/load). " +
 				"The options left out come from the agent's record: its cwd, its model as last switched, its preset and tools. Turn numbers and seq continue."},
+			{Name: "fork", Type: TString, Agents: AgentsAny, Placeholder: "ID",
+				FlagDoc: "Open a new agent that continues a copy of agent ID's conversation (ID goes on unchanged); the flags not given come from ID's record, DIR too unless given. With --worktree, the new worktree starts from ID's branch.",
+				Doc: "Open a new agent (a fresh id, or id) that continues a copy of agent <fork>'s conversation, live or dead; that agent goes on unchanged " +
+					"(claude --resume --fork-session; ACP session/fork where the agent declares it; a copy of the history for ollama: and vmlx:; replay: from the same recorded turn). " +
+					"The options left out come from its record, cwd too unless given. With worktree, the new worktree's branch starts from its branch's head; " +
+					"its uncommitted changes do not come along, and warnings says so."},
 			{Name: "worktree", Type: TBoolean, Default: false,
 				FlagDoc: "Give the agent a git worktree of its own, on a new branch: DIR must be in a git checkout, and the agent works in the same subdirectory of the worktree.",
 				Doc: "Give the agent a git worktree of its own on a new branch (branch, default kaimon/<id>) from base (default HEAD): cwd must be inside a non-bare git repository, " +

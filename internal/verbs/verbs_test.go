@@ -62,7 +62,7 @@ func TestResultFieldsAreTheSpecs(t *testing.T) {
 		{ForgetKept{}, "agent_id worktree reason"},
 		{KeptBranch{}, "agent_id repository branch"},
 		{DiffResult{}, "agent_id worktree branch base_commit diff"},
-		{OpenResult{}, "agent_id"},
+		{OpenResult{}, "agent_id warnings"},
 		{SendResult{}, "turn"},
 		{RunResult{}, "text"},
 		{SetModelResult{}, "switched"},
@@ -138,8 +138,8 @@ func TestDecodeEnumsAndDefaults(t *testing.T) {
 		`{"cwd":"/","effort":"huge"}`:          `effort "huge" is not one of low, medium, high, xhigh, max`,
 		`{"cwd":"/","permission":"yolo"}`:      `permission "yolo" is not one of default, notebook`,
 		`{"cwd":"/","permission_mode":"sudo"}`: `permission_mode "sudo" is not one of`,
-		`{"id":"x"}`:                           "argument cwd is required unless resume is true",
-		`{"id":"x","resume":false}`:            "argument cwd is required unless resume is true",
+		`{"id":"x"}`:                           "argument cwd is required unless resume or fork is given",
+		`{"id":"x","resume":false}`:            "argument cwd is required unless resume or fork is given",
 		`{"cwd":"/","which":"x"}`:              `unknown argument "which"`,
 	} {
 		_, err := open.Decode([]byte(raw))
@@ -161,6 +161,16 @@ func TestDecodeEnumsAndDefaults(t *testing.T) {
 	}
 	if o := a.(*OpenArgs); o.Model != "" || o.Permission != "" || o.Cwd != "" || !o.Resume {
 		t.Errorf("resume: defaults applied over the record's: %+v", o)
+	}
+	a, err = open.Decode([]byte(`{"fork":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := a.(*OpenArgs); o.Model != "" || o.Permission != "" || o.Cwd != "" || o.Fork != "x" {
+		t.Errorf("fork: defaults applied over the forked agent's record: %+v", o)
+	}
+	if _, err := open.Decode([]byte(`{"fork":""}`)); err == nil || !strings.Contains(err.Error(), "cwd is required") {
+		t.Errorf("an empty fork made cwd optional: %v", err)
 	}
 	out, err := ByName("agent_output").Decode([]byte(`{"agent_id":"a"}`))
 	if err != nil {
@@ -233,12 +243,12 @@ func TestErrorStatus(t *testing.T) {
 }
 
 // Every argument that names agents says which, as completion offers them:
-// read-only verbs read any agent, agent_forget and agent_open's id name
-// dead ones, the other verbs act on live ones.
+// read-only verbs read any agent, and agent_open forks any; agent_forget
+// and agent_open's id name dead ones, the other verbs act on live ones.
 func TestAgentArgs(t *testing.T) {
 	for _, v := range All {
 		for _, a := range v.Args {
-			names := a.Name == "agent_id" || a.Name == "agent_ids" || v.Name == "agent_open" && a.Name == "id"
+			names := a.Name == "agent_id" || a.Name == "agent_ids" || v.Name == "agent_open" && (a.Name == "id" || a.Name == "fork")
 			if names != (a.Agents != AgentsNone) {
 				t.Errorf("%s %s: Agents %d", v.Name, a.Name, a.Agents)
 			}
@@ -247,7 +257,7 @@ func TestAgentArgs(t *testing.T) {
 			}
 			want := AgentsLive
 			switch {
-			case v.ReadOnly:
+			case v.ReadOnly, v.Name == "agent_open" && a.Name == "fork":
 				want = AgentsAny
 			case v.Name == "agent_forget", v.Name == "agent_open":
 				want = AgentsDead
@@ -255,7 +265,8 @@ func TestAgentArgs(t *testing.T) {
 			if a.Agents != want {
 				t.Errorf("%s %s: Agents %d, want %d", v.Name, a.Name, a.Agents, want)
 			}
-			if got := v.AgentArg(); got == nil || got.Name != a.Name {
+			// agent_open names two (id, fork): AgentArg is the first.
+			if got := v.AgentArg(); got == nil || got.Name != a.Name && !(v.Name == "agent_open" && a.Name == "fork" && got.Name == "id") {
 				t.Errorf("%s: AgentArg is %v, want %s", v.Name, got, a.Name)
 			}
 		}
