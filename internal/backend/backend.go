@@ -30,6 +30,11 @@ type Options struct {
 	// starts a fresh one. (OpenArgs.Resume is false once applied: the
 	// record says what is, not how it came to be.)
 	ResumeSession string
+	// Fork is the conversation of another agent that this one continues
+	// a copy of (agent_open with fork), nil for none. The backend begins
+	// a new session from it and leaves the original as it was. (The
+	// record keeps no fork: it says what is, not how it came to be.)
+	Fork *Fork
 
 	// CacheDir is where the backend keeps per-agent files (stderr log,
 	// generated configs).
@@ -46,6 +51,18 @@ type Options struct {
 	// decided (see permission.go). Nil: nobody answers, and the backend
 	// lets the agent program apply its own default.
 	Ask Asker
+}
+
+// Fork names the conversation a forked agent continues a copy of.
+type Fork struct {
+	// AgentID is the agent forked: a backend that keeps the
+	// conversation itself (local models) reads its files.
+	AgentID string
+	// Session is that agent's vendor session id.
+	Session string
+	// Cwd is that agent's cwd, where its conversation belongs (the
+	// claude CLI keeps transcripts per cwd).
+	Cwd string
 }
 
 // Files are the paths of the agent's files in CacheDir (config.AgentFiles):

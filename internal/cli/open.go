@@ -41,7 +41,7 @@ func openArgs(c *cli.Context, dir string) (*verbs.OpenArgs, error) {
 		Permission: given("permission"), PermissionMode: c.String("permission-mode"),
 		AllowedTools: c.StringSlice("allow"), Only: c.Bool("only"),
 		MCPConfig: c.String("mcp-config"), SystemPrompt: c.String("system-prompt"), ID: c.String("id"),
-		Resume: c.Bool("resume"), Worktree: c.Bool("worktree"), Branch: c.String("branch"), Base: c.String("base"),
+		Resume: c.Bool("resume"), Fork: c.String("fork"), Worktree: c.Bool("worktree"), Branch: c.String("branch"), Base: c.String("base"),
 	}
 	// The global --host places a new agent (KAIMON_HOST, a default, is
 	// the fleet's); host is the one Global argument of agent_open.
@@ -50,6 +50,9 @@ func openArgs(c *cli.Context, dir string) (*verbs.OpenArgs, error) {
 	}
 	if a.Resume && a.ID == "" {
 		return nil, usagef("--resume reopens a dead agent with its conversation: name it with --id ID")
+	}
+	if a.Resume && a.Fork != "" {
+		return nil, usagef("--fork and --resume contradict each other: --resume continues an agent's own conversation, --fork a copy of it in a new agent; give one")
 	}
 	if c.Bool(noRecursionGuard) && c.IsSet("disallow") {
 		return nil, usagef("--no-recursion-guard and --disallow contradict each other: pick one")
@@ -67,7 +70,7 @@ func openArgs(c *cli.Context, dir string) (*verbs.OpenArgs, error) {
 		}
 	}
 	if dir == "" {
-		return a, nil // --resume: the agent's own cwd
+		return a, nil // --resume: the agent's own cwd; --fork: the forked one's
 	}
 	abs, err := absPath(dir)
 	if err != nil {
@@ -84,6 +87,8 @@ func openCmd() *cli.Command {
 			"--id of a dead agent reuses its slot: turn numbers and seq continue, and the conversation starts afresh. " +
 			"Add --resume to continue its conversation too (claude --resume, ACP session/load); the flags left out come from its record " +
 			"(its cwd, model as last switched, preset and tools).\n\n" +
+			"--fork ID opens a new agent that continues a copy of ID's conversation, ID going on unchanged; the flags left out come from ID's record, " +
+			"DIR too unless given. With --worktree the new branch starts from ID's branch, and stderr says when ID's uncommitted changes did not come along.\n\n" +
 			"On another host (--host NAME, or --id NAME/ID) DIR and --mcp-config are absolute paths on that host, and the id is printed as NAME/ID.\n\n" +
 			"With --host any (or KAIMON_HOST=any) the agent goes to the reachable host, this machine or a configured one, " +
 			"with the fewest working agents, then the fewest live ones (ties: local, then the names in order), so that a loop of opens " +
@@ -94,7 +99,7 @@ func openCmd() *cli.Command {
 				return usagef("open takes at most one DIR (got %d arguments)", c.NArg())
 			}
 			dir := "."
-			if c.Bool("resume") {
+			if c.Bool("resume") || c.String("fork") != "" {
 				dir = ""
 			}
 			if c.NArg() == 1 {
@@ -114,6 +119,12 @@ func openCmd() *cli.Command {
 			res, err := cl.Open(c.Context, a)
 			if err != nil {
 				return fail(c, err)
+			}
+			if !c.Bool("json") {
+				// stdout is the id alone: id=$(kaimon open --fork …) works.
+				for _, w := range res.Warnings {
+					fmt.Fprintf(c.App.ErrWriter, "kaimon: warning: %s\n", w)
+				}
 			}
 			return emit(c, res, func(w io.Writer) { fmt.Fprintln(w, res.AgentID) })
 		},

@@ -43,13 +43,26 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 	} else if err := m.checkID(id); err != nil {
 		return nil, err
 	}
+	var parent *Agent
+	if a.Fork != "" {
+		var err error
+		if parent, err = m.forkable(a, id); err != nil {
+			return nil, err
+		}
+	}
 
 	ag := m.newAgent(id)
 	old, err := m.reserve(ag)
 	if err != nil {
 		return nil, err
 	}
-	opts, wt, err := m.openOptions(ctx, id, *a, old)
+	if parent != nil && old != nil {
+		// A fork leaves nothing behind when it fails, which a slot of
+		// an earlier agent's files would make impossible.
+		m.unreserve(ag, old)
+		return nil, verbs.WrongState("agent_open: a fork needs an id of its own, and %s is a dead agent's: give another id, or none (or forget %s first)", id, id)
+	}
+	opts, wt, err := m.openOptions(ctx, id, *a, old, parent)
 	var be backend.Backend
 	if err == nil {
 		ag.mu.Lock()
@@ -93,16 +106,28 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 	ag.saveMu.Lock()
 	ag.resuming = a.Resume
 	ag.saveMu.Unlock()
+	var warnings []string
+	if parent != nil {
+		warnings = forkWarnings(ctx, parent, wt)
+	}
 	if err := ag.start(ctx, be); err != nil {
-		if a.Resume {
+		switch {
+		case a.Resume:
 			// The agent is as it was: dead, with its record and the
 			// session a later resume may still find. Its log says what
 			// this attempt met.
 			m.unreserve(ag, old)
+		case parent != nil:
+			// A fork has no conversation of its own yet to keep (the
+			// forked agent still has it): nothing is left behind.
+			m.forget(ag, true)
+			if wt != nil {
+				m.removeWorktree(wt, true)
+			}
 		}
 		return nil, err
 	}
-	return &verbs.OpenResult{AgentID: id}, nil
+	return &verbs.OpenResult{AgentID: id, Warnings: warnings}, nil
 }
 
 // reserve puts ag in its id's slot, which must be free or dead, and
@@ -144,14 +169,22 @@ func (m *Manager) unreserve(ag, old *Agent) {
 // options, whose OpenArgs are the arguments as applied (what the record
 // keeps). To resume, the dead
 // agent old's record supplies what a left out, and its vendor session is
-// what the backend continues. With worktree it makes the agent's git
+// what the backend continues; to fork, parent's record and session do
+// (fork.go). With worktree it makes the agent's git
 // worktree, last, once every other check has held, and returns it (its
 // cwd is then in it); a resumed agent's worktree is made sure of.
-func (m *Manager) openOptions(ctx context.Context, id string, a verbs.OpenArgs, old *Agent) (backend.Options, *gitwt.Info, error) {
+func (m *Manager) openOptions(ctx context.Context, id string, a verbs.OpenArgs, old, parent *Agent) (backend.Options, *gitwt.Info, error) {
 	a.ID = id
 	session := ""
 	var wt *gitwt.Info
-	if a.Resume {
+	var fork *backend.Fork
+	if parent != nil {
+		var err error
+		if fork, err = inheritFork(&a, parent); err != nil {
+			return backend.Options{}, nil, err
+		}
+		a.Fork = "" // a record says what is, not how it came to be
+	} else if a.Resume {
 		var err error
 		if session, err = inherit(&a, old); err != nil {
 			return backend.Options{}, nil, err
@@ -195,7 +228,7 @@ func (m *Manager) openOptions(ctx context.Context, id string, a verbs.OpenArgs, 
 		a.Cwd, a.Branch = wt.Cwd(), wt.Branch
 	}
 	return backend.Options{
-		OpenArgs: a, Policy: pol, ResumeSession: session,
+		OpenArgs: a, Policy: pol, ResumeSession: session, Fork: fork,
 		CacheDir: m.paths.CacheDir,
 		Env:      append(append([]string{}, m.env...), "KAIMON_AGENT_SESSION="+a.ID),
 	}, wt, nil

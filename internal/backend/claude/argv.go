@@ -148,10 +148,18 @@ func Args(o *backend.Options) ([]string, error) {
 	if o.SystemPrompt != "" {
 		args = append(args, "--append-system-prompt", o.SystemPrompt)
 	}
-	if o.ResumeSession != "" {
+	switch {
+	case o.Fork != nil && o.ResumeSession != "":
+		return nil, fmt.Errorf("fork and resume contradict each other: a kaimon bug (the session refuses them together)")
+	case o.ResumeSession != "":
 		// The CLI restores the conversation from its transcript and goes
 		// on in the same session id.
 		args = append(args, "--resume", o.ResumeSession)
+	case o.Fork != nil:
+		// The CLI restores the forked conversation and goes on in a new
+		// session id (its init message says which), leaving the forked
+		// transcript as it was.
+		args = append(args, "--resume", o.Fork.Session, "--fork-session")
 	}
 	var configs []string
 	if o.Door != nil {

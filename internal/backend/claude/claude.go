@@ -71,6 +71,11 @@ type Backend struct {
 	// CLI's request id (see permission.go).
 	asks      *host.Asks
 	mcpConfig string // the generated MCP config, removed at exit
+	// forkFrom is the forked transcript, to be copied to forkTo before
+	// the CLI starts when the fork works in another cwd than the forked
+	// agent (the CLI looks for it under the cwd's project dir); "" when
+	// not a fork, or in the same cwd.
+	forkFrom, forkTo string
 
 	// infoMu guards what Info and Process report. It is never held while
 	// calling the sink, so the sink may call them from Emit and Exited.
@@ -121,7 +126,12 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 			return nil, fmt.Errorf("cannot resume claude session %s: %s is gone (the claude CLI keeps it under its config dir, for cwd %s); open the agent without --resume for a fresh conversation", o.ResumeSession, path, o.Cwd)
 		}
 	}
+	forkFrom, forkTo, err := forkTranscripts(env, &o)
+	if err != nil {
+		return nil, err
+	}
 	b := &Backend{
+		forkFrom: forkFrom, forkTo: forkTo,
 		opts:  o,
 		sink:  sink,
 		emit:  sink.Emit,
@@ -197,8 +207,14 @@ func (b *Backend) Start(ctx context.Context) error {
 		}
 		b.mcpConfig = path
 	}
+	copied, err := b.copyForked()
+	if err != nil {
+		b.removeMCPConfig()
+		return err
+	}
 	p, err := host.Spawn(host.Spec{Name: "claude", Bin: b.bin, Args: b.args, Dir: b.opts.Cwd, Env: b.env, LogPath: b.logPath})
 	if err != nil {
+		b.removeForkCopy(copied)
 		return err
 	}
 	b.p.Store(p)
@@ -240,9 +256,66 @@ func (b *Backend) Start(ctx context.Context) error {
 		p.Child.Stop(StopGrace)
 		<-b.done
 		b.removeMCPConfig()
+		b.removeForkCopy(copied)
 		return err
 	}
 	return nil
+}
+
+// forkTranscripts checks that a fork's conversation is there to copy: the
+// forked agent's transcript, under its cwd's project dir. It returns it
+// and where the CLI will look for it in the fork's cwd, when that differs.
+func forkTranscripts(env []string, o *backend.Options) (from, to string, err error) {
+	f := o.Fork
+	if f == nil {
+		return "", "", nil
+	}
+	from = TranscriptPath(env, f.Cwd, f.Session)
+	if _, serr := os.Stat(from); from == "" || serr != nil {
+		if from == "" {
+			from = "its transcript"
+		}
+		return "", "", fmt.Errorf("cannot fork agent %s's claude session %s: %s is gone (the claude CLI keeps it under its config dir, for cwd %s)", f.AgentID, f.Session, from, f.Cwd)
+	}
+	to = TranscriptPath(env, o.Cwd, f.Session)
+	if to == from {
+		return from, "", nil
+	}
+	if to == "" {
+		// A munged cwd too long to name before the CLI made its dir.
+		return "", "", fmt.Errorf("cannot fork agent %s's claude session %s into %s: the claude CLI's project dir for so long a path is not known until it makes one; fork into a shorter path", f.AgentID, f.Session, o.Cwd)
+	}
+	return from, to, nil
+}
+
+// copyForked copies the forked transcript to where the CLI looks for it
+// from the fork's cwd, unless one is there; it says whether it made it.
+func (b *Backend) copyForked() (bool, error) {
+	if b.forkTo == "" {
+		return false, nil
+	}
+	if _, err := os.Stat(b.forkTo); err == nil {
+		return false, nil
+	}
+	data, err := os.ReadFile(b.forkFrom)
+	if err != nil {
+		return false, fmt.Errorf("fork: reading the forked transcript: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(b.forkTo), 0o700); err != nil {
+		return false, fmt.Errorf("fork: %w", err)
+	}
+	if err := os.WriteFile(b.forkTo, data, 0o600); err != nil {
+		os.Remove(b.forkTo)
+		return false, fmt.Errorf("fork: copying the forked transcript: %w", err)
+	}
+	return true, nil
+}
+
+// removeForkCopy removes the copy copyForked made, for a start that failed.
+func (b *Backend) removeForkCopy(made bool) {
+	if made {
+		os.Remove(b.forkTo)
+	}
 }
 
 // exitedEarly describes a CLI that exited before it was ready.
