@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// TestForkClaude: a fork of a real claude CLI agent continues a copy of
+// its conversation: the fake API's request for the fork's first turn
+// carries the parent's earlier messages, and the parent's next turn does
+// not carry the fork's. A dead agent forks too, and a fork may work in
+// another directory than its parent.
+func TestForkClaude(t *testing.T) {
+	e := newEnv(t)
+	e.ok("daemon", "start")
+	parent := e.ok("open", e.work, "--system-prompt", "be brief")
+	if out := e.ok("run", parent, "say exactly: parent one"); out != "parent one" {
+		t.Fatalf("parent turn 1 = %q", out)
+	}
+	fork := e.ok("open", "--fork", parent)
+	if fork == parent || fork == "" {
+		t.Fatalf("open --fork printed %q", fork)
+	}
+	if out := e.ok("run", fork, "say exactly: fork one"); out != "fork one" {
+		t.Fatalf("fork turn 1 = %q", out)
+	}
+	req := requestFor(t, e.api, "say exactly: fork one")
+	if !hasLine(req.History, "user: say exactly: parent one") || !hasLine(req.History, "assistant: parent one") {
+		t.Fatalf("the fork's first turn does not carry the parent's conversation: %q", req.History)
+	}
+	if !strings.Contains(req.System, "be brief") {
+		t.Errorf("the fork did not inherit the parent's system prompt: %q", req.System)
+	}
+	e.ok("run", parent, "say exactly: parent two")
+	req = requestFor(t, e.api, "say exactly: parent two")
+	if !hasLine(req.History, "user: say exactly: parent one") || hasLine(req.History, "user: say exactly: fork one") || hasLine(req.History, "assistant: fork one") {
+		t.Fatalf("the parent's next turn: %q", req.History)
+	}
+	ps, fs := e.status(t, parent), e.status(t, fork)
+	if fs.SessionID == "" || fs.SessionID == ps.SessionID || fs.Cwd != ps.Cwd || fs.Model != ps.Model || fs.Turn != 1 {
+		t.Fatalf("fork %+v\nof parent %+v", fs, ps)
+	}
+
+	// A dead agent forks, into another directory: the CLI finds the
+	// conversation there too.
+	e.ok("close", parent)
+	other := filepath.Join(e.home, "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	second := e.ok("open", "--fork", parent, other)
+	e.ok("run", second, "say exactly: second fork")
+	req = requestFor(t, e.api, "say exactly: second fork")
+	if !hasLine(req.History, "user: say exactly: parent two") || hasLine(req.History, "user: say exactly: fork one") {
+		t.Fatalf("a fork of the dead parent in another cwd: %q", req.History)
+	}
+	if st := e.status(t, second); st.Cwd != other {
+		t.Fatalf("fork given a DIR works in %s", st.Cwd)
+	}
+	if st := e.status(t, parent); st.Status != "dead" || st.Turn != 2 {
+		t.Fatalf("the forked dead agent changed: %+v", st)
+	}
+	// A fork is an agent like any: it resumes with its own conversation.
+	e.ok("close", fork)
+	e.ok("open", "--id", fork, "--resume")
+	e.ok("run", fork, "say exactly: fork two")
+	req = requestFor(t, e.api, "say exactly: fork two")
+	if !hasLine(req.History, "user: say exactly: fork one") || !hasLine(req.History, "user: say exactly: parent one") || hasLine(req.History, "user: say exactly: parent two") {
+		t.Fatalf("the resumed fork's conversation: %q", req.History)
+	}
+}
+
+// TestForkWorktree: a fork with --worktree of an agent with a worktree
+// starts from the agent's branch head: its commit comes along, its
+// uncommitted change does not, and the open says so (stderr, and
+// warnings in the JSON).
+func TestForkWorktree(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo(t)
+	e.ok("daemon", "start")
+	parent := e.ok("open", filepath.Join(e.work, "sub"), "--worktree")
+	e.ok("run", parent, "say exactly: on the branch")
+	ps := e.status(t, parent)
+	write := func(dir, name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(ps.Cwd, "committed.txt", "committed\n")
+	e.git(t, ps.Worktree, "add", ".")
+	e.git(t, ps.Worktree, "commit", "--quiet", "-m", "the parent's work")
+	head := e.git(t, ps.Worktree, "rev-parse", "HEAD")
+	write(ps.Cwd, "a.txt", "changed, not committed\n")
+	write(ps.Cwd, "untracked.txt", "new\n")
+
+	r := e.kaimon("open", "--fork", parent, "--worktree")
+	if r.code != 0 || !strings.Contains(r.stderr, "did not come along") || !strings.Contains(r.stderr, ps.Branch) {
+		t.Fatalf("open --fork --worktree of a dirty worktree: %s", r)
+	}
+	fork := strings.TrimSpace(r.stdout)
+	fs := e.status(t, fork)
+	if fs.Worktree == ps.Worktree || fs.Branch != "kaimon/"+fork || fs.BaseCommit != head || fs.Cwd != filepath.Join(fs.Worktree, "sub") || fs.Dirty {
+		t.Fatalf("fork %+v\nof %+v (head %s)", fs, ps, head)
+	}
+	if b, err := os.ReadFile(filepath.Join(fs.Cwd, "committed.txt")); err != nil || string(b) != "committed\n" {
+		t.Fatalf("the fork's worktree lacks the parent's commit: %q %v", b, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(fs.Cwd, "a.txt")); string(b) != "a\n" {
+		t.Fatalf("the parent's uncommitted change came along: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(fs.Cwd, "untracked.txt")); err == nil {
+		t.Fatal("the parent's untracked file came along")
+	}
+	e.ok("run", fork, "say exactly: in the fork's worktree")
+	req := requestFor(t, e.api, "say exactly: in the fork's worktree")
+	if !hasLine(req.History, "user: say exactly: on the branch") {
+		t.Fatalf("the fork's conversation: %q", req.History)
+	}
+	// MCP callers and scripts read the same in warnings.
+	var res verbs.OpenResult
+	e.okJSON(&res, "open", "--fork", parent, "--worktree", "--json")
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "did not come along") {
+		t.Fatalf("open --json of a fork: %+v", res)
+	}
+	// A clean parent: nothing to say.
+	e.git(t, ps.Worktree, "checkout", "--quiet", "--", ".")
+	os.Remove(filepath.Join(ps.Cwd, "untracked.txt"))
+	r = e.kaimon("open", "--fork", parent, "--worktree")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("open --fork --worktree of a clean worktree: %s", r)
+	}
+	if st := e.git(t, e.work, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Fatalf("the main checkout is not clean: %q", st)
+	}
+}
+
+// TestForkBadInput: each refused fork is a clear error that leaves
+// nothing behind: no worktree, branch, record or log.
+func TestForkBadInput(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo(t)
+	e.ok("daemon", "start")
+	talked := e.ok("open", filepath.Join(e.work, "sub"), "--worktree", "--id", "talked")
+	e.ok("run", talked, "say exactly: hi")
+	silent := e.ok("open", e.work, "--id", "silent")
+	cases := []struct {
+		name string
+		code int
+		args []string
+		want string
+	}{
+		{"an unknown agent", 1, []string{"open", "--fork", "nosuch"}, `no agent "nosuch" to fork`},
+		{"an unknown agent, with worktree", 1, []string{"open", "--fork", "nosuch", "--worktree"}, `no agent "nosuch" to fork`},
+		{"an agent that never ran a turn", 1, []string{"open", "--fork", silent}, "has no conversation to fork"},
+		{"an agent that never ran a turn, with worktree", 1, []string{"open", "--fork", silent, "--worktree"}, "has no conversation to fork"},
+		{"fork and resume", 2, []string{"open", "--fork", talked, "--resume", "--id", "x"}, "--fork and --resume contradict each other"},
+		{"its own id", 1, []string{"open", "--fork", talked, "--id", talked}, "a fork gets an id of its own"},
+		{"a base that does not resolve", 1, []string{"open", "--fork", talked, "--worktree", "--base", "no-such-ref"}, `"no-such-ref" does not name a commit`},
+	}
+	e.checkForkLeftovers(t, "the agents alone", []string{"kaimon/talked", "main"}, 2)
+	for _, c := range cases {
+		r := e.kaimon(c.args...)
+		if r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: want exit %d and %q; got %s", c.name, c.code, c.want, r)
+			continue
+		}
+		e.checkForkLeftovers(t, c.name, []string{"kaimon/talked", "main"}, 2)
+	}
+}
+
+// checkForkLeftovers fails unless the repository has exactly branches
+// (sorted), one worktree per branch, kaimon's worktree dir and cache hold only the
+// agents kaimon lists, and it lists n.
+func (e *kenv) checkForkLeftovers(t *testing.T, name string, branches []string, n int) {
+	t.Helper()
+	if b := e.branches(t); !slices.Equal(b, branches) {
+		t.Errorf("%s: branches %v, want %v", name, b, branches)
+	}
+	if w := e.worktrees(t); len(w) != len(branches) {
+		t.Errorf("%s: worktrees %v", name, w)
+	}
+	var l verbs.ListResult
+	e.okJSON(&l, "list")
+	if len(l.Agents) != n {
+		t.Errorf("%s: %d agents listed, want %d: %+v", name, len(l.Agents), n, l.Agents)
+	}
+	known := map[string]bool{}
+	for _, a := range l.Agents {
+		known[a.AgentID] = true
+	}
+	ents, _ := os.ReadDir(filepath.Join(e.home, "worktrees"))
+	for _, ent := range ents {
+		if !known[ent.Name()] {
+			t.Errorf("%s: left the worktree %s", name, ent.Name())
+		}
+	}
+	ents, _ = os.ReadDir(filepath.Join(e.home, "cache", "agents"))
+	for _, ent := range ents {
+		n := ent.Name()
+		id, _, ok := config.AgentFileOf(n)
+		if n != "pids.json" && n != "agentd.log" && (!ok || !known[id]) {
+			t.Errorf("%s: left %s in the cache", name, n)
+		}
+	}
+}
