@@ -45,6 +45,12 @@ func TestArgs(t *testing.T) {
 	}{
 		{name: "empty model defaults to sonnet",
 			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "acceptEdits"}, deny())...)},
+		{name: "resume", o: backend.Options{ResumeSession: "s-1"},
+			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "acceptEdits"}, deny(), []string{"--resume", "s-1"})...)},
+		{name: "fork: the forked session, into a new one", o: backend.Options{Fork: &backend.Fork{AgentID: "p", Session: "s-1", Cwd: "/p"}},
+			want: withBase(cat([]string{"--model", "sonnet", "--permission-mode", "acceptEdits"}, deny(), []string{"--resume", "s-1", "--fork-session"})...)},
+		{name: "fork and resume", o: backend.Options{ResumeSession: "s-2", Fork: &backend.Fork{AgentID: "p", Session: "s-1"}},
+			wantErr: "fork and resume contradict each other"},
 		{name: "alias opus", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "opus"}},
 			want: withBase(cat([]string{"--model", "opus", "--permission-mode", "acceptEdits"}, deny())...)},
 		{name: "alias haiku", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "haiku"}},
@@ -221,5 +227,44 @@ func TestParseModelRefusesAPrefix(t *testing.T) {
 	}
 	if name, _, err := ParseModel("us.anthropic.claude-sonnet-4-20250514-v1:0", ""); err != nil || name != "us.anthropic.claude-sonnet-4-20250514-v1:0" {
 		t.Errorf("a Bedrock id with its colon: %q, %v", name, err)
+	}
+}
+
+// A fork needs the forked transcript where the CLI keeps it for the forked
+// agent's cwd; a fork in another cwd copies it to that cwd's project dir,
+// where the CLI looks for it, and one in the same cwd copies nothing.
+func TestForkTranscripts(t *testing.T) {
+	home := t.TempDir()
+	env := []string{"HOME=" + home}
+	parentCwd, forkCwd := t.TempDir(), t.TempDir()
+	o := backend.Options{OpenArgs: verbs.OpenArgs{Cwd: forkCwd}, Fork: &backend.Fork{AgentID: "p1", Session: "s-1", Cwd: parentCwd}}
+	if _, _, err := forkTranscripts(env, &o); err == nil || !strings.Contains(err.Error(), "cannot fork agent p1's claude session s-1") {
+		t.Fatalf("a fork without the forked transcript: %v", err)
+	}
+	from := TranscriptPath(env, parentCwd, "s-1")
+	if err := os.MkdirAll(filepath.Dir(from), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(from, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gotFrom, to, err := forkTranscripts(env, &o)
+	if err != nil || gotFrom != from || to != TranscriptPath(env, forkCwd, "s-1") || to == from {
+		t.Fatalf("fork into another cwd: %q %q %v", gotFrom, to, err)
+	}
+	b := &Backend{forkFrom: gotFrom, forkTo: to}
+	if made, err := b.copyForked(); err != nil || !made {
+		t.Fatalf("copy: %v %v", made, err)
+	}
+	if data, err := os.ReadFile(to); err != nil || string(data) != "{}\n" {
+		t.Fatalf("the copy: %q %v", data, err)
+	}
+	b.removeForkCopy(true)
+	if _, err := os.Stat(to); err == nil {
+		t.Fatal("the copy of a failed start was kept")
+	}
+	o.Cwd = parentCwd
+	if _, to, err := forkTranscripts(env, &o); err != nil || to != "" {
+		t.Fatalf("fork in the same cwd: %q %v", to, err)
 	}
 }
