@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,15 +59,27 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f := o.Fork; f != nil && !filepath.IsAbs(m.Path) && Resolve(m.Path, f.Cwd) != Resolve(m.Path, o.Cwd) {
+		// The model inherited names the recording relative to the
+		// forked agent's cwd; the fork's record would keep it so.
+		return nil, fmt.Errorf("replay: the recording %s is relative to agent %s's cwd %s, not to the fork's %s: fork with --model replay:<absolute path>",
+			m.Path, f.AgentID, f.Cwd, o.Cwd)
+	}
 	rec, err := Load(Resolve(m.Path, o.Cwd))
 	if err != nil {
 		return nil, err
 	}
 	b := &Backend{o: o, sink: sink, rec: rec, speed: m.Speed, sleep: sleep}
-	if o.ResumeSession != "" {
-		n, err := strconv.Atoi(strings.TrimPrefix(o.ResumeSession, SessionPrefix))
-		if err != nil || !strings.HasPrefix(o.ResumeSession, SessionPrefix) || n < 0 || n > len(rec.Turns) {
-			return nil, fmt.Errorf("replay: cannot resume session %q with the recording %s (%d turns): want %s<turns replayed>", o.ResumeSession, rec.Path, len(rec.Turns), SessionPrefix)
+	// A resume goes on from the turn its session is at; a fork from the
+	// turn the forked agent's is at, each then on its own.
+	session, what := o.ResumeSession, "resume"
+	if o.Fork != nil {
+		session, what = o.Fork.Session, "fork"
+	}
+	if session != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(session, SessionPrefix))
+		if err != nil || !strings.HasPrefix(session, SessionPrefix) || n < 0 || n > len(rec.Turns) {
+			return nil, fmt.Errorf("replay: cannot %s session %q with the recording %s (%d turns): want %s<turns replayed>", what, session, rec.Path, len(rec.Turns), SessionPrefix)
 		}
 		b.pos = n
 	}

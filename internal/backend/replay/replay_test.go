@@ -384,6 +384,36 @@ func TestReplayResumeRenumberAndOutOfTurns(t *testing.T) {
 	}
 }
 
+// A fork replays from the turn the forked agent is at, under its own
+// count; a fork that cannot be made is refused at New, naming why.
+func TestReplayFork(t *testing.T) {
+	dir := t.TempDir()
+	good := writeLog(t, dir, recording())
+	fork := func(cwd, model, session string) (*Backend, error) {
+		return New(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "f1", Cwd: cwd, Model: model},
+			Fork: &backend.Fork{AgentID: "p1", Session: session, Cwd: dir}}), newSink(t))
+	}
+	b, err := fork(dir, "replay:rec.events.jsonl", "replay@1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.pos != 1 {
+		t.Fatalf("a fork of replay@1 starts at recorded turn %d", b.pos+1)
+	}
+	for _, c := range []struct{ cwd, model, session, want string }{
+		{dir, "replay:rec.events.jsonl", "replay@3", `cannot fork session "replay@3"`},
+		{t.TempDir(), "replay:rec.events.jsonl", "replay@1", "relative to agent p1's cwd"},
+	} {
+		if _, err := fork(c.cwd, c.model, c.session); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("fork %s %s in %s: %v; want %q", c.model, c.session, c.cwd, err, c.want)
+		}
+	}
+	// An absolute recording forks into any cwd.
+	if _, err := fork(t.TempDir(), "replay:"+good, "replay@2"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Sends during a turn queue: each turn opens after the previous result.
 func TestReplayQueues(t *testing.T) {
 	b, s, _ := open(t, "replay:rec.events.jsonl?speed=0", "")
