@@ -67,28 +67,29 @@ func createHistory(path, session, family string) (*history, error) {
 	return h, nil
 }
 
-// loadHistory reopens the conversation of session for appending.
-func loadHistory(path, session, family string) (*history, error) {
-	b, err := os.ReadFile(path)
+// readHistory reads the conversation of session from path without
+// changing the file: the messages, the file's contents and the length of
+// its good part (a torn tail, from a crash, is not trusted).
+func readHistory(path, session, family string) (msgs []Message, b []byte, good int, err error) {
+	b, err = os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("the conversation of session %s is gone: %s does not exist", session, path)
+		return nil, nil, 0, fmt.Errorf("the conversation of session %s is gone: %s does not exist", session, path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("conversation file: %w", err)
+		return nil, nil, 0, fmt.Errorf("conversation file: %w", err)
 	}
 	lines := bytes.Split(b, []byte("\n"))
 	var hdr historyHeader
 	if len(lines) == 0 || json.Unmarshal(lines[0], &hdr) != nil || hdr.Session == "" {
-		return nil, fmt.Errorf("%s does not begin with a conversation header", path)
+		return nil, nil, 0, fmt.Errorf("%s does not begin with a conversation header", path)
 	}
 	if hdr.Session != session {
-		return nil, fmt.Errorf("the conversation of session %s is gone: %s now holds session %s", session, path, hdr.Session)
+		return nil, nil, 0, fmt.Errorf("the conversation of session %s is gone: %s now holds session %s", session, path, hdr.Session)
 	}
 	if hdr.Family != family {
-		return nil, fmt.Errorf("session %s is a conversation of a %s: agent, not of %s:", session, hdr.Family, family)
+		return nil, nil, 0, fmt.Errorf("session %s is a conversation of a %s: agent, not of %s:", session, hdr.Family, family)
 	}
-	h := &history{path: path}
-	good := len(lines[0]) + 1
+	good = len(lines[0]) + 1
 	for _, ln := range lines[1:] {
 		if len(bytes.TrimSpace(ln)) == 0 {
 			good += len(ln) + 1
@@ -98,9 +99,44 @@ func loadHistory(path, session, family string) (*history, error) {
 		if json.Unmarshal(ln, &m) != nil || m.Role == "" {
 			break // torn by a crash: what follows is not trusted
 		}
-		h.msgs = append(h.msgs, m)
+		msgs = append(msgs, m)
 		good += len(ln) + 1
 	}
+	return msgs, b, good, nil
+}
+
+// forkHistory starts the conversation file of a new session at path
+// with a copy of the messages of session (another agent's, at from),
+// which is read and not changed.
+func forkHistory(path, session, from, fromSession, family string) (*history, error) {
+	msgs, _, _, err := readHistory(from, fromSession, family)
+	if err != nil {
+		return nil, err
+	}
+	h, err := createHistory(path, session, family)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range msgs {
+		if err := h.add(m); err != nil {
+			h.close()
+			return nil, err
+		}
+	}
+	if err := h.sync(); err != nil {
+		h.close()
+		return nil, fmt.Errorf("conversation file: %w", err)
+	}
+	return h, nil
+}
+
+// loadHistory reopens the conversation of session for appending.
+func loadHistory(path, session, family string) (*history, error) {
+	msgs, b, good, err := readHistory(path, session, family)
+	if err != nil {
+		return nil, err
+	}
+	h := &history{path: path, msgs: msgs}
 	f, err := os.OpenFile(path, os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("conversation file: %w", err)

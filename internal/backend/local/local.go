@@ -159,15 +159,23 @@ func newBackend(o backend.Options, sink backend.Sink, family, tag string, api ch
 }
 
 // Start begins the conversation, or with Options.ResumeSession reloads the one of
-// that session. (New checked the model.)
+// that session, or with Options.Fork begins a new one from a copy of the
+// forked agent's. (New checked the model.)
 func (b *Backend) Start(ctx context.Context) error {
 	path := b.o.Files().History
 	var h *history
 	var err error
 	session := b.o.ResumeSession
-	if session != "" {
+	switch f := b.o.Fork; {
+	case session != "":
 		h, err = loadHistory(path, session, b.family)
-	} else {
+	case f != nil:
+		// A new session whose file begins with a copy of the forked
+		// agent's conversation, read as a resume reads it.
+		session = newSession(b.family)
+		from := config.Paths{CacheDir: b.o.CacheDir}.Agent(f.AgentID).History
+		h, err = forkHistory(path, session, from, f.Session, b.family)
+	default:
 		session = newSession(b.family)
 		h, err = createHistory(path, session, b.family)
 	}

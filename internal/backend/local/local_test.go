@@ -538,6 +538,30 @@ func TestResumeAndSetModel(t *testing.T) {
 				!strings.HasSuffix(h, "|user: what was the word?") {
 				t.Fatalf("resumed history: %s", h)
 			}
+			// Fork: a new agent and session whose first request
+			// carries r1's conversation; r1's file is left as it was.
+			r1File := (config.Paths{CacheDir: cache}).Agent("r1").History
+			before, _ := os.ReadFile(r1File)
+			f := open(t, srv, backend.Options{OpenArgs: verbs.OpenArgs{ID: "f1"}, CacheDir: cache,
+				Fork: &backend.Fork{AgentID: "r1", Session: info.SessionID}}, 0)
+			if fs := f.b.Info().SessionID; fs == info.SessionID || !strings.HasPrefix(fs, srv.family+"-") {
+				t.Fatalf("the fork's session %s (forked %s)", fs, info.SessionID)
+			}
+			f.turn(t, 1, "and in the fork?")
+			reqs = srv.reqs()
+			h = strings.Join(reqs[len(reqs)-1].History, "|")
+			if !strings.HasPrefix(h, "user: say exactly: remember the word kumquat|") || !strings.Contains(h, "|user: what was the word?|") || !strings.HasSuffix(h, "|user: and in the fork?") {
+				t.Fatalf("the fork's history: %s", h)
+			}
+			if after, _ := os.ReadFile(r1File); string(after) != string(before) {
+				t.Fatalf("forking changed r1's conversation file")
+			}
+			// A fork of a session that is not the agent's: refused.
+			f2, _ := newBackend(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "f2", Cwd: t.TempDir()}, CacheDir: cache,
+				Fork: &backend.Fork{AgentID: "r1", Session: srv.family + "-0000"}}), newSink(), srv.family, srv.tag, srv.api(), 0)
+			if err := f2.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "is gone") {
+				t.Fatalf("fork of another session: %v", err)
+			}
 			// Another session id is not this conversation.
 			b2, _ := newBackend(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "r1", Cwd: t.TempDir()}, CacheDir: cache, ResumeSession: srv.family + "-0000"}), newSink(), srv.family, srv.tag, srv.api(), 0)
 			if err := b2.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "is gone") {
