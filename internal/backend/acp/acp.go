@@ -15,6 +15,7 @@ package acp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -351,6 +352,9 @@ func (b *Backend) session(ctx context.Context, caps sdk.AgentCapabilities, serve
 	if b.agent.Route == RouteClaudeMeta {
 		meta = claudeMeta(b.pol, &b.opts)
 	}
+	if f := b.opts.Fork; f != nil {
+		return b.forkSession(ctx, caps, servers, meta, f)
+	}
 	id := sdk.SessionId(b.opts.ResumeSession)
 	switch {
 	case id == "":
@@ -382,6 +386,46 @@ func (b *Backend) session(ctx context.Context, caps sdk.AgentCapabilities, serve
 		return sessionState{sess.ConfigOptions, sess.Models, sess.Modes}, nil
 	}
 	return sessionState{}, fmt.Errorf("acp:%s cannot resume a session: it declares neither loadSession nor session/resume; open the agent without --resume for a fresh conversation", b.agent.Name)
+}
+
+// forkSession begins the agent's session as a fork of f's, with
+// session/fork (unstable in ACP, declared as sessionCapabilities.fork): the
+// agent copies the conversation and the forked session is left as it was.
+// An agent that does not declare it is refused, by name.
+func (b *Backend) forkSession(ctx context.Context, caps sdk.AgentCapabilities, servers []sdk.McpServer, meta map[string]any, f *backend.Fork) (sessionState, error) {
+	if caps.SessionCapabilities.Fork == nil {
+		return sessionState{}, fmt.Errorf("acp:%s does not declare session/fork; it cannot fork a conversation (fork an agent of another kind, or open a fresh one)", b.agent.Name)
+	}
+	// The unstable request names its own types for what session/new
+	// takes and answers: the same JSON.
+	var ms []sdk.UnstableMcpServer
+	if err := sameJSON(servers, &ms); err != nil {
+		return sessionState{}, fmt.Errorf("acp:%s: session/fork: %w", b.agent.Name, err)
+	}
+	sess, err := b.conn.UnstableForkSession(ctx, sdk.UnstableForkSessionRequest{SessionId: sdk.SessionId(f.Session), Cwd: b.opts.Cwd, McpServers: ms, Meta: meta})
+	if err != nil {
+		return sessionState{}, b.refused(ctx, "session/fork of session "+f.Session, err)
+	}
+	st := sessionState{Modes: sess.Modes}
+	if err := sameJSON(sess.ConfigOptions, &st.ConfigOptions); err != nil {
+		return sessionState{}, fmt.Errorf("acp:%s: session/fork's answer: %w", b.agent.Name, err)
+	}
+	if sess.Models != nil {
+		if err := sameJSON(sess.Models, &st.Models); err != nil {
+			return sessionState{}, fmt.Errorf("acp:%s: session/fork's answer: %w", b.agent.Name, err)
+		}
+	}
+	b.setSession(sess.SessionId)
+	return st, nil
+}
+
+// sameJSON copies from into to, a type of the same JSON.
+func sameJSON(from, to any) error {
+	data, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, to)
 }
 
 // promptQueueing reads _meta.claudeCode.promptQueueing of the agent's
