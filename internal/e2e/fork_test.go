@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/testutil/fakeopenai"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -207,6 +208,56 @@ func (e *kenv) checkForkLeftovers(t *testing.T, name string, branches []string, 
 		id, _, ok := config.AgentFileOf(n)
 		if n != "pids.json" && n != "agentd.log" && (!ok || !known[id]) {
 			t.Errorf("%s: left %s in the cache", name, n)
+		}
+	}
+}
+
+// TestForkACP: opencode declares session/fork: its fork's first request
+// carries the forked conversation, and the forked agent's next one does
+// not carry the fork's. gemini-cli declares none: the fork is refused,
+// naming it, once its program answered initialize, and leaves nothing.
+func TestForkACP(t *testing.T) {
+	e := newACPEnv(t, "opencode", "gemini")
+	last := func(text string) fakeopenai.Request {
+		t.Helper()
+		reqs := e.openai.Requests()
+		for i := len(reqs) - 1; i >= 0; i-- {
+			if reqs[i].LastUserText == text {
+				return reqs[i]
+			}
+		}
+		t.Fatalf("fakeopenai got no request for %q", text)
+		return fakeopenai.Request{}
+	}
+	parent := e.ok("open", "--model", "acp:opencode:fake/fake-model", e.work)
+	e.ok("run", parent, "hello there")
+	fork := e.ok("open", "--fork", parent)
+	e.ok("run", fork, "in the fork")
+	if req := last("in the fork"); !hasLine(req.History, "user: hello there") || !hasLine(req.History, "assistant: Hello from fakeopenai") {
+		t.Fatalf("the fork's first request: %q", req.History)
+	}
+	e.ok("run", parent, "in the parent")
+	if req := last("in the parent"); !hasLine(req.History, "user: hello there") || hasLine(req.History, "user: in the fork") {
+		t.Fatalf("the parent's next request: %q", req.History)
+	}
+	if ps, fs := e.status(t, parent), e.status(t, fork); fs.SessionID == "" || fs.SessionID == ps.SessionID || fs.Model != ps.Model {
+		t.Fatalf("fork %+v\nof %+v", fs, ps)
+	}
+
+	g := e.ok("open", "--model", "acp:gemini:gemini-2.5-pro", e.work)
+	e.ok("run", g, "hello there")
+	e.ok("close", g)
+	e.fails(1, "acp:gemini does not declare session/fork; it cannot fork a conversation", "open", "--fork", g)
+	var l verbs.ListResult
+	e.okJSON(&l, "list")
+	if len(l.Agents) != 3 {
+		t.Fatalf("a refused fork left an agent: %+v", l.Agents)
+	}
+	ents, _ := os.ReadDir(filepath.Join(e.home, "cache", "agents"))
+	for _, ent := range ents {
+		id, _, ok := config.AgentFileOf(ent.Name())
+		if n := ent.Name(); ok && id != parent && id != fork && id != g && n != "agentd.log" && n != "pids.json" {
+			t.Errorf("a refused fork left %s in the cache", ent.Name())
 		}
 	}
 }
