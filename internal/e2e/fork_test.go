@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"context"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -259,5 +263,43 @@ func TestForkACP(t *testing.T) {
 		if n := ent.Name(); ok && id != parent && id != fork && id != g && n != "agentd.log" && n != "pids.json" {
 			t.Errorf("a refused fork left %s in the cache", ent.Name())
 		}
+	}
+}
+
+// TestForkReplay: a fork of a replay agent replays on from the recorded
+// turn the forked agent is at, each then on its own; the daemon refuses
+// fork with resume (an MCP or API caller has no CLI to stop it first).
+func TestForkReplay(t *testing.T) {
+	e := newEnv(t)
+	parent := e.ok("open", e.work, "--model", "replay:"+exampleLog()+"?speed=0")
+	first := e.ok("run", parent, "hi")
+	fork := e.ok("open", "--fork", parent)
+	if st := e.status(t, fork); st.SessionID != "replay@1" {
+		t.Fatalf("the fork of an agent one turn in: %+v", st)
+	}
+	forked := e.ok("run", fork, "please use a tool")
+	if forked == first {
+		t.Fatalf("the fork replayed recorded turn 1 again: %q", forked)
+	}
+	if got := e.ok("run", parent, "please use a tool"); got != forked {
+		t.Fatalf("parent's turn 2 %q, the fork's %q", got, forked)
+	}
+	e.ok("close", parent)
+	r := e.kaimon("open", "--fork", parent, "--id", fork+"x", "--json")
+	if r.code != 0 {
+		t.Fatalf("fork of the dead replay agent: %s", r)
+	}
+	// The daemon's own check, past the CLI's.
+	hc := http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", filepath.Join(e.home, "sock", "agentd.sock"))
+	}}}
+	resp, err := hc.Post("http://k/v1/agent_open", "application/json", strings.NewReader(`{"id":"`+parent+`","resume":true,"fork":"`+fork+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(out), "fork and resume contradict each other") {
+		t.Fatalf("agent_open with fork and resume: %s %v", out, err)
 	}
 }
