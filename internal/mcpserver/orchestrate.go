@@ -54,10 +54,10 @@ type orchestrator struct {
 	// ends are the errors ("" for none) of turns run as tasks whose
 	// calls ended before mcp-go told of their tasks (afterCallTool), in
 	// order, per agent.
-	ends map[string][]string
-	failed  map[string]string // task id → why its turn failed
-	asks    map[askKey]*ask
-	subs    map[string]bool // subscribed resource URIs
+	ends   map[string][]string
+	failed map[string]string // task id → why its turn failed
+	asks   map[askKey]*ask
+	subs   map[string]bool // subscribed resource URIs
 	// agents are the agents listed as resources, each with the
 	// generation of the last event that told of it (see syncAgents).
 	agents map[string]uint64

@@ -14,7 +14,7 @@ func TestParseURI(t *testing.T) {
 		{"kaimon://agent/ab12/output", "ab12", outputSuffix, true},
 		{"kaimon://agent/ab12/events", "ab12", eventsSuffix, true},
 		{AgentURI("h1/ab12") + "/events", "h1/ab12", eventsSuffix, true}, // another host's agent
-		{"kaimon://agent/h1/ab12", "", "", false},                         // a slash not escaped
+		{"kaimon://agent/h1/ab12", "", "", false},                        // a slash not escaped
 		{"kaimon://agent/", "", "", false},
 		{"kaimon://agent/ab12/transcript", "", "", false},
 		{"kaimon://agents", "", "", false},
