@@ -399,11 +399,24 @@ func (f *Fleet) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResult,
 	if err != nil {
 		return nil, err
 	}
+	b := *a
+	if a.Fork != "" {
+		// A fork opens where the conversation it copies is: its
+		// parent's host.
+		fh, bare, err := f.Route(a.Fork)
+		if err != nil {
+			return nil, err
+		}
+		_, _, qualified := SplitID(a.ID)
+		if named := qualified || a.Host != "" && a.Host != Any; named && normal(fh) != normal(host) {
+			return nil, usagef("a fork opens on the host of the agent it forks (%s), not on %s", normal(fh), normal(host))
+		}
+		host, placed, b.Fork = fh, false, bare
+	}
 	s, err := f.Client(ctx, host)
 	if err != nil {
 		return nil, err
 	}
-	b := *a
 	b.ID, b.Host = id, ""
 	r, err := s.Open(ctx, &b)
 	if err != nil {

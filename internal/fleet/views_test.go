@@ -161,6 +161,15 @@ func TestOpenPlaces(t *testing.T) {
 	if r, err := f.Open(context.Background(), &verbs.OpenArgs{Cwd: "/w", ID: "h1/x1", Host: "h1"}); err != nil || r.AgentID != "h1/n2" {
 		t.Errorf("open --id h1/x1 on h1: %+v %v", r, err)
 	}
+	// A fork opens on its parent's host, with the parent's bare id.
+	for _, host := range []string{"", Any, "h1"} {
+		r, err := f.Open(context.Background(), &verbs.OpenArgs{Fork: "h1/p1", Host: host})
+		calls := h1.Calls()
+		last := calls[len(calls)-1].Args.(*verbs.OpenArgs)
+		if err != nil || r.AgentID != "h1/n2" || last.Fork != "p1" || last.Host != "" {
+			t.Errorf("fork h1/p1 with host %q: %+v %v; h1's daemon got %+v", host, r, err, last)
+		}
+	}
 	opens := func() int {
 		n := 0
 		for _, c := range append(local.Calls(), h1.Calls()...) {
@@ -178,6 +187,7 @@ func TestOpenPlaces(t *testing.T) {
 		{verbs.OpenArgs{Cwd: "/w", ID: "h1/x1", Host: "local"}, "the id h1/x1 is on host h1, but host names local"},
 		{verbs.OpenArgs{ID: "x1", Resume: true, Host: Any}, "resume reopens a dead one on the host it died on"},
 		{verbs.OpenArgs{Cwd: "/w", Host: "h9"}, `no host is named "h9"`},
+		{verbs.OpenArgs{Fork: "h1/p1", Host: Local}, "a fork opens on the host of the agent it forks (h1), not on local"},
 	} {
 		_, err := f.Open(context.Background(), &c.args)
 		var ue *UsageError
