@@ -360,6 +360,11 @@ func TestWorktreeBadInput(t *testing.T) {
 	e.git(t, e.home, "init", "--quiet", "--bare", bare)
 	// The checkout's .git dir: in a repository, not in its work tree.
 	gitDir := filepath.Join(e.work, ".git")
+	// A directory git tracks nothing in: the worktree would have none.
+	empty := filepath.Join(e.work, "empty")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -370,6 +375,9 @@ func TestWorktreeBadInput(t *testing.T) {
 		{"inside .git", []string{"open", gitDir, "--worktree"}, "not inside a git repository's work tree"},
 		{"a branch that exists", []string{"open", e.work, "--worktree", "--branch", "main"}, "branch main already exists"},
 		{"a bad branch name", []string{"open", e.work, "--worktree", "--branch", "a..b"}, "not a valid branch name"},
+		{"a branch name git would expand", []string{"open", e.work, "--worktree", "--branch", "@{-1}"}, "not a valid branch name"},
+		{"a branch name like an option", []string{"open", e.work, "--worktree", "--branch=-x"}, "not a valid branch name"},
+		{"a directory git tracks nothing in", []string{"open", empty, "--worktree"}, "holds no file git tracks"},
 		{"a base that does not resolve", []string{"open", e.work, "--worktree", "--base", "no-such-ref"}, `"no-such-ref" does not name a commit`},
 		{"branch without worktree", []string{"open", e.work, "--branch", "x"}, "give them with worktree"},
 		// Refused by the backend after the worktree was made: it goes.

@@ -198,7 +198,10 @@ func (r *Repo) CurrentBranch(ctx context.Context) string {
 // CheckNewBranch says whether name can be a new branch in r: a valid
 // branch name that no branch has yet.
 func (r *Repo) CheckNewBranch(ctx context.Context, name string) error {
-	if _, err := Git(ctx, r.Top, nil, "check-ref-format", "--branch", name); err != nil || strings.HasPrefix(name, "-") {
+	// refs/heads/NAME, not --branch NAME: --branch expands @{-1} to the
+	// branch checked out before, whose name would then be deleted with
+	// a failed add's.
+	if _, err := Git(ctx, r.Top, nil, "check-ref-format", "refs/heads/"+name); err != nil || strings.HasPrefix(name, "-") {
 		return fmt.Errorf("%q is not a valid branch name", name)
 	}
 	if branchExists(ctx, r.Top, name) {
@@ -222,10 +225,19 @@ func (r *Repo) Add(ctx context.Context, path, branch, base string) error {
 		return err
 	}
 	if _, err := Git(ctx, r.Top, nil, "worktree", "add", "--quiet", "-b", branch, "--end-of-options", path, base); err != nil {
-		_ = r.Remove(context.WithoutCancel(ctx), path, branch, true)
+		_ = r.Remove(context.WithoutCancel(ctx), path, "", true)
+		r.DeleteNewBranch(context.WithoutCancel(ctx), branch, base)
 		return err
 	}
 	return nil
+}
+
+// DeleteNewBranch deletes branch if it is still at base, where an add
+// made it: a branch of the same name that is anything else (made by
+// someone else meanwhile, or with commits) is not this add's to delete.
+// The caller holds Lock(r.CommonDir).
+func (r *Repo) DeleteNewBranch(ctx context.Context, branch, base string) {
+	_, _ = Git(ctx, r.Top, nil, "update-ref", "-d", "refs/heads/"+branch, base)
 }
 
 // Readd brings back the worktree of branch at path, after the directory
@@ -298,10 +310,11 @@ func Dirty(ctx context.Context, worktree string) (bool, error) {
 
 // Diff is what the worktree holds against commit base: its commits, its
 // uncommitted changes and its untracked files (ignored ones aside), in
-// git diff format, or with stat as git diff --stat. It stages the whole
-// worktree into a temporary index, a copy of the worktree's own (so that
-// only changed files are hashed), and diffs that against base: the real
-// index is never touched.
+// git diff format, or with stat as git diff --stat. Untracked files are
+// marked intent-to-add in a temporary index, a copy of the worktree's own,
+// and the worktree is diffed against base through it: the real index is
+// never touched, and nothing is written to the object store (a diff is a
+// read; staging would store every untracked file at each one).
 func Diff(ctx context.Context, worktree, base string, stat bool) (string, error) {
 	idx, err := Git(ctx, worktree, nil, "rev-parse", "--path-format=absolute", "--git-path", "index")
 	if err != nil {
@@ -319,12 +332,12 @@ func Diff(ctx context.Context, worktree, base string, stat bool) (string, error)
 		}
 	}
 	env := []string{"GIT_INDEX_FILE=" + tmpIdx}
-	if _, err := Git(ctx, worktree, env, "add", "--all", "--", "."); err != nil {
+	if _, err := Git(ctx, worktree, env, "add", "--intent-to-add", "--all", "--", "."); err != nil {
 		return "", err
 	}
-	args := []string{"diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv", "--binary"}
+	args := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--binary"}
 	if stat {
-		args = []string{"diff", "--cached", "--no-color", "--stat"}
+		args = []string{"diff", "--no-color", "--stat"}
 	}
 	return Git(ctx, worktree, env, append(args, base, "--")...)
 }

@@ -76,7 +76,7 @@ func inheritFork(a *verbs.OpenArgs, parent *Agent) (*backend.Fork, error) {
 		}
 	}
 	if a.Worktree && pwt != nil && a.Base == "" {
-		a.Base = pwt.Branch
+		a.Base = "refs/heads/" + pwt.Branch // a tag of the same name would win
 	}
 	verbs.ByName("agent_open").Inherit(a, &rec, "id", "resume", "fork", "worktree", "branch", "base", "cwd")
 	return &backend.Fork{AgentID: parent.id, Session: info.SessionID, Cwd: rec.Cwd}, nil

@@ -68,7 +68,12 @@ func (m *Manager) newWorktree(ctx context.Context, id string, a *verbs.OpenArgs)
 		// cwd is not in git (an empty or ignored directory): the
 		// worktree has no such directory, and the agent would work
 		// elsewhere than asked.
-		m.removeWorktree(info, true)
+		// The repository's lock is held here: Remove, not
+		// removeWorktree, which takes it.
+		if err := repo.Remove(context.WithoutCancel(ctx), path, "", true); err != nil {
+			log.Printf("removing the worktree %s of a refused open: %v", path, err)
+		}
+		repo.DeleteNewBranch(context.WithoutCancel(ctx), branch, base)
 		return nil, verbs.BadArg("agent_open: worktree: %s holds no file git tracks, so the worktree has no %s: open the agent in a directory git tracks",
 			a.Cwd, filepath.Join(path, repo.Prefix))
 	}
