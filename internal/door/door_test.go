@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -202,8 +203,13 @@ func TestForgedTokenGetsNothing(t *testing.T) {
 func TestPolicyAtTheDoor(t *testing.T) {
 	d, s := startDoor(t)
 	none := []string{}
-	all := []string{"agent_close", "agent_forget", "agent_interrupt", "agent_list", "agent_open", "agent_output", "agent_permit",
-		"agent_run", "agent_send", "agent_set_model", "agent_status"}
+	// Every verb's tool, as tools/list sorts them: the table's, not a
+	// list of its own.
+	var all []string
+	for _, v := range verbs.All {
+		all = append(all, v.Name)
+	}
+	slices.Sort(all)
 
 	// The default recursion guard: listed, refused at tools/call.
 	guarded := mustConnect(t, d, "g", d.Admit(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "g", Permission: "lab"}})))
