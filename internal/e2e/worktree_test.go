@@ -344,6 +344,22 @@ func TestWorktreeForget(t *testing.T) {
 		t.Fatalf("forget --delete-branch printed %q", out)
 	}
 	gone(committed, id, true)
+
+	// A live agent working in a dead one's worktree (a fork without a
+	// worktree of its own does): not even --force takes it away.
+	host := open()
+	id = idOf(host)
+	guest := e.ok("open", host.Cwd, "--model", "replay:"+exampleLog())
+	e.ok("close", id)
+	e.fails(1, "agent "+guest+" works in its worktree "+host.Worktree, "forget", "--force", id)
+	if _, err := os.Stat(host.Worktree); err != nil {
+		t.Fatalf("the worktree a live agent works in was removed: %v", err)
+	}
+	e.ok("close", guest)
+	if out := e.ok("forget", "--force", id); out != id {
+		t.Fatalf("forget --force once the guest closed printed %q", out)
+	}
+	gone(host, id, true)
 }
 
 // TestWorktreeBadInput: each bad --worktree open is a clear error that

@@ -395,23 +395,25 @@ func qualifyErr(err error, bare, q string) error {
 // Open opens an agent on the host openHost picks; the host's daemon gets
 // the arguments without host, and the id comes back qualified.
 func (f *Fleet) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResult, error) {
-	host, id, placed, err := f.openHost(ctx, a)
-	if err != nil {
-		return nil, err
-	}
 	b := *a
 	if a.Fork != "" {
 		// A fork opens where the conversation it copies is: its
-		// parent's host.
+		// parent's host, which no placement picks.
 		fh, bare, err := f.Route(a.Fork)
 		if err != nil {
 			return nil, err
 		}
-		_, _, qualified := SplitID(a.ID)
-		if named := qualified || a.Host != "" && a.Host != Any; named && normal(fh) != normal(host) {
-			return nil, usagef("a fork opens on the host of the agent it forks (%s), not on %s", normal(fh), normal(host))
+		if fh == Any {
+			return nil, usagef("host %s places a new agent, but a fork opens on the host of the agent it forks: qualify %s as HOST/ID", Any, a.Fork)
 		}
-		host, placed, b.Fork = fh, false, bare
+		if a.Host != "" && a.Host != Any && normal(a.Host) != normal(fh) {
+			return nil, usagef("a fork opens on the host of the agent it forks (%s), not on %s", normal(fh), a.Host)
+		}
+		b.Host, b.Fork = normal(fh), bare
+	}
+	host, id, placed, err := f.openHost(ctx, &b)
+	if err != nil {
+		return nil, err
 	}
 	s, err := f.Client(ctx, host)
 	if err != nil {
@@ -423,9 +425,10 @@ func (f *Fleet) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResult,
 		return nil, Cause(err)
 	}
 	r.AgentID = Qualify(host, r.AgentID)
-	if placed && IsLocal(host) {
-		// Placed here by any: local/ID, since a bare id would go to the
-		// Default, any, which names no agent's host (KAIMON_HOST=any).
+	if (placed || f.Default == Any) && IsLocal(host) {
+		// Placed here by any, or opened here under --host any: local/ID,
+		// since a bare id would go to the Default, any, which names no
+		// agent's host (KAIMON_HOST=any).
 		r.AgentID = Local + "/" + r.AgentID
 	}
 	return r, nil

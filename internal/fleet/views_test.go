@@ -157,6 +157,14 @@ func TestOpenPlaces(t *testing.T) {
 	if _, err := f.Status(context.Background(), &verbs.StatusArgs{AgentID: "n2"}); !errors.As(err, &ue) || !strings.Contains(err.Error(), `host "any" places a new agent`) {
 		t.Errorf("status of a bare id under --host any: %v", err)
 	}
+	// Under --host any a fork needs its parent's host named, and one
+	// opened here comes back as local/ID.
+	if _, err := f.Open(context.Background(), &verbs.OpenArgs{Fork: "p1"}); !errors.As(err, &ue) || !strings.Contains(err.Error(), "qualify p1 as HOST/ID") {
+		t.Errorf("fork of a bare id under --host any: %v", err)
+	}
+	if r, err := f.Open(context.Background(), &verbs.OpenArgs{Fork: "local/p1"}); err != nil || r.AgentID != "local/n1" {
+		t.Errorf("fork of local/p1 under --host any: %+v %v", r, err)
+	}
 	f.Default, f.Pinned = "", false
 	if r, err := f.Open(context.Background(), &verbs.OpenArgs{Cwd: "/w", ID: "h1/x1", Host: "h1"}); err != nil || r.AgentID != "h1/n2" {
 		t.Errorf("open --id h1/x1 on h1: %+v %v", r, err)

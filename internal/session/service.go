@@ -332,7 +332,15 @@ func (m *Manager) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.Forge
 		}
 		// The worktree first: one with work in it keeps its agent, so
 		// that kaimon diff and a later forget --force still find it.
-		why, branchKept := forgetWorktree(ctx, ag, a.Force, a.DeleteBranch)
+		why, branchKept := "", false
+		if user := m.liveIn(ag.worktree(), ag); user != "" {
+			// Another agent (a fork without a worktree of its own, or
+			// one opened in this one) works in it: even --force does
+			// not take its directory away.
+			why = fmt.Sprintf("agent %s works in its worktree %s: close that agent first", user, ag.worktree().Worktree)
+		} else {
+			why, branchKept = forgetWorktree(ctx, ag, a.Force, a.DeleteBranch)
+		}
 		if why != "" {
 			res.Kept = append(res.Kept, verbs.ForgetKept{AgentID: ag.id, Worktree: ag.worktree().Worktree, Reason: why})
 			continue
@@ -348,6 +356,28 @@ func (m *Manager) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.Forge
 	sort.Strings(res.Forgotten)
 	sort.Slice(res.Kept, func(i, j int) bool { return res.Kept[i].AgentID < res.Kept[j].AgentID })
 	return res, nil
+}
+
+// liveIn is a live agent other than ag whose cwd is in worktree wt, or ""
+// (none, or no worktree).
+func (m *Manager) liveIn(wt *gitwt.Info, ag *Agent) string {
+	if wt == nil {
+		return ""
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, other := range m.agents {
+		if other == ag || other.state() == apitype.Dead {
+			continue
+		}
+		other.mu.Lock()
+		cwd := other.opts.Cwd
+		other.mu.Unlock()
+		if rel, err := filepath.Rel(wt.Worktree, cwd); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return id
+		}
+	}
+	return ""
 }
 
 // Send implements agent_send.

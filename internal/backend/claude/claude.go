@@ -289,12 +289,11 @@ func forkTranscripts(env []string, o *backend.Options) (from, to string, err err
 }
 
 // copyForked copies the forked transcript to where the CLI looks for it
-// from the fork's cwd, unless one is there; it says whether it made it.
+// from the fork's cwd; it says whether it made it. A copy an earlier fork
+// into the same cwd left is replaced: it is the conversation as it was
+// then, and the forked agent may have gone on since.
 func (b *Backend) copyForked() (bool, error) {
 	if b.forkTo == "" {
-		return false, nil
-	}
-	if _, err := os.Stat(b.forkTo); err == nil {
 		return false, nil
 	}
 	data, err := os.ReadFile(b.forkFrom)
@@ -304,8 +303,13 @@ func (b *Backend) copyForked() (bool, error) {
 	if err := os.MkdirAll(filepath.Dir(b.forkTo), 0o700); err != nil {
 		return false, fmt.Errorf("fork: %w", err)
 	}
-	if err := os.WriteFile(b.forkTo, data, 0o600); err != nil {
-		os.Remove(b.forkTo)
+	tmp := b.forkTo + ".kaimon-fork"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		os.Remove(tmp)
+		return false, fmt.Errorf("fork: copying the forked transcript: %w", err)
+	}
+	if err := os.Rename(tmp, b.forkTo); err != nil {
+		os.Remove(tmp)
 		return false, fmt.Errorf("fork: copying the forked transcript: %w", err)
 	}
 	return true, nil
