@@ -65,6 +65,10 @@ type Manager struct {
 	agents  map[string]*Agent
 	pubs    []Publisher
 	closing bool
+	// forgetting holds the ids a forget is at: their slots are not
+	// reopened meanwhile, so that a resume does not start in a
+	// worktree the forget is removing.
+	forgetting map[string]bool
 
 	// saves counts the record saves running in the background
 	// (saveInBackground); Shutdown waits for them.

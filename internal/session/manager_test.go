@@ -481,3 +481,19 @@ func TestOutputOfEarlierTurnsFromTheLog(t *testing.T) {
 		}
 	}
 }
+
+// A slot a forget is at is not reopened meanwhile: a resume would start
+// in the worktree the forget is removing.
+func TestOpenRefusedWhileForgetting(t *testing.T) {
+	r := newRig(t, 0)
+	r.m.mu.Lock()
+	r.m.forgetting = map[string]bool{"f1": true}
+	r.m.mu.Unlock()
+	if _, err := r.m.Open(bg, &verbs.OpenArgs{Cwd: t.TempDir(), ID: "f1"}); err == nil || !strings.Contains(err.Error(), "agent f1 is being forgotten") {
+		t.Fatalf("open during a forget: %v", err)
+	}
+	r.m.mu.Lock()
+	delete(r.m.forgetting, "f1")
+	r.m.mu.Unlock()
+	r.open(t, "f1")
+}

@@ -138,6 +138,9 @@ func (m *Manager) reserve(ag *Agent) (old *Agent, err error) {
 	if m.closing {
 		return nil, verbs.WrongState("kaimon-agentd is shutting down")
 	}
+	if m.forgetting[ag.id] {
+		return nil, verbs.WrongState("agent %s is being forgotten: open it again once the forget is done", ag.id)
+	}
 	old = m.agents[ag.id]
 	if old != nil {
 		if st := old.state(); st != apitype.Dead {
@@ -323,7 +326,20 @@ func (m *Manager) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.Forge
 			}
 		}
 	}
+	if m.forgetting == nil {
+		m.forgetting = map[string]bool{}
+	}
+	for _, ag := range picked {
+		m.forgetting[ag.id] = true
+	}
 	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		for _, ag := range picked {
+			delete(m.forgetting, ag.id)
+		}
+		m.mu.Unlock()
+	}()
 	cutoff := time.Now().Add(-age)
 	res := &verbs.ForgetResult{Forgotten: []string{}}
 	for _, ag := range picked {
