@@ -225,19 +225,21 @@ func (r *Repo) Add(ctx context.Context, path, branch, base string) error {
 		return err
 	}
 	if _, err := Git(ctx, r.Top, nil, "worktree", "add", "--quiet", "-b", branch, "--end-of-options", path, base); err != nil {
-		_ = r.Remove(context.WithoutCancel(ctx), path, "", true)
-		r.DeleteNewBranch(context.WithoutCancel(ctx), branch, base)
+		_ = r.Discard(context.WithoutCancel(ctx), path, branch, base)
 		return err
 	}
 	return nil
 }
 
-// DeleteNewBranch deletes branch if it is still at base, where an add
-// made it: a branch of the same name that is anything else (made by
-// someone else meanwhile, or with commits) is not this add's to delete.
+// Discard undoes an Add whose open then failed: the worktree at path goes
+// (also with changes in it), and branch too if it is still at base, where
+// the add made it: a branch of the same name that is anything else (made
+// by someone else meanwhile, or with commits) is not the add's to delete.
 // The caller holds Lock(r.CommonDir).
-func (r *Repo) DeleteNewBranch(ctx context.Context, branch, base string) {
+func (r *Repo) Discard(ctx context.Context, path, branch, base string) error {
+	err := r.Remove(ctx, path, "", true)
 	_, _ = Git(ctx, r.Top, nil, "update-ref", "-d", "refs/heads/"+branch, base)
+	return err
 }
 
 // Readd brings back the worktree of branch at path, after the directory

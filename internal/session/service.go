@@ -82,7 +82,7 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 		if wt != nil && !a.Resume {
 			// Refused after the worktree was made: it goes, with its
 			// branch, as everything else this open made.
-			m.removeWorktree(wt, true)
+			m.removeWorktree(wt)
 		}
 		m.unreserve(ag, old)
 		return nil, err
@@ -122,7 +122,7 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 			// forked agent still has it): nothing is left behind.
 			m.forget(ag, true)
 			if wt != nil {
-				m.removeWorktree(wt, true)
+				m.removeWorktree(wt)
 			}
 		}
 		return nil, err

@@ -68,12 +68,11 @@ func (m *Manager) newWorktree(ctx context.Context, id string, a *verbs.OpenArgs)
 		// cwd is not in git (an empty or ignored directory): the
 		// worktree has no such directory, and the agent would work
 		// elsewhere than asked.
-		// The repository's lock is held here: Remove, not
+		// The repository's lock is held here: Discard, not
 		// removeWorktree, which takes it.
-		if err := repo.Remove(context.WithoutCancel(ctx), path, "", true); err != nil {
+		if err := repo.Discard(context.WithoutCancel(ctx), path, branch, base); err != nil {
 			log.Printf("removing the worktree %s of a refused open: %v", path, err)
 		}
-		repo.DeleteNewBranch(context.WithoutCancel(ctx), branch, base)
 		return nil, verbs.BadArg("agent_open: worktree: %s holds no file git tracks, so the worktree has no %s: open the agent in a directory git tracks",
 			a.Cwd, filepath.Join(path, repo.Prefix))
 	}
@@ -82,15 +81,11 @@ func (m *Manager) newWorktree(ctx context.Context, id string, a *verbs.OpenArgs)
 
 // removeWorktree removes a worktree kaimon made and its branch, for an
 // open that failed after making it.
-func (m *Manager) removeWorktree(info *gitwt.Info, deleteBranch bool) {
+func (m *Manager) removeWorktree(info *gitwt.Info) {
 	r := info.RepoOf()
 	unlock := gitwt.Lock(r.CommonDir)
 	defer unlock()
-	branch := ""
-	if deleteBranch {
-		branch = info.Branch
-	}
-	if err := r.Remove(context.Background(), info.Worktree, branch, true); err != nil {
+	if err := r.Discard(context.Background(), info.Worktree, info.Branch, info.BaseCommit); err != nil {
 		log.Printf("removing the worktree %s of a failed open: %v", info.Worktree, err)
 	}
 }
