@@ -53,7 +53,7 @@ func (r Root) Resolve(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !within(r.dir, real) {
+	if !Within(r.dir, real) {
 		return "", fmt.Errorf("%s is %w (%s)", path, ErrOutside, r.dir)
 	}
 	return real, nil
@@ -109,7 +109,8 @@ func resolveExisting(path string) (string, error) {
 	}
 }
 
-func within(root, p string) bool {
+// Within says whether the clean absolute path p is root or below it.
+func Within(root, p string) bool {
 	if p == root {
 		return true
 	}

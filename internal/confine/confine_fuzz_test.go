@@ -59,14 +59,14 @@ var pathSeeds = []string{
 // once the symlinks of its longest existing prefix are resolved.
 func checkInside(t *testing.T, root, path, real string) {
 	t.Helper()
-	if !within(root, real) {
+	if !Within(root, real) {
 		t.Fatalf("%q accepted as %q, outside %s", path, real, root)
 	}
 	p := real
 	for {
 		ev, err := filepath.EvalSymlinks(p)
 		if err == nil {
-			if !within(root, ev) {
+			if !Within(root, ev) {
 				t.Fatalf("%q accepted as %q, whose existing part %q is really %q, outside %s", path, real, p, ev, root)
 			}
 			return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/confine"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/gitwt"
 	"github.com/kaimon/kaimon/internal/policy"
@@ -389,7 +390,7 @@ func (m *Manager) liveIn(wt *gitwt.Info, ag *Agent) string {
 		other.mu.Lock()
 		cwd := other.opts.Cwd
 		other.mu.Unlock()
-		if rel, err := filepath.Rel(wt.Worktree, cwd); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		if confine.Within(wt.Worktree, cwd) {
 			return id
 		}
 	}
