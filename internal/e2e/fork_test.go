@@ -106,7 +106,7 @@ func TestForkWorktree(t *testing.T) {
 	write(ps.Cwd, "untracked.txt", "new\n")
 
 	r := e.kaimon("open", "--fork", parent, "--worktree")
-	if r.code != 0 || !strings.Contains(r.stderr, "did not come along") || !strings.Contains(r.stderr, ps.Branch) {
+	if r.code != 0 || !strings.Contains(r.stderr, "did not come along") || !strings.Contains(r.stderr, "starts from "+ps.Branch+" at ") {
 		t.Fatalf("open --fork --worktree of a dirty worktree: %s", r)
 	}
 	fork := strings.TrimSpace(r.stdout)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
@@ -91,13 +92,16 @@ func forkWarnings(ctx context.Context, parent *Agent, wt *gitwt.Info) []string {
 		return nil
 	}
 	dirty, err := gitwt.Dirty(ctx, pwt.Worktree)
+	// The base as a person names it: inheritFork gives the forked
+	// agent's branch as refs/heads/BRANCH, so that no tag shadows it.
+	from := strings.TrimPrefix(wt.BaseRef, "refs/heads/")
 	switch {
 	case err != nil:
 		return []string{fmt.Sprintf("could not tell whether agent %s's worktree %s has uncommitted changes (%v); the fork's worktree has only what is committed on %s",
-			parent.id, pwt.Worktree, err, wt.BaseRef)}
+			parent.id, pwt.Worktree, err, from)}
 	case dirty:
 		return []string{fmt.Sprintf("agent %s's uncommitted changes and untracked files in %s did not come along: the fork's worktree starts from %s at %.12s (commit them there, and fork again, to take them)",
-			parent.id, pwt.Worktree, wt.BaseRef, wt.BaseCommit)}
+			parent.id, pwt.Worktree, from, wt.BaseCommit)}
 	}
 	return nil
 }
