@@ -70,6 +70,9 @@ func mcpService(cl *client.Client) (verbs.Service, string, error) {
 	if len(hosts) == 0 {
 		return cl, "", nil
 	}
+	// URLs stays false: a client names configured hosts, local or any,
+	// never a URL (which would reach wherever it says with the person's
+	// ssh keys and kube contexts).
 	f := &fleet.Fleet{Paths: cl.Paths, Hosts: hosts, Local: cl, Warn: os.Stderr, AllHosts: true}
 	return f, mcpserver.HostsInstructions(fleet.Names(hosts)), nil
 }

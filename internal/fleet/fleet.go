@@ -69,6 +69,16 @@ type Fleet struct {
 	// AllHosts makes List list every host's agents (ListAll): what
 	// `kaimon mcp` serves when hosts are configured.
 	AllHosts bool
+	// URLs lets a host be given as a URL (ssh://…, kube://…) as well as
+	// by name: the CLI's fleet (New), whose hosts come from the person's
+	// own --host and KAIMON_HOST. Left false (kaimon mcp's fleet), a host
+	// is a configured name, local or any, and nothing else: there hosts
+	// come from an MCP client, which may be a model reading untrusted
+	// text, and a URL would have kaimon run ssh or kubectl to wherever
+	// it says with the person's keys and contexts. Adding a URL is the
+	// person's, with `kaimon host add`. Check applies it, and every host
+	// a call names passes through Check before a transport is made.
+	URLs bool
 
 	mu      sync.Mutex
 	remotes map[string]*remote
@@ -87,14 +97,14 @@ type remote struct {
 	cl *client.Client
 }
 
-// New is the fleet of the hosts configured in paths.ConfigFile, with def
-// (--host or KAIMON_HOST; "" is local) checked: a name not configured is
-// a usage error.
+// New is the CLI's fleet: the hosts configured in paths.ConfigFile, with
+// def (--host or KAIMON_HOST; "" is local) checked: a name not configured
+// is a usage error. A URL is accepted (URLs), as the person gave it.
 //
 // def may be Any: open places its agent then (Open), while every command
 // that reaches an existing agent by a bare id gets Check's error for it.
 func New(paths config.Paths, def string, pinned bool) (*Fleet, error) {
-	f := &Fleet{Paths: paths, Default: def, Pinned: pinned}
+	f := &Fleet{Paths: paths, Default: def, Pinned: pinned, URLs: true}
 	if def != Any {
 		if err := f.Check(def); err != nil {
 			return nil, err
@@ -104,7 +114,8 @@ func New(paths config.Paths, def string, pinned bool) (*Fleet, error) {
 }
 
 // Check says whether name can pick a host: "" or local (this machine), a
-// configured name, or a URL of an accepted form.
+// configured name, or, when the fleet takes URLs, a URL of an accepted
+// form.
 func (f *Fleet) Check(name string) error {
 	switch {
 	case name == "" || name == Local:
@@ -115,7 +126,7 @@ func (f *Fleet) Check(name string) error {
 			all = []string{Local} // the config file's error is said where a host's name is read
 		}
 		return usagef("host %q places a new agent on the least busy host, which this command cannot do: name a host (%s)", Any, strings.Join(all, ", "))
-	case isURL(name):
+	case isURL(name) && f.URLs:
 		_, err := ParseURL(name)
 		return err
 	}
@@ -123,10 +134,40 @@ func (f *Fleet) Check(name string) error {
 	if err != nil {
 		return err
 	}
+	if isURL(name) {
+		return namesOnly(name, hosts)
+	}
 	if _, ok := hosts[name]; !ok {
-		return unknownHost(name, hosts)
+		return f.unknownHost(name, hosts)
 	}
 	return nil
+}
+
+// unknownHost is the error for a name that is not configured; the URL
+// forms are named only where a URL would be taken.
+func (f *Fleet) unknownHost(name string, hosts map[string]Host) error {
+	if f.URLs {
+		return unknownHost(name, hosts)
+	}
+	return usagef("no host is named %q: %s; a host here is one of them or %s (this machine)", shorten(name), configured(hosts), Local)
+}
+
+// namesOnly is the error for a URL given to a fleet that takes names
+// only (URLs): it says how the person makes the URL a name. (openHost
+// adds any to the names it lists.)
+func namesOnly(url string, hosts map[string]Host) error {
+	return usagef("host %q is a URL, but here a host is named: a URL is the person's to add (in a shell, `kaimon host add NAME URL`), "+
+		"and then to name; %s; a host here is one of them or %s (this machine)", shorten(url), configured(hosts), Local)
+}
+
+// shorten is s as an error quotes it: whole up to 100 bytes, else its
+// start and how long it is, so that a huge argument is not echoed back.
+func shorten(s string) string {
+	const max = 100
+	if len(s) <= max {
+		return s
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strings.ToValidUTF8(s[:max], ""), len(s))
 }
 
 // known are the configured hosts, read once.
@@ -223,9 +264,10 @@ func (f *Fleet) transportOf(host string) (*SSH, error) {
 	return f.Transport(host)
 }
 
-// Transport is the ssh that reaches host (a configured name or a URL).
+// Transport is the ssh that reaches host (a configured name, or a URL
+// when the fleet takes URLs).
 func (f *Fleet) Transport(host string) (*SSH, error) {
-	if isURL(host) {
+	if isURL(host) && f.URLs {
 		return ForHost(host, Host{URL: host}, f.Paths.SockDir)
 	}
 	hosts, err := f.known()
@@ -234,7 +276,10 @@ func (f *Fleet) Transport(host string) (*SSH, error) {
 	}
 	h, ok := hosts[host]
 	if !ok {
-		return nil, unknownHost(host, hosts)
+		if isURL(host) {
+			return nil, namesOnly(host, hosts)
+		}
+		return nil, f.unknownHost(host, hosts)
 	}
 	return ForHost(host, h, f.Paths.SockDir)
 }

@@ -300,3 +300,36 @@ func TestNamed(t *testing.T) {
 		t.Errorf("Named of a failed ssh: %q", got)
 	}
 }
+
+// A URL picks a host only in the CLI's fleet (New: --host, KAIMON_HOST);
+// a fleet that takes names (kaimon mcp's) refuses one, at Check and at
+// Transport alike, saying how the person makes it a name, and its
+// unknown-name error offers no URL forms.
+func TestURLsOnlyFromThePerson(t *testing.T) {
+	hosts := map[string]Host{"h1": {URL: "ssh://h1"}}
+	cli, err := New(config.Paths{ConfigFile: filepath.Join(t.TempDir(), "none.json")}, "ssh://me@build1:2222", true)
+	if err != nil {
+		t.Fatalf("the CLI's --host ssh://me@build1:2222: %v", err)
+	}
+	if tr, err := cli.Transport("ssh://me@build1:2222"); err != nil || tr.Target.Host != "build1" {
+		t.Fatalf("the CLI's transport of a URL: %+v %v", tr, err)
+	}
+	names := &Fleet{Hosts: hosts}
+	for _, u := range []string{"ssh://attacker@127.0.0.1:1", "kube://default/somepod?context=prod", "ssh://h1"} {
+		for what, err := range map[string]error{
+			"Check":     names.Check(u),
+			"Transport": func() error { _, err := names.Transport(u); return err }(),
+		} {
+			var ue *UsageError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), "`kaimon host add NAME URL`") || !strings.Contains(err.Error(), "h1") {
+				t.Errorf("%s(%q) of a fleet of names: %v; want a usage error naming h1 and how to add a URL", what, u, err)
+			}
+		}
+	}
+	if err := names.Check("h9"); err == nil || strings.Contains(err.Error(), "ssh://") || !strings.Contains(err.Error(), "h1") {
+		t.Errorf("Check(h9) of a fleet of names: %v; want the configured hosts, and no URL forms", err)
+	}
+	if err := names.Check(strings.Repeat("ssh://", 1<<16)); err == nil || len(err.Error()) > 1000 {
+		t.Errorf("Check of a huge URL: an error of %d bytes, want a short one", len(err.Error()))
+	}
+}

@@ -228,11 +228,15 @@ func RemoveHost(path, name string) error {
 
 // unknownHost is the error for a name that is not configured.
 func unknownHost(name string, hosts map[string]Host) error {
-	known := "none is configured (add one with `kaimon host add NAME URL`)"
-	if len(hosts) > 0 {
-		known = "the configured hosts are " + strings.Join(Names(hosts), ", ")
+	return usagef("no host is named %q: %s; a host is one of them, %s (this machine) or %s", name, configured(hosts), Local, URLForms)
+}
+
+// configured says which hosts are configured, for errors.
+func configured(hosts map[string]Host) string {
+	if len(hosts) == 0 {
+		return "none is configured (add one with `kaimon host add NAME URL`)"
 	}
-	return usagef("no host is named %q: %s; a host is one of them, %s (this machine) or %s", name, known, Local, URLForms)
+	return "the configured hosts are " + strings.Join(Names(hosts), ", ")
 }
 
 // editHosts rewrites the config file's "hosts" with edit, keeping every

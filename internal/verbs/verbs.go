@@ -860,7 +860,8 @@ var All = []*Verb{
 			{Name: "base", Type: TString, Placeholder: "REF", Doc: "With worktree: the commit, branch or tag the new branch starts from (default HEAD)."},
 			{Name: "host", Type: TString, Global: true, Placeholder: "HOST", Doc: "The host to open the agent on, when hosts are configured (kaimon host add): a host's name, " + HostLocal + " (this machine, the default) " +
 				"or " + HostAny + " (the reachable host with the fewest working agents, then the fewest live ones; ties go to " + HostLocal + ", then to the names in order). " +
-				"An agent on another host gets its agent_id qualified as HOST/ID (one placed here by " + HostAny + ", " + HostLocal + "/ID), which every other tool accepts as it is."},
+				"An agent on another host gets its agent_id qualified as HOST/ID (one placed here by " + HostAny + ", " + HostLocal + "/ID), which every other tool accepts as it is. " +
+				"Never a URL: a new host is the person's to add, with kaimon host add NAME URL."},
 		},
 	}, func(s Service) func(context.Context, *OpenArgs) (*OpenResult, error) { return s.Open }),
 	verb(Verb{
