@@ -176,7 +176,7 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The caller's policy goes with the request as the parent's, so that
 	// an agent it opens is capped at it where its policy is resolved
 	// (policy.ForOpen), after a resume or fork filled in its options.
-	ctx := policy.WithParent(context.WithValue(r.Context(), callerKey{}, c), c.pol)
+	ctx := policy.WithCaller(context.WithValue(r.Context(), callerKey{}, c), c.pol)
 	d.handler.ServeHTTP(w, r.WithContext(ctx))
 }
 

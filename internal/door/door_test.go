@@ -56,7 +56,7 @@ func (s *svc) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.PermitRes
 // the parent the request carries.
 func (s *svc) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResult, error) {
 	s.note("open " + a.Permission)
-	if _, err := policy.ForOpen(a, policy.ParentOf(ctx)); err != nil {
+	if _, err := policy.ForOpen(a, policy.CallerOf(ctx)); err != nil {
 		return nil, err
 	}
 	return &verbs.OpenResult{AgentID: "child"}, nil

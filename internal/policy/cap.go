@@ -152,18 +152,35 @@ func (p *Policy) openable() string {
 	return "no preset by itself: give the new agent a permission_mode and allowed_tools no looser than the opening agent's"
 }
 
-type parentKey struct{}
-
-// WithParent returns ctx carrying the policy of the agent kaimon owns on
-// whose behalf the request is made (the door's caller), so that an open
-// in that request is capped at it (ForOpen). A request from a person's
-// client carries none.
-func WithParent(ctx context.Context, p *Policy) context.Context {
-	return context.WithValue(ctx, parentKey{}, p)
+// Grants says whether an agent under p may answer another agent's
+// permission request for tool (by kaimon's name of it) with allow, and if
+// not why: only where p itself runs the tool unasked. Otherwise an agent
+// that may not open a looser child opens one as strict as itself and
+// allows its child's requests, the same escalation one step removed. A
+// deny it may always answer.
+func (p *Policy) Grants(tool string) error {
+	switch v, _ := p.Permission(tool); v {
+	case Allow:
+		return nil
+	case Deny:
+		return fmt.Errorf("an agent kaimon owns may allow another agent only what it may do unasked itself, and it may not use %s (it runs under %s)", tool, p.describe())
+	}
+	return fmt.Errorf("an agent kaimon owns may allow another agent only what it may do unasked itself, and it must ask permission for %s (it runs under %s)", tool, p.describe())
 }
 
-// ParentOf is the policy WithParent put in ctx, or nil.
-func ParentOf(ctx context.Context) *Policy {
-	p, _ := ctx.Value(parentKey{}).(*Policy)
+type callerKey struct{}
+
+// WithCaller returns ctx carrying the policy of the agent kaimon owns on
+// whose behalf the request is made (the door's caller), so that an open
+// in that request is capped at it (ForOpen), and an allow it answers
+// another agent's permission request with too (Grants). A request from a
+// person's client carries none.
+func WithCaller(ctx context.Context, p *Policy) context.Context {
+	return context.WithValue(ctx, callerKey{}, p)
+}
+
+// CallerOf is the policy WithCaller put in ctx, or nil.
+func CallerOf(ctx context.Context) *Policy {
+	p, _ := ctx.Value(callerKey{}).(*Policy)
 	return p
 }

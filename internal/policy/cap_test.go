@@ -215,3 +215,24 @@ func TestForOpenParent(t *testing.T) {
 		t.Fatalf("a lab agent's bypass open: %v", err)
 	}
 }
+
+// An agent allows another's request only for what it runs unasked.
+func TestGrants(t *testing.T) {
+	for _, tc := range []struct {
+		preset, tool, refused string
+	}{
+		{"lab", "Bash", "must ask permission for Bash (it runs under preset lab)"},
+		{"lab", "mcp__kaimon__agent_list", ""},
+		{"notebook", "Bash", "may not use Bash"},
+		{"bypass", "Bash", ""},
+	} {
+		p, err := Resolve(Options{Preset: tc.preset, DisallowedTools: []string{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Grants(tc.tool)
+		if (tc.refused == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.refused) {
+			t.Errorf("%s grants %s: %v, want %q", tc.preset, tc.tool, err, tc.refused)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -29,7 +30,7 @@ func TestOpenCappedAtParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asLab := policy.WithParent(bg, lab)
+	asLab := policy.WithCaller(bg, lab)
 	refused := func(a verbs.OpenArgs) {
 		t.Helper()
 		_, err := r.m.Open(asLab, &a)
@@ -69,5 +70,51 @@ func TestOpenCappedAtParent(t *testing.T) {
 	}
 	if _, err := r.m.Open(bg, &verbs.OpenArgs{ID: "free", Resume: true}); err != nil {
 		t.Errorf("a person's resume of a bypass agent: %v", err)
+	}
+}
+
+// An agent answering through the door may allow another agent's request
+// only for a tool it runs unasked itself; it may always deny, and a person
+// may allow anything.
+func TestPermitCappedAtCaller(t *testing.T) {
+	r := newPermRig(t)
+	o := r.open(t, verbs.OpenArgs{ID: "kid", Permission: "lab"})
+	resolve := func(preset string) *policy.Policy {
+		p, err := policy.Resolve(policy.Options{Preset: preset, DisallowedTools: []string{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	asLab, asBypass := policy.WithCaller(bg, resolve("lab")), policy.WithCaller(bg, resolve("bypass"))
+
+	got := ask(o, bash(1))
+	p := r.rec.waitPending(t, 1)
+	for _, always := range []bool{false, true} {
+		_, err := r.m.Permit(asLab, &verbs.PermitArgs{AgentID: "kid", RequestID: p.RequestID, Decision: "allow", Always: always})
+		if errCode(err) != verbs.CodeBadArgument || !strings.Contains(err.Error(), "must ask permission for Bash (it runs under preset lab)") ||
+			!strings.Contains(err.Error(), verbs.PermitCommand("kid", p.RequestID, apitype.Allow)) {
+			t.Fatalf("a lab agent allows Bash (always %v): %v", always, err)
+		}
+	}
+	if !r.m.permits.IsPending("kid", p.RequestID) {
+		t.Fatal("a refused allow decided the request")
+	}
+	if res, err := r.m.Permit(asLab, &verbs.PermitArgs{AgentID: "kid", RequestID: p.RequestID, Decision: "deny"}); err != nil || res.Permitted {
+		t.Fatalf("a lab agent denies Bash: %+v %v", res, err)
+	}
+	if d := <-got; d.Allow {
+		t.Fatalf("decision %+v", d)
+	}
+
+	for i, ctx := range []context.Context{asBypass, bg} {
+		got = ask(o, bash(2+i))
+		p = r.rec.waitPending(t, 3+2*i)
+		if res, err := r.m.Permit(ctx, &verbs.PermitArgs{AgentID: "kid", RequestID: p.RequestID, Decision: "allow"}); err != nil || !res.Permitted {
+			t.Fatalf("allow %d: %+v %v", i, res, err)
+		}
+		if d := <-got; !d.Allow {
+			t.Fatalf("decision %d %+v", i, d)
+		}
 	}
 }

@@ -224,7 +224,7 @@ func (m *Manager) openOptions(ctx context.Context, id string, a verbs.OpenArgs, 
 	// agent that opens this one through the door is its parent, at whose
 	// policy it is capped; the options a resume or fork inherited above
 	// are held to it as much as those given.
-	pol, err := policy.ForOpen(&a, policy.ParentOf(ctx))
+	pol, err := policy.ForOpen(&a, policy.CallerOf(ctx))
 	if err != nil {
 		return backend.Options{}, nil, verbs.BadArg("agent_open: %v", err)
 	}
