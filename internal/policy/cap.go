@@ -8,7 +8,8 @@ import (
 )
 
 // A child is an agent that an agent kaimon owns opens through the door
-// (agent_open with disallowed_tools = [] on the parent). It may not
+// (which lets only a parent opened with disallowed_tools = [] call
+// agent_open). It may not
 // outrank its parent: whatever the child would do unasked, the parent
 // must be allowed to do unasked, and whatever the parent may not do, the
 // child may not either. Otherwise an agent whose own Bash asks permission
@@ -73,7 +74,7 @@ func Cap(parent, child *Policy) (*Policy, error) {
 
 // outranked says how child would do unasked what parent may not, or "".
 func (p *Policy) outranked(child *Policy) string {
-	parent := p
+	parent := p // for reading: p is the opening agent's policy
 	switch {
 	case child.Bypass() && !parent.Bypass():
 		return fmt.Sprintf("%s runs without permission checks", child.describe())
