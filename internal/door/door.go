@@ -173,7 +173,11 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.serveToolCheck(w, r, c) // an ACP agent's bridge (toolcheck.go)
 		return
 	}
-	d.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+	// The caller's policy goes with the request as the parent's, so that
+	// an agent it opens is capped at it where its policy is resolved
+	// (policy.ForOpen), after a resume or fork filled in its options.
+	ctx := policy.WithCaller(context.WithValue(r.Context(), callerKey{}, c), c.pol)
+	d.handler.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // authenticate returns the admitted agent the request's headers name and

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/testutil/backendtest"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -49,6 +50,16 @@ func (s *svc) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.AgentStat
 func (s *svc) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.PermitResult, error) {
 	s.note("permit " + a.AgentID)
 	return &verbs.PermitResult{Permitted: true}, nil
+}
+
+// Open resolves the new agent's policy as the session manager does, with
+// the parent the request carries.
+func (s *svc) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResult, error) {
+	s.note("open " + a.Permission)
+	if _, err := policy.ForOpen(a, policy.CallerOf(ctx)); err != nil {
+		return nil, err
+	}
+	return &verbs.OpenResult{AgentID: "child"}, nil
 }
 
 func (s *svc) reached() []string {
@@ -262,6 +273,26 @@ func TestPolicyAtTheDoor(t *testing.T) {
 
 	if got := strings.Join(s.reached(), ","); got != "list,permit x1,status,list" {
 		t.Errorf("calls that reached the service: %s", got)
+	}
+}
+
+// An agent_open through the door carries the caller's policy as the
+// parent's, so that the new agent is capped at it: a lab agent opens a lab
+// agent, not a bypass one.
+func TestOpenCarriesParentPolicy(t *testing.T) {
+	d, s := startDoor(t)
+	none := []string{}
+	cwd := t.TempDir()
+	c := mustConnect(t, d, "p", d.Admit(backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "p", Cwd: cwd, Permission: "lab", DisallowedTools: &none}})))
+	if txt, isErr := callTool(t, c, "agent_open", map[string]any{"cwd": cwd, "permission": "lab"}); isErr {
+		t.Fatalf("lab opens lab: %s", txt)
+	}
+	txt, isErr := callTool(t, c, "agent_open", map[string]any{"cwd": cwd, "permission": "bypass"})
+	if !isErr || !strings.Contains(txt, "preset bypass runs without permission checks") || !strings.Contains(txt, "runs under preset lab") {
+		t.Fatalf("lab opens bypass: %q %v", txt, isErr)
+	}
+	if got := s.reached(); !slices.Equal(got, []string{"open lab", "open bypass"}) {
+		t.Fatalf("the service saw %v", got)
 	}
 }
 

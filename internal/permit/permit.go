@@ -132,6 +132,18 @@ func (r *Registry) Answer(agent, id string, d backend.PermissionDecision) error 
 	return verbs.NotFound("agent %s has no pending permission request %q: take the requestId of a permission event without a decision (in the agent's event log, or on its bus channel)", agent, id)
 }
 
+// Tool is the tool agent's pending request id asks about, and whether it
+// is pending.
+func (r *Registry) Tool(agent, id string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.pending[key{agent, id}]
+	if !ok {
+		return "", false
+	}
+	return w.tool, true
+}
+
 // IsPending says whether agent's request id waits for an answer.
 func (r *Registry) IsPending(agent, id string) bool {
 	r.mu.Lock()

@@ -164,13 +164,20 @@ func Resolve(o Options) (*Policy, error) {
 }
 
 // ForOpen resolves the policy of an agent opened with a: the session
-// manager does so once, at open, and the agent carries it.
-func ForOpen(a *verbs.OpenArgs) (*Policy, error) {
+// manager does so once, at open, and the agent carries it. parent is the
+// policy of the agent kaimon owns that opens it through the door (nil
+// when a person's client opens it), at which the new agent is capped
+// (Cap).
+func ForOpen(a *verbs.OpenArgs, parent *Policy) (*Policy, error) {
 	o := Options{Preset: a.Permission, PermissionMode: a.PermissionMode, AllowedTools: a.AllowedTools, Only: a.Only}
 	if a.DisallowedTools != nil {
 		o.DisallowedTools = append([]string{}, (*a.DisallowedTools)...)
 	}
-	return Resolve(o)
+	p, err := Resolve(o)
+	if err != nil || parent == nil {
+		return p, err
+	}
+	return Cap(parent, p)
 }
 
 // WholeSet says whether the allowlist is the agent's whole tool set: under

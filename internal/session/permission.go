@@ -155,6 +155,16 @@ func (m *Manager) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.Permi
 	if a.Error != "" {
 		msg = "denied: " + a.Error
 	}
+	if caller := policy.CallerOf(ctx); caller != nil && allow {
+		// An agent answering through the door: it may not grant what it
+		// may not do unasked (a request no longer pending is left to
+		// Answer's error).
+		if tool, ok := m.permits.Tool(ag.id, a.RequestID); ok {
+			if err := caller.Grants(tool); err != nil {
+				return nil, verbs.BadArg("agent_permit: %v: deny it, or leave it to a person (%s)", err, verbs.PermitCommand(ag.id, a.RequestID, apitype.Allow))
+			}
+		}
+	}
 	d := backend.PermissionDecision{Allow: allow, Always: a.Always, By: event.DecidedByUser, Message: msg}
 	if err := m.permits.Answer(ag.id, a.RequestID, d); err != nil {
 		return nil, err

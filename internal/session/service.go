@@ -220,8 +220,11 @@ func (m *Manager) openOptions(ctx context.Context, id string, a verbs.OpenArgs, 
 		return backend.Options{}, nil, verbs.BadArg("agent_open: cwd %s does not exist or is not a directory", cwd)
 	}
 	a.Cwd = cwd
-	// The one place the policy is resolved: the agent carries it.
-	pol, err := policy.ForOpen(&a)
+	// The one place the policy is resolved: the agent carries it. An
+	// agent that opens this one through the door is its parent, at whose
+	// policy it is capped; the options a resume or fork inherited above
+	// are held to it as much as those given.
+	pol, err := policy.ForOpen(&a, policy.CallerOf(ctx))
 	if err != nil {
 		return backend.Options{}, nil, verbs.BadArg("agent_open: %v", err)
 	}

@@ -149,7 +149,7 @@ func TestArgs(t *testing.T) {
 			// there what does not resolve (an unknown preset).
 			o := tc.o
 			var got []string
-			pol, err := policy.ForOpen(&o.OpenArgs)
+			pol, err := policy.ForOpen(&o.OpenArgs, nil)
 			if o.Policy = pol; err == nil {
 				got, err = Args(&o)
 			}

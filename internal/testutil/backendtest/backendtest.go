@@ -15,7 +15,7 @@ import (
 func Resolved(t testing.TB, o backend.Options) backend.Options {
 	t.Helper()
 	if o.Policy == nil {
-		pol, err := policy.ForOpen(&o.OpenArgs)
+		pol, err := policy.ForOpen(&o.OpenArgs, nil)
 		if err != nil {
 			t.Fatalf("options %+v: %v", o.OpenArgs, err)
 		}
