@@ -53,7 +53,8 @@ func (m *Manager) attach(ag *Agent) {
 	}
 	// From the environment the agent is given (the backends add only
 	// kaimon's own variables to it) and its token: what it may print.
-	ag.redact.Store(redact.New(ag.opts.Env, door...).Stream())
+	ag.opts.Redact = redact.New(ag.opts.Env, door...)
+	ag.redact.Store(ag.opts.Redact.Stream())
 }
 
 // detach undoes attach for a dead agent: its token no longer opens the
