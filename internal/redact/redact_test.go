@@ -165,6 +165,20 @@ func TestStreamSplitSecret(t *testing.T) {
 	}
 }
 
+// A secret that begins with another is held until it is told apart, and
+// the deltas add up to the block as String has it.
+func TestStreamSecretBeginningWithAnother(t *testing.T) {
+	r := New([]string{"A_TOKEN=abcdefgh", "B_TOKEN=abcdefgh-and-more"})
+	for _, tail := range []string{"-and-more!", " and more"} {
+		full := "x abcdefgh" + tail
+		evs := append(textDeltas(event.AssistantText, 1, "x abc", "defgh", tail), event.NewText(event.AssistantText, 1, false, full))
+		deltas, block := joined(t, streamed(r, evs...), event.AssistantText)
+		if want := r.String(full); deltas != want || block != want {
+			t.Errorf("deltas %q, block %q, want both %q", deltas, block, want)
+		}
+	}
+}
+
 // A tail that only looks like a secret's beginning is held until the
 // next event, then goes out as it was, ahead of it: nothing is lost.
 func TestStreamHeldTailFlushed(t *testing.T) {

@@ -70,7 +70,7 @@ func (s *Stream) Events(ev event.Event) []event.Event {
 	out := s.evbuf[:0]
 	key, text, ok := deltaOf(ev)
 	if s.held != "" && (!ok || key != s.open) {
-		out = append(out, s.deltaEvent(s.open, s.turn, s.held))
+		out = append(out, s.deltaEvent(s.open, s.turn, s.r.text(s.held, s.open.kind == event.ToolInputDelta)))
 		s.held = ""
 	}
 	if !ok {
@@ -81,17 +81,20 @@ func (s *Stream) Events(ev event.Event) []event.Event {
 	}
 	jsonForm := key.kind == event.ToolInputDelta
 	whole := s.held + text
-	red := s.r.text(whole, jsonForm)
-	at := s.r.holdFrom(red, jsonForm)
+	// The tail is held as it came, and looked for before anything is
+	// replaced: a secret that begins with a shorter one is then held
+	// until it is told apart, and replaced whole, as the block has it.
+	at := s.r.holdFrom(whole, jsonForm)
 	// A copy: text may share ev's data (event.TextOf).
-	s.open, s.turn, s.held = key, ev.Turn, strings.Clone(red[at:])
-	switch {
-	case at == 0:
+	s.open, s.turn, s.held = key, ev.Turn, strings.Clone(whole[at:])
+	if at == 0 {
 		return out // all held
-	case red[:at] == text:
+	}
+	red := s.r.text(whole[:at], jsonForm)
+	if red == text {
 		return append(out, ev) // nothing held, nothing replaced: as it was
 	}
-	return append(out, s.deltaEvent(key, ev.Turn, red[:at]))
+	return append(out, s.deltaEvent(key, ev.Turn, red))
 }
 
 // text is String for plain text, or for JSON text (jsonForm) as the
