@@ -132,6 +132,10 @@ func TestEnvFingerprints(t *testing.T) {
 	if d := EnvDiff(fp, EnvFingerprints([]string{"ANTHROPIC_BASE_URL=http://127.0.0.1:1", "KAIMON_CLAUDE_BIN=/bin/claude"})); !reflect.DeepEqual(d, []string{"ANTHROPIC_API_KEY"}) {
 		t.Errorf("a key unset in one environment: EnvDiff = %v", d)
 	}
+	old := map[string]string{"ANTHROPIC_API_KEY": "0123456789ab", "ANTHROPIC_BASE_URL": fp["ANTHROPIC_BASE_URL"], "KAIMON_CLAUDE_BIN": fp["KAIMON_CLAUDE_BIN"]}
+	if d := EnvDiff(old, fp); len(d) != 0 {
+		t.Errorf("a daemon that still gives a hash of the key: EnvDiff = %v", d)
+	}
 	sort.Strings(names)
 	if want := []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "KAIMON_CLAUDE_BIN"}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("fingerprinted %v, want %v", names, want)

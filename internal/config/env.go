@@ -55,11 +55,13 @@ func EnvFingerprints(environ []string) map[string]string {
 }
 
 // EnvDiff names, sorted, the variables whose fingerprints differ between a
-// and b, including those set in only one of them.
+// and b, including those set in only one of them. A credential differs
+// only by being set in one and not the other: a daemon older than
+// CredentialSet gives a hash for it, which a newer client does not.
 func EnvDiff(a, b map[string]string) []string {
 	var out []string
 	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
+		if w, ok := b[k]; !ok || w != v && !redact.Credential(k) {
 			out = append(out, k)
 		}
 	}
