@@ -40,7 +40,8 @@ type DaemonStatus struct {
 	// and dropped (per subscriber in connections).
 	Bus *BusStats `json:"bus,omitempty"`
 	// Env fingerprints the environment the daemon started with, as
-	// config.EnvFingerprints: names and short hashes, never values. A
+	// config.EnvFingerprints: names and short hashes, never values, and
+	// for a credential (ANTHROPIC_API_KEY) not even a hash: "set". A
 	// client compares it with its own to explain errors that come from a
 	// daemon started elsewhere. Always present (possibly {}), so that its
 	// absence means a daemon too old to report it.

@@ -11,6 +11,7 @@ import (
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/policy"
+	"github.com/kaimon/kaimon/internal/redact"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -51,6 +52,12 @@ type Options struct {
 	// decided (see permission.go). Nil: nobody answers, and the backend
 	// lets the agent program apply its own default.
 	Ask Asker
+	// Redact takes the credentials of Env and the door's token out of
+	// text of the agent's that the backend itself repeats outside its
+	// events and errors (which the session manager redacts): a line of
+	// its output the daemon's log quotes. Nil redacts nothing. Never
+	// applied to what is sent to the agent.
+	Redact *redact.Redactor
 }
 
 // Fork names the conversation a forked agent continues a copy of.

@@ -118,9 +118,23 @@ func TestEnvFingerprints(t *testing.T) {
 	var names []string
 	for k, v := range fp {
 		names = append(names, k)
-		if strings.Contains(v, "sk-secret") || len(v) != 12 {
+		if strings.Contains(v, "sk-secret") || len(v) != 12 && k != "ANTHROPIC_API_KEY" {
 			t.Errorf("%s fingerprint %q", k, v)
 		}
+	}
+	// No fingerprint of a key: only that it is set.
+	if got := fp["ANTHROPIC_API_KEY"]; got != CredentialSet {
+		t.Errorf("ANTHROPIC_API_KEY fingerprint %q, want %q", got, CredentialSet)
+	}
+	if d := EnvDiff(fp, EnvFingerprints([]string{"ANTHROPIC_API_KEY=sk-other", "ANTHROPIC_BASE_URL=http://127.0.0.1:1", "KAIMON_CLAUDE_BIN=/bin/claude"})); len(d) != 0 {
+		t.Errorf("another key than the daemon's is not told apart, yet EnvDiff = %v", d)
+	}
+	if d := EnvDiff(fp, EnvFingerprints([]string{"ANTHROPIC_BASE_URL=http://127.0.0.1:1", "KAIMON_CLAUDE_BIN=/bin/claude"})); !reflect.DeepEqual(d, []string{"ANTHROPIC_API_KEY"}) {
+		t.Errorf("a key unset in one environment: EnvDiff = %v", d)
+	}
+	old := map[string]string{"ANTHROPIC_API_KEY": "0123456789ab", "ANTHROPIC_BASE_URL": fp["ANTHROPIC_BASE_URL"], "KAIMON_CLAUDE_BIN": fp["KAIMON_CLAUDE_BIN"]}
+	if d := EnvDiff(old, fp); len(d) != 0 {
+		t.Errorf("a daemon that still gives a hash of the key: EnvDiff = %v", d)
 	}
 	sort.Strings(names)
 	if want := []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "KAIMON_CLAUDE_BIN"}; !reflect.DeepEqual(names, want) {

@@ -5,7 +5,13 @@ import (
 	"encoding/hex"
 	"sort"
 	"strings"
+
+	"github.com/kaimon/kaimon/internal/redact"
 )
+
+// CredentialSet is the fingerprint of every credential that is set
+// (EnvFingerprints).
+const CredentialSet = "set"
 
 // Relevant reports whether the environment variable name changes what the
 // daemon does for its agents, so that a client whose value differs from the
@@ -25,13 +31,21 @@ func Relevant(name string) bool {
 
 // EnvFingerprints maps each relevant variable set (non-empty) in environ to
 // a short SHA-256 fingerprint of its value. It lets a client tell that its
-// environment differs from the daemon's without either revealing a value:
-// some of them (ANTHROPIC_API_KEY) are secrets.
+// environment differs from the daemon's without either revealing a value.
+// A credential (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN: redact.Credential)
+// maps to CredentialSet instead: daemon status shows no fingerprint of a
+// key, since a short hash of a guessable one (a password) gives it away,
+// and even of a strong one tells who holds which key. So a client can tell
+// a key set from one unset, not one key from another.
 func EnvFingerprints(environ []string) map[string]string {
 	out := map[string]string{}
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
 		if !ok || val == "" || !Relevant(name) {
+			continue
+		}
+		if redact.Credential(name) {
+			out[name] = CredentialSet
 			continue
 		}
 		sum := sha256.Sum256([]byte(val))
@@ -41,11 +55,13 @@ func EnvFingerprints(environ []string) map[string]string {
 }
 
 // EnvDiff names, sorted, the variables whose fingerprints differ between a
-// and b, including those set in only one of them.
+// and b, including those set in only one of them. A credential differs
+// only by being set in one and not the other: a daemon older than
+// CredentialSet gives a hash for it, which a newer client does not.
 func EnvDiff(a, b map[string]string) []string {
 	var out []string
 	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
+		if w, ok := b[k]; !ok || w != v && !redact.Credential(k) {
 			out = append(out, k)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/kaimon/kaimon/internal/eventlog"
 	"github.com/kaimon/kaimon/internal/gitwt"
 	"github.com/kaimon/kaimon/internal/proc"
+	"github.com/kaimon/kaimon/internal/redact"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -117,7 +118,17 @@ type Agent struct {
 	// wt is the agent's git worktree, nil when it was opened without one
 	// (worktree.go).
 	wt *gitwt.Info
+
+	// redact takes the credentials of the agent's environment and its
+	// door token out of what kaimon repeats of its output (set by
+	// attach; nil: nothing to redact). Its stream state is the drain
+	// holder's (publishRedacted); its Redactor anyone's.
+	redact atomic.Pointer[redact.Stream]
 }
+
+// redactor is what redacts the agent's secrets from a string or an error
+// (nil redacts nothing).
+func (ag *Agent) redactor() *redact.Redactor { return ag.redact.Load().Redactor() }
 
 // files are the paths of the agent's files.
 func (ag *Agent) files() config.AgentFiles { return ag.m.paths.Agent(ag.id) }
@@ -177,6 +188,9 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 	sctx, cancel := context.WithTimeout(ctx, m.StartTimeout)
 	err = be.Start(sctx)
 	cancel()
+	// The agent's stderr tail is in it: what the caller, the record's
+	// reason and the error event say of it is redacted once, here.
+	err = ag.redactor().Error(err)
 	if err != nil {
 		code := verbs.CodeUnavailable
 		var ve *verbs.Error
@@ -218,6 +232,7 @@ func (ag *Agent) state() apitype.AgentState {
 // Exited implements backend.Sink. It comes after the backend's last Emit,
 // and ends the agent once that is published.
 func (ag *Agent) Exited(err error) {
+	err = ag.redactor().Error(err) // the agent's stderr tail: as in start
 	ag.flush()
 	ag.mu.Lock()
 	if ag.be != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/permit"
 	"github.com/kaimon/kaimon/internal/policy"
+	"github.com/kaimon/kaimon/internal/redact"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -45,9 +46,15 @@ func (m *Manager) attach(ag *Agent) {
 	defer ag.mu.Unlock()
 	ag.opts.Ask = ag.ask
 	ag.opts.Door = nil
+	var door []redact.Secret
 	if d != nil {
 		ag.opts.Door = &backend.Door{URL: d.URL(), Token: d.Admit(ag.opts)}
+		door = append(door, redact.Secret{Name: redact.DoorToken, Value: ag.opts.Door.Token, Whole: true})
 	}
+	// From the environment the agent is given (the backends add only
+	// kaimon's own variables to it) and its token: what it may print.
+	ag.opts.Redact = redact.New(ag.opts.Env, door...)
+	ag.redact.Store(ag.opts.Redact.Stream())
 }
 
 // detach undoes attach for a dead agent: its token no longer opens the
@@ -103,7 +110,9 @@ func (ag *Agent) ask(ctx context.Context, req backend.PermissionRequest) backend
 
 	wait := m.PermitTimeout
 	expires := time.Now().Add(wait)
-	id, ch := m.permits.Open(ag.id, req.Tool, data.ToolCall.Title, expires)
+	// The title (often the command asked for) is shown in the agent's
+	// status: redacted as the permission event is (publishRedacted).
+	id, ch := m.permits.Open(ag.id, req.Tool, ag.redactor().String(data.ToolCall.Title), expires)
 	data.RequestID = id
 	data.ExpiresAt = expires.UTC().Format(time.RFC3339Nano)
 	ag.publish(event.New(event.Permission, req.Turn, data))
@@ -130,7 +139,7 @@ func (ag *Agent) publishDecision(turn int, data event.PermissionData, d backend.
 	data.Decision = apitype.DecisionOf(d.Allow)
 	data.Always, data.By, data.Message = d.Always, d.By, d.Message
 	if d.By != event.DecidedByPolicy || !d.Allow {
-		log.Printf("agent %s: permission %s for %s: %s by %s", ag.id, data.RequestID, data.ToolCall.Title, data.Decision, d.By)
+		log.Printf("agent %s: permission %s for %s: %s by %s", ag.id, data.RequestID, ag.redactor().String(data.ToolCall.Title), data.Decision, d.By)
 	}
 	ag.publish(event.New(event.Permission, turn, data))
 }

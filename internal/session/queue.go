@@ -131,9 +131,27 @@ func (ag *Agent) unhold(f *fanBuf) {
 // background, and the one save it may wait for is the seq ceiling's at an
 // agent's first events, once.
 func (ag *Agent) publishHeld(ev event.Event, f *fanBuf) {
-	if ag.publishOne(ev, f) {
+	if ag.publishRedacted(ev, f) {
 		ag.saveInBackground()
 	}
+}
+
+// publishRedacted is publishOne of what ev is once the agent's secrets are
+// redacted from it (redact.Stream: a delta may be held back, or preceded
+// by what an earlier one held): the one place the agent's events become
+// kaimon's, so that its log, book, bus and every reader of them see them
+// redacted. Called only by the drain's holder, as publishOne.
+func (ag *Agent) publishRedacted(ev event.Event, f *fanBuf) (persist bool) {
+	s := ag.redact.Load()
+	if s == nil {
+		return ag.publishOne(ev, f)
+	}
+	for _, e := range s.Events(ev) {
+		if ag.publishOne(e, f) {
+			persist = true
+		}
+	}
+	return persist
 }
 
 // publish stamps ev with agent_id, seq and ts, updates the agent's state
@@ -248,7 +266,7 @@ func (ag *Agent) drain() {
 		ag.qmu.Unlock()
 		for i := range batch[:n] {
 			q := &batch[i]
-			if !q.barrier && ag.publishOne(q.ev, f) {
+			if !q.barrier && ag.publishRedacted(q.ev, f) {
 				// A status change or a new vendor session is saved in
 				// the agent's record (a turn's end too, in the
 				// background: publishOne).

@@ -39,8 +39,9 @@ type relayRig struct {
 	at   time.Time // when
 }
 
-func newRelayRig(b *testing.B) *relayRig {
+func newRelayRig(b *testing.B, env ...string) *relayRig {
 	r := newRig(b, 10)
+	r.m.env = env
 	id := r.open(b, "relay")
 	r.mu.Lock()
 	sink := r.last.sink
@@ -108,8 +109,17 @@ func (rr *relayRig) seq() uint64 {
 	return rr.ag.seq
 }
 
-func BenchmarkRelay(b *testing.B) {
-	rr := newRelayRig(b)
+func BenchmarkRelay(b *testing.B) { benchRelay(b) }
+
+// BenchmarkRelayRedacted is BenchmarkRelay of an agent with a credential
+// in its environment, as most have: every event passes its redactor
+// (publishRedacted), every delta is looked at for the start of a secret.
+func BenchmarkRelayRedacted(b *testing.B) {
+	benchRelay(b, "ANTHROPIC_API_KEY=sk-ant-bench-0123456789abcdefghij", "GITHUB_TOKEN=ghp_bench0123456789")
+}
+
+func benchRelay(b *testing.B, env ...string) {
+	rr := newRelayRig(b, env...)
 	sink, bs, wait, seq := rr.sink, rr.bus, func(s uint64) { rr.wait(s) }, rr.seq
 	lines := claude.SyntheticTurn(1000)
 	m := claude.NewMapper()

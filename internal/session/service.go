@@ -623,7 +623,8 @@ func (m *Manager) Interrupt(ctx context.Context, a *verbs.InterruptArgs) (*verbs
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	ok, err := be.Interrupt(ctx)
-	if err != nil {
+	// An ACP agent's refusal is its own words: redacted as its events.
+	if err = ag.redactor().Error(err); err != nil {
 		// Not "nothing to interrupt": the turn may still be running, and
 		// the caller (and the log's reader) must know it.
 		ag.publish(event.NewError(0, "interrupt failed: "+err.Error(), nil))

@@ -34,6 +34,7 @@ import (
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/proc"
+	"github.com/kaimon/kaimon/internal/redact"
 )
 
 // Timeouts.
@@ -236,7 +237,7 @@ func (b *Backend) startWith(ctx context.Context, args []string) error {
 
 	b.lines = &lineWatch{r: p.Stdout, max: SDKMaxLine}
 	conn := sdk.NewClientSideConnection(&client{b: b}, p, b.lines)
-	conn.SetLogger(slog.New(slog.NewTextHandler(logWriter{prefix: "agent " + b.opts.ID + ": acp: "}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	conn.SetLogger(slog.New(slog.NewTextHandler(logWriter{prefix: "agent " + b.opts.ID + ": acp: ", redact: b.opts.Redact}, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	b.conn = conn
 	go b.watch(p, conn, done)
 
@@ -702,11 +703,15 @@ func (b *Backend) Info() backend.Info {
 	return backend.Info{SessionID: string(b.sessionID), Model: model, QueuesPrompts: b.queues}
 }
 
-// logWriter sends the SDK's diagnostics to the daemon's log.
-type logWriter struct{ prefix string }
+// logWriter sends the SDK's diagnostics to the daemon's log, redacted:
+// they quote lines of the agent's that the SDK could not read.
+type logWriter struct {
+	prefix string
+	redact *redact.Redactor
+}
 
 func (w logWriter) Write(p []byte) (int, error) {
-	log.Print(w.prefix + strings.TrimRight(string(p), "\n"))
+	log.Print(w.prefix + w.redact.String(strings.TrimRight(string(p), "\n")))
 	return len(p), nil
 }
 

@@ -12,6 +12,13 @@
 #   garbage print lines that are not stream-json (text, a NUL, invalid
 #           UTF-8, a JSON array, an unknown type), then answer the turn
 #           properly, and read on until stdin closes
+#   printenv print its environment on stderr and exit 1 at once, before
+#           it is ready (a program that says what it was run with)
+if [ "$KAIMON_STANDIN" = printenv ]; then
+	echo "standin: cannot go on; my environment:" >&2
+	env >&2
+	exit 1
+fi
 read -r line || exit 1
 case $line in
 *'"subtype":"initialize"'*) ;;
@@ -49,7 +56,7 @@ mute)
 	done
 	;;
 *)
-	echo "standin: KAIMON_STANDIN=$KAIMON_STANDIN: want hangup, mute, longline or garbage" >&2
+	echo "standin: KAIMON_STANDIN=$KAIMON_STANDIN: want hangup, mute, longline, garbage or printenv" >&2
 	exit 2
 	;;
 esac
