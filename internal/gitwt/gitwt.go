@@ -161,19 +161,22 @@ func Find(ctx context.Context, dir string) (*Repo, error) {
 	if len(f) < 2 || f[1] != "true" {
 		return nil, fmt.Errorf("%s is not inside a git repository's work tree", dir)
 	}
-	out, err = Git(ctx, dir, nil, "rev-parse", "--show-toplevel", "--path-format=absolute", "--git-common-dir", "--show-prefix")
-	if err != nil {
-		return nil, err
+	// One value a run: a path may hold a newline, and lines split from
+	// one answer would take the rest of one for the next (and the top
+	// for a neighbouring repository's).
+	var vals [3]string
+	for i, arg := range []string{"--show-toplevel", "--git-common-dir", "--show-prefix"} {
+		out, err := Git(ctx, dir, nil, "rev-parse", "--path-format=absolute", arg)
+		if err != nil {
+			return nil, err
+		}
+		v, ok := strings.CutSuffix(out, "\n")
+		if !ok || (v == "" && i < 2) {
+			return nil, fmt.Errorf("git rev-parse %s in %s: unexpected answer %q", arg, dir, out)
+		}
+		vals[i] = v
 	}
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) < 2 {
-		return nil, fmt.Errorf("git rev-parse in %s: unexpected answer %q", dir, out)
-	}
-	r := &Repo{Top: lines[0], CommonDir: lines[1]}
-	if len(lines) > 2 {
-		r.Prefix = strings.TrimSuffix(lines[2], "/")
-	}
-	return r, nil
+	return &Repo{Top: vals[0], CommonDir: vals[1], Prefix: strings.TrimSuffix(vals[2], "/")}, nil
 }
 
 // ResolveCommit is the commit ref names in r, or an error saying it does

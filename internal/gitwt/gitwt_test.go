@@ -249,3 +249,30 @@ func TestAddFailureLeavesNothing(t *testing.T) {
 		t.Fatal("a failed Add left its branch")
 	}
 }
+
+// TestFindNewlineInName: a directory whose name holds a newline is found
+// as itself, not as the neighbouring repository its name begins with.
+func TestFindNewlineInName(t *testing.T) {
+	ctx := context.Background()
+	setup(t)
+	parent := t.TempDir()
+	neighbour := filepath.Join(parent, "x")
+	odd := filepath.Join(parent, "x\ny")
+	for _, dir := range []string{neighbour, odd} {
+		git(t, parent, "init", "--quiet", "-b", "main", dir)
+		write(t, filepath.Join(dir, "sub", "a.txt"), "a\n")
+	}
+	r, err := Find(ctx, filepath.Join(odd, "sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Top != odd || r.CommonDir != filepath.Join(odd, ".git") || r.Prefix != "sub" {
+		t.Fatalf("Find(%q) = %+v; want top %q, common dir %q, prefix sub", filepath.Join(odd, "sub"), r, odd, filepath.Join(odd, ".git"))
+	}
+	// A name that ends in a newline, at the top.
+	end := filepath.Join(parent, "z\n")
+	git(t, parent, "init", "--quiet", "-b", "main", end)
+	if r, err := Find(ctx, end); err != nil || r.Top != end || r.Prefix != "" {
+		t.Fatalf("Find(%q) = %+v, %v; want top %q", end, r, err, end)
+	}
+}
