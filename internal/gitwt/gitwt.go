@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,10 +222,7 @@ func branchExists(ctx context.Context, dir, name string) bool {
 // Add adds a worktree at path on a new branch from commit base. The
 // caller holds Lock(r.CommonDir). A worktree that git half made is removed.
 func (r *Repo) Add(ctx context.Context, path, branch, base string) error {
-	if _, err := os.Lstat(path); err == nil {
-		return fmt.Errorf("%s already exists: a worktree of an earlier agent of this id? forget it first (kaimon forget), or pick another id", path)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := makeRoot(path); err != nil {
 		return err
 	}
 	if _, err := Git(ctx, r.Top, nil, "worktree", "add", "--quiet", "-b", branch, "--end-of-options", path, base); err != nil {
@@ -253,11 +251,32 @@ func (r *Repo) Readd(ctx context.Context, path, branch string) error {
 		return fmt.Errorf("the worktree %s is gone, and so is its branch %s: there is nothing to resume in", path, branch)
 	}
 	_, _ = Git(ctx, r.Top, nil, "worktree", "prune")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := makeRoot(path); err != nil {
 		return err
 	}
 	_, err := Git(ctx, r.Top, nil, "worktree", "add", "--quiet", "--end-of-options", path, branch)
 	return err
+}
+
+// makeRoot makes the worktree's directory, empty, mode 0700 (and its
+// parents, 0700 where made here), for git worktree add to check out
+// into: git would make it with the umask's mode, 0755 as a rule, and a
+// repository kept in a 0700 directory would be readable by every user in
+// its worktree. Made before the add, not changed after it, so that no
+// file of the checkout is ever in a directory others can enter.
+func makeRoot(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if err := os.Mkdir(path, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s already exists: a worktree of an earlier agent of this id? forget it first (kaimon forget), or pick another id", path)
+		}
+		return err
+	}
+	// Mkdir's mode is under the umask: 0700 unless the umask takes from
+	// the owner, which would leave git no directory it can write.
+	return os.Chmod(path, 0o700)
 }
 
 // Remove removes the worktree at path (with force, also with changes in

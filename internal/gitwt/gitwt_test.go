@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -274,5 +275,41 @@ func TestFindNewlineInName(t *testing.T) {
 	git(t, parent, "init", "--quiet", "-b", "main", end)
 	if r, err := Find(ctx, end); err != nil || r.Top != end || r.Prefix != "" {
 		t.Fatalf("Find(%q) = %+v, %v; want top %q", end, r, err, end)
+	}
+}
+
+// TestWorktreeRootIsPrivate: a worktree's directory is 0700, whatever the
+// umask lets git make, as added and as added again; its parents that Add
+// makes are 0700 too.
+func TestWorktreeRootIsPrivate(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	old := syscall.Umask(0o022) // the usual one, under which git makes 0755
+	defer syscall.Umask(old)
+	r, _ := Find(ctx, repo)
+	dir := filepath.Join(t.TempDir(), "worktrees")
+	wt := filepath.Join(dir, "p1")
+	mode := func(p string) os.FileMode {
+		t.Helper()
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Mode().Perm()
+	}
+	if err := r.Add(ctx, wt, "kaimon/p1", "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	if m, d := mode(wt), mode(dir); m != 0o700 || d != 0o700 {
+		t.Fatalf("worktree %s is %o and its dir %o; want 0700 both", wt, m, d)
+	}
+	if err := os.RemoveAll(wt); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Readd(ctx, wt, "kaimon/p1"); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode(wt); m != 0o700 {
+		t.Fatalf("worktree %s added again is %o; want 0700", wt, m)
 	}
 }
