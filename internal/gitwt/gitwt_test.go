@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -311,5 +312,206 @@ func TestWorktreeRootIsPrivate(t *testing.T) {
 	}
 	if m := mode(wt); m != 0o700 {
 		t.Fatalf("worktree %s added again is %o; want 0700", wt, m)
+	}
+}
+
+// newTrap makes a program that creates a file of its first argument's
+// name in the returned dir when run, and returns the dir and the program.
+// trap NAME [FILE] marks NAME, then passes FILE (a textconv's) or stdin
+// (a filter's) through; as a file monitor it fails, which makes git look
+// at every file itself.
+func newTrap(t *testing.T) (markers, trap string) {
+	t.Helper()
+	base := t.TempDir()
+	markers = filepath.Join(base, "markers")
+	if err := os.Mkdir(markers, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	trap = filepath.Join(base, "trap")
+	script := "#!/bin/sh\nname=$1; shift\ntouch \"" + markers + "/$name\"\n" +
+		"case $name in *fsmonitor*) exit 1;; esac\n" +
+		"if [ $# -gt 0 ]; then exec cat \"$1\"; fi\nexec cat\n"
+	if err := os.WriteFile(trap, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return markers, trap
+}
+
+// trapRepo arms the repository at repo with config that would run a
+// program (newTrap): core.fsmonitor, a clean and a smudge filter and a
+// textconv for *.txt (by .gitattributes, committed), and post-checkout
+// and reference-transaction hooks.
+func trapRepo(t *testing.T, repo string) (markers, trap string) {
+	t.Helper()
+	markers, trap = newTrap(t)
+	write(t, filepath.Join(repo, ".gitattributes"), "*.txt filter=trap diff=trap\n")
+	git(t, repo, "add", ".gitattributes")
+	git(t, repo, "commit", "--quiet", "-m", "attributes")
+	for k, v := range map[string]string{
+		"core.fsmonitor":     trap + " fsmonitor",
+		"filter.trap.clean":  trap + " clean",
+		"filter.trap.smudge": trap + " smudge",
+		"diff.trap.textconv": trap + " textconv",
+	} {
+		git(t, repo, "config", k, v)
+	}
+	for _, hook := range []string{"post-checkout", "reference-transaction"} {
+		p := filepath.Join(repo, ".git", "hooks", hook)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\ntouch \""+markers+"/"+hook+"\"\ncat >/dev/null\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return markers, trap
+}
+
+// marked lists the traps that ran, and clears them.
+func marked(t *testing.T, markers string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(markers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+		_ = os.Remove(filepath.Join(markers, e.Name()))
+	}
+	return names
+}
+
+// TestGitRunsNoRepositoryCode: every git run of gitwt's, in a repository
+// whose config names programs (trapRepo) and in a worktree whose .git was
+// replaced by one pointing at a planted gitdir with a file monitor and a
+// filter of its own, runs none of them; the same git runs without the
+// guard run each (so the traps are armed).
+func TestGitRunsNoRepositoryCode(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	markers, trap := trapRepo(t, repo)
+	r, err := Find(ctx, filepath.Join(repo, "sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := r.ResolveCommit(ctx, r.CurrentBranch(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CheckNewBranch(ctx, "kaimon/t1"); err != nil {
+		t.Fatal(err)
+	}
+	wt := filepath.Join(t.TempDir(), "t1")
+	if err := r.Add(ctx, wt, "kaimon/t1", base); err != nil {
+		t.Fatal(err)
+	}
+	if got := marked(t, markers); len(got) > 0 {
+		t.Fatalf("Find and Add ran %v", got)
+	}
+	// Changed, so that status and diff read the file's content.
+	write(t, filepath.Join(wt, "sub", "a.txt"), "changed\n")
+	write(t, filepath.Join(wt, "new.txt"), "new\n")
+	if d, err := Dirty(ctx, wt); err != nil || !d {
+		t.Fatalf("Dirty = %v, %v; want dirty", d, err)
+	}
+	for _, stat := range []bool{false, true} {
+		if out, err := Diff(ctx, wt, base, stat); err != nil || !strings.Contains(out, "a.txt") {
+			t.Fatalf("Diff(stat %v) = %q, %v", stat, out, err)
+		}
+	}
+	r.Merged(ctx, "kaimon/t1", "main")
+	if got := marked(t, markers); len(got) > 0 {
+		t.Fatalf("Dirty, Diff and Merged ran %v", got)
+	}
+
+	// The worktree's .git pointed at a planted gitdir, as an agent's
+	// file write could.
+	planted := filepath.Join(t.TempDir(), "planted")
+	git(t, filepath.Dir(planted), "init", "--quiet", planted)
+	write(t, filepath.Join(planted, ".gitattributes"), "*.txt filter=trap\n")
+	write(t, filepath.Join(planted, "new.txt"), "planted\n")
+	git(t, planted, "add", ".")
+	git(t, planted, "commit", "--quiet", "-m", "planted")
+	git(t, planted, "config", "core.fsmonitor", trap+" planted-fsmonitor")
+	git(t, planted, "config", "filter.trap.clean", trap+" planted-clean")
+	dotGit := filepath.Join(wt, ".git")
+	real, err := os.ReadFile(dotGit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dotGit, "gitdir: "+filepath.Join(planted, ".git")+"\n")
+	if _, err := Dirty(ctx, wt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Diff(ctx, wt, "HEAD", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := marked(t, markers); len(got) > 0 {
+		t.Fatalf("with a planted gitdir, Dirty and Diff ran %v", got)
+	}
+	// The same runs without the guard: the planted gitdir's monitor...
+	git(t, wt, "diff", "HEAD")
+	if got := marked(t, markers); !slices.Contains(got, "planted-fsmonitor") || !slices.Contains(got, "planted-clean") {
+		t.Fatalf("git status with the planted gitdir ran %v; the trap is not armed", got)
+	}
+	write(t, dotGit, string(real))
+	// ... and the repository's own monitor, filters, textconv and hooks.
+	git(t, wt, "diff", base)
+	other := filepath.Join(t.TempDir(), "t2")
+	git(t, repo, "worktree", "add", "--quiet", "-b", "kaimon/t2", other, base)
+	got := marked(t, markers)
+	for _, want := range []string{"fsmonitor", "clean", "smudge", "textconv", "post-checkout", "reference-transaction"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("git without the guard did not run %s (ran %v): the trap is not armed", want, got)
+		}
+	}
+
+	// Removing runs none of them either (git worktree remove looks at
+	// the worktree with a git status of its own).
+	if err := r.Remove(ctx, wt, "", false); err == nil {
+		t.Fatal("Remove of a dirty worktree without force succeeded")
+	}
+	if err := r.Remove(ctx, wt, "kaimon/t1", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Discard(ctx, other, "kaimon/t2", base); err != nil {
+		t.Fatal(err)
+	}
+	if got := marked(t, markers); len(got) > 0 {
+		t.Fatalf("Remove and Discard ran %v", got)
+	}
+}
+
+// TestGitRunsNoSubmoduleCode: a repository nested in a worktree, with a
+// filter in its own config, as a gitlink the worktree committed: Dirty
+// starts no git in it, whose filter would run; a plain git status does
+// (the trap is armed). (Diff's add -N does; see the package's notes.)
+func TestGitRunsNoSubmoduleCode(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	markers, trap := newTrap(t)
+	r, _ := Find(ctx, repo)
+	wt := filepath.Join(t.TempDir(), "s1")
+	if err := r.Add(ctx, wt, "kaimon/s1", "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	nested := filepath.Join(wt, "nested")
+	git(t, wt, "init", "--quiet", nested)
+	write(t, filepath.Join(nested, ".gitattributes"), "* filter=sub\n")
+	write(t, filepath.Join(nested, "f"), "f\n")
+	git(t, nested, "add", ".")
+	git(t, nested, "commit", "--quiet", "-m", "nested")
+	git(t, nested, "config", "filter.sub.clean", trap+" submodule-clean")
+	git(t, wt, "add", "nested") // a gitlink
+	git(t, wt, "commit", "--quiet", "-m", "a nested repository")
+	write(t, filepath.Join(nested, "f"), "changed\n")
+	_ = marked(t, markers)
+	if _, err := Dirty(ctx, wt); err != nil {
+		t.Fatal(err)
+	}
+	if got := marked(t, markers); len(got) > 0 {
+		t.Fatalf("Dirty ran %v in the nested repository", got)
+	}
+	git(t, wt, "status", "--porcelain")
+	if got := marked(t, markers); !slices.Contains(got, "submodule-clean") {
+		t.Fatalf("git status ran %v; the trap is not armed", got)
 	}
 }
