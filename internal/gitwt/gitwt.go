@@ -158,9 +158,9 @@ var guard = []string{"--no-pager", "-c", "core.fsmonitor=false", "-c", "core.hoo
 func repoFilters(ctx context.Context, dir string) ([]string, error) {
 	out, err := run(ctx, dir, nil, "config", "--show-scope", "--includes", "-z", "--name-only", "--get-regexp", `^filter\.`)
 	if err != nil {
-		var ge *Error
-		if errors.As(err, &ge) && ge.Stderr == "" {
-			return nil, nil // exit 1: no filter is configured
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 1 {
+			return nil, nil // no filter is configured
 		}
 		return nil, err
 	}
