@@ -515,3 +515,40 @@ func TestGitRunsNoSubmoduleCode(t *testing.T) {
 		t.Fatalf("git status ran %v; the trap is not armed", got)
 	}
 }
+
+// BenchmarkDirty is one agent's git status in a list: with the guard, a
+// git config run (repoFilters) and the status.
+func BenchmarkDirty(b *testing.B) {
+	ctx := context.Background()
+	b.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	b.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	dir := filepath.Join(b.TempDir(), "repo")
+	for _, args := range [][]string{{"init", "--quiet", "-b", "main", dir}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("hi\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", "."}, {"-c", "user.name=b", "-c", "user.email=b@kaimon.invalid", "commit", "--quiet", "-m", "first"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+	r, err := Find(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wt := filepath.Join(b.TempDir(), "wt")
+	if err := r.Add(ctx, wt, "kaimon/b", "HEAD"); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := Dirty(ctx, wt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
