@@ -17,6 +17,7 @@ type AgentFiles struct {
 	History   string // a local model's conversation
 	MCPConfig string // claude's generated --mcp-config
 	Opencode  string // opencode's generated config home (a directory)
+	Opening   string // the worktree an open is making, until its record holds it
 }
 
 // Lifetime says what removes a kind of agent file.
@@ -32,12 +33,18 @@ const (
 	// removed when it exits; the daemon removes any a lost predecessor
 	// left when it starts, and forget any still there.
 	WhileLive
+	// WhileOpening: written by an open before it makes the agent's
+	// worktree, and removed once the agent's record holds the worktree
+	// or the open took it away again; one a killed daemon left names a
+	// worktree and branch no record knows, which the next daemon removes
+	// when it starts. forget removes any still there.
+	WhileOpening
 )
 
 // RemovedByForget says whether forget (with logs: forget --logs) removes
 // a file of this lifetime.
 func (l Lifetime) RemovedByForget(logs bool) bool {
-	return l == UntilForget || l == WhileLive || (logs && l == UntilForgetLogs)
+	return l == UntilForget || l == WhileLive || l == WhileOpening || (logs && l == UntilForgetLogs)
 }
 
 // AgentFile is one kind of agent file: its name is <id><Suffix> in the
@@ -69,6 +76,8 @@ var AgentFileKinds = []AgentFile{
 	{Suffix: "-opencode", Dir: true, Lifetime: WhileLive, field: func(f *AgentFiles) *string { return &f.Opencode },
 		Doc: "The config home generated for an acp:opencode agent (its XDG_CONFIG_HOME): the preset's permissions, the model, " +
 			"and the plugin that asks kaimon before each tool call."},
+	{Suffix: ".opening.json", Lifetime: WhileOpening, field: func(f *AgentFiles) *string { return &f.Opening },
+		Doc: "The worktree and branch an open with --worktree is making (repository, path, branch, base), until the agent's record holds them."},
 }
 
 // Agent returns the paths of agent id's files.

@@ -59,6 +59,35 @@ func (r Root) Resolve(path string) (string, error) {
 	return real, nil
 }
 
+// ErrGitDir is wrapped by ResolveWrite's refusals of a path through a
+// .git.
+var ErrGitDir = errors.New("in a git dir (.git)")
+
+// ResolveWrite is Resolve for a path an agent's file tool writes: it also
+// refuses a path below the root through a part named .git (in any case,
+// as a case-insensitive file system reads it), file or directory. A .git
+// is what git follows to a repository's config, and that config names
+// programs git runs (core.fsmonitor, hooks, filters): a `.git` file an
+// agent writes in its worktree would point the daemon's next git status
+// at a gitdir the agent planted (issue 27), and a write into a real git
+// dir would plant the same config there. Reading stays allowed.
+func (r Root) ResolveWrite(path string) (string, error) {
+	real, err := r.Resolve(path)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(r.dir, real)
+	if err != nil {
+		return "", err
+	}
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		if strings.EqualFold(part, ".git") {
+			return "", fmt.Errorf("%s is %w, whose config names programs git runs: kaimon's file tools do not write there", path, ErrGitDir)
+		}
+	}
+	return real, nil
+}
+
 // resolveExisting resolves the symlinks of the longest existing prefix of
 // path and appends the rest.
 func resolveExisting(path string) (string, error) {

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,7 +53,7 @@ var pathSeeds = []string{
 	"", ".", "sub/file", "sub/new/file", "..", "../outside/secret", "sub/../../outside",
 	"sub-link/file", "rel-in/x", "out-abs/secret", "out-rel/new", "dangling-out", "dangling-out/y",
 	"dangling-in", "sub/up/sub/file", "sub/upup/outside/secret", "loop", "loop/x", "/etc/passwd",
-	"/", "//", "sub//file/", "out-abs/../root/sub",
+	"/", "//", "sub//file/", "out-abs/../root/sub", ".git", "sub/.GIT/config", "x.git", ".gitignore",
 }
 
 // checkInside fails unless real is the root or below it, both as text and
@@ -105,9 +106,22 @@ func FuzzResolve(f *testing.F) {
 			path = r.Dir() + "/" + tail
 		}
 		real, err := r.Resolve(path)
+		wreal, werr := r.ResolveWrite(path)
 		if err != nil {
+			if werr == nil {
+				t.Fatalf("%q refused by Resolve (%v) but not by ResolveWrite", path, err)
+			}
 			return
 		}
 		checkInside(t, r.Dir(), path, real)
+		// A write goes where a read would, and never through a .git.
+		if werr == nil && wreal != real {
+			t.Fatalf("%q: ResolveWrite %q, Resolve %q", path, wreal, real)
+		}
+		rel, _ := filepath.Rel(r.Dir(), real)
+		inGit := slices.ContainsFunc(strings.Split(rel, "/"), func(p string) bool { return strings.EqualFold(p, ".git") })
+		if inGit != (werr != nil) {
+			t.Fatalf("%q (%q): ResolveWrite says %v", path, real, werr)
+		}
 	})
 }

@@ -17,9 +17,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,15 +94,122 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// What a git run may run. kaimon runs git in repositories it did not
+// make, and in worktrees an agent writes in: as git's own safe.directory
+// thinking goes, reading a repository must not run it. A repository's
+// config (its own, or a gitdir a `.git` file in a worktree points at)
+// can name programs git runs: core.fsmonitor at every index read, hooks
+// (post-checkout at a worktree add, reference-transaction at every ref
+// change), filter.<driver>.clean/smudge/process for paths .gitattributes
+// names, diff.<driver>.textconv and diff.<driver>.command, diff.external,
+// core.pager. Every run here is given (guard, repoFilters):
+//
+//   - core.fsmonitor=false and core.hooksPath=/dev/null, on the command
+//     line, so they win over every config file: no run here needs a
+//     hook or a file monitor (one is a speed-up, the other the
+//     repository's code). A worktree kaimon adds does not run the
+//     repository's post-checkout: a person who wants it runs it.
+//   - the filter drivers the repository's own config defines (scope
+//     local or worktree, includes followed) are emptied, and not
+//     required, for every run: a checkout gets the blobs as stored, and
+//     status and diff compare them so. Drivers in the user's global and
+//     system config (git-lfs's, as `git lfs install` writes them) are the
+//     user's own programs and stay.
+//   - git diff gets --no-ext-diff and --no-textconv; no run writes to a
+//     terminal (stdout is a pipe, and --no-pager), prompts
+//     (GIT_TERMINAL_PROMPT=0), contacts a remote (so no ssh command or
+//     credential helper), signs, or opens an editor.
+//
+// Each run, and why it is safe so:
+//
+//	Find            rev-parse, one value a run    reads config
+//	ResolveCommit   rev-parse --verify            reads refs and objects
+//	CurrentBranch   symbolic-ref                  reads HEAD
+//	CheckNewBranch  check-ref-format, show-ref    reads refs
+//	Add, Readd      worktree add                  checkout: hooks off, repository filters off
+//	Discard         update-ref -d                 ref change: hooks off
+//	Remove          worktree remove, prune,       its status of the worktree (a child git, given
+//	                branch -D                     the same config): as Dirty
+//	Merged          merge-base --is-ancestor      reads objects
+//	Dirty           status                        index refresh: fsmonitor off, repository filters off
+//	Diff            add -N (temporary index),     as Dirty, and no textconv or external diff
+//	                diff
+//
+// A submodule, or a repository nested in a worktree, has config of its
+// own that repoFilters does not read (the guard's -c reaches a git
+// started in one, by GIT_CONFIG_PARAMETERS). status and diff get
+// --ignore-submodules=dirty, so that they start no git in one: a
+// submodule's new commit still shows, changes inside one do not, and
+// forget's git worktree remove refuses a worktree holding one. Diff's
+// add -N --all does look into a nested repository with changes (git add
+// takes no such option), and the filters of that repository's own config
+// can run then. No worktree holds one unless an agent made it with a
+// shell, which runs what it likes anyway: worktree add populates no
+// submodule, and an agent's file tools refuse any path through a .git
+// (confine.Root.ResolveWrite).
+
+// guard is the config every git run is given on its command line (see
+// above).
+var guard = []string{"--no-pager", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=" + os.DevNull}
+
+// repoFilters is the environment that empties the filter drivers the
+// config of the repository at dir defines itself (see above): by
+// GIT_CONFIG_COUNT, not -c, since a driver's name may hold "=".
+func repoFilters(ctx context.Context, dir string) ([]string, error) {
+	out, err := run(ctx, dir, nil, "config", "--show-scope", "--includes", "-z", "--name-only", "--get-regexp", `^filter\.`)
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 1 {
+			return nil, nil // no filter is configured
+		}
+		return nil, err
+	}
+	drivers := map[string]bool{}
+	var names []string
+	f := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(f); i += 2 {
+		scope, key := f[i], f[i+1]
+		if scope != "local" && scope != "worktree" {
+			continue
+		}
+		// filter.<driver>.<variable>: the driver is what lies between.
+		rest := strings.TrimPrefix(key, "filter.")
+		j := strings.LastIndexByte(rest, '.')
+		if j < 0 || drivers[rest[:j]] {
+			continue
+		}
+		drivers[rest[:j]] = true
+		names = append(names, rest[:j])
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	var env []string
+	n := 0
+	set := func(k, v string) {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", n, k), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, v))
+		n++
+	}
+	for _, d := range names {
+		for _, v := range []string{"clean", "smudge", "process"} {
+			set("filter."+d+"."+v, "")
+		}
+		set("filter."+d+".required", "false")
+	}
+	return append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", n)), nil
+}
+
 // gitEnv is the daemon's environment without the variables that would
 // point git at another repository, index or work tree than the one asked
-// about (a daemon started from a git hook inherits GIT_DIR).
+// about (a daemon started from a git hook inherits GIT_DIR), or give it
+// config by environment (repoFilters sets its own).
 func gitEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX":
+		switch {
+		case k == "GIT_DIR", k == "GIT_WORK_TREE", k == "GIT_INDEX_FILE", k == "GIT_COMMON_DIR", k == "GIT_OBJECT_DIRECTORY", k == "GIT_PREFIX",
+			k == "GIT_CONFIG_COUNT", strings.HasPrefix(k, "GIT_CONFIG_KEY_"), strings.HasPrefix(k, "GIT_CONFIG_VALUE_"):
 			continue
 		}
 		env = append(env, kv)
@@ -110,13 +219,23 @@ func gitEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
-// Git runs git with args in dir and returns its stdout. A run that fails
-// is an *Error with git's stderr; one past Timeout (or ctx) is stopped,
-// its whole group.
+// Git runs git with args in dir, guarded as above, and returns its
+// stdout. A run that fails is an *Error with git's stderr; one past
+// Timeout (or ctx) is stopped, its whole group.
 func Git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	filters, err := repoFilters(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	return run(ctx, dir, append(filters, env...), args...)
+}
+
+// run runs git with the guard's command line but without repoFilters:
+// for repoFilters' own git config, which runs nothing.
+func run(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	cmd := exec.Command("git", args...)
+	cmd := exec.Command("git", append(slices.Clip(guard), args...)...)
 	cmd.Dir = dir
 	cmd.Env = gitEnv(env...)
 	var out, errb bytes.Buffer
@@ -161,19 +280,22 @@ func Find(ctx context.Context, dir string) (*Repo, error) {
 	if len(f) < 2 || f[1] != "true" {
 		return nil, fmt.Errorf("%s is not inside a git repository's work tree", dir)
 	}
-	out, err = Git(ctx, dir, nil, "rev-parse", "--show-toplevel", "--path-format=absolute", "--git-common-dir", "--show-prefix")
-	if err != nil {
-		return nil, err
+	// One value a run: a path may hold a newline, and lines split from
+	// one answer would take the rest of one for the next (and the top
+	// for a neighbouring repository's).
+	var vals [3]string
+	for i, arg := range []string{"--show-toplevel", "--git-common-dir", "--show-prefix"} {
+		out, err := Git(ctx, dir, nil, "rev-parse", "--path-format=absolute", arg)
+		if err != nil {
+			return nil, err
+		}
+		v, ok := strings.CutSuffix(out, "\n")
+		if !ok || (v == "" && i < 2) {
+			return nil, fmt.Errorf("git rev-parse %s in %s: unexpected answer %q", arg, dir, out)
+		}
+		vals[i] = v
 	}
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) < 2 {
-		return nil, fmt.Errorf("git rev-parse in %s: unexpected answer %q", dir, out)
-	}
-	r := &Repo{Top: lines[0], CommonDir: lines[1]}
-	if len(lines) > 2 {
-		r.Prefix = strings.TrimSuffix(lines[2], "/")
-	}
-	return r, nil
+	return &Repo{Top: vals[0], CommonDir: vals[1], Prefix: strings.TrimSuffix(vals[2], "/")}, nil
 }
 
 // ResolveCommit is the commit ref names in r, or an error saying it does
@@ -218,10 +340,7 @@ func branchExists(ctx context.Context, dir, name string) bool {
 // Add adds a worktree at path on a new branch from commit base. The
 // caller holds Lock(r.CommonDir). A worktree that git half made is removed.
 func (r *Repo) Add(ctx context.Context, path, branch, base string) error {
-	if _, err := os.Lstat(path); err == nil {
-		return fmt.Errorf("%s already exists: a worktree of an earlier agent of this id? forget it first (kaimon forget), or pick another id", path)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := makeRoot(path); err != nil {
 		return err
 	}
 	if _, err := Git(ctx, r.Top, nil, "worktree", "add", "--quiet", "-b", branch, "--end-of-options", path, base); err != nil {
@@ -250,11 +369,32 @@ func (r *Repo) Readd(ctx context.Context, path, branch string) error {
 		return fmt.Errorf("the worktree %s is gone, and so is its branch %s: there is nothing to resume in", path, branch)
 	}
 	_, _ = Git(ctx, r.Top, nil, "worktree", "prune")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := makeRoot(path); err != nil {
 		return err
 	}
 	_, err := Git(ctx, r.Top, nil, "worktree", "add", "--quiet", "--end-of-options", path, branch)
 	return err
+}
+
+// makeRoot makes the worktree's directory, empty, mode 0700 (and its
+// parents, 0700 where made here), for git worktree add to check out
+// into: git would make it with the umask's mode, 0755 as a rule, and a
+// repository kept in a 0700 directory would be readable by every user in
+// its worktree. Made before the add, not changed after it, so that no
+// file of the checkout is ever in a directory others can enter.
+func makeRoot(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if err := os.Mkdir(path, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s already exists: a worktree of an earlier agent of this id? forget it first (kaimon forget), or pick another id", path)
+		}
+		return err
+	}
+	// Mkdir's mode is under the umask: 0700 unless the umask takes from
+	// the owner, which would leave git no directory it can write.
+	return os.Chmod(path, 0o700)
 }
 
 // Remove removes the worktree at path (with force, also with changes in
@@ -303,7 +443,7 @@ func (i *Info) RepoOf() *Repo { return &Repo{Top: i.Repository, CommonDir: i.Com
 // (GIT_OPTIONAL_LOCKS=0: git status then does not refresh the index), so
 // that listing agents does not wait behind an open.
 func Dirty(ctx context.Context, worktree string) (bool, error) {
-	out, err := Git(ctx, worktree, []string{"GIT_OPTIONAL_LOCKS=0"}, "status", "--porcelain", "--untracked-files=normal")
+	out, err := Git(ctx, worktree, []string{"GIT_OPTIONAL_LOCKS=0"}, "status", "--porcelain", "--untracked-files=normal", "--ignore-submodules=dirty")
 	if err != nil {
 		return false, err
 	}
@@ -337,9 +477,9 @@ func Diff(ctx context.Context, worktree, base string, stat bool) (string, error)
 	if _, err := Git(ctx, worktree, env, "add", "--intent-to-add", "--all", "--", "."); err != nil {
 		return "", err
 	}
-	args := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--binary"}
+	args := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "--binary"}
 	if stat {
-		args = []string{"diff", "--no-color", "--stat"}
+		args = []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "--stat"}
 	}
 	return Git(ctx, worktree, env, append(args, base, "--")...)
 }

@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -247,5 +249,306 @@ func TestAddFailureLeavesNothing(t *testing.T) {
 	}
 	if branchExists(ctx, repo, "kaimon/a3") {
 		t.Fatal("a failed Add left its branch")
+	}
+}
+
+// TestFindNewlineInName: a directory whose name holds a newline is found
+// as itself, not as the neighbouring repository its name begins with.
+func TestFindNewlineInName(t *testing.T) {
+	ctx := context.Background()
+	setup(t)
+	parent := t.TempDir()
+	neighbour := filepath.Join(parent, "x")
+	odd := filepath.Join(parent, "x\ny")
+	for _, dir := range []string{neighbour, odd} {
+		git(t, parent, "init", "--quiet", "-b", "main", dir)
+		write(t, filepath.Join(dir, "sub", "a.txt"), "a\n")
+	}
+	r, err := Find(ctx, filepath.Join(odd, "sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Top != odd || r.CommonDir != filepath.Join(odd, ".git") || r.Prefix != "sub" {
+		t.Fatalf("Find(%q) = %+v; want top %q, common dir %q, prefix sub", filepath.Join(odd, "sub"), r, odd, filepath.Join(odd, ".git"))
+	}
+	// A name that ends in a newline, at the top.
+	end := filepath.Join(parent, "z\n")
+	git(t, parent, "init", "--quiet", "-b", "main", end)
+	if r, err := Find(ctx, end); err != nil || r.Top != end || r.Prefix != "" {
+		t.Fatalf("Find(%q) = %+v, %v; want top %q", end, r, err, end)
+	}
+}
+
+// TestWorktreeRootIsPrivate: a worktree's directory is 0700, whatever the
+// umask lets git make, as added and as added again; its parents that Add
+// makes are 0700 too.
+func TestWorktreeRootIsPrivate(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	old := syscall.Umask(0o022) // the usual one, under which git makes 0755
+	defer syscall.Umask(old)
+	r, _ := Find(ctx, repo)
+	dir := filepath.Join(t.TempDir(), "worktrees")
+	wt := filepath.Join(dir, "p1")
+	mode := func(p string) os.FileMode {
+		t.Helper()
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Mode().Perm()
+	}
+	if err := r.Add(ctx, wt, "kaimon/p1", "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	if m, d := mode(wt), mode(dir); m != 0o700 || d != 0o700 {
+		t.Fatalf("worktree %s is %o and its dir %o; want 0700 both", wt, m, d)
+	}
+	if err := os.RemoveAll(wt); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Readd(ctx, wt, "kaimon/p1"); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode(wt); m != 0o700 {
+		t.Fatalf("worktree %s added again is %o; want 0700", wt, m)
+	}
+}
+
+// newTrap makes a program that creates a file of its first argument's
+// name in the returned dir when run, and returns the dir and the program.
+// trap NAME [FILE] marks NAME, then passes FILE (a textconv's) or stdin
+// (a filter's) through; as a file monitor it fails, which makes git look
+// at every file itself.
+func newTrap(t *testing.T) (markers, trap string) {
+	t.Helper()
+	base := t.TempDir()
+	markers = filepath.Join(base, "markers")
+	if err := os.Mkdir(markers, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	trap = filepath.Join(base, "trap")
+	script := "#!/bin/sh\nname=$1; shift\ntouch \"" + markers + "/$name\"\n" +
+		"case $name in *fsmonitor*) exit 1;; esac\n" +
+		"if [ $# -gt 0 ]; then exec cat \"$1\"; fi\nexec cat\n"
+	if err := os.WriteFile(trap, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return markers, trap
+}
+
+// trapRepo arms the repository at repo with config that would run a
+// program (newTrap): core.fsmonitor, a clean and a smudge filter and a
+// textconv for *.txt (by .gitattributes, committed), and post-checkout
+// and reference-transaction hooks.
+func trapRepo(t *testing.T, repo string) (markers, trap string) {
+	t.Helper()
+	markers, trap = newTrap(t)
+	write(t, filepath.Join(repo, ".gitattributes"), "*.txt filter=trap diff=trap\n")
+	git(t, repo, "add", ".gitattributes")
+	git(t, repo, "commit", "--quiet", "-m", "attributes")
+	for k, v := range map[string]string{
+		"core.fsmonitor":     trap + " fsmonitor",
+		"filter.trap.clean":  trap + " clean",
+		"filter.trap.smudge": trap + " smudge",
+		"diff.trap.textconv": trap + " textconv",
+	} {
+		git(t, repo, "config", k, v)
+	}
+	for _, hook := range []string{"post-checkout", "reference-transaction"} {
+		p := filepath.Join(repo, ".git", "hooks", hook)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\ntouch \""+markers+"/"+hook+"\"\ncat >/dev/null\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return markers, trap
+}
+
+// marked lists the traps that ran, and clears them.
+func marked(t *testing.T, markers string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(markers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+		_ = os.Remove(filepath.Join(markers, e.Name()))
+	}
+	return names
+}
+
+// TestGitRunsNoRepositoryCode: every git run of gitwt's, in a repository
+// whose config names programs (trapRepo) and in a worktree whose .git was
+// replaced by one pointing at a planted gitdir with a file monitor and a
+// filter of its own, runs none of them; the same git runs without the
+// guard run each (so the traps are armed).
+func TestGitRunsNoRepositoryCode(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	markers, trap := trapRepo(t, repo)
+	r, err := Find(ctx, filepath.Join(repo, "sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := r.ResolveCommit(ctx, r.CurrentBranch(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CheckNewBranch(ctx, "kaimon/t1"); err != nil {
+		t.Fatal(err)
+	}
+	wt := filepath.Join(t.TempDir(), "t1")
+	if err := r.Add(ctx, wt, "kaimon/t1", base); err != nil {
+		t.Fatal(err)
+	}
+	if got := marked(t, markers); len(got) > 0 {
+		t.Fatalf("Find and Add ran %v", got)
+	}
+	// Changed, so that status and diff read the file's content.
+	write(t, filepath.Join(wt, "sub", "a.txt"), "changed\n")
+	write(t, filepath.Join(wt, "new.txt"), "new\n")
+	if d, err := Dirty(ctx, wt); err != nil || !d {
+		t.Fatalf("Dirty = %v, %v; want dirty", d, err)
+	}
+	for _, stat := range []bool{false, true} {
+		if out, err := Diff(ctx, wt, base, stat); err != nil || !strings.Contains(out, "a.txt") {
+			t.Fatalf("Diff(stat %v) = %q, %v", stat, out, err)
+		}
+	}
+	r.Merged(ctx, "kaimon/t1", "main")
+	if got := marked(t, markers); len(got) > 0 {
+		t.Fatalf("Dirty, Diff and Merged ran %v", got)
+	}
+
+	// The worktree's .git pointed at a planted gitdir, as an agent's
+	// file write could.
+	planted := filepath.Join(t.TempDir(), "planted")
+	git(t, filepath.Dir(planted), "init", "--quiet", planted)
+	write(t, filepath.Join(planted, ".gitattributes"), "*.txt filter=trap\n")
+	write(t, filepath.Join(planted, "new.txt"), "planted\n")
+	git(t, planted, "add", ".")
+	git(t, planted, "commit", "--quiet", "-m", "planted")
+	git(t, planted, "config", "core.fsmonitor", trap+" planted-fsmonitor")
+	git(t, planted, "config", "filter.trap.clean", trap+" planted-clean")
+	dotGit := filepath.Join(wt, ".git")
+	real, err := os.ReadFile(dotGit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dotGit, "gitdir: "+filepath.Join(planted, ".git")+"\n")
+	if _, err := Dirty(ctx, wt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Diff(ctx, wt, "HEAD", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := marked(t, markers); len(got) > 0 {
+		t.Fatalf("with a planted gitdir, Dirty and Diff ran %v", got)
+	}
+	// The same runs without the guard: the planted gitdir's monitor...
+	git(t, wt, "diff", "HEAD")
+	if got := marked(t, markers); !slices.Contains(got, "planted-fsmonitor") || !slices.Contains(got, "planted-clean") {
+		t.Fatalf("git status with the planted gitdir ran %v; the trap is not armed", got)
+	}
+	write(t, dotGit, string(real))
+	// ... and the repository's own monitor, filters, textconv and hooks.
+	git(t, wt, "diff", base)
+	other := filepath.Join(t.TempDir(), "t2")
+	git(t, repo, "worktree", "add", "--quiet", "-b", "kaimon/t2", other, base)
+	got := marked(t, markers)
+	for _, want := range []string{"fsmonitor", "clean", "smudge", "textconv", "post-checkout", "reference-transaction"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("git without the guard did not run %s (ran %v): the trap is not armed", want, got)
+		}
+	}
+
+	// Removing runs none of them either (git worktree remove looks at
+	// the worktree with a git status of its own).
+	if err := r.Remove(ctx, wt, "", false); err == nil {
+		t.Fatal("Remove of a dirty worktree without force succeeded")
+	}
+	if err := r.Remove(ctx, wt, "kaimon/t1", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Discard(ctx, other, "kaimon/t2", base); err != nil {
+		t.Fatal(err)
+	}
+	if got := marked(t, markers); len(got) > 0 {
+		t.Fatalf("Remove and Discard ran %v", got)
+	}
+}
+
+// TestGitRunsNoSubmoduleCode: a repository nested in a worktree, with a
+// filter in its own config, as a gitlink the worktree committed: Dirty
+// starts no git in it, whose filter would run; a plain git status does
+// (the trap is armed). (Diff's add -N does; see the package's notes.)
+func TestGitRunsNoSubmoduleCode(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	markers, trap := newTrap(t)
+	r, _ := Find(ctx, repo)
+	wt := filepath.Join(t.TempDir(), "s1")
+	if err := r.Add(ctx, wt, "kaimon/s1", "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	nested := filepath.Join(wt, "nested")
+	git(t, wt, "init", "--quiet", nested)
+	write(t, filepath.Join(nested, ".gitattributes"), "* filter=sub\n")
+	write(t, filepath.Join(nested, "f"), "f\n")
+	git(t, nested, "add", ".")
+	git(t, nested, "commit", "--quiet", "-m", "nested")
+	git(t, nested, "config", "filter.sub.clean", trap+" submodule-clean")
+	git(t, wt, "add", "nested") // a gitlink
+	git(t, wt, "commit", "--quiet", "-m", "a nested repository")
+	write(t, filepath.Join(nested, "f"), "changed\n")
+	_ = marked(t, markers)
+	if _, err := Dirty(ctx, wt); err != nil {
+		t.Fatal(err)
+	}
+	if got := marked(t, markers); len(got) > 0 {
+		t.Fatalf("Dirty ran %v in the nested repository", got)
+	}
+	git(t, wt, "status", "--porcelain")
+	if got := marked(t, markers); !slices.Contains(got, "submodule-clean") {
+		t.Fatalf("git status ran %v; the trap is not armed", got)
+	}
+}
+
+// BenchmarkDirty is one agent's git status in a list: with the guard, a
+// git config run (repoFilters) and the status.
+func BenchmarkDirty(b *testing.B) {
+	ctx := context.Background()
+	b.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	b.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	dir := filepath.Join(b.TempDir(), "repo")
+	for _, args := range [][]string{{"init", "--quiet", "-b", "main", dir}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("hi\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", "."}, {"-c", "user.name=b", "-c", "user.email=b@kaimon.invalid", "commit", "--quiet", "-m", "first"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+	r, err := Find(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wt := filepath.Join(b.TempDir(), "wt")
+	if err := r.Add(ctx, wt, "kaimon/b", "HEAD"); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := Dirty(ctx, wt); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

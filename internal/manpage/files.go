@@ -54,6 +54,7 @@ var removedBy = map[config.Lifetime]string{
 	config.UntilForget:     "kaimon forget removes it.",
 	config.UntilForgetLogs: "kaimon forget keeps it; kaimon forget --logs removes it.",
 	config.WhileLive:       "Removed when the agent exits; one a lost daemon left, when the next daemon starts or by kaimon forget.",
+	config.WhileOpening:    "Removed once the open is done; one a killed daemon left, when the next daemon starts, which removes the worktree and branch it names (the branch only while it is where the open made it); kaimon forget removes any still there.",
 }
 
 // configKeys lists the config file's keys, from config.Config.

@@ -95,7 +95,8 @@ type Manager struct {
 // left behind (those the pid file names with a matching start time) and
 // removes the configs generated for them (stale.go), then
 // loads every agent's record (registry.go), closing those a lost daemon
-// left live.
+// left live, and removes the worktrees of opens it left in the middle
+// (worktree.go).
 func New(paths config.Paths, cfg config.Config, env []string, factory Factory) (*Manager, error) {
 	if err := os.MkdirAll(paths.CacheDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating cache dir: %w", err)
@@ -112,6 +113,7 @@ func New(paths config.Paths, cfg config.Config, env []string, factory Factory) (
 	}
 	m.pids.writeLocked()
 	m.load()
+	m.sweepOpenings()
 	return m, nil
 }
 

@@ -83,7 +83,7 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 		if wt != nil && !a.Resume {
 			// Refused after the worktree was made: it goes, with its
 			// branch, as everything else this open made.
-			m.removeWorktree(wt)
+			m.removeWorktree(id, wt)
 		}
 		m.unreserve(ag, old)
 		return nil, err
@@ -111,21 +111,26 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 	if parent != nil {
 		warnings = forkWarnings(ctx, parent, wt)
 	}
-	if err := ag.start(ctx, be); err != nil {
-		switch {
-		case a.Resume:
-			// The agent is as it was: dead, with its record and the
-			// session a later resume may still find. Its log says what
-			// this attempt met.
-			m.unreserve(ag, old)
-		case parent != nil:
-			// A fork has no conversation of its own yet to keep (the
-			// forked agent still has it): nothing is left behind.
-			m.forget(ag, true)
-			if wt != nil {
-				m.removeWorktree(wt)
-			}
+	err = ag.start(ctx, be)
+	switch {
+	case err != nil && a.Resume:
+		// The agent is as it was: dead, with its record and the
+		// session a later resume may still find. Its log says what
+		// this attempt met.
+		m.unreserve(ag, old)
+	case err != nil && parent != nil:
+		// A fork has no conversation of its own yet to keep (the
+		// forked agent still has it): nothing is left behind.
+		m.forget(ag, true)
+		if wt != nil {
+			m.removeWorktree(id, wt)
 		}
+	case wt != nil && !a.Resume:
+		// Started, or dead at its start: either way its record, saved
+		// at its first event, holds the worktree this open made.
+		m.doneOpening(id)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return &verbs.OpenResult{AgentID: id, Warnings: warnings}, nil

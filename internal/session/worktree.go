@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/gitwt"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -59,11 +62,17 @@ func (m *Manager) newWorktree(ctx context.Context, id string, a *verbs.OpenArgs)
 		return nil, verbs.BadArg("agent_open: branch: %v", err)
 	}
 	path := m.paths.Worktree(id)
-	if err := repo.Add(ctx, path, branch, base); err != nil {
-		return nil, verbs.BadArg("agent_open: worktree: %v", err)
-	}
 	info := &gitwt.Info{Repository: repo.Top, CommonDir: repo.CommonDir, Worktree: path, Subdir: repo.Prefix,
 		Branch: branch, BaseRef: baseRef, BaseCommit: base}
+	if err := m.noteOpening(id, info); err != nil {
+		return nil, verbs.Errorf(verbs.CodeInternal, "agent_open: worktree: %v", err)
+	}
+	if err := repo.Add(ctx, path, branch, base); err != nil {
+		if !exists(path) {
+			m.doneOpening(id) // Add took away what it made
+		}
+		return nil, verbs.BadArg("agent_open: worktree: %v", err)
+	}
 	if st, err := os.Stat(info.Cwd()); err != nil || !st.IsDir() {
 		// cwd is not in git (an empty or ignored directory): the
 		// worktree has no such directory, and the agent would work
@@ -72,6 +81,8 @@ func (m *Manager) newWorktree(ctx context.Context, id string, a *verbs.OpenArgs)
 		// removeWorktree, which takes it.
 		if err := repo.Discard(context.WithoutCancel(ctx), path, branch, base); err != nil {
 			log.Printf("removing the worktree %s of a refused open: %v", path, err)
+		} else {
+			m.doneOpening(id)
 		}
 		return nil, verbs.BadArg("agent_open: worktree: %s holds no file git tracks, so the worktree has no %s: open the agent in a directory git tracks",
 			a.Cwd, filepath.Join(path, repo.Prefix))
@@ -79,15 +90,99 @@ func (m *Manager) newWorktree(ctx context.Context, id string, a *verbs.OpenArgs)
 	return info, nil
 }
 
-// removeWorktree removes a worktree kaimon made and its branch, for an
-// open that failed after making it.
-func (m *Manager) removeWorktree(info *gitwt.Info) {
+// removeWorktree removes the worktree an open of agent id made, and its
+// branch, for an open that failed after making it, and says whether it
+// did.
+func (m *Manager) removeWorktree(id string, info *gitwt.Info) bool {
 	r := info.RepoOf()
 	unlock := gitwt.Lock(r.CommonDir)
 	defer unlock()
 	if err := r.Discard(context.Background(), info.Worktree, info.Branch, info.BaseCommit); err != nil {
 		log.Printf("removing the worktree %s of a failed open: %v", info.Worktree, err)
+		return false // its opening note stays: the next daemon tries again
 	}
+	m.doneOpening(id)
+	return true
+}
+
+// An open that makes a worktree notes it first in the agent's Opening
+// file (config.WhileOpening), and removes the note once the agent's
+// record holds the worktree (its first event saves the record) or the
+// open took the worktree away again. A daemon killed in between (in the
+// checkout of a large repository, or before the agent's first event)
+// leaves a worktree and branch that no record knows, and every later
+// open of the id would be refused for them ("already exists"; forget
+// knows no such agent): the next daemon removes them when it starts
+// (sweepOpenings). No turn can have run in such a worktree: a turn is
+// sent only once its open is done, after the record was saved.
+
+// noteOpening writes the note that an open of agent id is making info.
+func (m *Manager) noteOpening(id string, info *gitwt.Info) error {
+	b, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	return config.WriteFileAtomic(m.paths.Agent(id).Opening, append(b, '\n'), 0o600)
+}
+
+// doneOpening removes the note of an open of agent id: its worktree is
+// in the agent's record now, or gone.
+func (m *Manager) doneOpening(id string) {
+	if err := os.Remove(m.paths.Agent(id).Opening); err != nil && !errors.Is(err, os.ErrNotExist) {
+		log.Printf("agent %s: %v", id, err)
+	}
+}
+
+// sweepOpenings finishes the opens a lost daemon left in the middle (see
+// noteOpening), once the records are loaded: a worktree the agent's
+// record holds is the agent's, and only the note goes; any other is
+// removed, with its branch while that is still at the base the open made
+// it from (gitwt.Discard). One that cannot be removed keeps its note,
+// for the next start, and is logged.
+func (m *Manager) sweepOpenings() {
+	ents, err := os.ReadDir(m.paths.CacheDir)
+	if err != nil {
+		log.Printf("finishing interrupted opens: %v", err)
+		return
+	}
+	for _, e := range ents {
+		id, k, ok := config.AgentFileOf(e.Name())
+		if !ok || k.Lifetime != config.WhileOpening || !idRE.MatchString(id) {
+			continue
+		}
+		path := m.paths.Agent(id).Opening
+		b, err := os.ReadFile(path)
+		var info gitwt.Info
+		if err == nil {
+			err = json.Unmarshal(b, &info)
+		}
+		if err == nil && (info.Worktree == "" || info.CommonDir == "") {
+			err = errors.New("it names no worktree and repository")
+		}
+		if err != nil {
+			log.Printf("the note %s of an interrupted open does not read (%v): left as it is, for a person to look at", path, err)
+			continue
+		}
+		if wt := m.recordedWorktree(id); wt != nil && wt.Worktree == info.Worktree && wt.Branch == info.Branch {
+			m.doneOpening(id)
+			continue
+		}
+		if m.removeWorktree(id, &info) {
+			log.Printf("removed the worktree %s that an interrupted open of agent %s left, and its branch %s unless it moved since", info.Worktree, id, info.Branch)
+		}
+	}
+}
+
+// recordedWorktree is the worktree the record of agent id holds, nil for
+// none (or no agent).
+func (m *Manager) recordedWorktree(id string) *gitwt.Info {
+	m.mu.Lock()
+	ag := m.agents[id]
+	m.mu.Unlock()
+	if ag == nil {
+		return nil
+	}
+	return ag.worktree()
 }
 
 // resumeWorktree makes sure a resumed agent's worktree is there: one

@@ -108,9 +108,13 @@ func (j *Jail) Read(path string, line, limit *int) (string, error) {
 }
 
 // Write writes content to path, creating missing directories below the
-// root, keeping an existing file's mode.
+// root, keeping an existing file's mode. A path through a .git is refused
+// (confine.Root.ResolveWrite).
 func (j *Jail) Write(path, content string) error {
-	real, err := j.Resolve(path)
+	if _, err := j.Resolve(path); err != nil {
+		return err
+	}
+	real, err := j.root.ResolveWrite(path)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kaimon/kaimon/internal/confine"
 )
 
 // TestJailMatrix checks fs/* confinement: inside and outside, by ..,
@@ -135,5 +137,62 @@ func TestStripJSONC(t *testing.T) {
 }`
 	if got := string(StripJSONC([]byte(in))); !strings.Contains(got, `"http://x//y"`) || strings.Contains(got, "comment") || strings.Contains(got, ",]") {
 		t.Fatalf("%s", got)
+	}
+}
+
+// TestJailRefusesGitWrites: an agent's fs/write_text_file does not write
+// a .git below its cwd, file or directory (a worktree's .git file pointed
+// at a planted gitdir would have the daemon's next git status run that
+// gitdir's config), nor reach one through a symlink; names that only look
+// like it are written, and a .git can still be read.
+func TestJailRefusesGitWrites(t *testing.T) {
+	root := t.TempDir()
+	// The agent's worktree: its .git is a file pointing at the gitdir;
+	// sub holds a nested repository's .git directory.
+	dotGit := filepath.Join(root, ".git")
+	real := "gitdir: /repo/.git/worktrees/a1\n"
+	if err := os.WriteFile(dotGit, []byte(real), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "sub", ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "sub", ".git"), filepath.Join(root, "to-gitdir")); err != nil {
+		t.Fatal(err)
+	}
+	j, err := NewJail(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{
+		dotGit,
+		filepath.Join(root, "sub", ".git", "config"),
+		filepath.Join(root, "sub", ".git", "hooks", "post-checkout"),
+		filepath.Join(root, "new", ".git"),           // a .git file to be
+		filepath.Join(root, "new", ".git", "config"), // a .git dir to be
+		filepath.Join(root, ".GIT"),
+		filepath.Join(root, "to-gitdir", "config"),
+		filepath.Join(root, "sub", "..", ".git"),
+	} {
+		err := j.Write(p, "gitdir: /tmp/planted\n")
+		if err == nil || !errors.Is(err, confine.ErrGitDir) {
+			t.Errorf("write %s: %v; want refused as in a .git", p, err)
+		}
+	}
+	if b, _ := os.ReadFile(dotGit); string(b) != real {
+		t.Fatalf("the worktree's .git now holds %q", b)
+	}
+	for _, p := range []string{"sub/.git/config", "new", "to-gitdir/config"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err == nil {
+			t.Errorf("%s was made", p)
+		}
+	}
+	for _, name := range []string{".gitignore", ".gitattributes", "x.git", ".github/workflows/ci.yml", "a.git/b"} {
+		if err := j.Write(filepath.Join(root, name), "ok\n"); err != nil {
+			t.Errorf("write %s: %v", name, err)
+		}
+	}
+	if got, err := j.Read(dotGit, nil, nil); err != nil || got != real {
+		t.Fatalf("read %s = %q, %v", dotGit, got, err)
 	}
 }

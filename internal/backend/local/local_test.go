@@ -641,6 +641,34 @@ func TestTools(t *testing.T) {
 	if _, err := run("list_dir", toolArgs{Path: ".."}); err == nil {
 		t.Fatal("list_dir ..")
 	}
+	// No file tool writes a .git, which git would follow to a config
+	// that names programs it runs; checkPaths refuses it before the
+	// call is asked about.
+	for _, c := range []struct {
+		tool string
+		a    toolArgs
+	}{
+		{"write_file", toolArgs{Path: ".git", Content: "gitdir: /tmp/planted\n"}},
+		{"write_file", toolArgs{Path: "sub/.git/config", Content: "[core]\n\tfsmonitor = /tmp/x\n"}},
+		{"edit_file", toolArgs{Path: "sub/.git/x", OldString: "Foo", NewString: "Bar"}},
+	} {
+		d, _ := toolByName(c.tool)
+		if err := w.checkPaths(d, c.a); !errors.Is(err, confine.ErrGitDir) {
+			t.Errorf("checkPaths %s %s: %v; want refused as in a .git", c.tool, c.a.Path, err)
+		}
+		if _, err := run(c.tool, c.a); !errors.Is(err, confine.ErrGitDir) {
+			t.Errorf("%s %s: %v; want refused as in a .git", c.tool, c.a.Path, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "sub", ".git", "x")); string(b) != "func Foo" {
+		t.Fatalf("edit_file changed sub/.git/x: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		t.Fatal("write_file made .git")
+	}
+	if _, err := run("write_file", toolArgs{Path: ".gitignore", Content: "x\n"}); err != nil {
+		t.Fatalf("write_file .gitignore: %v", err)
+	}
 	out, err := run("bash", toolArgs{Command: "echo $$ > pid; sleep 30", Timeout: 1})
 	if err == nil || !strings.Contains(err.Error(), "did not end within 1s") {
 		t.Fatalf("bash timeout: %q %v", out, err)

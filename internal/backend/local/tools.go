@@ -154,6 +154,15 @@ func (w *workdir) resolve(path string) (string, error) {
 	return w.root.Resolve(path)
 }
 
+// resolveWrite is resolve for a path a tool writes: not through a .git
+// (confine.Root.ResolveWrite).
+func (w *workdir) resolveWrite(path string) (string, error) {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(w.root.Dir(), path)
+	}
+	return w.root.ResolveWrite(path)
+}
+
 // checkPaths confines the paths a call's arguments name, before the call
 // is asked about or run.
 func (w *workdir) checkPaths(def toolDef, a toolArgs) error {
@@ -162,6 +171,12 @@ func (w *workdir) checkPaths(def toolDef, a toolArgs) error {
 		return nil
 	case "grep", "list_dir":
 		_, err := w.resolve(a.Path)
+		return err
+	case "write_file", "edit_file":
+		if strings.TrimSpace(a.Path) == "" {
+			return errors.New("path is required")
+		}
+		_, err := w.resolveWrite(a.Path)
 		return err
 	default:
 		if strings.TrimSpace(a.Path) == "" {
@@ -233,7 +248,7 @@ func (w *workdir) readFile(a toolArgs) (string, error) {
 }
 
 func (w *workdir) writeFile(a toolArgs) (string, error) {
-	p, err := w.resolve(a.Path)
+	p, err := w.resolveWrite(a.Path)
 	if err != nil {
 		return "", err
 	}
@@ -258,7 +273,7 @@ func (w *workdir) writeFile(a toolArgs) (string, error) {
 }
 
 func (w *workdir) editFile(a toolArgs) (string, error) {
-	p, err := w.resolve(a.Path)
+	p, err := w.resolveWrite(a.Path)
 	if err != nil {
 		return "", err
 	}
