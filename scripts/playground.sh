@@ -34,6 +34,11 @@ if [ ! -x node_modules/.bin/claude ]; then
 	echo "== install the pinned claude CLI" >&2
 	npm ci --no-audit --no-fund --loglevel=error >&2
 fi
+# The playground's installation is KAIMON_HOME alone: a KAIMON_SOCK_DIR,
+# KAIMON_WORKTREE_DIR, KAIMON_HOST … of yours would point it (and its
+# cleanup) at your own daemon, worktrees or hosts. After the build, which
+# reads KAIMON_VERSION.
+for v in $(compgen -e); do case $v in KAIMON_*) unset "$v" ;; esac; done
 tmp=$(mktemp -d /tmp/kaimon-play.XXXXXX)
 "$bin/fakeapi" >"$tmp/url" 2>"$tmp/fakeapi.log" &
 api=$!
