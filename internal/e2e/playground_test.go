@@ -62,7 +62,8 @@ func TestPlayground(t *testing.T) {
 // playground's KAIMON_HOME; leaving the playground keeps that worktree,
 // with the work in it, out of the removed directory, names it with how
 // to remove it, and leaves the repository with no prunable worktree. A
-// worktree of a repository inside the playground goes with it.
+// worktree of a repository inside the playground goes with it. The
+// caller's KAIMON_WORKTREE_DIR and KAIMON_SOCK_DIR do not reach it.
 func TestPlaygroundKeepsOutsideWorktrees(t *testing.T) {
 	parallel(t)
 	needClaude(t)
@@ -91,7 +92,10 @@ func TestPlaygroundKeepsOutsideWorktrees(t *testing.T) {
 	git(repo, "commit", "--quiet", "--allow-empty", "-m", "first")
 
 	data := filepath.Join(home, "data") // XDG_DATA_HOME, where the playground keeps them
-	env = append(env, "PLAYGROUND_BIN="+t.TempDir(), "REPO="+repo, "XDG_DATA_HOME="+data)
+	// The caller's own kaimon settings, which the playground ignores.
+	mine := t.TempDir()
+	env = append(env, "PLAYGROUND_BIN="+t.TempDir(), "REPO="+repo, "XDG_DATA_HOME="+data,
+		"KAIMON_WORKTREE_DIR="+filepath.Join(mine, "worktrees"), "KAIMON_SOCK_DIR="+filepath.Join(mine, "sock"))
 	r := runScript(t, env, 5*time.Minute, "playground.sh", "sh", "-c", `set -e
 		id=$(kaimon open --worktree "$REPO")
 		wt=$(git -C "$REPO" worktree list --porcelain | sed -n 's/^worktree //p' | tail -n 1)
@@ -115,6 +119,9 @@ func TestPlaygroundKeepsOutsideWorktrees(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("playground.sh left %s behind (%v)", dir, err)
+	}
+	if ents, _ := os.ReadDir(mine); len(ents) > 0 {
+		t.Errorf("the playground used the caller's KAIMON_WORKTREE_DIR or KAIMON_SOCK_DIR: %s holds %v", mine, ents)
 	}
 	// Where git now has it, and the work in it.
 	var kept []string
