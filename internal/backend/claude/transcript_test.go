@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,5 +108,37 @@ func TestWaitTranscript(t *testing.T) {
 	cancel()
 	if err := waitTranscript(ctx, find, "the-uuid"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled wait: %v", err)
+	}
+}
+
+// TestSettle: Settle looks where TranscriptPath says the CLI keeps the
+// session run in the agent's cwd; it returns at once for a transcript
+// that holds the last message, and for an agent that printed none; for
+// one that lacks it, the error says what to do.
+func TestSettle(t *testing.T) {
+	cfg, cwd := t.TempDir(), t.TempDir()
+	env := []string{"CLAUDE_CONFIG_DIR=" + cfg}
+	b := &Backend{env: env, m: NewMapper(), sessionID: "s1"}
+	b.opts.ID, b.opts.Cwd = "a1", cwd
+	if err := b.Settle(context.Background()); err != nil {
+		t.Fatalf("an agent that printed no message: %v", err)
+	}
+	path := TranscriptPath(env, cwd, "s1")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`{"type":"assistant","uuid":"m1"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.m.LastMessage = "m1"
+	if err := b.Settle(context.Background()); err != nil {
+		t.Fatalf("a transcript that holds the last message: %v", err)
+	}
+	b.m.LastMessage = "m2"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*transcriptPoll)
+	defer cancel()
+	err := b.Settle(ctx)
+	if err == nil || !strings.Contains(err.Error(), "agent a1's claude CLI has not written its last turn to "+path) || !strings.Contains(err.Error(), "close it first") {
+		t.Fatalf("a transcript without the last message: %v", err)
 	}
 }
