@@ -10,7 +10,11 @@
 #   - prints the variables that point kaimon and the claude CLI there, and
 #   - opens a bash subshell with them set, in the playground's project
 #     directory, with bin/ first on PATH. Leaving it (exit, Ctrl-D) stops
-#     the daemon and the fake API and removes the directory.
+#     the daemon and the fake API and removes the directory, but for the
+#     worktrees of repositories outside it (kaimon open --worktree ~/src/x
+#     puts them under the playground's KAIMON_HOME): those are moved to
+#     ${XDG_DATA_HOME:-~/.local/share}/kaimon-playground/ and named, with
+#     how to remove them (scripts/keep-worktrees.sh).
 # With arguments, runs that command in the playground instead of the
 # subshell, then cleans up the same way:
 #   scripts/playground.sh sh -c 'kaimon run -C . "please use a tool"'
@@ -20,6 +24,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+# Where the worktrees of your repositories go when the playground ends:
+# under your HOME, not the playground's.
+keep=${XDG_DATA_HOME:-${HOME:?}/.local/share}/kaimon-playground
 bin=${PLAYGROUND_BIN:-$root/bin}
 scripts/build.sh "$bin" >&2
 go build -o "$bin/" ./internal/testutil/fakeapi/cmd/fakeapi
@@ -27,6 +34,11 @@ if [ ! -x node_modules/.bin/claude ]; then
 	echo "== install the pinned claude CLI" >&2
 	npm ci --no-audit --no-fund --loglevel=error >&2
 fi
+# The playground's installation is KAIMON_HOME alone: a KAIMON_SOCK_DIR,
+# KAIMON_WORKTREE_DIR, KAIMON_HOST … of yours would point it (and its
+# cleanup) at your own daemon, worktrees or hosts. After the build, which
+# reads KAIMON_VERSION.
+for v in $(compgen -e); do case $v in KAIMON_*) unset "$v" ;; esac; done
 tmp=$(mktemp -d /tmp/kaimon-play.XXXXXX)
 "$bin/fakeapi" >"$tmp/url" 2>"$tmp/fakeapi.log" &
 api=$!
@@ -36,7 +48,11 @@ cleanup() {
 	KAIMON_HOME="$tmp/kaimon" "$bin/kaimon" daemon stop --no-autostart >/dev/null 2>&1 || true
 	kill "$api" 2>/dev/null || true
 	wait "$api" 2>/dev/null || true
-	rm -rf "$tmp"
+	if "$root/scripts/keep-worktrees.sh" "$tmp" "$keep/${tmp##*/}"; then
+		rm -rf "$tmp"
+	else
+		echo "playground.sh: kept $tmp, for the worktrees above that could not be moved out of it" >&2
+	fi
 }
 trap cleanup EXIT
 for _ in $(seq 600); do [ -s "$tmp/url" ] && break; sleep 0.05; done
@@ -75,6 +91,7 @@ cat >&2 <<'EOF'
    kaimon tail agent:$id --from-start --pretty
    kaimon monitor
    exit                                     # stops the daemon and the fake API, removes the playground
+                                            # (worktrees of your own repositories are kept, and named)
 EOF
 export PS1='(kaimon playground) \w \$ '
 if [ -t 0 ]; then bash --norc -i; else bash --norc; fi # commands piped in: no prompts, no job control

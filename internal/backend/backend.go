@@ -152,5 +152,16 @@ type Backend interface {
 	Info() Info
 }
 
+// Settler is a Backend whose agent program records a turn in files of its
+// own a moment after it reports the turn's end (the claude CLI writes its
+// transcript in batches), files a fork begins from. Settle returns once
+// they hold everything the program reported, or, past a bound of the
+// backend's, an error that says what to do. The session asks it of a
+// live agent before forking it; a dead agent's program has exited, and
+// what it wrote is all there will be.
+type Settler interface {
+	Settle(ctx context.Context) error
+}
+
 // ErrNotFound is wrapped by Start when the agent program cannot be found.
 var ErrNotFound = errors.New("agent program not found")

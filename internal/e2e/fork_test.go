@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -301,5 +302,68 @@ func TestForkReplay(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(out), "fork and resume contradict each other") {
 		t.Fatalf("agent_open with fork and resume: %s %v", out, err)
+	}
+}
+
+// TestForkRightAfterTurn: a fork opened at once after the forked agent's
+// turn ended, before the claude CLI has written that turn to its
+// transcript (it writes it a moment after its result line), waits for it
+// and carries the whole conversation. Repeated with fresh agents, whose
+// first turn's transcript does not exist yet when its result line comes:
+// each try is a race the fork must win every time. Then a later turn,
+// forked into another cwd (kaimon copies the transcript there); and a
+// fork and a resume of an agent closed right after its turn, which need
+// no wait (the CLI writes all it queued as it exits, before the agent is
+// dead), and have the turn too.
+func TestForkRightAfterTurn(t *testing.T) {
+	e := newEnv(t)
+	e.ok("daemon", "start")
+	other := filepath.Join(e.home, "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var parent, said string
+	turn := func(text string) {
+		t.Helper()
+		said = text
+		if out := e.ok("run", parent, "say exactly: "+said); out != said {
+			t.Fatalf("%s's turn = %q, want %q", parent, out, said)
+		}
+	}
+	// forked opens a fork of parent, with dir if given, and checks that
+	// its first turn carries parent's last one.
+	forked := func(what string, dir ...string) {
+		t.Helper()
+		r := e.kaimon(append([]string{"open", "--fork", parent}, dir...)...)
+		if r.code != 0 {
+			t.Fatalf("%s: open --fork %s right after its turn: %s", what, parent, r)
+		}
+		fork := strings.TrimSpace(r.stdout)
+		mine := "say exactly: " + what
+		e.ok("run", fork, mine)
+		if req := requestFor(t, e.api, mine); !hasLine(req.History, "user: say exactly: "+said) || !hasLine(req.History, "assistant: "+said) {
+			t.Fatalf("%s: the fork lacks %s's last turn %q: %q", what, parent, said, req.History)
+		}
+		e.ok("close", fork)
+	}
+	const tries = 6
+	for i := range tries {
+		if parent != "" {
+			e.ok("close", parent)
+		}
+		parent = e.ok("open", e.work)
+		turn(fmt.Sprintf("parent %d", i))
+		forked(fmt.Sprintf("fork %d", i))
+	}
+	turn("parent again")
+	forked("fork elsewhere", other)
+
+	turn("parent last")
+	e.ok("close", parent)
+	forked("fork of the closed agent")
+	e.ok("open", "--id", parent, "--resume")
+	e.ok("run", parent, "say exactly: resumed")
+	if req := requestFor(t, e.api, "say exactly: resumed"); !hasLine(req.History, "assistant: "+said) {
+		t.Fatalf("the resume of an agent closed right after its turn: %q", req.History)
 	}
 }

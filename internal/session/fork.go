@@ -41,16 +41,18 @@ func (m *Manager) forkable(a *verbs.OpenArgs, id string) (*Agent, error) {
 }
 
 // inheritFork fills the options a fork left out from the forked agent's
-// record and returns the conversation to copy. The cwd is the forked
+// record and returns the conversation to copy, once a live forked agent's
+// program has written it out (backend.Settler). The cwd is the forked
 // agent's; with worktree, where the forked agent's worktree came from in
 // its repository, and the new branch starts from the forked agent's
 // branch unless base is given.
-func inheritFork(a *verbs.OpenArgs, parent *Agent) (*backend.Fork, error) {
+func inheritFork(ctx context.Context, a *verbs.OpenArgs, parent *Agent) (*backend.Fork, error) {
 	parent.mu.Lock()
 	st := parent.status
 	info := parent.info
-	if parent.be != nil && st != apitype.Dead {
-		info = parent.be.Info()
+	be := parent.be
+	if be != nil && st != apitype.Dead {
+		info = be.Info()
 	}
 	rec := parent.opts.OpenArgs
 	rec.Model = parent.model
@@ -66,6 +68,13 @@ func inheritFork(a *verbs.OpenArgs, parent *Agent) (*backend.Fork, error) {
 	}
 	if info.SessionID == "" {
 		return nil, verbs.WrongState("agent_open: agent %s has no conversation to fork (it never ran a turn): open a fresh agent instead", parent.id)
+	}
+	if s, ok := be.(backend.Settler); ok && st != apitype.Dead {
+		// The turn has ended for kaimon, maybe not yet in the files
+		// the fork begins from (the claude CLI's transcript).
+		if err := s.Settle(ctx); err != nil {
+			return nil, verbs.Errorf(verbs.CodeUnavailable, "agent_open: %v", err)
+		}
 	}
 	if a.Cwd == "" {
 		a.Cwd = rec.Cwd

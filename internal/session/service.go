@@ -189,7 +189,7 @@ func (m *Manager) openOptions(ctx context.Context, id string, a verbs.OpenArgs, 
 	var fork *backend.Fork
 	if parent != nil {
 		var err error
-		if fork, err = inheritFork(&a, parent); err != nil {
+		if fork, err = inheritFork(ctx, &a, parent); err != nil {
 			return backend.Options{}, nil, err
 		}
 		a.Fork = "" // a record says what is, not how it came to be

@@ -93,7 +93,10 @@ type Backend struct {
 	seq       atomic.Uint64
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend = (*Backend)(nil)
+	_ backend.Settler = (*Backend)(nil)
+)
 
 // New validates o (through Args) and finds the claude binary: the
 // KAIMON_CLAUDE_BIN environment variable, else claude on PATH. A missing

@@ -33,6 +33,12 @@ type Mapper struct {
 	// SessionID and Model are the CLI's, from its latest system/init.
 	SessionID string
 	Model     string
+	// LastMessage is the uuid of the latest message of the agent's own
+	// conversation (an assistant or user line, not a subagent's) the CLI
+	// printed. Its transcript holds the same uuid once the CLI has
+	// written that message there, which it does a moment after printing
+	// it (Backend.Settle).
+	LastMessage string
 
 	backend.Turns
 	// blocks maps a streamed content block's index to the tool call it
@@ -142,11 +148,13 @@ func (m *Mapper) Map(line []byte) Output {
 		if subagent(f[fParent]) {
 			break
 		}
+		m.noteMessage(v)
 		out.Events = m.assistant(v)
 	case "user":
 		if subagent(f[fParent]) {
 			break
 		}
+		m.noteMessage(v)
 		out.Events = m.user(v)
 	case "result":
 		out.Events, out.Ended, out.Next = m.result(v)
@@ -261,6 +269,13 @@ func (m *Mapper) streamEvent(f *picked) (event.Event, bool) {
 		}
 	}
 	return event.Event{}, false
+}
+
+// noteMessage keeps the uuid of a message line as LastMessage.
+func (m *Mapper) noteMessage(v gjson.Result) {
+	if id := v.Get("uuid").String(); id != "" && id != m.LastMessage {
+		m.LastMessage = strings.Clone(id)
+	}
 }
 
 // assistant maps an assistant line. The CLI prints each content block of a
