@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/kaimon/kaimon/internal/verbs"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// apiClient is an HTTP client of e's control socket, for the requests kaimon
+// itself never sends.
+func (e *kenv) apiClient() *http.Client {
+	sock := e.paths().Socket()
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+}
+
+// post sends body to route on the control socket and returns the status
+// and the error the daemon answered (empty on success).
+func (e *kenv) post(route, body string) (int, verbs.Error) {
+	e.t.Helper()
+	hc := e.apiClient()
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Post("http://kaimon"+route, "application/json", strings.NewReader(body))
+	if err != nil {
+		e.t.Fatalf("POST %s: %v", route, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var ve verbs.Error
+	if resp.StatusCode != http.StatusOK {
+		if err := json.Unmarshal(b, &ve); err != nil {
+			e.t.Fatalf("POST %s: %d %s: not an API error: %v", route, resp.StatusCode, b, err)
+		}
+	}
+	return resp.StatusCode, ve
+}
+
+// TestRawAPIPathsAreAbsolute: kaimon-agentd works in "/", not in the
+// directory it was started from, and refuses a relative cwd or mcp_config
+// on the raw API and from an MCP client instead of taking it from there
+// (the daemon here was started from the project directory, where "." would
+// have opened an agent); kaimon open still takes a relative DIR from the
+// shell's directory.
+func TestRawAPIPathsAreAbsolute(t *testing.T) {
+	e := newEnv(t)
+	e.ok("daemon", "start")
+	if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", e.daemonPID())); err != nil || cwd != "/" {
+		t.Errorf("kaimon-agentd works in %q (%v), want /", cwd, err)
+	}
+	replay := "replay:" + exampleLog() + "?speed=0"
+	for _, c := range []struct{ body, want string }{
+		{`{"cwd":".","model":"` + replay + `"}`, `agent_open: cwd "." is a relative path: give an absolute one`},
+		{`{"cwd":"project","model":"` + replay + `"}`, `agent_open: cwd "project" is a relative path`},
+		{`{"cwd":"` + e.work + `","model":"` + replay + `","mcp_config":"mcp.json"}`, `agent_open: mcp_config "mcp.json" is a relative path`},
+	} {
+		st, ve := e.post("/v1/agent_open", c.body)
+		if st != http.StatusBadRequest || ve.Code != verbs.CodeBadArgument || !strings.Contains(ve.Message, c.want) {
+			t.Errorf("agent_open %s: %d %+v, want 400 bad_argument saying %q", c.body, st, ve, c.want)
+		}
+	}
+	o := startOrch(t, e, mcp.ClientCapabilities{})
+	res := o.call("agent_open", map[string]any{"cwd": ".", "model": replay})
+	if text := fmt.Sprint(res.Content); !res.IsError || !strings.Contains(text, `cwd "." is a relative path`) {
+		t.Errorf("agent_open from an MCP client with a relative cwd: error %v, %s", res.IsError, text)
+	}
+	e.noAgents()
+
+	id := e.ok("open", "--model", replay, ".")
+	if st := e.status(t, id); st.Cwd != e.work {
+		t.Errorf("kaimon open . in %s: the agent works in %s", e.work, st.Cwd)
+	}
+	e.ok("close", id)
+}
