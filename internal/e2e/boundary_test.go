@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kaimon/kaimon/internal/verbs"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -80,4 +82,51 @@ func TestRawAPIPathsAreAbsolute(t *testing.T) {
 		t.Errorf("kaimon open . in %s: the agent works in %s", e.work, st.Cwd)
 	}
 	e.ok("close", id)
+}
+
+// TestRawAPIBodyDeadline: a request body trickled at a byte every two
+// seconds is cut at verbs.ReadTimeout with 408 too_slow, rather than hold
+// its connection for good; the daemon serves on.
+func TestRawAPIBodyDeadline(t *testing.T) {
+	e := newEnv(t)
+	e.ok("daemon", "start")
+	conn, err := net.Dial("unix", e.paths().Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"agent_id":"nobody-at-all"}`
+	fmt.Fprintf(conn, "POST /v1/agent_status HTTP/1.1\r\nHost: k\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+	stop := make(chan struct{})
+	trickled := make(chan struct{})
+	go func() {
+		defer close(trickled)
+		for i := 0; i < len(body); i++ {
+			if _, err := conn.Write([]byte{body[i]}); err != nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}()
+	defer func() { close(stop); <-trickled }()
+	// Generously past the bound (a body of 28 bytes at this pace takes
+	// 56 s), so that a loaded machine does not fail it.
+	conn.SetReadDeadline(time.Now().Add(3 * verbs.ReadTimeout))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a trickled body within %s: %v", 3*verbs.ReadTimeout, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var ve verbs.Error
+	if resp.StatusCode != http.StatusRequestTimeout || json.Unmarshal(b, &ve) != nil || ve.Code != verbs.CodeTooSlow {
+		t.Errorf("a trickled body: %s %s, want 408 too_slow", resp.Status, b)
+	}
+	if st, ve := e.post("/v1/agent_status", body); st != http.StatusNotFound {
+		t.Errorf("the same request sent at once: %d %+v, want 404", st, ve)
+	}
 }

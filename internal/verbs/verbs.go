@@ -12,9 +12,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
@@ -860,8 +862,7 @@ var All = []*Verb{
 			{Name: "base", Type: TString, Placeholder: "REF", Doc: "With worktree: the commit, branch or tag the new branch starts from (default HEAD)."},
 			{Name: "host", Type: TString, Global: true, Placeholder: "HOST", Doc: "The host to open the agent on, when hosts are configured (kaimon host add): a host's name, " + HostLocal + " (this machine, the default) " +
 				"or " + HostAny + " (the reachable host with the fewest working agents, then the fewest live ones; ties go to " + HostLocal + ", then to the names in order). " +
-				"An agent on another host gets its agent_id qualified as HOST/ID (one placed here by " + HostAny + ", " + HostLocal + "/ID), which every other tool accepts as it is. " +
-				"Never a URL: a new host is the person's to add, with kaimon host add NAME URL."},
+				"An agent on another host gets its agent_id qualified as HOST/ID (one placed here by " + HostAny + ", " + HostLocal + "/ID), which every other tool accepts as it is."},
 		},
 	}, func(s Service) func(context.Context, *OpenArgs) (*OpenResult, error) { return s.Open }),
 	verb(Verb{
@@ -1026,28 +1027,57 @@ const (
 	// verb that changes something).
 	CodeMethod   = "method_not_allowed" // 405
 	CodeTooLarge = "too_large"          // 413: a request body over MaxBody
+	CodeTooSlow  = "too_slow"           // 408: a request body that took longer than ReadTimeout
 )
 
 // Codes are the error codes above, each once: the API's description
 // (kaimon schema) lists them from here.
 var Codes = []string{CodeBadArgument, CodeNotFound, CodeWrongState, CodeTurnFailed, CodeUnavailable,
-	CodeTimeout, CodeInternal, CodeMethod, CodeTooLarge}
+	CodeTimeout, CodeInternal, CodeMethod, CodeTooLarge, CodeTooSlow}
 
 // MaxBody bounds a request body, on the control socket and the MCP door:
 // far above any verb's arguments (a prompt of 16 MiB is some four million
 // tokens), and well below what would cost the daemon its memory.
 const MaxBody = 16 << 20
 
+// ReadTimeout bounds how long a request's headers may take to arrive, on
+// the control socket and the door (http.Server's ReadHeaderTimeout), and
+// then, again, its body (ReadBody). Every client of kaimon's sends a
+// request in one go: even a body of MaxBody takes milliseconds over a
+// local socket, so a request still arriving after this long is stuck or
+// hostile, and would otherwise hold a connection and its goroutine for
+// good (one byte every two seconds did). It is not http.Server's
+// ReadTimeout, which would go on counting once the body is in and cut
+// the requests that last: an agent_run of a long turn, and the event
+// streams, which must not get a write timeout either.
+const ReadTimeout = 10 * time.Second
+
 // ReadBody reads a request body of at most MaxBody bytes, for the control
 // socket and the door alike. A longer one is a too_large error (413), found
 // before reading when Content-Length says so, and otherwise as soon as the
-// limit is passed: never by reading it whole.
+// limit is passed: never by reading it whole. One that takes longer than
+// ReadTimeout to arrive is a too_slow error (408).
 func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	tooLarge := Errorf(CodeTooLarge, "request body over the limit of %d bytes (%d MiB)", MaxBody, MaxBody>>20)
 	if r.ContentLength > MaxBody {
 		return nil, tooLarge
 	}
+	// The deadline is the connection's, for this body only: lifted once
+	// the body is in, so that the verb itself (a turn of agent_run) runs
+	// as long as it needs.
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(time.Now().Add(ReadTimeout)) == nil
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The connection goes after the answer: without this, net/http
+		// would read the rest of the body before answering, at the
+		// sender's pace, with the deadline kept for that reason too.
+		w.Header().Set("Connection", "close")
+		return nil, Errorf(CodeTooSlow, "the request body did not arrive within %s of its headers: send the request in one go", ReadTimeout)
+	}
+	if deadline {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, tooLarge
@@ -1087,6 +1117,8 @@ func (e *Error) HTTPStatus() int {
 		return 405
 	case CodeTooLarge:
 		return 413
+	case CodeTooSlow:
+		return 408
 	}
 	return 500
 }
