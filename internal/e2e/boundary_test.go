@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -129,4 +130,45 @@ func TestRawAPIBodyDeadline(t *testing.T) {
 	if st, ve := e.post("/v1/agent_status", body); st != http.StatusNotFound {
 		t.Errorf("the same request sent at once: %d %+v, want 404", st, ve)
 	}
+}
+
+// TestDiskFullIsNotBadArgument: the worktree dir is on a small disk, which
+// is full. open --worktree fails with storage (507), saying the disk is
+// full, not bad_argument (the options were fine), and leaves nothing: no
+// agent, worktree or branch. With room again the same open works.
+func TestDiskFullIsNotBadArgument(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	disk, err := os.MkdirTemp("", "kmwt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(disk) })
+	smallDisk(t, disk, "64k")
+	e := newEnv(t, "KAIMON_WORKTREE_DIR", filepath.Join(disk, "worktrees"))
+	e.gitRepo(t)
+	filler := filepath.Join(disk, "filler")
+	fill(t, filler)
+	replay := "replay:" + exampleLog() + "?speed=0"
+	r := e.kaimon("open", "--worktree", "--model", replay, "--json", e.work)
+	var ve verbs.Error
+	if r.code != 1 || json.Unmarshal([]byte(r.stderr), &ve) != nil || ve.Code != verbs.CodeStorage ||
+		!strings.Contains(ve.Message, "agent_open: worktree: the disk is full") || !strings.Contains(ve.Message, "free some space") {
+		t.Fatalf("open --worktree on a full disk: %s; want code %s saying the disk is full", r, verbs.CodeStorage)
+	}
+	if b := e.branches(t); len(b) != 1 || b[0] != "main" {
+		t.Errorf("branches after the refused open: %v", b)
+	}
+	if w := e.worktrees(t); len(w) != 1 {
+		t.Errorf("worktrees after the refused open: %v", w)
+	}
+	e.noAgents()
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	id := e.ok("open", "--worktree", "--model", replay, e.work)
+	e.ok("close", id)
+	e.ok("forget", id)
 }

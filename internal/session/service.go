@@ -301,6 +301,9 @@ func openError(err error) error {
 	if errors.As(err, &ve) {
 		return verbs.Errorf(ve.Code, "agent_open: %s", ve.Message)
 	}
+	if d := diskFault("agent_open", err); d != nil {
+		return d
+	}
 	return verbs.BadArg("agent_open: %v", err)
 }
 

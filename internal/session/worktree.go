@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -60,6 +61,9 @@ func (m *Manager) newWorktree(ctx context.Context, id string, a *verbs.OpenArgs)
 	}
 	path := m.paths.Worktree(id)
 	if err := repo.Add(ctx, path, branch, base); err != nil {
+		if d := diskFault("agent_open: worktree", err); d != nil {
+			return nil, d
+		}
 		return nil, verbs.BadArg("agent_open: worktree: %v", err)
 	}
 	info := &gitwt.Info{Repository: repo.Top, CommonDir: repo.CommonDir, Worktree: path, Subdir: repo.Prefix,
@@ -100,9 +104,24 @@ func resumeWorktree(ctx context.Context, id string, info *gitwt.Info) error {
 	unlock := gitwt.Lock(r.CommonDir)
 	defer unlock()
 	if err := r.Readd(ctx, info.Worktree, info.Branch); err != nil {
+		if d := diskFault("agent_open: agent "+id+": worktree", err); d != nil {
+			return d
+		}
 		return verbs.WrongState("agent_open: agent %s: %v", id, err)
 	}
 	return nil
+}
+
+// diskFault is err, met writing what, as a storage error when the disk is
+// why it failed (verbs.DiskFault), git's own report of it included; else
+// nil.
+func diskFault(what string, err error) *verbs.Error {
+	var ge *gitwt.Error
+	said := ""
+	if errors.As(err, &ge) {
+		said = ge.Stderr
+	}
+	return verbs.DiskFault(what, err, said)
 }
 
 // worktree is the agent's worktree, nil when it has none.

@@ -16,6 +16,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kaimon/kaimon/internal/apitype"
@@ -1028,12 +1029,16 @@ const (
 	CodeMethod   = "method_not_allowed" // 405
 	CodeTooLarge = "too_large"          // 413: a request body over MaxBody
 	CodeTooSlow  = "too_slow"           // 408: a request body that took longer than ReadTimeout
+	// CodeStorage: what the daemon had to write could not be, for want
+	// of room or a working disk (DiskFault); not the caller's to fix by
+	// asking otherwise.
+	CodeStorage = "storage" // 507
 )
 
 // Codes are the error codes above, each once: the API's description
 // (kaimon schema) lists them from here.
 var Codes = []string{CodeBadArgument, CodeNotFound, CodeWrongState, CodeTurnFailed, CodeUnavailable,
-	CodeTimeout, CodeInternal, CodeMethod, CodeTooLarge, CodeTooSlow}
+	CodeTimeout, CodeInternal, CodeMethod, CodeTooLarge, CodeTooSlow, CodeStorage}
 
 // MaxBody bounds a request body, on the control socket and the MCP door:
 // far above any verb's arguments (a prompt of 16 MiB is some four million
@@ -1119,6 +1124,8 @@ func (e *Error) HTTPStatus() int {
 		return 413
 	case CodeTooSlow:
 		return 408
+	case CodeStorage:
+		return 507
 	}
 	return 500
 }
@@ -1135,11 +1142,48 @@ func WrongState(format string, a ...any) *Error { return errf(CodeWrongState, fo
 // Errorf builds an error with any code.
 func Errorf(code, format string, a ...any) *Error { return errf(code, format, a...) }
 
-// AsError returns err as an *Error, wrapping a foreign error as internal.
+// AsError returns err as an *Error, wrapping a foreign error as internal
+// (or storage: DiskFault).
 func AsError(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
 	}
+	if e := DiskFault("", err, ""); e != nil {
+		return e
+	}
 	return &Error{Code: CodeInternal, Message: err.Error()}
+}
+
+// diskFaults are the errors of a disk rather than of a request, each with
+// what it means and what to do.
+var diskFaults = []struct {
+	errno     syscall.Errno
+	says, fix string
+}{
+	{syscall.ENOSPC, "the disk is full", "free some space on it and try again"},
+	{syscall.EDQUOT, "the disk quota is used up", "free some of your space on it (or have the quota raised) and try again"},
+	{syscall.EROFS, "the file system is read-only", "make it writable, or point kaimon's paths elsewhere (man kaimon, ENVIRONMENT), and try again"},
+	{syscall.EIO, "the disk failed (an input/output error)", "see the kernel's log (dmesg) for the disk, and try again"},
+}
+
+// DiskFault is err, from writing what (an agent's files, its worktree,
+// its log), as a storage error when the disk is why it failed: one of
+// diskFaults' errnos in its chain, or named by its system message in
+// output, what a program kaimon ran said of it (git's stderr: a child's
+// errno reaches kaimon as text only). It is nil otherwise. Without it such
+// an error was reported as the caller's (bad_argument: the open's options
+// were fine) or as the agent program's (unavailable).
+func DiskFault(what string, err error, output string) *Error {
+	output = strings.ToLower(output)
+	for _, f := range diskFaults {
+		if errors.Is(err, f.errno) || output != "" && strings.Contains(output, f.errno.Error()) {
+			msg := fmt.Sprintf("%s: %v: %s", f.says, err, f.fix)
+			if what != "" {
+				msg = what + ": " + msg
+			}
+			return &Error{Code: CodeStorage, Message: msg}
+		}
+	}
+	return nil
 }
