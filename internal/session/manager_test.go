@@ -118,6 +118,9 @@ func newRig(t testing.TB, deadKept int) *rig {
 			return nil, fmt.Errorf("writing its config: %w", &os.PathError{Op: "write", Path: "/cache/x.json", Err: syscall.ENOSPC})
 		}
 		s := &scripted{sink: sink}
+		if o.Model == "fulldisk-at-start" {
+			s.startErr = fmt.Errorf("writing the agent's MCP config: %w", &os.PathError{Op: "write", Path: "/cache/x-mcp.json", Err: syscall.ENOSPC})
+		}
 		r.mu.Lock()
 		r.last = s
 		r.mu.Unlock()
@@ -365,6 +368,18 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if files := cacheFiles(t, r.paths.CacheDir); len(files) != 0 {
 		t.Fatalf("after refused opens the cache dir holds %v", files)
+	}
+}
+
+// A backend that cannot write its files when it starts fails the open
+// with storage: neither the agent program (unavailable) nor the caller
+// is why.
+func TestOpenStartOnFullDisk(t *testing.T) {
+	r := newRig(t, 10)
+	_, err := r.m.Open(bg, decoded(&verbs.OpenArgs{Cwd: t.TempDir(), Model: "fulldisk-at-start"}))
+	var ve *verbs.Error
+	if !errors.As(err, &ve) || ve.Code != verbs.CodeStorage || !strings.HasPrefix(ve.Message, "agent_open: the disk is full: writing the agent's MCP config") {
+		t.Fatalf("open whose start meets a full disk: %v, want storage saying the disk is full", err)
 	}
 }
 
