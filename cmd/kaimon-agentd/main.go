@@ -11,6 +11,7 @@ import (
 	"runtime/pprof"
 	"syscall"
 
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/daemon"
 	"github.com/kaimon/kaimon/internal/manpage"
 	"github.com/kaimon/kaimon/internal/version"
@@ -38,12 +39,30 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	stopProfile := cpuProfile(os.Getenv("KAIMON_AGENTD_CPUPROFILE"))
+	if err := leaveDir(); err != nil {
+		stopProfile()
+		log.Printf("%v", err)
+		os.Exit(1)
+	}
 	err := daemon.Run(ctx)
 	stopProfile()
 	if err != nil {
 		log.Printf("%v", err)
 		os.Exit(1)
 	}
+}
+
+// leaveDir makes the path settings of the environment absolute against
+// the directory the daemon was started in (which a client that started it
+// chose, being there), then changes to "/": the daemon outlives that
+// directory, must not hold its file system busy, and must read nothing
+// relative against it. A relative path an API caller sends is refused
+// (session), not taken from here. The CPU profile is already open.
+func leaveDir() error {
+	if err := config.AbsEnv(); err != nil {
+		return err
+	}
+	return os.Chdir("/")
 }
 
 // cpuProfile starts a CPU profile of the daemon into path, when set, and

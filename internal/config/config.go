@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -69,8 +70,8 @@ func (p Paths) DaemonLog() string { return filepath.Join(p.CacheDir, "agentd.log
 // the home directory.
 func Resolve() (Paths, error) {
 	var p Paths
-	if h := os.Getenv("KAIMON_HOME"); h != "" {
-		h, err := filepath.Abs(h)
+	if h := os.Getenv(homeVar); h != "" {
+		h, err := absDir(homeVar, h)
 		if err != nil {
 			return p, err
 		}
@@ -91,23 +92,38 @@ func Resolve() (Paths, error) {
 			SockDir:     defaultSockDir(runUserDir, os.Getuid(), home),
 			WorktreeDir: filepath.Join(home, ".local", "share", "kaimon", "worktrees"),
 		}
-		if os.Getenv("KAIMON_SOCK_DIR") == "" && len(p.EventsSocket()) > maxSocketPath {
-			return p, fmt.Errorf("the socket path %s is longer than a unix socket allows (%d bytes): set KAIMON_SOCK_DIR to a shorter directory", p.EventsSocket(), maxSocketPath)
+	}
+	// Each absolute, whatever it came from (a relative HOME too): see
+	// abspath.go.
+	for _, set := range p.overrides() {
+		if v := os.Getenv(set.env); v != "" {
+			*set.field = v
 		}
+		abs, err := absDir(set.env, *set.field)
+		if err != nil {
+			return p, err
+		}
+		*set.field = abs
 	}
-	if v := os.Getenv("KAIMON_CACHE_DIR"); v != "" {
-		p.CacheDir = v
-	}
-	if v := os.Getenv("KAIMON_CONFIG"); v != "" {
-		p.ConfigFile = v
-	}
-	if v := os.Getenv("KAIMON_SOCK_DIR"); v != "" {
-		p.SockDir = v
-	}
-	if v := os.Getenv("KAIMON_WORKTREE_DIR"); v != "" {
-		p.WorktreeDir = v
+	if os.Getenv(homeVar) == "" && os.Getenv("KAIMON_SOCK_DIR") == "" && len(p.EventsSocket()) > maxSocketPath {
+		return p, fmt.Errorf("the socket path %s is longer than a unix socket allows (%d bytes): set KAIMON_SOCK_DIR to a shorter directory", p.EventsSocket(), maxSocketPath)
 	}
 	return p, nil
+}
+
+// homeVar is the variable that roots every path (Resolve).
+const homeVar = "KAIMON_HOME"
+
+// pathSetting is a variable that overrides one of the paths.
+type pathSetting struct {
+	env   string
+	field *string
+}
+
+// overrides are the variables that override p's paths, each with its field.
+func (p *Paths) overrides() []pathSetting {
+	return []pathSetting{{"KAIMON_CACHE_DIR", &p.CacheDir}, {"KAIMON_CONFIG", &p.ConfigFile},
+		{"KAIMON_SOCK_DIR", &p.SockDir}, {"KAIMON_WORKTREE_DIR", &p.WorktreeDir}}
 }
 
 // runUserDir holds the per-uid runtime directories systemd-logind makes
@@ -163,13 +179,36 @@ type ProgramBin struct {
 // the variables, see the file; `kaimon doctor` reads it to say where a
 // program's path came from.
 func (c Config) ProgramBins() []ProgramBin {
-	values := map[string]string{"claude_bin": c.ClaudeBin, "opencode_bin": c.OpencodeBin,
-		"claude_acp_bin": c.ClaudeACPBin, "gemini_bin": c.GeminiBin}
+	values := c.binFields()
 	var out []ProgramBin
 	for _, p := range agentbin.All() {
-		out = append(out, ProgramBin{Env: p.Env, Key: p.ConfigKey, Value: values[p.ConfigKey]})
+		v := ""
+		if f := values[p.ConfigKey]; f != nil {
+			v = *f
+		}
+		out = append(out, ProgramBin{Env: p.Env, Key: p.ConfigKey, Value: v})
 	}
 	return out
+}
+
+// binFields are the file's program keys, each with its field.
+func (c *Config) binFields() map[string]*string {
+	return map[string]*string{"claude_bin": &c.ClaudeBin, "opencode_bin": &c.OpencodeBin,
+		"claude_acp_bin": &c.ClaudeACPBin, "gemini_bin": &c.GeminiBin}
+}
+
+// absPaths makes the file's path settings absolute against dir, the
+// file's directory (abspath.go): the programs that are paths rather than
+// names on PATH, and the bus's ipc endpoints.
+func (c *Config) absPaths(dir string) {
+	for _, f := range c.binFields() {
+		*f = absProgram(dir, *f)
+	}
+	for i, ep := range c.BusEndpoints {
+		if p, ok := strings.CutPrefix(ep, "ipc://"); ok && p != "" && !filepath.IsAbs(p) {
+			c.BusEndpoints[i] = "ipc://" + filepath.Join(dir, p)
+		}
+	}
 }
 
 // ProgramBin returns the table's row for the variable env.
@@ -282,6 +321,11 @@ func Load(path string) (Config, error) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return c, fmt.Errorf("config file %s: %w (fix or remove it)", path, err)
 	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return c, fmt.Errorf("config file %s: %w", path, err)
+	}
+	c.absPaths(filepath.Dir(abs))
 	if c.DeadKept < 0 {
 		c.DeadKept = 0
 	}

@@ -3,6 +3,8 @@ package config
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -37,8 +39,14 @@ func Relevant(name string) bool {
 // key, since a short hash of a guessable one (a password) gives it away,
 // and even of a strong one tells who holds which key. So a client can tell
 // a key set from one unset, not one key from another.
+//
+// A program named by a relative path is fingerprinted as the absolute path
+// it means here (AbsEnv): the daemon's value is absolute, and the same
+// program named from the directory the daemon was started in must not
+// differ from it, nor one named from elsewhere match it.
 func EnvFingerprints(environ []string) map[string]string {
 	out := map[string]string{}
+	cwd, _ := os.Getwd()
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
 		if !ok || val == "" || !Relevant(name) {
@@ -47,6 +55,9 @@ func EnvFingerprints(environ []string) map[string]string {
 		if redact.Credential(name) {
 			out[name] = CredentialSet
 			continue
+		}
+		if cwd != "" && slices.Contains(programVars(), name) {
+			val = absProgram(cwd, val)
 		}
 		sum := sha256.Sum256([]byte(val))
 		out[name] = hex.EncodeToString(sum[:6])

@@ -99,7 +99,7 @@ func (d *Door) Serve(ctx context.Context) error {
 	if d.ln == nil {
 		return errors.New("kaimon MCP door: Serve before Listen")
 	}
-	hs := &http.Server{Handler: d, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: d, ReadHeaderTimeout: verbs.ReadTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(d.ln) }()
 	select {

@@ -78,6 +78,9 @@ func writeFiles(r *roff) {
 
 func writeEnv(r *roff, readers ...string) {
 	r.sh("ENVIRONMENT")
+	r.prose("A relative path in a variable is taken from the directory of the program that reads it: " +
+		"kaimon-agentd makes its own absolute against the directory it is started in, then works in /. " +
+		"A program named without a / is looked up on PATH.")
 	for _, e := range Env {
 		keep := len(readers) == 0
 		for _, who := range readers {

@@ -228,7 +228,7 @@ func Listen(sockDir, sock string) (net.Listener, error) {
 
 // Serve runs the API on ln until ctx ends, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: verbs.ReadTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

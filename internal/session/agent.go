@@ -162,6 +162,9 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 		ag.mu.Unlock()
 		m.detach(ag)
 		ag.save()
+		if d := diskFault("agent_open: event log", err); d != nil {
+			return d
+		}
 		return verbs.Errorf(verbs.CodeInternal, "agent_open: event log: %v", err)
 	}
 	ag.pubMu.Lock()
@@ -202,6 +205,11 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 		ag.be = nil
 		ag.mu.Unlock()
 		ag.die(ReasonStartFailed+": "+firstLine(err.Error()), err)
+		if d := diskFault("agent_open", err); d != nil && ve == nil {
+			// Writing its files (the generated MCP config, the stderr
+			// log) failed: the program is not why.
+			return d
+		}
 		return verbs.Errorf(code, "agent_open: %v", err)
 	}
 	if po, ok := be.(interface{ Process() proc.Identity }); ok {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -112,7 +114,13 @@ func newRig(t testing.TB, deadKept int) *rig {
 		if o.Model == "nobin" {
 			return nil, fmt.Errorf("%w: nobin is not on PATH", backend.ErrNotFound)
 		}
+		if o.Model == "fulldisk" {
+			return nil, fmt.Errorf("writing its config: %w", &os.PathError{Op: "write", Path: "/cache/x.json", Err: syscall.ENOSPC})
+		}
 		s := &scripted{sink: sink}
+		if o.Model == "fulldisk-at-start" {
+			s.startErr = fmt.Errorf("writing the agent's MCP config: %w", &os.PathError{Op: "write", Path: "/cache/x-mcp.json", Err: syscall.ENOSPC})
+		}
 		r.mu.Lock()
 		r.last = s
 		r.mu.Unlock()
@@ -335,6 +343,12 @@ func TestOpenErrors(t *testing.T) {
 		// A backend's own refusal (its program missing, say) is a bad
 		// argument, refused before anything is written.
 		{verbs.OpenArgs{Cwd: t.TempDir(), Model: "nobin", ID: "named"}, verbs.CodeBadArgument, "nobin is not on PATH"},
+		// Unless the disk is why: a full one is not the caller's to fix
+		// by asking otherwise.
+		{verbs.OpenArgs{Cwd: t.TempDir(), Model: "fulldisk"}, verbs.CodeStorage, "agent_open: the disk is full: writing its config: write /cache/x.json: no space left on device: free some space"},
+		// The daemon's directory is not the caller's.
+		{verbs.OpenArgs{Cwd: "project"}, verbs.CodeBadArgument, `cwd "project" is a relative path`},
+		{verbs.OpenArgs{Cwd: t.TempDir(), MCPConfig: "mcp.json"}, verbs.CodeBadArgument, `mcp_config "mcp.json" is a relative path`},
 		// Other hosts are the clients' to reach (kaimon --host, kaimon
 		// mcp), not a daemon's.
 		{verbs.OpenArgs{Cwd: t.TempDir(), Host: "h1"}, verbs.CodeBadArgument, `host "h1": this daemon opens agents on its own machine only`},
@@ -354,6 +368,18 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if files := cacheFiles(t, r.paths.CacheDir); len(files) != 0 {
 		t.Fatalf("after refused opens the cache dir holds %v", files)
+	}
+}
+
+// A backend that cannot write its files when it starts fails the open
+// with storage: neither the agent program (unavailable) nor the caller
+// is why.
+func TestOpenStartOnFullDisk(t *testing.T) {
+	r := newRig(t, 10)
+	_, err := r.m.Open(bg, decoded(&verbs.OpenArgs{Cwd: t.TempDir(), Model: "fulldisk-at-start"}))
+	var ve *verbs.Error
+	if !errors.As(err, &ve) || ve.Code != verbs.CodeStorage || !strings.HasPrefix(ve.Message, "agent_open: the disk is full: writing the agent's MCP config") {
+		t.Fatalf("open whose start meets a full disk: %v, want storage saying the disk is full", err)
 	}
 }
 

@@ -184,6 +184,9 @@ func (m *Manager) unreserve(ag, old *Agent) {
 // cwd is then in it); a resumed agent's worktree is made sure of.
 func (m *Manager) openOptions(ctx context.Context, id string, a verbs.OpenArgs, old, parent *Agent) (backend.Options, *gitwt.Info, error) {
 	a.ID = id
+	if err := checkAbsPaths(&a); err != nil {
+		return backend.Options{}, nil, err
+	}
 	session := ""
 	var wt *gitwt.Info
 	var fork *backend.Fork
@@ -246,6 +249,21 @@ func (m *Manager) openOptions(ctx context.Context, id string, a verbs.OpenArgs, 
 	}, wt, nil
 }
 
+// checkAbsPaths refuses a relative cwd or mcp_config: the daemon's own
+// directory ("/", cmd/kaimon-agentd) is not the caller's, and a path
+// taken from it would be somewhere the caller never meant. Every client
+// of kaimon's own resolves a relative path where it means something
+// first: kaimon open against the shell's directory, the door against the
+// calling agent's cwd; a raw API or MCP client sends an absolute one.
+func checkAbsPaths(a *verbs.OpenArgs) error {
+	for _, p := range []struct{ name, path string }{{"cwd", a.Cwd}, {"mcp_config", a.MCPConfig}} {
+		if p.path != "" && !filepath.IsAbs(p.path) {
+			return verbs.BadArg("agent_open: %s %q is a relative path: give an absolute one (kaimon-agentd has no directory of the caller's to take it from; `kaimon open` resolves a relative DIR or --mcp-config for you)", p.name, p.path)
+		}
+	}
+	return nil
+}
+
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
@@ -287,6 +305,9 @@ func openError(err error) error {
 	var ve *verbs.Error
 	if errors.As(err, &ve) {
 		return verbs.Errorf(ve.Code, "agent_open: %s", ve.Message)
+	}
+	if d := diskFault("agent_open", err); d != nil {
+		return d
 	}
 	return verbs.BadArg("agent_open: %v", err)
 }

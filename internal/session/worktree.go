@@ -71,6 +71,9 @@ func (m *Manager) newWorktree(ctx context.Context, id string, a *verbs.OpenArgs)
 		if !exists(path) {
 			m.doneOpening(id) // Add took away what it made
 		}
+		if d := diskFault("agent_open: worktree", err); d != nil {
+			return nil, d
+		}
 		return nil, verbs.BadArg("agent_open: worktree: %v", err)
 	}
 	if st, err := os.Stat(info.Cwd()); err != nil || !st.IsDir() {
@@ -195,9 +198,24 @@ func resumeWorktree(ctx context.Context, id string, info *gitwt.Info) error {
 	unlock := gitwt.Lock(r.CommonDir)
 	defer unlock()
 	if err := r.Readd(ctx, info.Worktree, info.Branch); err != nil {
+		if d := diskFault("agent_open: agent "+id+": worktree", err); d != nil {
+			return d
+		}
 		return verbs.WrongState("agent_open: agent %s: %v", id, err)
 	}
 	return nil
+}
+
+// diskFault is err, met writing what, as a storage error when the disk is
+// why it failed (verbs.DiskFault), git's own report of it included; else
+// nil.
+func diskFault(what string, err error) *verbs.Error {
+	var ge *gitwt.Error
+	said := ""
+	if errors.As(err, &ge) {
+		said = ge.Stderr
+	}
+	return verbs.DiskFault(what, err, said)
 }
 
 // worktree is the agent's worktree, nil when it has none.

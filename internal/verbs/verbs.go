@@ -12,9 +12,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
@@ -832,7 +835,7 @@ var All = []*Verb{
 		Returns: `{"agent_id": "<id>", "warnings": ["…"]}`,
 		Example: "id=$(kaimon open --model opus --permission lab ~/src/project)",
 		Args: []Arg{
-			{Name: "cwd", Type: TString, RequiredUnless: []string{"resume", "fork"}, Placeholder: "DIR", Doc: "Working directory for the agent. Must exist. Required, except to resume or fork (then it is the agent's own, or the forked one's)."},
+			{Name: "cwd", Type: TString, RequiredUnless: []string{"resume", "fork"}, Placeholder: "DIR", Doc: "Working directory for the agent, an absolute path (kaimon open takes a relative DIR from the shell's directory). Must exist. Required, except to resume or fork (then it is the agent's own, or the forked one's)."},
 			{Name: "model", Type: TString, Default: DefaultModel, Short: "m", FlagDoc: "Model alias or id (sonnet, opus, claude-…), optionally with an /EFFORT suffix (sonnet/high); acp:AGENT[:MODEL], ollama:TAG, vmlx:TAG and replay:PATH pick another backend, as kaimon --help tells.", Doc: "Model alias or id, e.g. sonnet, opus, claude-sonnet-5; may carry an effort suffix (sonnet/high). acp:<agent>[:<model>] drives an ACP agent instead: acp:opencode, acp:claude (claude-agent-acp) or acp:gemini, e.g. acp:opencode:ollama/qwen2.5:14b. ollama:<tag> and vmlx:<tag> run a local model served by Ollama or an OpenAI-compatible server, kaimon running its tools, e.g. ollama:qwen3:8b. replay:<path>[?speed=N] replays a recorded kaimon event log (an <id>.events.jsonl; a relative path is relative to cwd) as an agent, one recorded turn per send, at the recorded pace times N (speed=0: no waiting); no agent program, no network."},
 			{Name: "effort", Type: TString, Enum: Efforts, Placeholder: "LEVEL", Doc: "Thinking/effort level; overrides a model suffix."},
 			{Name: "permission", Type: TString, Default: DefaultPermission, Enum: PresetNames, Short: "p", Placeholder: "PRESET", Doc: "Permission preset."},
@@ -840,7 +843,7 @@ var All = []*Verb{
 			{Name: "allowed_tools", Type: TArray, Default: []string{}, Flag: "allow", Placeholder: "TOOL", Doc: "Extra tool allowlist; composes with the preset (replaces it under specialist)."},
 			{Name: "only", Type: TBoolean, Default: false, Doc: "Make allowed_tools the agent's whole tool set."},
 			{Name: "disallowed_tools", Type: TArray, Flag: "disallow", Placeholder: "TOOL", FlagDoc: "Forbid TOOL; replaces the default recursion guard (the agent_* tools and the CLI's subagent spawners).", Doc: "Tools the agent may not call. Default: the recursion guard (the agent_* tools and the CLI's subagent spawners). Pass [] to allow nested agents."},
-			{Name: "mcp_config", Type: TString, Placeholder: "FILE", Doc: "Path to an --mcp-config JSON for the agent."},
+			{Name: "mcp_config", Type: TString, Placeholder: "FILE", FlagDoc: "Path to an --mcp-config JSON for the agent.", Doc: "Absolute path to an --mcp-config JSON for the agent (kaimon open takes a relative FILE from the shell's directory)."},
 			{Name: "system_prompt", Type: TString, Placeholder: "TEXT", Doc: "Instructions appended to the agent's system prompt, for every turn."},
 			{Name: "id", Type: TString, Agents: AgentsDead, FlagDoc: "Agent id to use (reopening a dead id reuses its slot, with a fresh conversation unless --resume).", Doc: "Caller-supplied agent id; reopening a dead id reuses its slot, with a fresh conversation unless resume."},
 			{Name: "resume", Type: TBoolean, Default: false, FlagDoc: "With --id of a dead agent: reopen it with its conversation; the flags not given come from its record.", Doc: "Reopen the dead agent id with its conversation (claude --resume; ACP session/load). " +
@@ -860,8 +863,7 @@ var All = []*Verb{
 			{Name: "base", Type: TString, Placeholder: "REF", Doc: "With worktree: the commit, branch or tag the new branch starts from (default HEAD)."},
 			{Name: "host", Type: TString, Global: true, Placeholder: "HOST", Doc: "The host to open the agent on, when hosts are configured (kaimon host add): a host's name, " + HostLocal + " (this machine, the default) " +
 				"or " + HostAny + " (the reachable host with the fewest working agents, then the fewest live ones; ties go to " + HostLocal + ", then to the names in order). " +
-				"An agent on another host gets its agent_id qualified as HOST/ID (one placed here by " + HostAny + ", " + HostLocal + "/ID), which every other tool accepts as it is. " +
-				"Never a URL: a new host is the person's to add, with kaimon host add NAME URL."},
+				"An agent on another host gets its agent_id qualified as HOST/ID (one placed here by " + HostAny + ", " + HostLocal + "/ID), which every other tool accepts as it is."},
 		},
 	}, func(s Service) func(context.Context, *OpenArgs) (*OpenResult, error) { return s.Open }),
 	verb(Verb{
@@ -1026,28 +1028,61 @@ const (
 	// verb that changes something).
 	CodeMethod   = "method_not_allowed" // 405
 	CodeTooLarge = "too_large"          // 413: a request body over MaxBody
+	CodeTooSlow  = "too_slow"           // 408: a request body that took longer than ReadTimeout
+	// CodeStorage: what the daemon had to write could not be, for want
+	// of room or a working disk (DiskFault); not the caller's to fix by
+	// asking otherwise.
+	CodeStorage = "storage" // 507
 )
 
 // Codes are the error codes above, each once: the API's description
 // (kaimon schema) lists them from here.
 var Codes = []string{CodeBadArgument, CodeNotFound, CodeWrongState, CodeTurnFailed, CodeUnavailable,
-	CodeTimeout, CodeInternal, CodeMethod, CodeTooLarge}
+	CodeTimeout, CodeInternal, CodeMethod, CodeTooLarge, CodeTooSlow, CodeStorage}
 
 // MaxBody bounds a request body, on the control socket and the MCP door:
 // far above any verb's arguments (a prompt of 16 MiB is some four million
 // tokens), and well below what would cost the daemon its memory.
 const MaxBody = 16 << 20
 
+// ReadTimeout bounds how long a request's headers may take to arrive, on
+// the control socket and the door (http.Server's ReadHeaderTimeout), and
+// then, again, its body (ReadBody). Every client of kaimon's sends a
+// request in one go: even a body of MaxBody takes milliseconds over a
+// local socket, so a request still arriving after this long is stuck or
+// hostile, and would otherwise hold a connection and its goroutine for
+// good (one byte every two seconds did). It is not http.Server's
+// ReadTimeout, which would go on counting once the body is in and cut
+// the requests that last: an agent_run of a long turn, and the event
+// streams, which must not get a write timeout either.
+const ReadTimeout = 10 * time.Second
+
 // ReadBody reads a request body of at most MaxBody bytes, for the control
 // socket and the door alike. A longer one is a too_large error (413), found
 // before reading when Content-Length says so, and otherwise as soon as the
-// limit is passed: never by reading it whole.
+// limit is passed: never by reading it whole. One that takes longer than
+// ReadTimeout to arrive is a too_slow error (408).
 func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	tooLarge := Errorf(CodeTooLarge, "request body over the limit of %d bytes (%d MiB)", MaxBody, MaxBody>>20)
 	if r.ContentLength > MaxBody {
 		return nil, tooLarge
 	}
+	// The deadline is the connection's, for this body only: lifted once
+	// the body is in, so that the verb itself (a turn of agent_run) runs
+	// as long as it needs.
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(time.Now().Add(ReadTimeout)) == nil
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The connection goes after the answer: without this, net/http
+		// would read the rest of the body before answering, at the
+		// sender's pace, with the deadline kept for that reason too.
+		w.Header().Set("Connection", "close")
+		return nil, Errorf(CodeTooSlow, "the request body did not arrive within %s of its headers: send the request in one go", ReadTimeout)
+	}
+	if deadline {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, tooLarge
@@ -1087,6 +1122,10 @@ func (e *Error) HTTPStatus() int {
 		return 405
 	case CodeTooLarge:
 		return 413
+	case CodeTooSlow:
+		return 408
+	case CodeStorage:
+		return 507
 	}
 	return 500
 }
@@ -1103,11 +1142,48 @@ func WrongState(format string, a ...any) *Error { return errf(CodeWrongState, fo
 // Errorf builds an error with any code.
 func Errorf(code, format string, a ...any) *Error { return errf(code, format, a...) }
 
-// AsError returns err as an *Error, wrapping a foreign error as internal.
+// AsError returns err as an *Error, wrapping a foreign error as internal
+// (or storage: DiskFault).
 func AsError(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
 	}
+	if e := DiskFault("", err, ""); e != nil {
+		return e
+	}
 	return &Error{Code: CodeInternal, Message: err.Error()}
+}
+
+// diskFaults are the errors of a disk rather than of a request, each with
+// what it means and what to do.
+var diskFaults = []struct {
+	errno     syscall.Errno
+	says, fix string
+}{
+	{syscall.ENOSPC, "the disk is full", "free some space on it and try again"},
+	{syscall.EDQUOT, "the disk quota is used up", "free some of your space on it (or have the quota raised) and try again"},
+	{syscall.EROFS, "the file system is read-only", "make it writable, or point kaimon's paths elsewhere (man kaimon, ENVIRONMENT), and try again"},
+	{syscall.EIO, "the disk failed (an input/output error)", "see the kernel's log (dmesg) for the disk, and try again"},
+}
+
+// DiskFault is err, from writing what (an agent's files, its worktree,
+// its log), as a storage error when the disk is why it failed: one of
+// diskFaults' errnos in its chain, or named by its system message in
+// output, what a program kaimon ran said of it (git's stderr: a child's
+// errno reaches kaimon as text only). It is nil otherwise. Without it such
+// an error was reported as the caller's (bad_argument: the open's options
+// were fine) or as the agent program's (unavailable).
+func DiskFault(what string, err error, output string) *Error {
+	output = strings.ToLower(output)
+	for _, f := range diskFaults {
+		if errors.Is(err, f.errno) || output != "" && strings.Contains(output, f.errno.Error()) {
+			msg := fmt.Sprintf("%s: %v: %s", f.says, err, f.fix)
+			if what != "" {
+				msg = what + ": " + msg
+			}
+			return &Error{Code: CodeStorage, Message: msg}
+		}
+	}
+	return nil
 }

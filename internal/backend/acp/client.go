@@ -2,10 +2,8 @@ package acp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -178,10 +176,6 @@ func (b *Backend) mcpServers(caps sdk.McpCapabilities) ([]sdk.McpServer, error) 
 	if err != nil {
 		return nil, err
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("mcp_config %q: %w: pass the path of an existing MCP config JSON file", b.opts.MCPConfig, err)
-	}
 	var cfg struct {
 		MCPServers map[string]struct {
 			Type    string            `json:"type"`
@@ -192,8 +186,8 @@ func (b *Backend) mcpServers(caps sdk.McpCapabilities) ([]sdk.McpServer, error) 
 			Headers map[string]string `json:"headers"`
 		} `json:"mcpServers"`
 	}
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return nil, fmt.Errorf("mcp_config %q is not an MCP config JSON file: %w", b.opts.MCPConfig, err)
+	if err := backend.ReadMCPConfig(b.opts.MCPConfig, path, &cfg); err != nil {
+		return nil, err
 	}
 	for name, s := range cfg.MCPServers {
 		if name == "kaimon" {

@@ -181,10 +181,8 @@ func Args(o *backend.Options) ([]string, error) {
 		if st.IsDir() {
 			return nil, fmt.Errorf("mcp_config %q is a directory: pass the path of an MCP config JSON file", o.MCPConfig)
 		}
-		if o.Door != nil {
-			if err := checkUserMCPConfig(path); err != nil {
-				return nil, err
-			}
+		if err := checkUserMCPConfig(o.MCPConfig, path, o.Door != nil); err != nil {
+			return nil, err
 		}
 		configs = append(configs, path)
 	}

@@ -78,22 +78,21 @@ func writeMCPConfig(o *backend.Options) (string, error) {
 	return path, nil
 }
 
-// checkUserMCPConfig refuses a caller's mcp_config that defines a server
-// named kaimon: kaimon attaches that server itself, with the headers that
-// let its door tell the agent's calls apart and apply its preset.
-func checkUserMCPConfig(path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("mcp_config %q: %w", path, err)
-	}
+// checkUserMCPConfig refuses a caller's mcp_config (named name, at path)
+// that is not an MCP config JSON file, kaimon naming what is wrong with it
+// rather than the claude CLI (backend.ReadMCPConfig); and, when kaimon
+// attaches its door (door), one that defines a server named kaimon:
+// kaimon attaches that server itself, with the headers that let its door
+// tell the agent's calls apart and apply its preset.
+func checkUserMCPConfig(name, path string, door bool) error {
 	var cfg struct {
 		MCPServers map[string]json.RawMessage `json:"mcpServers"`
 	}
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return fmt.Errorf("mcp_config %q is not an MCP config JSON file: %w", path, err)
+	if err := backend.ReadMCPConfig(name, path, &cfg); err != nil {
+		return err
 	}
-	if _, ok := cfg.MCPServers[kaimonServerName]; ok {
-		return fmt.Errorf("mcp_config %q defines a server named %q, which kaimon attaches to every agent itself: rename or remove it", path, kaimonServerName)
+	if _, ok := cfg.MCPServers[kaimonServerName]; ok && door {
+		return fmt.Errorf("mcp_config %q defines a server named %q, which kaimon attaches to every agent itself: rename or remove it", name, kaimonServerName)
 	}
 	return nil
 }

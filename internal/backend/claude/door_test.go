@@ -191,3 +191,23 @@ func TestBackendPermissionCancelledOnClose(t *testing.T) {
 		t.Fatal("the asker's context did not end when the CLI was closed")
 	}
 }
+
+// A caller's mcp_config that is not an MCP config is refused by kaimon,
+// with a door or without (the claude CLI would otherwise read it), by its
+// name and the place it fails, not its bytes: it may be a key file.
+func TestArgsRefuseAnMCPConfigThatIsNotOne(t *testing.T) {
+	cache := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret.env")
+	os.WriteFile(secret, []byte("ANTHROPIC_API_KEY=sk-hunter2\n"), 0o600)
+	door := &backend.Door{URL: "http://127.0.0.1:4242/mcp", Token: "t0k"}
+	for name, d := range map[string]*backend.Door{"with the door": door, "without": nil} {
+		o := backendtest.Resolved(t, backend.Options{OpenArgs: verbs.OpenArgs{ID: "ag1", MCPConfig: secret}, CacheDir: cache, Door: d})
+		got, err := Args(&o)
+		if err == nil || !strings.Contains(err.Error(), `mcp_config "`+secret+`" is not JSON (it fails at line 1, column 1)`) {
+			t.Fatalf("%s: Args = %q, %v; want the file named as not JSON", name, got, err)
+		}
+		if strings.Contains(err.Error(), "'A'") || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the error echoes the file: %v", name, err)
+		}
+	}
+}
