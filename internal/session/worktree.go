@@ -65,6 +65,9 @@ func (m *Manager) newWorktree(ctx context.Context, id string, a *verbs.OpenArgs)
 	info := &gitwt.Info{Repository: repo.Top, CommonDir: repo.CommonDir, Worktree: path, Subdir: repo.Prefix,
 		Branch: branch, BaseRef: baseRef, BaseCommit: base}
 	if err := m.noteOpening(id, info); err != nil {
+		if d := diskFault("agent_open: worktree", err); d != nil {
+			return nil, d
+		}
 		return nil, verbs.Errorf(verbs.CodeInternal, "agent_open: worktree: %v", err)
 	}
 	if err := repo.Add(ctx, path, branch, base); err != nil {
