@@ -138,7 +138,7 @@ func (f *follower) relink(ctx context.Context, cl verbs.Service, le *fleet.LinkE
 			return nil, nil, err // the host answered, and refused
 		}
 		if f.progressed {
-			try = 0 // the link held a while: a new break gets its own tries
+			try = 1 // the host answered: a new break gets its own tries, after a pause
 		}
 	}
 }
@@ -150,8 +150,12 @@ func (f *follower) relinkOnce(ctx context.Context, rs relinker, result **event.E
 	f.progressed = false
 	tctx, cancel := context.WithTimeout(ctx, relinkWait)
 	st, err := rs.Status(tctx, &verbs.StatusArgs{AgentID: f.id})
+	timedOut := tctx.Err() != nil && ctx.Err() == nil
 	cancel()
-	if err != nil {
+	switch {
+	case err != nil && timedOut:
+		return nil, &fleet.LinkError{Host: f.linkHost, Err: fmt.Errorf("no answer within %s", relinkWait)}
+	case err != nil:
 		return nil, err
 	}
 	f.progressed = true
@@ -191,7 +195,16 @@ func (f *follower) relinkOnce(ctx context.Context, rs relinker, result **event.E
 	if err != nil {
 		return nil, err
 	}
-	return verbs.RunEnded(f.id, f.turn, d.StopReason, d.Error, o.Text)
+	res, err := verbs.RunEnded(f.id, f.turn, d.StopReason, d.Error, o.Text)
+	var ve *verbs.Error
+	if st.Status == apitype.Dead && errors.As(err, &ve) {
+		// The daemon there did go (crashed: the next one ended the
+		// turn so), or the agent did: what this machine's run says.
+		e := *ve
+		e.Message += fmt.Sprintf("; agent %s is dead (%s): `kaimon open --id %s --resume` continues its conversation", f.id, st.Reason, f.id)
+		return nil, &e
+	}
+	return res, err
 }
 
 // findTurn sets the follower's turn to the last in the agent's log whose

@@ -5,7 +5,10 @@ package e2e
 // ending one host's master leaves the others'.
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -140,4 +143,44 @@ func TestFleetRunLinkLost(t *testing.T) {
 		t.Errorf("output %s after the link came back: %q", id, got)
 	}
 	fe.ok("close", id)
+}
+
+// TestFleetRunRemoteDaemonKilled: h1's daemon itself killed (SIGKILL)
+// under a `kaimon run`'s slow turn. The run reaches h1 again (which starts
+// a new daemon there) and reports what that one says, not a guess made
+// from the broken connection: the turn failed, the daemon lost (exit 3),
+// the agent dead (daemon crashed), to be resumed.
+func TestFleetRunRemoteDaemonKilled(t *testing.T) {
+	fe := newFleetEnv(t)
+	h1 := fe.f.host("h1")
+	id := "h1/" + bareID(t, "h1", fe.ok("--host", "h1", "open", fe.r.work["h1"]))
+	fe.ok("run", id, "say exactly: before")
+	slow := fakeapi.TriggerSlow + " (run while h1's daemon is killed)"
+	run := fe.start(filepath.Join(binDir, "kaimon"), "run", id, slow)
+	waitFor(t, "the slow turn to reach h1's model", time.Minute, func() bool { return asked(h1.api, slow) })
+	rh := fe.r.home["h1"]
+	daemon := slices.DeleteFunc(processesWithEnv("KAIMON_HOME="+rh), func(pid int) bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		return filepath.Base(strings.Split(string(b), "\x00")[0]) != "kaimon-agentd"
+	})
+	if len(daemon) != 1 {
+		t.Fatalf("want one kaimon-agentd on h1 for this test; have %s", describe(daemon))
+	}
+	if err := syscall.Kill(daemon[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	code := run.wait()
+	stderr := run.stderr.String()
+	t.Logf("run on h1 whose daemon was killed: exit %d; stderr: %s", code, stderr)
+	if code != 3 || !strings.Contains(stderr, "kaimon-agentd was lost") || !strings.Contains(stderr, "kaimon open --id "+id+" --resume") {
+		t.Errorf("run on h1 whose daemon was killed: want exit 3, saying the daemon was lost and naming `kaimon open --id %s --resume`; got exit %d: %s", id, code, stderr)
+	}
+	if !strings.Contains(stderr, "is dead (daemon crashed)") {
+		t.Errorf("run on h1 whose daemon was killed does not say what h1 says of the agent (dead, daemon crashed): %s", stderr)
+	}
+	var st verbs.AgentStatus
+	fe.okJSON(&st, "status", id)
+	if st.Status != "dead" || st.Reason != "daemon crashed" {
+		t.Errorf("%s after its daemon was killed: %+v", id, st)
+	}
 }
