@@ -373,7 +373,10 @@ wait:
 		t.Stop()
 	}
 	endFollow()
-	if hasText && final != "" && !strings.HasPrefix(f.p.lastShown(id), final) {
+	// The events name the agent as its daemon does: bare, on another
+	// host too.
+	_, bare, _ := fleet.SplitID(id)
+	if hasText && final != "" && !strings.HasPrefix(f.p.lastShown(bare), final) {
 		fmt.Fprintln(stdout, final)
 	}
 	if result != nil {

@@ -184,3 +184,18 @@ func TestFleetRunRemoteDaemonKilled(t *testing.T) {
 		t.Errorf("%s after its daemon was killed: %+v", id, st)
 	}
 }
+
+// TestFleetLiveRunShowsReplyOnce: a `kaimon run` on a terminal of an agent
+// named HOST/ID shows the reply once. (Its events name the agent bare, as
+// its host's daemon does, and run took the reply for not yet shown, so
+// printed it again.)
+func TestFleetLiveRunShowsReplyOnce(t *testing.T) {
+	fe := newFleetEnv(t)
+	id := "h1/" + bareID(t, "h1", fe.ok("--host", "h1", "open", fe.r.work["h1"]))
+	k := fe.kaimonPty(t, fe.ptyEnv(), "run", id, "say exactly: once on h1")
+	code := k.wait()
+	plain := screen(t, k.output())
+	if code != 0 || strings.Count(plain, "once on h1") != 1 || !strings.Contains(plain, "✓ turn 1 · end_turn") {
+		t.Errorf("a terminal's run of %s: want exit 0, the reply once and the usage line; got exit %d:\n%s", id, code, plain)
+	}
+}
