@@ -97,6 +97,7 @@ func (f *follower) relink(ctx context.Context, cl verbs.Service, le *fleet.LinkE
 	}
 	f.linkHost = le.Host
 	f.p.note(f.errw, fmt.Sprintf("kaimon: the link to host %s broke during the turn of agent %s (%s); reconnecting, to follow the turn there", le.Host, f.id, le.Said()))
+	f.p.interrupted()
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var lastErr error = le

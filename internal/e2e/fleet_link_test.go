@@ -185,6 +185,37 @@ func TestFleetRunRemoteDaemonKilled(t *testing.T) {
 	}
 }
 
+// TestFleetLiveRunMasterKilled: a `kaimon run` on a terminal renders h1's
+// slow turn as it streams; h1's ssh master is killed mid-reply. The run
+// says the link broke, follows the turn again from the last event it had,
+// and ends it as on an unbroken link: the whole reply on the screen once
+// (what streamed around the note, and the deltas lost with the link, give
+// way to the complete text, as for a slow reader), the usage line, exit 0.
+func TestFleetLiveRunMasterKilled(t *testing.T) {
+	fe := newFleetEnv(t)
+	id := "h1/" + bareID(t, "h1", fe.ok("--host", "h1", "open", fe.r.work["h1"]))
+	fe.ok("run", id, "say exactly: before")
+	k := fe.kaimonPty(t, fe.ptyEnv(), "run", id, fakeapi.TriggerSlow+" (a terminal's run over h1's master)")
+	k.waitOutput("chunk3 ")
+	master := fe.masterOf("h1")
+	if master == 0 {
+		t.Fatal("no ssh master of h1 runs for this installation")
+	}
+	if err := syscall.Kill(master, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	code := k.wait()
+	out := k.output()
+	plain := screen(t, out)
+	t.Logf("the terminal, h1's master %d killed mid-reply:\n%s", master, plain)
+	if code != 0 || !strings.Contains(plain, "the link to host h1 broke") || strings.Count(plain, slowReply()) != 1 || !strings.Contains(plain, "✓ turn 2 · end_turn") {
+		t.Errorf("a terminal's run whose master was killed: want exit 0, the link's break said, the whole reply once and the usage line; got exit %d:\n%s", code, plain)
+	}
+	if strings.Contains(plain, "kaimon-agentd was lost") || strings.Contains(plain, "--resume") {
+		t.Errorf("a terminal's run says its daemon was lost, or suggests a resume, when only the link broke:\n%s", plain)
+	}
+}
+
 // TestFleetLiveRunShowsReplyOnce: a `kaimon run` on a terminal of an agent
 // named HOST/ID shows the reply once. (Its events name the agent bare, as
 // its host's daemon does, and run took the reply for not yet shown, so
