@@ -456,7 +456,7 @@ func (f *follower) follow(ctx context.Context, open func() *client.Watcher) {
 }
 
 // read reads w until the run's turn's result (returned), the agent's death
-// once the run's turn is known (died), or w's error.
+// while relink follows the turn (died), or w's error.
 func (f *follower) read(w *client.Watcher) (result *event.Envelope, died bool, err error) {
 	for {
 		e, err := w.Next()
@@ -464,7 +464,9 @@ func (f *follower) read(w *client.Watcher) (result *event.Envelope, died bool, e
 			return nil, false, err
 		}
 		f.seq = max(f.seq, e.Seq)
-		if f.turn != 0 && isDead(e) {
+		// Following a turn again after a link broke, no agent_run
+		// answer will say that the agent died: its status does.
+		if f.linkHost != "" && f.turn != 0 && isDead(e) {
 			return nil, true, nil
 		}
 		if e.Kind == event.Permission {
