@@ -28,6 +28,7 @@ const (
 	ExitUsage      = 2
 	ExitTurnFailed = 3 // the turn did not complete: an error, the agent or its daemon died in it, or an interrupt
 	ExitTimeout    = 4 // the turn did not end within --timeout
+	ExitLinkLost   = 5 // the link to another host broke during the command and could not be made again
 )
 
 // usageError marks an error in the command line itself; help is the
@@ -107,6 +108,11 @@ func exitFor(err error) int {
 	var le *daemonLostError
 	if errors.As(err, &le) {
 		return ExitTurnFailed
+	}
+	var ll *linkLostError
+	var fl *fleet.LinkError
+	if errors.As(err, &ll) || errors.As(err, &fl) {
+		return ExitLinkLost
 	}
 	var ve *verbs.Error
 	if errors.As(err, &ve) {
@@ -241,11 +247,15 @@ func fail(c *cli.Context, err error) error {
 		var sshErr *fleet.Error
 		var de *detachedError
 		var le *daemonLostError
+		var ll *linkLostError
+		var fl *fleet.LinkError
 		switch {
 		case errors.As(err, &de):
 			ve = &verbs.Error{Code: codeDetached, Message: err.Error()}
 		case errors.As(err, &le):
 			ve = &verbs.Error{Code: verbs.CodeTurnFailed, Message: err.Error()}
+		case errors.As(err, &ll), errors.As(err, &fl):
+			ve = &verbs.Error{Code: codeLinkLost, Message: err.Error()}
 		case errors.As(err, &ve):
 		case errors.As(err, &down), errors.As(err, &sshErr):
 			ve = &verbs.Error{Code: verbs.CodeUnavailable, Message: err.Error()}

@@ -50,6 +50,7 @@ var exitCodes = []manpage.ExitCode{
 	{Code: ExitUsage, Meaning: "usage (wrong command line)"},
 	{Code: ExitTurnFailed, Meaning: "the agent's turn did not complete: it failed (API error, crash, daemon lost) or was interrupted"},
 	{Code: ExitTimeout, Meaning: "the turn did not end within --timeout (the agent keeps working; run -C's is closed)"},
+	{Code: ExitLinkLost, Meaning: "the link to another host broke during the command and could not be made again (a run's agent there may be working on: kaimon status HOST/ID)"},
 	{Code: ExitDetached, Meaning: "kaimon run left by a second Ctrl-C (the agent keeps working; run -C's is closed)"},
 }
 

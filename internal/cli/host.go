@@ -165,7 +165,8 @@ func hostCmd() *cli.Command {
 				Name:      "rm",
 				Usage:     "Remove a host",
 				ArgsUsage: "NAME",
-				Description: "Removes NAME from the config file and ends its ssh master connection; its agents go on running there. " +
+				Description: "Removes NAME from the config file and ends its ssh master connection (unless another host reaches the same destination, " +
+					"whose master it is too); its agents go on running there. " +
 					"A name that is not configured is a usage error (exit 2) and changes nothing.",
 				Action: func(c *cli.Context) error {
 					if err := needArgs(c, 1, "NAME"); err != nil {
@@ -184,10 +185,11 @@ func hostCmd() *cli.Command {
 						return err
 					}
 					// Its master connection goes with it, rather than
-					// linger for ControlPersist.
-					if tr, err := fleet.ForHost(name, hosts[name], paths.SockDir); err == nil {
-						tr.StopMaster(c.Context)
-					}
+					// linger for ControlPersist; unless another host
+					// shares it.
+					removed := hosts[name]
+					delete(hosts, name)
+					fleet.StopMasterOf(c.Context, name, removed, hosts, paths.SockDir)
 					fmt.Fprintf(c.App.Writer, "removed host %s\n", name)
 					return nil
 				},

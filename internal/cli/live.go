@@ -20,6 +20,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/fleet"
 	"github.com/kaimon/kaimon/internal/render"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -301,6 +302,39 @@ wait:
 		return &detachedError{id: shown}
 	}
 	res, err := out.res, out.err
+	// The link to the agent's host broke under agent_run: the turn goes
+	// on there, and is followed again (relink).
+	var relinked *event.Envelope
+	if le := (*fleet.LinkError)(nil); errors.As(err, &le) {
+		stopFollow()
+		<-f.done // the follower's stream broke with the link, or is ended
+		rctx, cancelRelink := context.WithCancel(c.Context)
+		type relinkOutcome struct {
+			res    *verbs.RunResult
+			result *event.Envelope
+			err    error
+		}
+		back := make(chan relinkOutcome, 1)
+		go func() {
+			r, e, err := f.relink(rctx, cl, le, start.Add(timeout), timeout)
+			back <- relinkOutcome{r, e, err}
+		}()
+		select {
+		case o := <-back:
+			cancelRelink()
+			res, relinked, err = o.res, o.result, o.err
+		case <-sigs:
+			// No interrupt can reach the host while its link is down:
+			// Ctrl-C leaves the turn running there, as a detach does.
+			cancelRelink()
+			<-back
+			if live {
+				f.p.pastEcho()
+			}
+			endFollow()
+			return &detachedError{id: shown}
+		}
+	}
 	if cause, lost := lostDaemon(err); lost {
 		err = &daemonLostError{id: id, err: cause}
 	}
@@ -324,8 +358,8 @@ wait:
 	}
 	// Live: let the stream catch up with the turn's result (not on a
 	// timeout, where the turn goes on), then complete what it showed.
-	var result *event.Envelope
-	if err == nil || ve != nil && ve.Code == verbs.CodeTurnFailed {
+	result := relinked
+	if result == nil && (err == nil || ve != nil && ve.Code == verbs.CodeTurnFailed) {
 		t := time.NewTimer(resultWait)
 		select {
 		case result = <-f.result:
@@ -339,7 +373,10 @@ wait:
 		t.Stop()
 	}
 	endFollow()
-	if hasText && final != "" && !strings.HasPrefix(f.p.lastShown(id), final) {
+	// The events name the agent as its daemon does: bare, on another
+	// host too.
+	_, bare, _ := fleet.SplitID(id)
+	if hasText && final != "" && !strings.HasPrefix(f.p.lastShown(bare), final) {
 		fmt.Fprintln(stdout, final)
 	}
 	if result != nil {
@@ -392,6 +429,13 @@ type follower struct {
 	result   chan *event.Envelope // the run's turn's result
 	done     chan struct{}
 	told     map[string]bool // (not live) permission requests told of, by id
+	// seq is the last seq read: where the turn is followed again from
+	// after the link to its host broke (relink).
+	seq uint64
+	// linkHost is the host whose link broke; progressed says that the
+	// try of relink under way reached it.
+	linkHost   string
+	progressed bool
 }
 
 // follow reads the stream open returns (from the agent's end; nil when it
@@ -406,10 +450,24 @@ func (f *follower) follow(ctx context.Context, open func() *client.Watcher) {
 	}
 	stop := context.AfterFunc(ctx, func() { w.Close() })
 	defer stop()
+	if e, _, _ := f.read(w); e != nil {
+		f.result <- e
+	}
+}
+
+// read reads w until the run's turn's result (returned), the agent's death
+// while relink follows the turn (died), or w's error.
+func (f *follower) read(w *client.Watcher) (result *event.Envelope, died bool, err error) {
 	for {
 		e, err := w.Next()
 		if err != nil {
-			return
+			return nil, false, err
+		}
+		f.seq = max(f.seq, e.Seq)
+		// Following a turn again after a link broke, no agent_run
+		// answer will say that the agent died: its status does.
+		if f.linkHost != "" && f.turn != 0 && isDead(e) {
+			return nil, true, nil
 		}
 		if e.Kind == event.Permission {
 			// Whichever turn asks, the run waits on the answer.
@@ -429,8 +487,7 @@ func (f *follower) follow(ctx context.Context, open func() *client.Watcher) {
 			f.p.print(e)
 		}
 		if e.Kind == event.Result {
-			f.result <- e
-			return
+			return e, false, nil
 		}
 	}
 }

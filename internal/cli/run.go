@@ -27,6 +27,8 @@ func runCmd() *cli.Command {
 		ArgsUsage: v.ArgsUsage() + " | " + oneShotUsage,
 		Description: "Prints the assistant's final text of the turn. Exits 3 if the turn failed, 4 on timeout " +
 			"(the partial text is printed, and the agent keeps working). TEXT - reads stdin.\n" +
+			"On another host, a link that breaks during the turn is made again (3 tries) and the turn followed to its end; " +
+			"one that cannot be made again exits 5 (the agent may be working on there: `kaimon status HOST/ID`).\n" +
 			"With -C DIR (no ID) it opens an agent in DIR with the open flags, runs one turn, and closes it.\n\n" +
 			"On a terminal the turn renders as it happens: the text as it streams, thoughts dimmed, a line per tool call " +
 			"and its result, a permission request with the `kaimon permit` command that answers it, a spinner while " +
@@ -78,9 +80,14 @@ func runCmd() *cli.Command {
 			var de *detachedError
 			detached := errors.As(err, &de)
 			// A lost daemon took its agent with it: closing that would
-			// only start another daemon.
+			// only start another daemon. A lost link leaves no way to
+			// close it: the error says so.
 			var le *daemonLostError
-			if oneShot && !errors.As(err, &le) {
+			var ll *linkLostError
+			if oneShot && errors.As(err, &ll) {
+				ll.throwaway = true
+			}
+			if oneShot && !errors.As(err, &le) && ll == nil {
 				if detached && !c.Bool("json") {
 					fmt.Fprintf(c.App.ErrWriter, "kaimon: closing agent %s, run -C's throwaway (Ctrl-C again to stop waiting)\n", id)
 				}

@@ -315,6 +315,15 @@ func (p *pretty) note(w io.Writer, s string) {
 	io.WriteString(w, s+"\n")
 }
 
+// interrupted says that what streamed so far was cut off (a run's note
+// of its host's link, between two deltas): each block open is printed
+// whole when it completes, not left in pieces around the note.
+func (p *pretty) interrupted() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.streamed)
+}
+
 // pastEcho moves to a line of its own after the terminal echoed a Ctrl-C
 // ("^C") where the cursor was, so that what follows is not glued to it.
 func (p *pretty) pastEcho() {

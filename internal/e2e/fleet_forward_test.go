@@ -98,9 +98,15 @@ func TestFleetWarmCallForwarded(t *testing.T) {
 		t.Errorf("after calls to h2, the socket dir holds %v: want h1's forwarding and h2's denial", f)
 	}
 
-	// host rm ends the master, and its forwarding's socket with it.
+	// host rm ends the master, and its forwarding's socket with it; but
+	// not while another host reaches the same destination: w1 is h1's,
+	// whose master and forwarding they are too.
 	fe.ok("host", "rm", "w1")
+	if f := forwards(); len(f) != 2 {
+		t.Errorf("after host rm w1, the socket dir holds %v: want h1's forwarding (h1 is w1's destination) and h2's denial", f)
+	}
+	fe.ok("host", "rm", "h1")
 	if f := forwards(); len(f) != 1 || !strings.HasSuffix(f[0], ".refused") {
-		t.Errorf("after host rm w1, the socket dir holds %v: want h2's denial only", f)
+		t.Errorf("after host rm w1 and h1, the socket dir holds %v: want h2's denial only", f)
 	}
 }

@@ -392,6 +392,50 @@ func Cause(err error) error {
 	return err
 }
 
+// LinkError is the connection to a host's daemon failing while a command
+// was at it, once the host had answered: ssh (or the master connection it
+// rides on) went away, or the link did. The daemon there may be well, and
+// its agents at work: what became of a request in flight (a turn agent_run
+// waited on) is to be asked again once the host answers. It is no crash of
+// that daemon, which a new connection would show (its agents dead, reason
+// daemon crashed).
+type LinkError struct {
+	Host string
+	Err  error // what broke it: ssh's own error, or what the connection ended with
+}
+
+func (e *LinkError) Error() string {
+	return fmt.Sprintf("host %s: the connection broke (%s)", e.Host, e.Said())
+}
+
+// Said is what broke the connection, in words that do not name the host
+// again.
+func (e *LinkError) Said() string { return strings.TrimPrefix(e.Err.Error(), "host "+e.Host+": ") }
+
+func (e *LinkError) Unwrap() error { return e.Err }
+
+// linked is err of a call on host as the fleet returns it: with a failed
+// ssh's own error (Cause), and, on another host, a connection that failed
+// (no answer of the daemon's) as a LinkError.
+func linked(host string, err error) error {
+	if err == nil {
+		return nil
+	}
+	cause := Cause(err)
+	if IsLocal(host) {
+		return cause
+	}
+	var se *Error
+	var down *client.DaemonDownError
+	switch {
+	case errors.As(cause, &se):
+		return &LinkError{Host: host, Err: se}
+	case errors.As(cause, &down):
+		return &LinkError{Host: host, Err: down.Err}
+	}
+	return cause
+}
+
 // on routes a call about id: the host's service and the bare id.
 func (f *Fleet) on(ctx context.Context, id string) (verbs.Service, string, string, error) {
 	host, bare, err := f.Route(id)
@@ -416,7 +460,7 @@ func routed[A, R any](f *Fleet, ctx context.Context, a *A, id func(*A) *string, 
 	b := *a
 	*id(&b) = bare
 	r, err := call(s, ctx, &b)
-	return r, host, qualifyErr(Cause(err), bare, Qualify(host, bare))
+	return r, host, qualifyErr(linked(host, err), bare, Qualify(host, bare))
 }
 
 // qualifyErr is a daemon's error about agent bare with the id shown as q
@@ -467,7 +511,7 @@ func (f *Fleet) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResult,
 	b.ID, b.Host = id, ""
 	r, err := s.Open(ctx, &b)
 	if err != nil {
-		return nil, Cause(err)
+		return nil, linked(host, err)
 	}
 	r.AgentID = Qualify(host, r.AgentID)
 	if (placed || f.Default == Any) && IsLocal(host) {
@@ -526,7 +570,7 @@ func (f *Fleet) List(ctx context.Context, a *verbs.ListArgs) (*verbs.ListResult,
 	}
 	r, err := s.List(ctx, a)
 	if err != nil {
-		return nil, Cause(err)
+		return nil, linked(host, err)
 	}
 	for i := range r.Agents {
 		r.Agents[i].AgentID = Qualify(host, r.Agents[i].AgentID)
@@ -584,7 +628,7 @@ func (f *Fleet) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.ForgetR
 	}
 	r, err := cl.Forget(ctx, &b)
 	if err != nil {
-		return nil, Cause(err)
+		return nil, linked(host, err)
 	}
 	for i := range r.Forgotten {
 		r.Forgotten[i] = Qualify(host, r.Forgotten[i])
@@ -602,33 +646,46 @@ func (f *Fleet) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.ForgetR
 // client.EventsFromNow does on this machine: what `run` renders a turn
 // from.
 func (f *Fleet) EventsFromNow(ctx context.Context, id string) (*client.Watcher, error) {
-	cl, bare, err := f.clientOf(ctx, id)
+	cl, host, bare, err := f.clientOf(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	w, err := cl.EventsFromNow(ctx, bare)
-	return w, Cause(err)
+	return w, linked(host, err)
+}
+
+// Events reads the events of agent id on its host after seq since, and
+// with follow goes on live, as client.Events does on this machine: what
+// `run` follows a turn with again after a host's link broke under it.
+func (f *Fleet) Events(ctx context.Context, id string, since uint64, follow bool) (*client.Watcher, error) {
+	cl, host, bare, err := f.clientOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	w, err := cl.Events(ctx, bare, since, follow)
+	return w, linked(host, err)
 }
 
 // EventLog reads the event log of agent id on its host, as
 // client.EventLog does on this machine.
 func (f *Fleet) EventLog(ctx context.Context, id string) (io.ReadCloser, error) {
-	cl, bare, err := f.clientOf(ctx, id)
+	cl, host, bare, err := f.clientOf(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	rc, err := cl.EventLog(ctx, bare)
-	return rc, Cause(err)
+	return rc, linked(host, err)
 }
 
-// clientOf is the client of agent id's host, and its bare id there.
-func (f *Fleet) clientOf(ctx context.Context, id string) (*client.Client, string, error) {
+// clientOf is the client of agent id's host, the host, and its bare id
+// there.
+func (f *Fleet) clientOf(ctx context.Context, id string) (*client.Client, string, string, error) {
 	host, bare, err := f.Route(id)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	cl, err := f.Client(ctx, host)
-	return cl, bare, err
+	return cl, host, bare, err
 }
 
 // Shown is id as output shows it: qualified with its host when that is a

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -41,10 +40,11 @@ const refusedSuffix = ".refused"
 // long). It is named by the destination, as the master's own socket is
 // (%C): shorter than the control path, so it fits as that does.
 func (s *SSH) forwardPath() string {
-	if s.controlPath() == "" {
+	k := s.masterKey()
+	if k == "" {
 		return ""
 	}
-	sum := sha256.Sum256([]byte(s.Target.Destination() + " " + strconv.Itoa(s.Target.Port)))
+	sum := sha256.Sum256([]byte(k))
 	return filepath.Join(s.ControlDir, "fwd-"+hex.EncodeToString(sum[:8])+".sock")
 }
 

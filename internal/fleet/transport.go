@@ -220,9 +220,38 @@ func runMaster(ctx context.Context, argv []string) error {
 	return cmd.Run()
 }
 
-// StopMaster ends the host's master connection, if one runs: what `kaimon
-// host rm` leaves no process behind with, and what a test ends its own
-// with. A master that is not running is no error.
+// masterKey names the master this transport shares, as ssh's %C does
+// (the destination and port; the local host is this one for every
+// transport): two transports with one key share one master, and one
+// forwarding. "" when no master is shared.
+func (s *SSH) masterKey() string {
+	if s.controlPath() == "" {
+		return ""
+	}
+	return s.Target.Destination() + " " + strconv.Itoa(s.Target.Port)
+}
+
+// StopMasterOf ends the master of host name (h), which `kaimon host rm`
+// has just removed, unless one of the hosts left (rest) shares it: ssh
+// keeps one master per destination, not per name, so two names of one
+// destination (another remote_bin, say) share one master, and the name
+// left keeps using it.
+func StopMasterOf(ctx context.Context, name string, h Host, rest map[string]Host, controlDir string) {
+	tr, err := ForHost(name, h, controlDir)
+	if err != nil {
+		return
+	}
+	for other, oh := range rest {
+		if o, err := ForHost(other, oh, controlDir); other != name && err == nil && o.masterKey() != "" && o.masterKey() == tr.masterKey() {
+			return
+		}
+	}
+	tr.StopMaster(ctx)
+}
+
+// StopMaster ends the host's master connection, if one runs: what a test
+// ends its own with (`kaimon host rm` asks StopMasterOf). A master that is
+// not running is no error.
 func (s *SSH) StopMaster(ctx context.Context) {
 	argv := s.MasterExitArgv()
 	if argv == nil {

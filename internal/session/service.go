@@ -481,24 +481,15 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 		// save follow in the agent's queue and the background, not on
 		// the caller's way (issue 12).
 		switch {
-		case done && stop == event.StopCancelled && msg == "":
-			// An interrupt asked for: the turn did not go wrong.
-			return nil, &verbs.Error{Code: verbs.CodeTurnFailed, Message: fmt.Sprintf("agent %s turn %d was cancelled (interrupted)", ag.id, n), Text: text}
-		case done && event.Failed(stop):
-			if msg == "" {
-				msg = "stop reason " + stop
-			}
-			return nil, &verbs.Error{Code: verbs.CodeTurnFailed, Message: fmt.Sprintf("agent %s turn %d failed: %s", ag.id, n, msg), Text: text}
 		case done:
-			return &verbs.RunResult{Text: text}, nil
+			return verbs.RunEnded(ag.id, n, stop, msg, text)
 		case status == apitype.Dead:
-			return nil, &verbs.Error{Code: verbs.CodeTurnFailed, Message: fmt.Sprintf("agent %s died during turn %d", ag.id, n), Text: text}
+			return nil, verbs.RunDied(ag.id, n, text)
 		}
 		select {
 		case <-ch:
 		case <-timer.C:
-			return nil, &verbs.Error{Code: verbs.CodeTimeout, Text: ag.replySoFar(n),
-				Message: fmt.Sprintf("agent %s turn %d did not end within %gs; it is still running (kaimon output %s, or kaimon interrupt %s)", ag.id, n, timeout, ag.id, ag.id)}
+			return nil, verbs.RunTimedOut(ag.id, n, timeout, ag.replySoFar(n))
 		case <-ctx.Done():
 			return nil, &verbs.Error{Code: verbs.CodeTimeout, Text: ag.replySoFar(n), Message: fmt.Sprintf("agent_run: the caller went away: %v", ctx.Err())}
 		}

@@ -1187,3 +1187,35 @@ func DiskFault(what string, err error, output string) *Error {
 	}
 	return nil
 }
+
+// RunEnded is agent_run's answer for turn n of agent id once it ended with
+// stop reason stop (and the error msg its result carries), text being its
+// last message: the one place that says what a turn's end makes of a run,
+// for the daemon's agent_run and for a CLI that lost agent_run's answer
+// with a host's link and read the turn's end from the agent's events.
+func RunEnded(id string, n int, stop, msg, text string) (*RunResult, error) {
+	switch {
+	case stop == event.StopCancelled && msg == "":
+		// An interrupt asked for: the turn did not go wrong.
+		return nil, &Error{Code: CodeTurnFailed, Message: fmt.Sprintf("agent %s turn %d was cancelled (interrupted)", id, n), Text: text}
+	case event.Failed(stop):
+		if msg == "" {
+			msg = "stop reason " + stop
+		}
+		return nil, &Error{Code: CodeTurnFailed, Message: fmt.Sprintf("agent %s turn %d failed: %s", id, n, msg), Text: text}
+	}
+	return &RunResult{Text: text}, nil
+}
+
+// RunDied is agent_run's answer for turn n of agent id, which died before
+// the turn ended; text is what it had said.
+func RunDied(id string, n int, text string) error {
+	return &Error{Code: CodeTurnFailed, Message: fmt.Sprintf("agent %s died during turn %d", id, n), Text: text}
+}
+
+// RunTimedOut is agent_run's answer for turn n of agent id, still running
+// after timeout seconds; text is its reply so far.
+func RunTimedOut(id string, n int, timeout float64, text string) error {
+	return &Error{Code: CodeTimeout, Text: text,
+		Message: fmt.Sprintf("agent %s turn %d did not end within %gs; it is still running (kaimon output %s, or kaimon interrupt %s)", id, n, timeout, id, id)}
+}
