@@ -57,6 +57,13 @@ func write(t *testing.T, path, text string) {
 	}
 }
 
+// diff is Diff gathered into a string, with no file left out.
+func diff(ctx context.Context, wt, base string, stat bool) (string, error) {
+	var b strings.Builder
+	err := Diff(ctx, wt, base, stat, 0, &b)
+	return b.String(), err
+}
+
 func TestFindRefusesWhatIsNoCheckout(t *testing.T) {
 	ctx := context.Background()
 	repo := newRepo(t)
@@ -110,7 +117,7 @@ func TestAddDiffDirtyRemove(t *testing.T) {
 	if d, err := Dirty(ctx, wt); err != nil || d {
 		t.Fatalf("fresh worktree: Dirty = %v, %v; want clean", d, err)
 	}
-	if out, err := Diff(ctx, wt, base, false); err != nil || out != "" {
+	if out, err := diff(ctx, wt, base, false); err != nil || out != "" {
 		t.Fatalf("fresh worktree: Diff = %q, %v; want empty", out, err)
 	}
 
@@ -125,7 +132,7 @@ func TestAddDiffDirtyRemove(t *testing.T) {
 	if d, err := Dirty(ctx, wt); err != nil || !d {
 		t.Fatalf("changed worktree: Dirty = %v, %v; want dirty", d, err)
 	}
-	out, err := Diff(ctx, wt, base, false)
+	out, err := diff(ctx, wt, base, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +144,7 @@ func TestAddDiffDirtyRemove(t *testing.T) {
 	if strings.Contains(out, "a.txt") {
 		t.Errorf("Diff shows the unchanged sub/a.txt:\n%s", out)
 	}
-	stat, err := Diff(ctx, wt, base, true)
+	stat, err := diff(ctx, wt, base, true)
 	if err != nil || !strings.Contains(stat, "3 files changed") {
 		t.Fatalf("Diff --stat = %q, %v; want 3 files changed", stat, err)
 	}
