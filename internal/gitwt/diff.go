@@ -271,10 +271,11 @@ func gitTo(ctx context.Context, dir string, env []string, in io.Reader, out io.W
 	// A read that waits on git past the timeout (or ctx) ends then.
 	unblock := context.AfterFunc(ctx, func() { _ = pr.SetReadDeadline(time.Now()) })
 	defer unblock()
-	var werr error
+	var werr, rerr error
 	buf := make([]byte, 32<<10)
 	for {
-		n, rerr := pr.Read(buf)
+		var n int
+		n, rerr = pr.Read(buf)
 		if n > 0 {
 			if _, werr = out.Write(buf[:n]); werr != nil {
 				break
@@ -285,7 +286,7 @@ func gitTo(ctx context.Context, dir string, env []string, in io.Reader, out io.W
 		}
 	}
 	pr.Close() // a git still writing gets EPIPE
-	if werr == nil {
+	if werr == nil && rerr == io.EOF {
 		select {
 		case <-child.Done():
 		case <-ctx.Done():
@@ -295,10 +296,15 @@ func gitTo(ctx context.Context, dir string, env []string, in io.Reader, out io.W
 	switch {
 	case werr != nil:
 		return werr
-	case ctx.Err() != nil && !cleanExit(child):
-		why := fmt.Errorf("git was stopped: %w", ctx.Err())
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			why = fmt.Errorf("git did not end within %s: %w", Timeout, ctx.Err())
+	case rerr != io.EOF || ctx.Err() != nil && child.Err() != nil:
+		// Not all of git's output was read (or git, having written it
+		// all, was stopped before it exited): what out has is not whole.
+		why := fmt.Errorf("reading git's output: %w", rerr)
+		if ctx.Err() != nil {
+			why = fmt.Errorf("git was stopped: %w", ctx.Err())
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				why = fmt.Errorf("git did not end within %s: %w", Timeout, ctx.Err())
+			}
 		}
 		return &Error{Args: args, Stderr: errb.String(), Err: why}
 	}
@@ -306,12 +312,6 @@ func gitTo(ctx context.Context, dir string, env []string, in io.Reader, out io.W
 		return &Error{Args: args, Stderr: errb.String(), Err: err}
 	}
 	return nil
-}
-
-// cleanExit says whether the stopped child had exited by itself with
-// status 0 before it was stopped.
-func cleanExit(c *proc.Child) bool {
-	return c.Err() == nil && c.Cmd.ProcessState != nil && c.Cmd.ProcessState.Success()
 }
 
 // maxStderr bounds what gitTo keeps of git's stderr: its message, not a

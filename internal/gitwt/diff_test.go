@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // newWorktree is a worktree of a new repository on branch kaimon/w, and
@@ -186,4 +187,53 @@ func gitsIn(t *testing.T, dir string) string {
 		out = append(out, fmt.Sprintf("%s: %q", e.Name(), cmdline))
 	}
 	return strings.Join(out, "; ")
+}
+
+// cancelOnWrite cancels a context at its first write, and takes all;
+// with settle, it first waits there for git to have exited and for the
+// cancel to reach the diff's read.
+type cancelOnWrite struct {
+	t      *testing.T
+	cancel func()
+	dir    string
+	settle bool
+	n      int
+}
+
+func (c *cancelOnWrite) Write(p []byte) (int, error) {
+	if c.n == 0 {
+		c.cancel()
+		for c.settle && gitsIn(c.t, c.dir) != "" {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if c.settle {
+			time.Sleep(100 * time.Millisecond) // the read deadline, set by the cancel
+		}
+	}
+	c.n += len(p)
+	return len(p), nil
+}
+
+// A diff whose context ends partway (its client went away, or the
+// timeout) is an error, never a short diff that looks whole: not while
+// git still writes (32 MiB), nor once it has written everything into the
+// pipe and exited (48 KiB: 32 KiB read, the rest still in the pipe).
+func TestDiffStoppedPartwayIsAnError(t *testing.T) {
+	_, wt, base := newWorktree(t)
+	for _, c := range []struct {
+		lines  int
+		settle bool
+	}{{1 << 20, false}, {1500, true}} {
+		write(t, filepath.Join(wt, "long.txt"), strings.Repeat("a line of an agent's long file\n", c.lines))
+		ctx, cancel := context.WithCancel(context.Background())
+		w := &cancelOnWrite{t: t, cancel: cancel, dir: wt, settle: c.settle}
+		err := Diff(ctx, wt, base, false, 0, w)
+		cancel()
+		if !errors.Is(err, context.Canceled) || w.n >= c.lines*32 {
+			t.Errorf("%d lines: Diff whose context ended at its first write = %v, after %d bytes; want the context's error", c.lines, err, w.n)
+		}
+		if left := gitsIn(t, wt); left != "" {
+			t.Fatalf("git still runs after Diff returned: %s", left)
+		}
+	}
 }
