@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every benchmark of issues 12, 18, 19 and 21, run once, printed as ONE table: each figure
+# Every benchmark of issues 12, 18, 19, 21 and 27, run once, printed as ONE table: each figure
 # (the median of COUNT runs) beside its floor or bare run measured in the
 # same run, their ratio, the issue's target and whether it is met.
 # BENCHMARKS.md says what each figure means.
@@ -58,6 +58,7 @@ bench ./internal/e2e/ 'BusStalledSubscriber' 2x 1
 bench ./internal/e2e/ 'Tail$' 1x "$count"
 bench ./internal/e2e/ 'Memory' 1x 1
 bench ./internal/e2e/ 'LongLine' 1x "$count"
+bench ./internal/e2e/ 'DiffLargeFile' 1x 1
 bench ./internal/e2e/ 'FleetWarmCall' "$cli" "$count"
 bench ./internal/e2e/ 'TailAllHosts' 1x "$count"
 grep '^Benchmark' "$raw" >&2

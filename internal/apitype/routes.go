@@ -14,13 +14,29 @@ type Route struct {
 	Doc          string
 	Query        []Param
 	// Result is the type of a JSON answer; NDJSON says the answer is a
-	// stream of event envelopes (event.Envelope), one a line, instead.
+	// stream of event envelopes (event.Envelope), one a line, instead;
+	// Body is the content type of an answer that is neither, its bytes
+	// as they are.
 	Result reflect.Type
 	NDJSON bool
+	Body   string
 	// Headers are response headers a client reads, by name, with what
-	// they say.
-	Headers map[string]string
+	// they say; Trailers are those that come after the body.
+	Headers, Trailers map[string]string
 }
+
+// The trailers of GET /v1/agents/{id}/diff. A diff streams, so how it
+// ended is known only after it: they come after its body.
+const (
+	// DiffTrailer is agent_diff's result without the diff, as JSON,
+	// once the diff is whole.
+	DiffTrailer = "Kaimon-Diff"
+	// DiffErrorTrailer is the error that ended the diff partway, as the
+	// API's JSON error object.
+	DiffErrorTrailer = "Kaimon-Error"
+	// DiffContentType is the content type of its body.
+	DiffContentType = "text/x-diff"
+)
 
 // Param is a query parameter of a route; every one is a string on the
 // wire, parsed as Doc says.
@@ -56,6 +72,16 @@ var Routes = []Route{
 		Headers: map[string]string{StreamSinceHeader: "Where the stream starts each agent it knows of, in the since form: " +
 			"a client that resumes sends those positions for the agents it has seen nothing of yet."},
 		NDJSON: true},
+	{Method: "GET", Path: "/v1/agents/{id}/diff", Summary: "An agent's diff, whole, as it is made",
+		Doc: "What agent_diff describes, of any size: the bytes git writes, not JSON, streamed (what kaimon diff prints; agent_diff cuts its answer). " +
+			"An error before the diff begins is agent_diff's JSON error with its status; how the diff ended comes in trailers, after the body: " +
+			DiffTrailer + " once it is whole, " + DiffErrorTrailer + " when it failed partway. A client that reads no trailers (curl) cannot tell the two apart.",
+		Query: []Param{{"stat", "1: a summary per file (git diff --stat) instead of the patch; 0 or absent: the patch."}},
+		Body:  DiffContentType,
+		Trailers: map[string]string{
+			DiffTrailer:      "agent_diff's result without the diff (agent_id, worktree, branch, base_commit), as JSON: the diff is whole.",
+			DiffErrorTrailer: "The error that ended the diff partway, as the API's JSON error object: what came before it is not the whole diff.",
+		}},
 	{Method: "POST", Path: "/v1/daemon/stop", Summary: "Stop the daemon",
 		Doc:    "The daemon answers, then stops, as kaimon daemon stop asks it to.",
 		Result: reflect.TypeFor[StopResult]()},

@@ -253,6 +253,9 @@ func TestVerbCommandsRun(t *testing.T) {
 		{"agent_diff", &verbs.DiffResult{AgentID: "a1", Branch: "kaimon/a1", BaseCommit: "0123456789abcdef"}, nil,
 			[]string{"diff", "a1"}, 0, "", "(no changes on kaimon/a1 since 0123456789ab)\n"},
 		{"agent_diff", nil, verbs.WrongState("agent_diff: agent a1 has no worktree"), []string{"diff", "a1"}, 1, "", "kaimon: agent_diff: agent a1 has no worktree\n"},
+		{"agent_diff", &verbs.DiffResult{AgentID: "a1", Branch: "kaimon/a1", BaseCommit: "0123", Diff: "+x\n" + verbs.DiffCutNote("a1"), Truncated: true}, nil,
+			[]string{"diff", "--json", "a1"}, 0, `{"agent_id":"a1","worktree":"","branch":"kaimon/a1","base_commit":"0123","diff":"+x\n[kaimon: the diff is cut here, at 256 KiB: ` +
+				"`kaimon diff a1`" + ` prints the whole]\n","truncated":true}` + "\n", ""},
 
 		{"agent_interrupt", &verbs.InterruptResult{Interrupted: true}, nil, []string{"interrupt", "a1"}, 0, "interrupted\n", ""},
 		{"agent_interrupt", &verbs.InterruptResult{}, nil, []string{"interrupt", "a1"}, 0, "nothing to interrupt\n", ""},

@@ -478,3 +478,60 @@ func (c *Client) Diff(ctx context.Context, a *verbs.DiffArgs) (*verbs.DiffResult
 }
 
 var _ verbs.Service = (*Client)(nil)
+
+// WriteDiff implements verbs.DiffWriter over GET /v1/agents/{id}/diff:
+// the agent's whole diff, copied to w as the daemon sends it, where
+// agent_diff's answer (Diff) is cut at verbs.DiffMax. A diff that did not
+// end whole is an error, also after bytes of it were written.
+func (c *Client) WriteDiff(ctx context.Context, a *verbs.DiffArgs, w io.Writer) (*verbs.DiffResult, error) {
+	path := "/v1/agents/" + url.PathEscape(a.AgentID) + "/diff"
+	if a.Stat {
+		path += "?stat=1"
+	}
+	resp, err := c.roundTrip(ctx, "GET", path, nil, !c.NoAutostart)
+	if err != nil {
+		return nil, c.explain(ctx, err)
+	}
+	defer resp.Body.Close()
+	dst := &writeErr{w: w}
+	n, err := io.Copy(dst, resp.Body)
+	switch {
+	case dst.err != nil:
+		return nil, dst.err
+	case err != nil:
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("the diff of agent %s from %s broke off after %d bytes: %w", a.AgentID, c.where(), n, err)
+	}
+	if t := resp.Trailer.Get(apitype.DiffErrorTrailer); t != "" {
+		var e verbs.Error
+		if json.Unmarshal([]byte(t), &e) != nil || e.Message == "" {
+			e = verbs.Error{Code: verbs.CodeInternal, Message: t}
+		}
+		e.Message = fmt.Sprintf("%s (after %d bytes of the diff)", e.Message, n)
+		return nil, &e
+	}
+	var res verbs.DiffResult
+	if err := json.Unmarshal([]byte(resp.Trailer.Get(apitype.DiffTrailer)), &res); err != nil {
+		return nil, fmt.Errorf("the diff of agent %s from %s ended after %d bytes without its %s trailer: it may not be whole", a.AgentID, c.where(), n, apitype.DiffTrailer)
+	}
+	return &res, nil
+}
+
+var _ verbs.DiffWriter = (*Client)(nil)
+
+// writeErr is a writer that keeps its first error: io.Copy's error does
+// not say which side failed.
+type writeErr struct {
+	w   io.Writer
+	err error
+}
+
+func (e *writeErr) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
+}

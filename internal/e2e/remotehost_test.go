@@ -123,6 +123,20 @@ func TestRemoteHostThroughDialStdio(t *testing.T) {
 	if st.Status != "dead" {
 		t.Errorf("after close through h1 the remote agent is %s", st.Status)
 	}
+
+	// kaimon diff of an agent on h1 streams through ssh and dial-stdio,
+	// whole, with an untracked file over the limit named with its size
+	// (issue 27, item 5).
+	remote.gitRepo(t)
+	wq := local.ok("--host", "h1", "open", remote.work, "--worktree", "--model", "replay:"+exampleLog())
+	local.okJSON(&st, "status", wq)
+	writeText(t, filepath.Join(st.Worktree, "medium.txt"), 1<<20)
+	writeText(t, filepath.Join(st.Worktree, "big.log"), verbs.DiffFileMax+1)
+	patch := local.ok("diff", wq)
+	if n := strings.Count(patch, "\n+a line of a log"); n < (1<<20)/64 || !strings.Contains(patch,
+		fmt.Sprintf("kaimon: big.log is %d bytes, untracked: over the %d MiB", verbs.DiffFileMax+1, verbs.DiffFileMax>>20)) || len(patch) > 2<<20 {
+		t.Errorf("kaimon diff %s through h1: %d bytes, %d lines of medium.txt, ending %q", wq, len(patch), n, patch[max(0, len(patch)-400):])
+	}
 }
 
 // kubectlToInstallation stands in for kubectl as sshToInstallation does

@@ -589,9 +589,27 @@ func (f *Fleet) Close(ctx context.Context, a *verbs.CloseArgs) (*verbs.CloseResu
 }
 
 // Diff asks the agent's host for what it changed; the id comes back
-// qualified as it was given.
+// qualified as it was given, and so does the one that the line ending a
+// cut diff names (verbs.DiffCutNote), so that its command reaches the
+// agent's host.
 func (f *Fleet) Diff(ctx context.Context, a *verbs.DiffArgs) (*verbs.DiffResult, error) {
-	r, _, err := routed(f, ctx, a, func(a *verbs.DiffArgs) *string { return &a.AgentID }, verbs.Service.Diff)
+	r, host, err := routed(f, ctx, a, func(a *verbs.DiffArgs) *string { return &a.AgentID }, verbs.Service.Diff)
+	if err == nil {
+		if kept, ok := strings.CutSuffix(r.Diff, verbs.DiffCutNote(r.AgentID)); ok && r.Truncated {
+			r.Diff = kept + verbs.DiffCutNote(Qualify(host, r.AgentID))
+		}
+		r.AgentID = a.AgentID
+	}
+	return r, err
+}
+
+// WriteDiff streams the agent's whole diff from its host to w
+// (verbs.DiffWriter): what `kaimon diff` prints.
+func (f *Fleet) WriteDiff(ctx context.Context, a *verbs.DiffArgs, w io.Writer) (*verbs.DiffResult, error) {
+	r, _, err := routed(f, ctx, a, func(a *verbs.DiffArgs) *string { return &a.AgentID },
+		func(s verbs.Service, ctx context.Context, a *verbs.DiffArgs) (*verbs.DiffResult, error) {
+			return s.(verbs.DiffWriter).WriteDiff(ctx, a, w) // a host's client
+		})
 	if err == nil {
 		r.AgentID = a.AgentID
 	}
@@ -719,4 +737,7 @@ func (f *Fleet) CloseIdle() {
 	}
 }
 
-var _ verbs.Service = (*Fleet)(nil)
+var (
+	_ verbs.Service    = (*Fleet)(nil)
+	_ verbs.DiffWriter = (*Fleet)(nil)
+)

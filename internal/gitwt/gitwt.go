@@ -219,6 +219,17 @@ func gitEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
+// command is git with args in dir, guarded as above (the guard's command
+// line; the caller adds repoFilters to env), in the environment gitEnv
+// makes of env: every run of git here is made by it, Git's and gitTo's
+// alike.
+func command(dir string, env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command("git", append(slices.Clip(guard), args...)...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv(env...)
+	return cmd
+}
+
 // Git runs git with args in dir, guarded as above, and returns its
 // stdout. A run that fails is an *Error with git's stderr; one past
 // Timeout (or ctx) is stopped, its whole group.
@@ -235,9 +246,7 @@ func Git(ctx context.Context, dir string, env []string, args ...string) (string,
 func run(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	cmd := exec.Command("git", append(slices.Clip(guard), args...)...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv(env...)
+	cmd := command(dir, env, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	// A hook that leaves a child holding the pipes must not hold the call.
@@ -448,38 +457,4 @@ func Dirty(ctx context.Context, worktree string) (bool, error) {
 		return false, err
 	}
 	return strings.TrimSpace(out) != "", nil
-}
-
-// Diff is what the worktree holds against commit base: its commits, its
-// uncommitted changes and its untracked files (ignored ones aside), in
-// git diff format, or with stat as git diff --stat. Untracked files are
-// marked intent-to-add in a temporary index, a copy of the worktree's own,
-// and the worktree is diffed against base through it: the real index is
-// never touched, and nothing is written to the object store (a diff is a
-// read; staging would store every untracked file at each one).
-func Diff(ctx context.Context, worktree, base string, stat bool) (string, error) {
-	idx, err := Git(ctx, worktree, nil, "rev-parse", "--path-format=absolute", "--git-path", "index")
-	if err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp("", "kaimon-diff-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	tmpIdx := filepath.Join(tmp, "index")
-	if b, err := os.ReadFile(strings.TrimSpace(idx)); err == nil {
-		if err := os.WriteFile(tmpIdx, b, 0o600); err != nil {
-			return "", err
-		}
-	}
-	env := []string{"GIT_INDEX_FILE=" + tmpIdx}
-	if _, err := Git(ctx, worktree, env, "add", "--intent-to-add", "--all", "--", "."); err != nil {
-		return "", err
-	}
-	args := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "--binary"}
-	if stat {
-		args = []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "--stat"}
-	}
-	return Git(ctx, worktree, env, append(args, base, "--")...)
 }

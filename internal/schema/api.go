@@ -90,15 +90,21 @@ func OpenAPI() json.RawMessage {
 		case rt.NDJSON:
 			ok["description"] = rt.Summary + ": NDJSON, one event envelope a line"
 			ok["content"] = map[string]any{"application/x-ndjson": map[string]any{"schema": ref("envelope")}}
+		case rt.Body != "":
+			ok["content"] = map[string]any{rt.Body: map[string]any{"schema": map[string]any{"type": "string"}}}
 		case rt.Result != nil:
 			name := snake(rt.Result.Name())
 			schemas[name] = forType(rt.Result)
 			ok["content"] = jsonContent(ref(name))
 		}
-		if len(rt.Headers) > 0 {
+		if len(rt.Headers)+len(rt.Trailers) > 0 {
 			h := map[string]any{}
 			for name, doc := range rt.Headers {
 				h[name] = map[string]any{"description": doc, "schema": map[string]any{"type": "string"}}
+			}
+			// OpenAPI has no trailers: they are headers that say so.
+			for name, doc := range rt.Trailers {
+				h[name] = map[string]any{"description": "A trailer, after the body: " + doc, "schema": map[string]any{"type": "string"}}
 			}
 			ok["headers"] = h
 		}

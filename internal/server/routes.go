@@ -13,6 +13,7 @@ var routeHandlers = map[string]func(*Server, http.ResponseWriter, *http.Request)
 	"GET /v1/daemon":             (*Server).serveDaemon,
 	"GET /v1/agents/{id}/events": (*Server).serveEvents,
 	"GET /v1/events":             (*Server).serveStream,
+	"GET /v1/agents/{id}/diff":   (*Server).serveDiff,
 	"POST /v1/daemon/stop":       (*Server).serveStop,
 }
 

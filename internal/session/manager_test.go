@@ -98,7 +98,7 @@ type rig struct {
 func newRig(t testing.TB, deadKept int) *rig {
 	t.Helper()
 	dir := t.TempDir()
-	r := &rig{paths: config.Paths{CacheDir: dir + "/cache", SockDir: dir + "/sock", ConfigFile: dir + "/c.json"}}
+	r := &rig{paths: config.Paths{CacheDir: dir + "/cache", SockDir: dir + "/sock", ConfigFile: dir + "/c.json", WorktreeDir: dir + "/worktrees"}}
 	cfg := config.Defaults()
 	cfg.DeadKept = deadKept
 	m, err := New(r.paths, cfg, nil, func(o backend.Options, sink backend.Sink) (backend.Backend, error) {

@@ -1,10 +1,12 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
@@ -268,24 +270,96 @@ func addWorktreeStatuses(ctx context.Context, infos []*gitwt.Info, entries []ver
 }
 
 // Diff implements agent_diff: what the agent changed in its worktree
-// against the commit it started from.
+// against the commit it started from, its first verbs.DiffMax bytes. git
+// is stopped once that much has come: a diff of any size costs the
+// daemon that much memory and no more.
 func (m *Manager) Diff(ctx context.Context, a *verbs.DiffArgs) (*verbs.DiffResult, error) {
-	ag, err := m.get(a.AgentID)
+	info, err := m.diffable(a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	cut := &cutWriter{max: verbs.DiffMax}
+	if err := gitwt.Diff(ctx, info.Worktree, info.BaseCommit, a.Stat, verbs.DiffFileMax, cut); err != nil && !errors.Is(err, errCut) {
+		return nil, diffError(a.AgentID, err)
+	}
+	r := diffResult(a.AgentID, info)
+	r.Diff, r.Truncated = cut.text(a.AgentID)
+	return r, nil
+}
+
+// WriteDiff implements verbs.DiffWriter: the agent's whole diff, written
+// to w as git makes it.
+func (m *Manager) WriteDiff(ctx context.Context, a *verbs.DiffArgs, w io.Writer) (*verbs.DiffResult, error) {
+	info, err := m.diffable(a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	if err := gitwt.Diff(ctx, info.Worktree, info.BaseCommit, a.Stat, verbs.DiffFileMax, w); err != nil {
+		return nil, diffError(a.AgentID, err)
+	}
+	return diffResult(a.AgentID, info), nil
+}
+
+var _ verbs.DiffWriter = (*Manager)(nil)
+
+// diffable is the worktree of agent id for agent_diff, or why it has none.
+func (m *Manager) diffable(id string) (*gitwt.Info, error) {
+	ag, err := m.get(id)
 	if err != nil {
 		return nil, err
 	}
 	info := ag.worktree()
 	if info == nil {
-		return nil, verbs.WrongState("agent_diff: agent %s has no worktree: only an agent opened with --worktree (agent_open worktree) has changes kaimon can tell apart from others'", a.AgentID)
+		return nil, verbs.WrongState("agent_diff: agent %s has no worktree: only an agent opened with --worktree (agent_open worktree) has changes kaimon can tell apart from others'", id)
 	}
 	if _, err := os.Stat(info.Worktree); err != nil {
-		return nil, verbs.WrongState("agent_diff: agent %s's worktree %s is gone", a.AgentID, info.Worktree)
+		return nil, verbs.WrongState("agent_diff: agent %s's worktree %s is gone", id, info.Worktree)
 	}
-	out, err := gitwt.Diff(ctx, info.Worktree, info.BaseCommit, a.Stat)
-	if err != nil {
-		return nil, verbs.Errorf(verbs.CodeInternal, "agent_diff: agent %s: %v", a.AgentID, err)
+	return info, nil
+}
+
+func diffResult(id string, info *gitwt.Info) *verbs.DiffResult {
+	return &verbs.DiffResult{AgentID: id, Worktree: info.Worktree, Branch: info.Branch, BaseCommit: info.BaseCommit}
+}
+
+func diffError(id string, err error) error {
+	return verbs.Errorf(verbs.CodeInternal, "agent_diff: agent %s: %v", id, err)
+}
+
+// errCut is cutWriter's refusal of what is past its bound.
+var errCut = errors.New("the diff is cut here")
+
+// cutWriter keeps the first max bytes written to it, then refuses the
+// rest: the refusal stops the git that writes.
+type cutWriter struct {
+	max int
+	b   []byte
+	cut bool
+}
+
+func (c *cutWriter) Write(p []byte) (int, error) {
+	if room := c.max - len(c.b); len(p) > room {
+		c.b, c.cut = append(c.b, p[:room]...), true
+		return room, errCut
 	}
-	return &verbs.DiffResult{AgentID: a.AgentID, Worktree: info.Worktree, Branch: info.Branch, BaseCommit: info.BaseCommit, Diff: out}, nil
+	c.b = append(c.b, p...)
+	return len(p), nil
+}
+
+// text is what was kept, and whether it was cut: then at its last whole
+// line (a diff's unit), and ended with the note that says how to have
+// agent id's whole diff.
+func (c *cutWriter) text(id string) (string, bool) {
+	if !c.cut {
+		return string(c.b), false
+	}
+	kept := c.b
+	if i := bytes.LastIndexByte(kept, '\n'); i >= 0 {
+		kept = kept[:i+1]
+	} else {
+		kept = append(kept, '\n') // one line longer than the bound: its start
+	}
+	return string(kept) + verbs.DiffCutNote(id), true
 }
 
 // forgetWorktree removes a dead agent's worktree for agent_forget: a clean

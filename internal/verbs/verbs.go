@@ -692,8 +692,46 @@ type DiffResult struct {
 	Branch     string `json:"branch"`
 	BaseCommit string `json:"base_commit"`
 	// Diff is in git diff format, or git diff --stat's with stat; "" when
-	// the agent changed nothing.
+	// the agent changed nothing. agent_diff cuts it at DiffMax, at the end
+	// of a line, and ends it with DiffCutNote.
 	Diff string `json:"diff"`
+	// Truncated says that Diff was cut: the whole is the stream
+	// (DiffWriter, `kaimon diff ID`).
+	Truncated bool `json:"truncated"`
+}
+
+// DiffWriter is a Service that writes an agent's diff as it is made, of
+// any size: the daemon's session manager, and its clients over GET
+// /v1/agents/{id}/diff. `kaimon diff` prints it so; agent_diff, whose
+// answer is one JSON value (and an MCP tool's one message), returns the
+// first DiffMax of it.
+type DiffWriter interface {
+	// WriteDiff writes the diff agent_diff describes to w and returns the
+	// result without it (Diff ""). An error before the first write is
+	// the verb's (no such agent, no worktree); one after it, the diff's
+	// end.
+	WriteDiff(ctx context.Context, a *DiffArgs, w io.Writer) (*DiffResult, error)
+}
+
+// The bounds of a diff.
+const (
+	// DiffFileMax is the size over which an untracked file is named in a
+	// diff with its size instead of its content, as git names a binary
+	// file: 8 MiB is far over any source file an agent writes, so what is
+	// larger is a build's output, a dataset, a dump or a model's weights,
+	// which nobody reviews as a patch, which git would read whole to
+	// diff, and which would swell every diff of the worktree by its size.
+	DiffFileMax = 8 << 20
+	// DiffMax bounds the diff agent_diff returns: the answer is one JSON
+	// value, and through MCP one message into a model's context. 256 KiB
+	// is some 64k tokens, a review's worth; the rest is a stream away.
+	DiffMax = 256 << 10
+)
+
+// DiffCutNote is the line that ends a diff agent_diff cut at DiffMax:
+// what was cut, and the command that prints the whole of agent id's.
+func DiffCutNote(id string) string {
+	return fmt.Sprintf("[kaimon: the diff is cut here, at %d KiB: `kaimon diff %s` prints the whole]\n", DiffMax>>10, id)
 }
 
 // PermitResult says whether the tool call may now run: true for an allow
@@ -979,8 +1017,10 @@ var All = []*Verb{
 		Name: "agent_diff", CLI: "diff", ReadOnly: true, Positional: []string{"agent_id"},
 		Summary: "Show what an agent changed in its worktree",
 		Doc: "For an agent opened with worktree: what it changed against the commit its branch started from, in git diff format: " +
-			"its commits, its uncommitted changes and the files it created (untracked files included; ignored ones not). The worktree and its index are left as they are.",
-		Returns: `{"agent_id", "worktree", "branch", "base_commit", "diff"}`,
+			"its commits, its uncommitted changes and the files it created (untracked files included; ignored ones not). The worktree and its index are left as they are. " +
+			fmt.Sprintf("An untracked file of more than %d MiB is named with its size instead of its content, as git names a binary file. ", DiffFileMax>>20) +
+			fmt.Sprintf("The diff returned is cut at %d KiB, at the end of a line, with truncated true and a last line saying so; `kaimon diff ID` prints the whole, as it is made.", DiffMax>>10),
+		Returns: `{"agent_id", "worktree", "branch", "base_commit", "diff", "truncated"}`,
 		Example: "kaimon diff $id --stat\nkaimon diff $id > agent.patch",
 		Args: []Arg{anyAgentID,
 			{Name: "stat", Type: TBoolean, Default: false, Doc: "A summary per file (git diff --stat) instead of the patch."}},

@@ -61,7 +61,7 @@ func TestResultFieldsAreTheSpecs(t *testing.T) {
 		{ForgetResult{}, "forgotten kept branches_kept"},
 		{ForgetKept{}, "agent_id worktree reason"},
 		{KeptBranch{}, "agent_id repository branch"},
-		{DiffResult{}, "agent_id worktree branch base_commit diff"},
+		{DiffResult{}, "agent_id worktree branch base_commit diff truncated"},
 		{OpenResult{}, "agent_id warnings"},
 		{SendResult{}, "turn"},
 		{RunResult{}, "text"},

@@ -3,6 +3,7 @@ package servertest
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -116,4 +117,22 @@ func (f *Fake) Diff(ctx context.Context, a *verbs.DiffArgs) (*verbs.DiffResult, 
 	return answer[verbs.DiffResult](ctx, f, "agent_diff", a)
 }
 
-var _ verbs.Service = (*Fake)(nil)
+// WriteDiff is agent_diff's answer streamed (verbs.DiffWriter): its Diff
+// written to w, the rest returned. It is a call of agent_diff.
+func (f *Fake) WriteDiff(ctx context.Context, a *verbs.DiffArgs, w io.Writer) (*verbs.DiffResult, error) {
+	r, err := answer[verbs.DiffResult](ctx, f, "agent_diff", a)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.WriteString(w, r.Diff); err != nil {
+		return nil, err
+	}
+	rest := *r
+	rest.Diff, rest.Truncated = "", false
+	return &rest, nil
+}
+
+var (
+	_ verbs.Service    = (*Fake)(nil)
+	_ verbs.DiffWriter = (*Fake)(nil)
+)

@@ -324,6 +324,21 @@ func table(r results, skips []skip) []row {
 		line, _ := r.get("LongLine", "MB-line")
 		add(fmt.Sprintf("daemon peak RSS, an agent line of %.0f MB (worst of %d)", line, len(v)), f1(worst)+" MB", "agent opened "+f1(opened)+" MB", "", "≤ 100 MB every run", verdict(worst <= 100))
 	}
+	// kaimon diff of a worktree holding a gigabyte of untracked text
+	// (issue 27): the daemon's peak over its idle.
+	for _, c := range []struct{ name, how string }{
+		{"DiffLargeFile/one-file", "in one file (named with its size)"},
+		{"DiffLargeFile/under-limit", "in files under the limit (streamed)"},
+	} {
+		peak, ok := r.get(c.name, "MB-peak")
+		if !ok {
+			continue
+		}
+		idle, _ := r.get(c.name, "MB-idle")
+		files, _ := r.get(c.name, "MB-files")
+		add(fmt.Sprintf("daemon peak RSS, kaimon diff of %.0f MB of untracked text %s", files, c.how), f1(peak)+" MB", "idle "+f1(idle)+" MB", "",
+			"≤ 100 MB over idle", verdict(peak-idle <= 100))
+	}
 	// The event log.
 	if v, ok := r.get("Append/nosync", "ns/op"); ok {
 		s, _ := r.get("Append/fsync", "ns/op")

@@ -65,3 +65,17 @@ BenchmarkTailAllHosts/via=bus-2     	       1	100 ns/op	         0 lost-auth	   
 		t.Fatalf("the stand-in row: %+v", rows)
 	}
 }
+
+// kaimon diff's rows: the daemon's peak beside its idle, met within 100
+// MB of it.
+func TestDiffLargeFileRows(t *testing.T) {
+	out := `BenchmarkDiffLargeFile/one-file-2     	       1	86000995 ns/op	21.66 MB-cli	1074 MB-files	19.11 MB-idle	0.0003040 MB-out	19.16 MB-peak	0.08600 s
+BenchmarkDiffLargeFile/under-limit-2  	       1	8325554872 ns/op	29.60 MB-cli	1074 MB-files	19.27 MB-idle	1091 MB-out	5821 MB-peak	8.326 s
+`
+	r, _ := parse(strings.NewReader(out))
+	rows := table(r, nil)
+	if len(rows) != 2 || rows[0].figure != "daemon peak RSS, kaimon diff of 1074 MB of untracked text in one file (named with its size)" ||
+		rows[0].measured != "19.2 MB" || rows[0].floor != "idle 19.1 MB" || rows[0].met != "MET" || rows[1].met != "NOT MET" {
+		t.Fatalf("rows = %+v", rows)
+	}
+}
