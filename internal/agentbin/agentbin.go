@@ -1,8 +1,11 @@
-// Package agentbin is the one table of the agent programs kaimon runs: each
-// program's name on PATH, the variable and the config key that name it
-// instead, and how to install it. The backends find their programs by it,
-// config maps the file's keys onto the variables by it, and `kaimon doctor`
-// checks it; it is a leaf so that the kaimon binary reads the table without
+// Package agentbin is the one catalogue of the agent programs kaimon runs,
+// in the ACP registry's own terms: each agent's id, name, the command with
+// its args and env, and the npm package users install it from; beside
+// them kaimon's own facts (its acp:<Name>, the variable and the config key
+// that name the program instead, the version kaimon's tests drive, how the
+// agent logs in). The backends find their programs by it, config maps the
+// file's keys onto the variables by it, `kaimon doctor` and `kaimon agents`
+// print it; it is a leaf so that the kaimon binary reads the table without
 // linking the backends (and with them the ACP SDK).
 package agentbin
 
@@ -11,33 +14,74 @@ type Program struct {
 	// Name is what kaimon calls the agent: "claude" for the claude CLI, an
 	// ACP agent's name (acp:<Name>) for the others.
 	Name string
+	// ID is the agent's id in the ACP registry (agentclientprotocol/registry),
+	// "" for one the registry does not list.
+	ID string
+	// Title is the registry's display name.
+	Title string
+	// Aliases are other names acp:<alias> accepts for this agent (registry
+	// ids that differ from Name).
+	Aliases []string
 	// Bin is the program's name on PATH.
 	Bin string
+	// Args are the arguments that make the program speak ACP on stdio.
+	Args []string
+	// ProgEnv is the environment the registry's command sets, NAME=value.
+	ProgEnv []string
 	// Env is the variable that names the program instead (it wins over
 	// ConfigKey and PATH).
 	Env string
 	// ConfigKey is the config file's key that names it; the daemon exports
 	// the key's value as Env.
 	ConfigKey string
+	// Package is the npm package the program installs from.
+	Package string
+	// Tested is the version of Package kaimon's end-to-end tests drive
+	// (package.json pins the same; a test holds them equal).
+	Tested string
+	// Login is the command that logs the agent in, for an agent that
+	// answers "Authentication required"; "" when it has none.
+	Login string
 	// Install is how to get the program, for errors and doctor's hints.
 	Install string
 }
 
+func npm(pkg string) string { return "npm install -g " + pkg }
+
 // Claude is the claude CLI, the backend of every model without a prefix.
-var Claude = Program{Name: "claude", Bin: "claude", Env: "KAIMON_CLAUDE_BIN", ConfigKey: "claude_bin",
-	Install: "npm install -g @anthropic-ai/claude-code"}
+var Claude = Program{Name: "claude", Title: "Claude Code", Bin: "claude", Env: "KAIMON_CLAUDE_BIN", ConfigKey: "claude_bin",
+	Package: "@anthropic-ai/claude-code", Tested: "2.1.197", Login: "claude /login", Install: npm("@anthropic-ai/claude-code")}
 
-// ACPNames are the ACP agents acp:<agent> names, in the spec's order.
-var ACPNames = []string{"opencode", "claude", "gemini"}
+// ACPNames are the built-in ACP agents acp:<agent> names: the spec's three,
+// then the others in the order users asked for them.
+var ACPNames = []string{"opencode", "claude", "gemini", "codex", "qwen", "copilot", "kilo", "auggie"}
 
-// ACP are the ACP agents' programs, by agent name.
+// ACP are the built-in ACP agents' programs, by agent name.
 var ACP = map[string]Program{
-	"opencode": {Name: "opencode", Bin: "opencode", Env: "KAIMON_OPENCODE_BIN", ConfigKey: "opencode_bin",
-		Install: "npm install -g opencode-ai"},
-	"claude": {Name: "claude", Bin: "claude-agent-acp", Env: "KAIMON_CLAUDE_ACP_BIN", ConfigKey: "claude_acp_bin",
-		Install: "npm install -g @zed-industries/claude-agent-acp"},
-	"gemini": {Name: "gemini", Bin: "gemini", Env: "KAIMON_GEMINI_BIN", ConfigKey: "gemini_bin",
-		Install: "npm install -g @google/gemini-cli"},
+	"opencode": {Name: "opencode", ID: "opencode", Title: "OpenCode", Bin: "opencode", Args: []string{"acp"},
+		Env: "KAIMON_OPENCODE_BIN", ConfigKey: "opencode_bin",
+		Package: "opencode-ai", Tested: "1.18.33", Login: "opencode auth login", Install: npm("opencode-ai")},
+	"claude": {Name: "claude", ID: "claude-code-acp", Title: "Claude Code", Aliases: []string{"claude-code-acp", "claude-agent-acp"},
+		Bin: "claude-agent-acp", Env: "KAIMON_CLAUDE_ACP_BIN", ConfigKey: "claude_acp_bin",
+		Package: "@zed-industries/claude-agent-acp", Tested: "0.23.1", Login: "claude /login", Install: npm("@zed-industries/claude-agent-acp")},
+	"gemini": {Name: "gemini", ID: "gemini", Title: "Gemini CLI", Bin: "gemini", Args: []string{"--acp"},
+		Env: "KAIMON_GEMINI_BIN", ConfigKey: "gemini_bin",
+		Package: "@google/gemini-cli", Tested: "0.61.0", Login: "gemini", Install: npm("@google/gemini-cli")},
+	"codex": {Name: "codex", ID: "codex-acp", Title: "Codex", Aliases: []string{"codex-acp"},
+		Bin: "codex-acp", Env: "KAIMON_CODEX_ACP_BIN", ConfigKey: "codex_acp_bin",
+		Package: "@zed-industries/codex-acp", Tested: "0.16.0", Login: "codex login", Install: npm("@zed-industries/codex-acp")},
+	"qwen": {Name: "qwen", ID: "qwen-code", Title: "Qwen Code", Aliases: []string{"qwen-code"}, Bin: "qwen", Args: []string{"--acp"},
+		Env: "KAIMON_QWEN_BIN", ConfigKey: "qwen_bin",
+		Package: "@qwen-code/qwen-code", Tested: "0.24.4", Login: "qwen", Install: npm("@qwen-code/qwen-code")},
+	"copilot": {Name: "copilot", ID: "github-copilot", Title: "GitHub Copilot", Aliases: []string{"github-copilot"}, Bin: "copilot", Args: []string{"--acp"},
+		Env: "KAIMON_COPILOT_BIN", ConfigKey: "copilot_bin",
+		Package: "@github/copilot", Tested: "1.0.102", Login: "copilot login", Install: npm("@github/copilot")},
+	"kilo": {Name: "kilo", ID: "kilo", Title: "Kilo Code", Bin: "kilo", Args: []string{"acp"},
+		Env: "KAIMON_KILO_BIN", ConfigKey: "kilo_bin",
+		Package: "@kilocode/cli", Tested: "7.7.7", Login: "kilo auth login", Install: npm("@kilocode/cli")},
+	"auggie": {Name: "auggie", ID: "auggie", Title: "Auggie CLI", Bin: "auggie", Args: []string{"--acp"},
+		Env: "KAIMON_AUGGIE_BIN", ConfigKey: "auggie_bin",
+		Package: "@augmentcode/auggie", Tested: "0.36.0", Login: "auggie login", Install: npm("@augmentcode/auggie")},
 }
 
 // All lists every program: the claude CLI, then the ACP agents in the
@@ -48,4 +92,19 @@ func All() []Program {
 		out = append(out, ACP[n])
 	}
 	return out
+}
+
+// LookupACP finds a built-in ACP agent by its name or one of its aliases.
+func LookupACP(name string) (Program, bool) {
+	if p, ok := ACP[name]; ok {
+		return p, true
+	}
+	for _, n := range ACPNames {
+		for _, a := range ACP[n].Aliases {
+			if a == name {
+				return ACP[n], true
+			}
+		}
+	}
+	return Program{}, false
 }

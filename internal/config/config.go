@@ -194,7 +194,9 @@ func (c Config) ProgramBins() []ProgramBin {
 // binFields are the file's program keys, each with its field.
 func (c *Config) binFields() map[string]*string {
 	return map[string]*string{"claude_bin": &c.ClaudeBin, "opencode_bin": &c.OpencodeBin,
-		"claude_acp_bin": &c.ClaudeACPBin, "gemini_bin": &c.GeminiBin}
+		"claude_acp_bin": &c.ClaudeACPBin, "gemini_bin": &c.GeminiBin,
+		"codex_acp_bin": &c.CodexACPBin, "qwen_bin": &c.QwenBin, "copilot_bin": &c.CopilotBin,
+		"kilo_bin": &c.KiloBin, "auggie_bin": &c.AuggieBin}
 }
 
 // absPaths makes the file's path settings absolute against dir, the
@@ -234,6 +236,14 @@ type Config struct {
 	OpencodeBin  string `json:"opencode_bin"`
 	ClaudeACPBin string `json:"claude_acp_bin"`
 	GeminiBin    string `json:"gemini_bin"`
+	// CodexACPBin, QwenBin, CopilotBin, KiloBin and AuggieBin are the
+	// other built-in ACP agents' programs (acp:codex, acp:qwen,
+	// acp:copilot, acp:kilo, acp:auggie); agentbin's variables win.
+	CodexACPBin string `json:"codex_acp_bin"`
+	QwenBin     string `json:"qwen_bin"`
+	CopilotBin  string `json:"copilot_bin"`
+	KiloBin     string `json:"kilo_bin"`
+	AuggieBin   string `json:"auggie_bin"`
 	// DeadKept, when set, is how many dead agents are kept: the oldest
 	// beyond it are forgotten (agent_forget, logs kept). Unset (0), dead
 	// agents are kept until the user forgets them.

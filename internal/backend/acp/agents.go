@@ -21,7 +21,6 @@ const Prefix = backend.PrefixACP
 // to it.
 type Agent struct {
 	agentbin.Program
-	Args []string
 	// FallbackArgs are tried once when the program rejects Args (an
 	// older gemini-cli knows only --experimental-acp).
 	FallbackArgs []string
@@ -33,12 +32,19 @@ type Agent struct {
 	AnnouncesBeforeAsk bool
 }
 
-// Agents are the ACP agents of the spec.
+// Agents are the built-in ACP agents, by name; their programs are
+// agentbin's rows. An agent whose route is RoutePermissionOnly is driven
+// with standard ACP alone.
 var Agents = map[string]*Agent{
-	"opencode": {Program: agentbin.ACP["opencode"], Args: []string{"acp"}, Route: RouteBridge, AnnouncesBeforeAsk: true},
+	"opencode": {Program: agentbin.ACP["opencode"], Route: RouteBridge, AnnouncesBeforeAsk: true},
 	"claude":   {Program: agentbin.ACP["claude"], Route: RouteClaudeMeta, AnnouncesBeforeAsk: true},
-	"gemini": {Program: agentbin.ACP["gemini"], Args: []string{"--acp"},
+	"gemini": {Program: agentbin.ACP["gemini"],
 		FallbackArgs: []string{"--experimental-acp"}, Route: RoutePermissionOnly},
+	"codex":   {Program: agentbin.ACP["codex"], Route: RoutePermissionOnly},
+	"qwen":    {Program: agentbin.ACP["qwen"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
+	"copilot": {Program: agentbin.ACP["copilot"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
+	"kilo":    {Program: agentbin.ACP["kilo"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
+	"auggie":  {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly},
 }
 
 // AgentNames lists the agents in the spec's order.
@@ -57,6 +63,11 @@ func ParseModel(s string) (*Agent, string, error) {
 	}
 	name, model, _ := strings.Cut(rest, ":")
 	a := Agents[name]
+	if a == nil {
+		if p, ok := agentbin.LookupACP(name); ok {
+			a = Agents[p.Name]
+		}
+	}
 	if a == nil {
 		return nil, "", fmt.Errorf("unknown ACP agent %q in model %q: use one of %s", name, s, strings.Join(AgentNames, ", "))
 	}

@@ -288,7 +288,9 @@ func TestParseModel(t *testing.T) {
 		{"acp:opencode:ollama/qwen2.5:14b", "opencode", "ollama/qwen2.5:14b", ""},
 		{"acp:claude:haiku", "claude", "haiku", ""},
 		{"acp:gemini:gemini-2.5-pro", "gemini", "gemini-2.5-pro", ""},
-		{"acp:codex", "", "", "unknown ACP agent"},
+		{"acp:codex", "codex", "", ""},
+		{"acp:codex-acp:gpt-5.4", "codex", "gpt-5.4", ""},
+		{"acp:nosuch", "", "", "unknown ACP agent"},
 		{"sonnet", "", "", "not an ACP model"},
 	} {
 		a, m, err := ParseModel(c.in)
