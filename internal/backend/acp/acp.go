@@ -304,7 +304,7 @@ func (b *Backend) setup(ctx context.Context) error {
 		for _, md := range sess.Modes.AvailableModes {
 			avail = append(avail, string(md.Id))
 		}
-		if mode := sessionMode(b.pol, avail); mode != "" && mode != string(sess.Modes.CurrentModeId) {
+		if mode := sessionMode(b.agent, b.pol, avail); mode != "" && mode != string(sess.Modes.CurrentModeId) {
 			if _, err := b.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: b.sessionID, ModeId: sdk.SessionModeId(mode)}); err != nil {
 				return fail("session/set_mode "+mode, err)
 			}

@@ -24,6 +24,11 @@ type Agent struct {
 	// FallbackArgs are tried once when the program rejects Args (an
 	// older gemini-cli knows only --experimental-acp).
 	FallbackArgs []string
+	// Modes maps kaimon's permission modes (policy.Policy.Mode, with
+	// "bypassPermissions" for a bypass preset) onto the agent's own session
+	// modes; nil for the common names (see sessionMode). A mode missing
+	// from the map leaves the agent's mode as it is.
+	Modes map[string]string
 	// Route is how a preset reaches the agent's own tools (see policy.go).
 	Route Route
 	// AnnouncesBeforeAsk: the agent announces a tool call (tool_call)

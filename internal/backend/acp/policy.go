@@ -146,10 +146,13 @@ func claudeMeta(pol *policy.Policy, o *backend.Options) map[string]any {
 }
 
 // sessionMode is the ACP session mode the policy's permission mode stands
-// for on an agent whose session/new offered modes (claude-agent-acp:
-// default, acceptEdits, plan, bypassPermissions; gemini-cli: default,
-// autoEdit, plan, yolo), "" for none that fits.
-func sessionMode(pol *policy.Policy, available []string) string {
+// for on an agent whose session/new offered modes, "" for none that fits.
+// An agent's own table (Agent.Modes: kaimon's permission mode → the
+// agent's mode id) is asked first; else the names claude-agent-acp
+// (default, acceptEdits, plan, bypassPermissions) and gemini-cli (default,
+// autoEdit, plan, yolo) use. A mode id matches an available one exactly or
+// as its last path segment (copilot's ids are URLs).
+func sessionMode(a *Agent, pol *policy.Policy, available []string) string {
 	mode := pol.Mode
 	if pol.Bypass() {
 		mode = "bypassPermissions"
@@ -160,10 +163,16 @@ func sessionMode(pol *policy.Policy, available []string) string {
 		"plan":              {"plan"},
 		"default":           {"default"},
 	}[mode]
+	if a != nil && a.Modes != nil {
+		want = nil
+		if m, ok := a.Modes[mode]; ok {
+			want = []string{m}
+		}
+	}
 	for _, w := range want {
-		for _, a := range available {
-			if a == w {
-				return a
+		for _, av := range available {
+			if av == w || strings.HasSuffix(av, "/"+w) || strings.HasSuffix(av, "#"+w) {
+				return av
 			}
 		}
 	}
