@@ -18,6 +18,9 @@ if [ -L node_modules ]; then
 	# below still say whether what is there will do.
 	echo "node_modules is a link to $(readlink node_modules): left as it is (install in the checkout it points to)"
 elif [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+	# package-lock.json lists every platform's build of kilo (and of a
+	# clipboard module it pulls in), as npm ci wants; the builds for other
+	# platforms carry os/cpu/libc only, no download, so it skips them here.
 	npm ci --no-audit --no-fund
 else
 	echo "node_modules is up to date with package-lock.json"
@@ -27,6 +30,12 @@ test -x node_modules/.bin/mcp-inspector
 node_modules/.bin/opencode --version
 node_modules/.bin/gemini --version
 test -x node_modules/.bin/claude-agent-acp
+# The other ACP agents of agentbin's catalogue (codex-acp has no --version:
+# its presence will do; @openai/codex beside it ships the bwrap its sandbox
+# runs).
+for b in codex-acp codex qwen copilot kilo auggie; do test -x node_modules/.bin/$b || { echo "node_modules/.bin/$b is missing: npm ci did not install it" >&2; exit 1; }; done
+node_modules/.bin/kilo --version
+node_modules/.bin/auggie --version
 echo "== Debian packages: python3-zmq (a libzmq subscriber for the bus tests), man-db and groff-base"
 echo "   (the man pages render clean), bash, zsh, fish and tmux (completion and monitor tests),"
 echo "   curl (the benchmarks' bare client of the socket), openssh-server and iproute2 (the fleet"
