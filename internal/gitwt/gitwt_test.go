@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // setup isolates git from the user's config and gives commits an author.
@@ -513,7 +514,15 @@ func TestGitRunsNoSubmoduleCode(t *testing.T) {
 	git(t, nested, "config", "filter.sub.clean", trap+" submodule-clean")
 	git(t, wt, "add", "nested") // a gitlink
 	git(t, wt, "commit", "--quiet", "-m", "a nested repository")
-	write(t, filepath.Join(nested, "f"), "changed\n")
+	// The same size and a later mtime: git can tell the file changed
+	// only by reading it through the filter, whatever the clock's
+	// granularity (a new size would let it skip the filter unless the
+	// index happened to be racily clean, as it was on fast machines).
+	write(t, filepath.Join(nested, "f"), "g\n")
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(nested, "f"), later, later); err != nil {
+		t.Fatal(err)
+	}
 	_ = marked(t, markers)
 	if _, err := Dirty(ctx, wt); err != nil {
 		t.Fatal(err)
