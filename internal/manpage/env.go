@@ -1,5 +1,12 @@
 package manpage
 
+import (
+	"fmt"
+	"slices"
+
+	"github.com/kaimon/kaimon/internal/agentbin"
+)
+
 // Who reads an environment variable.
 const (
 	ByCLI    = "kaimon"
@@ -20,7 +27,7 @@ type EnvVar struct {
 // Env is the one table of the environment variables kaimon honours: both
 // man pages' ENVIRONMENT sections are written from it, and a test fails
 // when the code names a KAIMON_ variable it does not list.
-var Env = []EnvVar{
+var Env = slices.Concat([]EnvVar{
 	{Name: "KAIMON_HOME", ReadBy: ByBoth,
 		Doc: "Root of everything below when set: the cache is $KAIMON_HOME/cache/agents, the config file " +
 			"$KAIMON_HOME/config.json, the socket dir $KAIMON_HOME/sock, the worktrees $KAIMON_HOME/worktrees. Tests and second installations set only this. " +
@@ -52,14 +59,7 @@ var Env = []EnvVar{
 	{Name: "KAIMON_AGENTD_CPUPROFILE", ReadBy: ByDaemon,
 		Doc: "A file to write a CPU profile of kaimon-agentd to, from its start to its exit, for go tool pprof: " +
 			"what the daemon itself spends, for performance work (BENCHMARKS.md)."},
-	{Name: "KAIMON_CLAUDE_BIN", Default: "claude on PATH", ReadBy: ByDaemon,
-		Doc: "The claude CLI the claude backend runs; wins over claude_bin in the config file."},
-	{Name: "KAIMON_OPENCODE_BIN", Default: "opencode on PATH", ReadBy: ByDaemon,
-		Doc: "The program of acp:opencode agents; wins over opencode_bin in the config file."},
-	{Name: "KAIMON_CLAUDE_ACP_BIN", Default: "claude-agent-acp on PATH", ReadBy: ByDaemon,
-		Doc: "The program of acp:claude agents; wins over claude_acp_bin in the config file."},
-	{Name: "KAIMON_GEMINI_BIN", Default: "gemini on PATH", ReadBy: ByDaemon,
-		Doc: "The program of acp:gemini agents; wins over gemini_bin in the config file."},
+}, programVars(), []EnvVar{
 	{Name: "KAIMON_OLLAMA_URL", Default: "ollama_url in the config file, else from OLLAMA_HOST, else http://127.0.0.1:11434", ReadBy: ByDaemon,
 		Doc: "The Ollama server of ollama:<tag> agents, a URL such as http://127.0.0.1:11434."},
 	{Name: "OLLAMA_HOST", ReadBy: ByDaemon,
@@ -86,4 +86,21 @@ var Env = []EnvVar{
 	{Name: "HOME", ReadBy: ByBoth, Doc: "The base of the default paths when KAIMON_HOME is unset; without it, the passwd entry's home."},
 	{Name: "NO_COLOR", ReadBy: ByCLI, Doc: "Set and not empty: kaimon prints no colour."},
 	{Name: "TERM", ReadBy: ByCLI, Doc: "dumb: kaimon prints no colour, and a live kaimon run no spinner."},
+})
+
+// programVars are the variables that name an agent program, one per row
+// of agentbin's catalogue, so that a new agent is documented by adding it
+// there.
+func programVars() []EnvVar {
+	var out []EnvVar
+	for _, p := range agentbin.All() {
+		doc := fmt.Sprintf("The program of acp:%s agents (%s, from the npm package %s); wins over %s in the config file.",
+			p.Name, p.Title, p.Package, p.ConfigKey)
+		if p.Env == agentbin.Claude.Env {
+			doc = fmt.Sprintf("The claude CLI the claude backend runs (from the npm package %s); wins over %s in the config file.",
+				p.Package, p.ConfigKey)
+		}
+		out = append(out, EnvVar{Name: p.Env, Default: p.Bin + " on PATH", ReadBy: ByDaemon, Doc: doc})
+	}
+	return out
 }
