@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	kcli "github.com/kaimon/kaimon/internal/cli"
@@ -310,6 +311,10 @@ func TestCompletionInRealShells(t *testing.T) {
 	}
 
 	var presets, modes, efforts, kinds, models []string
+	acpWant := []string{"acp:"} // fish offers the prefix itself, then each built-in agent
+	for _, n := range agentbin.ACPNames {
+		acpWant = append(acpWant, "acp:"+n)
+	}
 	presets = append(presets, verbs.PresetNames...)
 	modes = append(modes, verbs.PermissionModes...)
 	efforts = append(efforts, verbs.Efforts...)
@@ -347,8 +352,7 @@ func TestCompletionInRealShells(t *testing.T) {
 		{line: "kaimon run --permission-mode ", want: modes},
 		{line: "kaimon open --effort ", want: efforts},
 		{line: "kaimon open --model ", want: models},
-		{line: "kaimon open -m acp:", want: []string{"acp:", "acp:opencode", "acp:claude", "acp:gemini"},
-			bash: []string{"opencode", "claude", "gemini"}},
+		{line: "kaimon open -m acp:", want: acpWant, bash: agentbin.ACPNames},
 		{line: "kaimon set-model " + live + " ", want: models},
 		{line: "kaimon output --which ", want: verbs.Whiches},
 		{line: "kaimon tail --kinds ", want: kinds},
