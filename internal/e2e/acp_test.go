@@ -27,7 +27,7 @@ import (
 // claude-agent-acp, fakegemini for gemini-cli).
 
 // acpAgent returns the agent program or skips; in CI its absence fails.
-func acpAgent(t *testing.T, env, name string) string {
+func acpAgent(t testing.TB, env, name string) string {
 	t.Helper()
 	if b := agents.Find(env, name); b != "" {
 		return b
@@ -50,7 +50,7 @@ type acpEnv struct {
 	gemini *fakegemini.Server
 }
 
-func newACPEnv(t *testing.T, which ...string) *acpEnv {
+func newACPEnv(t testing.TB, which ...string) *acpEnv {
 	t.Helper()
 	vars := []string{}
 	for _, w := range which {
@@ -108,7 +108,7 @@ func newACPEnv(t *testing.T, which ...string) *acpEnv {
 	return e
 }
 
-func writeJSONFile(t *testing.T, path string, v any) {
+func writeJSONFile(t testing.TB, path string, v any) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

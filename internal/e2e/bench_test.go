@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -162,6 +160,12 @@ type bare struct {
 
 // agentArgv is the argv of agent id's claude process, from /proc.
 func agentArgv(b *testing.B, e *kenv, id string) []string {
+	argv, _ := agentProcess(b, e, id)
+	return argv[1:]
+}
+
+// agentPID is agent id's process, from the daemon's pids.json.
+func agentPID(b *testing.B, e *kenv, id string) int {
 	raw, err := os.ReadFile(filepath.Join(e.home, "cache", "agents", "pids.json"))
 	if err != nil {
 		b.Fatal(err)
@@ -175,15 +179,11 @@ func agentArgv(b *testing.B, e *kenv, id string) []string {
 	}
 	for _, en := range entries {
 		if en.AgentID == id {
-			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", en.PID))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")[1:]
+			return en.PID
 		}
 	}
 	b.Fatalf("agent %s not in pids.json", id)
-	return nil
+	return 0
 }
 
 func startBareArgv(b *testing.B, e *kenv, args []string) *bare {
