@@ -3,8 +3,10 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
@@ -60,7 +62,9 @@ func codexTmp() map[string]bool {
 	return s
 }
 
-// TestACPCodex drives codex-acp: a text turn, a tool turn.
+// TestACPCodex drives codex-acp: a text turn, a tool turn, an escalation
+// asked under preset default and answered allow then deny, interrupt,
+// fork refused, close and resume.
 func TestACPCodex(t *testing.T) {
 	e := newCodexEnv(t)
 	id := e.ok("open", "--model", "acp:codex", e.work)
@@ -73,9 +77,99 @@ func TestACPCodex(t *testing.T) {
 	if out := e.ok("run", id, "hello there"); !strings.HasPrefix(out, "Hello from fakeopenai (request #") {
 		t.Fatalf("text turn = %q", out)
 	}
-	e.waitEvent(t, id, event.AssistantText, func(d gjson.Result) bool { return true })
-	t.Logf("turn 1 kinds: %s", kinds(e.events(t, id), 1))
+	if k := kinds(e.events(t, id), 1); k != "user_text turn_started assistant_text usage result" {
+		t.Fatalf("turn 1 kinds: %s", k)
+	}
 	e.okJSON(&st, "status", id)
-	t.Logf("status: %+v", st)
+	t.Logf("status after a turn: %+v", st)
+
+	// A tool turn: a read-only command runs in codex's sandbox unasked.
+	turn := atoiT(t, e.ok("send", id, `call tool: exec_command {"cmd":"echo hi-from-codex"}`))
+	e.waitStatus(t, id, "idle")
+	out := e.ok("output", id, "--turn", itoa(turn))
+	if !strings.Contains(out, "hi-from-codex") || !strings.HasPrefix(out, "Tool said: ") {
+		t.Fatalf("tool turn output = %q", out)
+	}
+	k := kinds(e.events(t, id), turn)
+	if !strings.Contains(k, "tool_use") || !strings.Contains(k, "tool_result") {
+		t.Fatalf("tool turn kinds: %s", k)
+	}
+
+	// An escalated write asks before its tool_call is announced; the
+	// permission carries the command from the request's own toolCall.
+	allowed := filepath.Join(e.work, "allowed.txt")
+	turn = atoiT(t, e.ok("send", id, `call tool: exec_command {"cmd":"echo yes > allowed.txt","sandbox_permissions":"require_escalated","justification":"write a file"}`))
+	perm := e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool { return !d.Get("decision").Exists() })
+	t.Logf("permission: %s", perm.Data)
+	if perm.Turn != turn || !strings.Contains(string(perm.Data), "allowed.txt") {
+		t.Fatalf("permission event lacks the command: %s", perm.Data)
+	}
+	reqID := gjson.GetBytes(perm.Data, "requestId").String()
+	e.ok("permit", id, reqID, "allow")
+	e.waitStatus(t, id, "idle")
+	if b, err := os.ReadFile(allowed); err != nil || string(b) != "yes\n" {
+		t.Fatalf("allowed write: %q %v", b, err)
+	}
+	denied := filepath.Join(e.work, "denied.txt")
+	turn = atoiT(t, e.ok("send", id, `call tool: exec_command {"cmd":"echo no > denied.txt","sandbox_permissions":"require_escalated","justification":"write a file"}`))
+	perm = e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool {
+		return !d.Get("decision").Exists() && d.Get("requestId").String() != reqID
+	})
+	e.ok("permit", id, gjson.GetBytes(perm.Data, "requestId").String(), "deny")
+	e.waitStatus(t, id, "idle")
+	// codex's abort ends the turn cancelled.
+	if r := e.events(t, id); gjson.GetBytes(r[len(r)-2].Data, "stopReason").String() != "cancelled" {
+		t.Fatalf("denied turn ended %s", r[len(r)-2].Data)
+	}
+	if _, err := os.Stat(denied); !os.IsNotExist(err) {
+		t.Fatalf("denied write happened: %v", err)
+	}
+
+	// Interrupt a slow turn.
+	turn = atoiT(t, e.ok("send", id, "please be slow"))
+	e.waitEvent(t, id, event.AssistantText, func(gjson.Result) bool { return true })
+	time.Sleep(1000 * time.Millisecond)
+	var ir verbs.InterruptResult
+	e.okJSON(&ir, "interrupt", id)
+	if !ir.Interrupted {
+		t.Fatal("interrupt: false")
+	}
+	var res event.Record
+	waitFor(t, "the slow turn's result", 30*time.Second, func() bool {
+		for _, r := range e.events(t, id) {
+			if r.Turn == turn && r.Kind == event.Result {
+				res = r
+				return true
+			}
+		}
+		return false
+	})
+	if sr := gjson.GetBytes(res.Data, "stopReason").String(); sr != "cancelled" {
+		t.Fatalf("interrupted turn ended %s", res.Data)
+	}
+	e.waitStatus(t, id, "idle")
+
+	// codex declares no session/fork: a fork is refused, naming it.
+	e.fails(1, "acp:codex does not declare session/fork", "open", "--fork", id)
+
+	// close, then resume: the same session, and the model sees the
+	// earlier turns.
+	e.okJSON(&st, "status", id)
+	session := st.SessionID
+	e.ok("close", id)
+	if got := e.ok("open", "--id", id, "--resume"); got != id {
+		t.Fatalf("open --resume printed %q", got)
+	}
+	e.okJSON(&st, "status", id)
+	if st.SessionID != session || st.Status != "idle" {
+		t.Fatalf("resumed: %+v", st)
+	}
+	e.ok("run", id, "what did I say first")
+	reqs := e.openai.Requests()
+	if h := strings.Join(reqs[len(reqs)-1].History, "\n"); !strings.Contains(h, "user: hello there") {
+		t.Fatalf("resumed history lacks the first turn:\n%s", h)
+	}
 	e.ok("close", id)
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }
