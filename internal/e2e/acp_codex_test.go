@@ -80,8 +80,15 @@ func TestACPCodex(t *testing.T) {
 	if k := kinds(e.events(t, id), 1); k != "user_text turn_started assistant_text usage result" {
 		t.Fatalf("turn 1 kinds: %s", k)
 	}
+	// codex reports no token counts, only its context size: status says
+	// so rather than showing zeros as counted.
 	e.okJSON(&st, "status", id)
-	t.Logf("status after a turn: %+v", st)
+	if !strings.HasPrefix(st.UsageNote, "usage not reported by this agent; context size only: ") || st.Usage.InputTokens != 0 {
+		t.Fatalf("usage after a turn: %+v %q", st.Usage, st.UsageNote)
+	}
+	if out := e.ok("status", id); !strings.Contains(out, st.UsageNote) || strings.Contains(out, "in 0  out 0") {
+		t.Fatalf("status text:\n%s", out)
+	}
 
 	// A tool turn: a read-only command runs in codex's sandbox unasked.
 	turn := atoiT(t, e.ok("send", id, `call tool: exec_command {"cmd":"echo hi-from-codex"}`))
@@ -148,6 +155,17 @@ func TestACPCodex(t *testing.T) {
 		t.Fatalf("interrupted turn ended %s", res.Data)
 	}
 	e.waitStatus(t, id, "idle")
+
+	// bypass means codex's full-access: a write outside the read-only
+	// sandbox runs unasked (in read-only it would not, and no permission
+	// is asked for a command codex did not escalate).
+	byp := e.ok("open", "--model", "acp:codex", "-p", "bypass", e.work)
+	free := filepath.Join(e.work, "free.txt")
+	e.ok("run", byp, `call tool: exec_command {"cmd":"echo free > free.txt"}`)
+	if b, err := os.ReadFile(free); err != nil || string(b) != "free\n" {
+		t.Fatalf("bypass write: %q %v", b, err)
+	}
+	e.ok("close", byp)
 
 	// codex declares no session/fork: a fork is refused, naming it.
 	e.fails(1, "acp:codex does not declare session/fork", "open", "--fork", id)
