@@ -128,6 +128,10 @@ type Info struct {
 	Transcript    string
 	Model         string
 	QueuesPrompts bool
+	// UsageNote says what the agent does not report of usage ("usage not
+	// reported by this agent; context size only: …"), "" when its token
+	// counts are real.
+	UsageNote string
 }
 
 // Backend is one live agent process.

@@ -577,17 +577,20 @@ type OutputResult struct {
 
 // AgentStatus is agent_status's return, and each agent_list entry's body.
 type AgentStatus struct {
-	Status        apitype.AgentState `json:"status"`
-	Model         string             `json:"model"`
-	Cwd           string             `json:"cwd"`
-	Turn          int                `json:"turn"`
-	CreatedAt     string             `json:"created_at"`
-	LastActivity  string             `json:"last_activity"`
-	SessionID     string             `json:"session_id"`
-	Transcript    string             `json:"transcript"`
-	EventLog      string             `json:"event_log"`
-	Usage         event.UsageFigures `json:"usage"`
-	QueuesPrompts bool               `json:"queues_prompts"`
+	Status       apitype.AgentState `json:"status"`
+	Model        string             `json:"model"`
+	Cwd          string             `json:"cwd"`
+	Turn         int                `json:"turn"`
+	CreatedAt    string             `json:"created_at"`
+	LastActivity string             `json:"last_activity"`
+	SessionID    string             `json:"session_id"`
+	Transcript   string             `json:"transcript"`
+	EventLog     string             `json:"event_log"`
+	Usage        event.UsageFigures `json:"usage"`
+	// UsageNote says that Usage is not counted by the agent (and what it
+	// reports instead, such as its context size); absent when it is.
+	UsageNote     string `json:"usage_note,omitempty"`
+	QueuesPrompts bool   `json:"queues_prompts"`
 	// Reason says why a dead agent ended (closed, exited, daemon exited,
 	// daemon crashed, failed to start); absent while it lives.
 	Reason string `json:"reason,omitempty"`

@@ -88,6 +88,8 @@ type Backend struct {
 	infoMu   sync.Mutex
 	curModel string
 	queues   bool
+	// usageNote is the mapper's UsageNote at the last turn's end.
+	usageNote string
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -596,6 +598,10 @@ func (b *Backend) prompt(t Turn) {
 		evs, next = b.m.Fail(fmt.Sprintf("acp:%s failed turn %d: %s", b.agent.Name, t.Number, rpcMessage(err)), nil)
 	} else {
 		evs, next = b.m.End(resp)
+		note := b.m.UsageNote()
+		b.infoMu.Lock()
+		b.usageNote = note
+		b.infoMu.Unlock()
 	}
 	for _, ev := range evs {
 		b.sink.Emit(ev)
@@ -700,7 +706,7 @@ func (b *Backend) Info() backend.Info {
 	if b.curModel != "" {
 		model += ":" + b.curModel
 	}
-	return backend.Info{SessionID: string(b.sessionID), Model: model, QueuesPrompts: b.queues}
+	return backend.Info{SessionID: string(b.sessionID), Model: model, QueuesPrompts: b.queues, UsageNote: b.usageNote}
 }
 
 // logWriter sends the SDK's diagnostics to the daemon's log, redacted:

@@ -45,7 +45,12 @@ var Agents = map[string]*Agent{
 	"claude":   {Program: agentbin.ACP["claude"], Route: RouteClaudeMeta, AnnouncesBeforeAsk: true},
 	"gemini": {Program: agentbin.ACP["gemini"],
 		FallbackArgs: []string{"--experimental-acp"}, Route: RoutePermissionOnly},
-	"codex":   {Program: agentbin.ACP["codex"], Route: RoutePermissionOnly},
+	// codex's modes are sandboxes: read-only (writes need an escalation,
+	// which asks), auto (workspace writes and commands run unasked),
+	// full-access. Edits under acceptEdits stay asked (read-only) rather
+	// than let commands run unasked too.
+	"codex": {Program: agentbin.ACP["codex"], Route: RoutePermissionOnly, Modes: map[string]string{
+		"default": "read-only", "acceptEdits": "read-only", "plan": "read-only", "auto": "auto", "bypassPermissions": "full-access"}},
 	"qwen":    {Program: agentbin.ACP["qwen"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
 	"copilot": {Program: agentbin.ACP["copilot"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
 	"kilo":    {Program: agentbin.ACP["kilo"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
