@@ -946,7 +946,7 @@ var All = []*Verb{
 		Name: "agent_status", CLI: "status", Positional: []string{"agent_id"},
 		Summary:  "Show an agent's status and token usage",
 		Doc:      "Reports the agent's lifecycle state, model, turn, session, log paths and summed token usage; for an agent with a worktree, its repository, worktree, branch, base commit and whether it has uncommitted changes or untracked files (dirty).",
-		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts", "reason", "record_error", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}], "repository", "worktree", "branch", "base_commit", "dirty", "worktree_error"}`,
+		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "usage_note", "queues_prompts", "reason", "record_error", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}], "repository", "worktree", "branch", "base_commit", "dirty", "worktree_error"}`,
 		Example:  "kaimon status $id --json | jq .usage",
 		Args:     []Arg{anyAgentID},
 		ReadOnly: true,
