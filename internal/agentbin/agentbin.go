@@ -44,6 +44,9 @@ type Program struct {
 	Login string
 	// Install is how to get the program, for errors and doctor's hints.
 	Install string
+	// Configured: the row is the config file's (acp_agents.<Name>), its
+	// program named by ConfigKey alone.
+	Configured bool
 }
 
 func npm(pkg string) string { return "npm install -g " + pkg }
