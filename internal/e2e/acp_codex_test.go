@@ -19,7 +19,7 @@ import (
 // newCodexEnv is a kaimon installation whose codex-acp runs offline
 // against a fakeopenai Responses API, CODEX_HOME and TMPDIR in the test's
 // dir.
-func newCodexEnv(t *testing.T) *acpEnv {
+func newCodexEnv(t testing.TB) *acpEnv {
 	t.Helper()
 	bin := acpAgent(t, "KAIMON_CODEX_ACP_BIN", "codex-acp")
 	oa := fakeopenai.New(t)
