@@ -26,6 +26,9 @@ type AgentRow struct {
 	// else its name) and its args; Env what it sets in its environment.
 	Command []string `json:"command"`
 	Env     []string `json:"env,omitempty"`
+	// Variable names the program instead of PATH (KAIMON_*_BIN); "" for
+	// a configured agent, which its config key names.
+	Variable string `json:"variable,omitempty"`
 	// Found says whether the program is there and answered --version;
 	// Path is where it is and From what named it: the variable, the
 	// config key, or PATH.
@@ -88,7 +91,7 @@ func agentRows(c *cli.Context, ps []agentProgram) []AgentRow {
 	rows := make([]AgentRow, len(ps))
 	for i, p := range ps {
 		f := found[i]
-		r := AgentRow{Name: p.prog.Name, Title: p.prog.Title, ID: p.prog.ID, Model: p.model, Env: p.prog.ProgEnv,
+		r := AgentRow{Name: p.prog.Name, Title: p.prog.Title, ID: p.prog.ID, Model: p.model, Env: p.prog.ProgEnv, Variable: p.env,
 			Found: f.status == checkOK, Path: f.path, From: f.from, Version: f.version,
 			Tested: p.prog.Tested, Package: p.prog.Package, Login: p.prog.Login, Configured: p.prog.Configured}
 		if p.prog.Name == agentbin.Claude.Name && p.env == agentbin.Claude.Env {

@@ -85,7 +85,7 @@ func TestAgentsCommand(t *testing.T) {
 		strings.Join(r.Command, " ") != filepath.Join(bin, "qwen")+" --acp" || r.Model != "acp:qwen[:MODEL]" {
 		t.Errorf("qwen: %+v", r)
 	}
-	if r := rows["codex"]; !r.Found || r.Version != "@zed-industries/codex-acp@0.16.0" || r.Login != "codex login" {
+	if r := rows["codex"]; !r.Found || r.Version != "@zed-industries/codex-acp@0.16.0" || r.Login != "codex login" || r.Variable != "KAIMON_CODEX_ACP_BIN" {
 		t.Errorf("codex: %+v", r)
 	}
 	if r := rows["copilot"]; r.Found || r.Version != "" || !strings.Contains(r.Fix, "npm install -g @github/copilot") || r.Tested == "" {

@@ -348,14 +348,7 @@ func (m *Mapper) user(v gjson.Result) []event.Event {
 // an error event when the turn failed).
 func (m *Mapper) result(v gjson.Result) ([]event.Event, int, *Turn) {
 	turn := m.Current()
-	u := v.Get("usage")
-	usage := event.UsageFigures{
-		InputTokens:         u.Get("input_tokens").Int(),
-		OutputTokens:        u.Get("output_tokens").Int(),
-		CacheReadTokens:     u.Get("cache_read_input_tokens").Int(),
-		CacheCreationTokens: u.Get("cache_creation_input_tokens").Int(),
-		// costUsd stays 0.0: total_cost_usd is cumulative and unreliable.
-	}
+	usage := resultUsage(v)
 	evs := []event.Event{event.New(event.Usage, turn, event.UsageData{Usage: usage})}
 
 	subtype := v.Get("subtype").String()
@@ -378,6 +371,32 @@ func (m *Mapper) result(v gjson.Result) ([]event.Event, int, *Turn) {
 
 	ended, opened, next := m.Pop()
 	return append(evs, opened...), ended, next
+}
+
+// resultUsage is a result's token usage. An interrupted turn's usage is
+// all 0 (every CLI so far); since 2.1.328 its real tokens are in
+// model_usage_since_last_result, by model, summed here. costUsd stays 0.0:
+// total_cost_usd is cumulative and unreliable. (output_tokens already
+// counts usage.output_tokens_details.thinking_tokens.)
+func resultUsage(v gjson.Result) event.UsageFigures {
+	u := v.Get("usage")
+	usage := event.UsageFigures{
+		InputTokens:         u.Get("input_tokens").Int(),
+		OutputTokens:        u.Get("output_tokens").Int(),
+		CacheReadTokens:     u.Get("cache_read_input_tokens").Int(),
+		CacheCreationTokens: u.Get("cache_creation_input_tokens").Int(),
+	}
+	if usage != (event.UsageFigures{}) {
+		return usage
+	}
+	v.Get("model_usage_since_last_result").ForEach(func(_, m gjson.Result) bool {
+		usage.InputTokens += m.Get("inputTokens").Int()
+		usage.OutputTokens += m.Get("outputTokens").Int()
+		usage.CacheReadTokens += m.Get("cacheReadInputTokens").Int()
+		usage.CacheCreationTokens += m.Get("cacheCreationInputTokens").Int()
+		return true
+	})
+	return usage
 }
 
 // stopReason maps the API's stop_reason of a successful turn to ACP's.

@@ -891,3 +891,54 @@ func outputString(t *testing.T, o Output) string {
 	}
 	return string(b)
 }
+
+// TestClaude2_1_328Interrupt: claude 2.1.328 (recorded against fakeapi:
+// testdata/cli-2.1.328-interrupt.jsonl, a turn then "please be slow"
+// interrupted by control_request) sends an interrupted turn's usage as 0
+// and its real tokens in model_usage_since_last_result: the usage event
+// and the result carry those. Its result lines' keys come in another
+// order, and its interrupt's control response has a payload.
+func TestClaude2_1_328Interrupt(t *testing.T) {
+	m := NewMapper()
+	m.Push(1, "hello there")
+	m.Push(2, "please be slow")
+	byTurn := map[int][]event.Event{}
+	var ctl []string
+	for _, l := range readLines(t, filepath.Join("testdata", "cli-2.1.328-interrupt.jsonl")) {
+		if gjson.GetBytes(l, "type").String() == "control_response" {
+			ctl = append(ctl, gjson.GetBytes(l, "response.request_id").String())
+		}
+		if gjson.GetBytes(l, "response.request_id").String() == "int-1" {
+			m.MarkInterrupted(2)
+		}
+		for _, ev := range m.Line(l) {
+			byTurn[ev.Turn] = append(byTurn[ev.Turn], ev)
+		}
+	}
+	usage := func(turn int) (event.UsageFigures, string) {
+		var u event.UsageFigures
+		stop := ""
+		for _, ev := range byTurn[turn] {
+			switch ev.Kind {
+			case event.Usage:
+				var d event.UsageData
+				if err := json.Unmarshal(ev.Data, &d); err != nil {
+					t.Fatal(err)
+				}
+				u = d.Usage
+			case event.Result:
+				stop = gjson.GetBytes(ev.Data, "stopReason").String()
+			}
+		}
+		return u, stop
+	}
+	if u, stop := usage(1); u != (event.UsageFigures{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 10}) || stop != event.StopEndTurn {
+		t.Errorf("turn 1: %+v %s", u, stop)
+	}
+	if u, stop := usage(2); u != (event.UsageFigures{InputTokens: 100, OutputTokens: 7, CacheReadTokens: 10}) || stop != event.StopCancelled {
+		t.Errorf("interrupted turn 2: usage %+v (want model_usage_since_last_result's), stop %s", u, stop)
+	}
+	if strings.Join(ctl, " ") != "init-1 int-1" {
+		t.Errorf("control responses %v", ctl)
+	}
+}
