@@ -53,7 +53,7 @@ func TestSecurity(t *testing.T) {
 		t.Error("a shell ran the system prompt")
 	}
 	// What cannot be valid is refused up front, before any agent starts.
-	e.fails(1, `bad claude model "--help"`, "open", e.work, "--model=--help")
+	e.fails(1, `model "--help" is not a claude model`, "open", e.work, "--model=--help")
 	e.fails(1, `tool name "--help" in allowed_tools or disallowed_tools looks like a flag`, "open", e.work, "--allow=--help")
 	e.fails(1, `tool name "-x" in allowed_tools or disallowed_tools looks like a flag`, "open", e.work, "--disallow=-x")
 	e.fails(1, `bad model "--version"`, "open", e.work, "--model=acp:opencode:--version")

@@ -112,6 +112,13 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	if env == nil {
 		env = os.Environ()
 	}
+	if o.Policy != nil && o.Policy.Only {
+		// Under only the allowlist is the model's whole tool set. Since
+		// 2.1.x the CLI defers MCP tools behind its ToolSearch tool (and
+		// a placeholder), which would add tools the list does not name
+		// and hide the ones it does: present them directly.
+		env = host.SetEnv(env, "ENABLE_TOOL_SEARCH", "false")
+	}
 	bin, err := findBinary(env)
 	if err != nil {
 		return nil, err
