@@ -46,7 +46,7 @@ var Agents = map[string]*Agent{
 	"gemini": {Program: agentbin.ACP["gemini"],
 		FallbackArgs: []string{"--experimental-acp"}, Route: RoutePermissionOnly},
 	"codex":   {Program: agentbin.ACP["codex"], Route: RoutePermissionOnly},
-	"qwen":    {Program: agentbin.ACP["qwen"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
+	"qwen":    {Program: agentbin.ACP["qwen"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true, Modes: qwenModes},
 	"copilot": {Program: agentbin.ACP["copilot"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
 	"kilo":    {Program: agentbin.ACP["kilo"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
 	"auggie":  {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly},
