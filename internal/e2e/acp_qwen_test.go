@@ -146,6 +146,11 @@ func TestACPQwen(t *testing.T) {
 	if _, err := os.Stat(touched); err != nil {
 		t.Fatalf("permitted command did not run: %v (turn %s)", err, turn)
 	}
+	// qwen announces the call without its input, which only the question
+	// carries: the tool_use with it comes before the permission.
+	if k := e.turnKinds(t, id, atoiT(t, turn)); !strings.HasPrefix(k, "user_text turn_started tool_use tool_use permission permission tool_result assistant_text") {
+		t.Fatalf("turn %s kinds: %s", turn, k)
+	}
 	// Denied, it does not.
 	denied := filepath.Join(e.work, "denied")
 	turn = e.ok("send", id, `call tool: run_shell_command {"command":"touch `+denied+`"}`)

@@ -271,7 +271,8 @@ func (m *Mapper) toolUpdate(u sdk.ToolCallUpdate) []event.Event {
 
 // Permission maps the tool call of a session/request_permission: a call
 // kaimon has not seen yet (gemini-cli announces a call that needs approval
-// only here) gets its tool_use now. It returns the call as the permission
+// only here) gets its tool_use now, and so does a call announced without
+// its input when the question carries it (qwen-code). It returns the call as the permission
 // event shows it (status pending) and the preset's name of the tool.
 func (m *Mapper) Permission(tc sdk.ToolCallUpdate) ([]event.Event, event.ToolCall, string) {
 	id := string(tc.ToolCallId)
@@ -286,6 +287,10 @@ func (m *Mapper) Permission(tc sdk.ToolCallUpdate) ([]event.Event, event.ToolCal
 		}
 		evs = append(evs, m.toolUpdate(upd)...)
 		c = m.calls[id]
+	} else if in := rawJSON(tc.RawInput); in != "" && c.input == "" {
+		// Announced without input, which only the question carries
+		// (qwen-code in mode default): the authoritative tool_use now.
+		evs = append(m.closeBlock(), m.toolUpdate(sdk.ToolCallUpdate{ToolCallId: tc.ToolCallId, RawInput: tc.RawInput})...)
 	}
 	call := c.call
 	if t := tc.Title; t != nil && *t != "" {
