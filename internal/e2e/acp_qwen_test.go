@@ -163,6 +163,18 @@ func TestACPQwen(t *testing.T) {
 		t.Fatalf("denied command ran: %v (turn %s)", err, turn)
 	}
 
+	// set-model through the model config option: qwen takes a bare model
+	// id on its current provider.
+	var sm verbs.SetModelResult
+	e.okJSON(&sm, "set-model", id, "fake-model-2")
+	if !sm.Switched {
+		t.Fatal("set-model fake-model-2 not switched")
+	}
+	e.ok("run", id, "which model now")
+	if m := e.qwenModelOf("which model now"); m != "fake-model-2" {
+		t.Fatalf("model after set-model = %q", m)
+	}
+
 	// interrupt a slow turn.
 	turn = e.ok("send", id, "please be slow")
 	waitFor(t, "slow stream", 60*time.Second, func() bool {
@@ -208,10 +220,13 @@ func TestACPQwen(t *testing.T) {
 	e.ok("close", id)
 
 	// plan: qwen refuses the command itself, asking nothing.
-	pl := e.ok("open", "--model", "acp:qwen", "--permission-mode", "plan", e.work)
+	pl := e.ok("open", "--model", "acp:qwen:fake-model-2", "--permission-mode", "plan", e.work)
 	e.dumpOnFail(t, pl)
 	planned := filepath.Join(e.work, "planned")
 	e.ok("run", pl, `call tool: run_shell_command {"command":"touch `+planned+`"}`)
+	if m := e.qwenModelOf(`call tool: run_shell_command {"command":"touch ` + planned + `"}`); m != "fake-model-2" {
+		t.Fatalf("the model asked for at open: requests went to %q", m)
+	}
 	if _, err := os.Stat(planned); !os.IsNotExist(err) {
 		t.Fatalf("plan mode ran a command: %v", err)
 	}
@@ -257,10 +272,29 @@ func TestACPQwen(t *testing.T) {
 	}
 	e.ok("close", by)
 
+	// qwen's non-standard traffic was answered or dropped, never
+	// refused: the SDK logs what it refuses.
+	if log := e.daemonLog(t); strings.Contains(log, "qwen/notify") || strings.Contains(log, "craft/") {
+		t.Fatalf("qwen's non-standard traffic reached the SDK:\n%s", log)
+	}
+
 	// Nothing of qwen's left in the system's temp dir.
 	if left := newEntries(tmpBefore, qwenTemps(t)); len(left) > 0 {
 		t.Fatalf("qwen left temp files outside the test: %v", left)
 	}
+}
+
+// qwenModelOf is the model of the last request that offered tools and
+// carried text as its last user message (qwen's side requests offer
+// none, or carry their own text).
+func (e *acpEnv) qwenModelOf(text string) string {
+	m := ""
+	for _, r := range e.openai.Requests() {
+		if r.LastUserText == text && len(r.Tools) > 0 {
+			m = r.Model
+		}
+	}
+	return m
 }
 
 // qwenTemps lists the qwen-* entries of the system's temp dir.

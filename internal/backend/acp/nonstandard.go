@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strings"
 )
 
 // Some agents send the client requests that are neither ACP's nor named as
@@ -28,8 +29,15 @@ var nonStandard = map[string]func(b *Backend, params json.RawMessage) any{
 	},
 }
 
+// quietNotifications are prefixes of non-standard notifications that carry
+// nothing kaimon maps (qwen-code's qwen/notify/session/mode-update,
+// prompt-suggestion, sources-changed…): dropped before the SDK, which
+// would log each as an error ("method not found").
+var quietNotifications = []string{"qwen/notify/"}
+
 // requestFilter passes the agent's stdout through to the SDK, less the
-// requests nonStandard answers: each goes to answer instead. Only lines of
+// requests nonStandard answers (each goes to answer instead) and the
+// quietNotifications. Only lines of
 // up to filterLine bytes are looked at (those requests are small); a longer
 // one passes as it is.
 type requestFilter struct {
@@ -79,6 +87,12 @@ func (f *requestFilter) take(line []byte) bool {
 			break
 		}
 	}
+	for _, q := range quietNotifications {
+		if bytes.Contains(line, []byte(`"`+q)) {
+			hit = true
+			break
+		}
+	}
 	if !hit {
 		return false
 	}
@@ -87,7 +101,18 @@ func (f *requestFilter) take(line []byte) bool {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if json.Unmarshal(line, &msg) != nil || len(msg.ID) == 0 || string(msg.ID) == "null" || nonStandard[msg.Method] == nil {
+	if json.Unmarshal(line, &msg) != nil {
+		return false
+	}
+	if len(msg.ID) == 0 || string(msg.ID) == "null" {
+		for _, q := range quietNotifications {
+			if strings.HasPrefix(msg.Method, q) {
+				return true
+			}
+		}
+		return false
+	}
+	if nonStandard[msg.Method] == nil {
 		return false
 	}
 	f.answer(msg.ID, msg.Method, msg.Params)

@@ -16,7 +16,8 @@ import (
 // The filter takes the requests nonStandard answers off the stream and
 // passes every other line as it was: notifications, responses, a request
 // of another method, a notification of the method (no id), and a line
-// over its buffer that names the method.
+// over its buffer that names the method; and it drops the quiet
+// notifications (but not a request under their prefix).
 func TestRequestFilter(t *testing.T) {
 	long := `{"jsonrpc":"2.0","id":9,"method":"craft/drainMidTurnQueue","params":{"pad":"` + strings.Repeat("x", filterLine) + `"}}`
 	in := strings.Join([]string{
@@ -27,6 +28,8 @@ func TestRequestFilter(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"craft/drainMidTurnQueue","params":{}}`,
 		long,
 		`{"jsonrpc":"2.0","id":2,"method":"craft/drainMidTurnQueue"}`,
+		`{"jsonrpc":"2.0","method":"qwen/notify/session/mode-update","params":{"v":1,"currentModeId":"default"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"qwen/notify/not-a-notification","params":{}}`,
 		`{"jsonrpc":"2.0","id":3,"result":"last, no newline"}`,
 	}, "\n")
 	var ids []string
@@ -46,6 +49,7 @@ func TestRequestFilter(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"x","method":"craft/other","params":{}}`,
 		`{"jsonrpc":"2.0","method":"craft/drainMidTurnQueue","params":{}}`,
 		long,
+		`{"jsonrpc":"2.0","id":4,"method":"qwen/notify/not-a-notification","params":{}}`,
 		`{"jsonrpc":"2.0","id":3,"result":"last, no newline"}`,
 	}, "\n")
 	if string(out) != want {

@@ -11,6 +11,9 @@ import (
 // "$runtime|openai|fake-model(openai)".
 const QwenModel = "fake-model"
 
+// QwenModel2 is the other model qwen's settings offer.
+const QwenModel2 = "fake-model-2"
+
 // QwenOffline prepares home (a directory the caller owns and removes) for
 // qwen-code (`qwen --acp`) to run against the fake chat completions API at
 // apiURL (fakeopenai's URL, ending in /v1) and reach nothing else, and
@@ -19,7 +22,7 @@ const QwenModel = "fake-model"
 // QWEN_HOME in home (sessions, memory, usage records: qwen's
 // ~/.qwen), and TMPDIR in home/tmp (qwen leaves its qwen-socks-* dirs
 // there). Its settings turn off usage statistics, telemetry and the
-// update check.
+// update check, and list the fake's two models as the openai provider's.
 func QwenOffline(apiURL, home string) ([]string, error) {
 	qhome := filepath.Join(home, ".qwen")
 	tmp := filepath.Join(home, "tmp")
@@ -32,6 +35,14 @@ func QwenOffline(apiURL, home string) ([]string, error) {
 		"privacy":   map[string]any{"usageStatisticsEnabled": false},
 		"telemetry": map[string]any{"enabled": false},
 		"general":   map[string]any{"enableAutoUpdate": false},
+		// The fake's two models, so that a model can be picked at open
+		// and switched (qwen refuses a model no provider lists).
+		"modelProviders": map[string]any{"openai": []any{
+			map[string]any{"id": QwenModel, "name": QwenModel, "envKey": "OPENAI_API_KEY", "baseUrl": apiURL},
+			map[string]any{"id": QwenModel2, "name": QwenModel2, "envKey": "OPENAI_API_KEY", "baseUrl": apiURL},
+		}},
+		"model":    map[string]any{"name": QwenModel},
+		"security": map[string]any{"auth": map[string]any{"selectedType": "openai"}},
 	}, "", "  ")
 	if err := os.WriteFile(filepath.Join(qhome, "settings.json"), settings, 0o644); err != nil {
 		return nil, err
