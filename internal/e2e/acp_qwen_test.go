@@ -20,7 +20,7 @@ import (
 // newQwenEnv is a kaimon installation whose agents find the real qwen-code
 // (`qwen --acp`) and run it offline against one fakeopenai server, its
 // HOME, QWEN_HOME and TMPDIR inside the installation.
-func newQwenEnv(t *testing.T) *acpEnv {
+func newQwenEnv(t testing.TB) *acpEnv {
 	t.Helper()
 	bin := acpAgent(t, "KAIMON_QWEN_BIN", "qwen")
 	oa := fakeopenai.New(t)
