@@ -31,6 +31,9 @@ var nativeNames = map[string]string{
 	"replace": "Edit", "search_file_content": "Grep", "grep_search": "Grep", "list_directory": "Glob",
 	"web_fetch": "WebFetch", "google_web_search": "WebSearch", "write_todos": "TodoWrite",
 	"save_memory": "Write",
+	// qwen-code (a gemini-cli fork: the names above, and these)
+	"todo_write": "TodoWrite", "web_search": "WebSearch", "agent": "Agent",
+	"ask_user_question": "AskUserQuestion", "notebook_edit": "NotebookEdit",
 }
 
 // kindNames maps an ACP tool kind to the tool a preset knows it by, for a

@@ -242,7 +242,7 @@ func (b *Backend) startWith(ctx context.Context, args []string) error {
 	b.life.Unlock()
 
 	b.lines = &lineWatch{r: p.Stdout, max: SDKMaxLine}
-	conn := sdk.NewClientSideConnection(&client{b: b}, p, b.lines)
+	conn := sdk.NewClientSideConnection(&client{b: b}, p, newRequestFilter(b.lines, b.answerNonStandard))
 	conn.SetLogger(slog.New(slog.NewTextHandler(logWriter{prefix: "agent " + b.opts.ID + ": acp: ", redact: b.opts.Redact}, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	b.conn = conn
 	go b.watch(p, conn, done)

@@ -52,7 +52,7 @@ var Agents = map[string]*Agent{
 	// than let commands run unasked too.
 	"codex": {Program: agentbin.ACP["codex"], Route: RoutePermissionOnly, Modes: map[string]string{
 		"default": "read-only", "acceptEdits": "read-only", "plan": "read-only", "auto": "auto", "bypassPermissions": "full-access"}},
-	"qwen":    {Program: agentbin.ACP["qwen"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
+	"qwen":    {Program: agentbin.ACP["qwen"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true, Modes: qwenModes},
 	"copilot": {Program: agentbin.ACP["copilot"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
 	"kilo":    {Program: agentbin.ACP["kilo"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
 	"auggie":  {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly},

@@ -45,6 +45,11 @@ type Mapper struct {
 	openMsg string     // the open block's messageId
 	text    strings.Builder
 	calls   map[string]*toolCall
+	// metaUsage sums the turn's per-request usage that an agent reports
+	// in _meta.usage of a message chunk (qwen-code, whose prompt response
+	// carries none); metaUsed says some came.
+	metaUsage event.UsageFigures
+	metaUsed  bool
 
 	// usage: what the agent has reported of usage (UsageNote).
 	ended, counted bool
@@ -101,6 +106,11 @@ func (m *Mapper) Update(n sdk.SessionNotification) Output {
 	turn := m.Current()
 	switch {
 	case u.AgentMessageChunk != nil:
+		if m.chunkUsage(u.AgentMessageChunk.Meta) && u.AgentMessageChunk.Content.Text != nil && u.AgentMessageChunk.Content.Text.Text == "" {
+			// qwen-code's empty chunk that carries a model request's
+			// usage: no text, so no block opens or ends.
+			break
+		}
 		out.Events = m.chunk(event.AssistantText, u.AgentMessageChunk.Content, u.AgentMessageChunk.MessageId)
 	case u.AgentThoughtChunk != nil:
 		out.Events = m.chunk(event.Thought, u.AgentThoughtChunk.Content, u.AgentThoughtChunk.MessageId)
@@ -141,6 +151,27 @@ func (m *Mapper) Update(n sdk.SessionNotification) Output {
 	// itself), available_commands_update, current_mode_update and
 	// session_info_update carry nothing for the event stream.
 	return out
+}
+
+// chunkUsage adds a chunk's _meta.usage (ACP's usage fields: one model
+// request's figures, not a running total) to the turn's, and says whether
+// there was one.
+func (m *Mapper) chunkUsage(meta map[string]any) bool {
+	raw, ok := meta["usage"].(map[string]any)
+	if !ok || m.InFlight() == 0 {
+		return false
+	}
+	var u sdk.Usage
+	if sameJSON(raw, &u) != nil {
+		return false
+	}
+	f := usageFigures(&u)
+	m.metaUsage.InputTokens += f.InputTokens
+	m.metaUsage.OutputTokens += f.OutputTokens
+	m.metaUsage.CacheReadTokens += f.CacheReadTokens
+	m.metaUsage.CacheCreationTokens += f.CacheCreationTokens
+	m.metaUsed = true
+	return true
 }
 
 // chunk maps a text or thought chunk.
@@ -261,7 +292,8 @@ func (m *Mapper) toolUpdate(u sdk.ToolCallUpdate) []event.Event {
 
 // Permission maps the tool call of a session/request_permission: a call
 // kaimon has not seen yet (gemini-cli announces a call that needs approval
-// only here) gets its tool_use now. It returns the call as the permission
+// only here) gets its tool_use now, and so does a call announced without
+// its input when the question carries it (qwen-code). It returns the call as the permission
 // event shows it (status pending) and the preset's name of the tool.
 func (m *Mapper) Permission(tc sdk.ToolCallUpdate) ([]event.Event, event.ToolCall, string) {
 	id := string(tc.ToolCallId)
@@ -276,6 +308,10 @@ func (m *Mapper) Permission(tc sdk.ToolCallUpdate) ([]event.Event, event.ToolCal
 		}
 		evs = append(evs, m.toolUpdate(upd)...)
 		c = m.calls[id]
+	} else if in := rawJSON(tc.RawInput); in != "" && c.input == "" {
+		// Announced without input, which only the question carries
+		// (qwen-code in mode default): the authoritative tool_use now.
+		evs = append(m.closeBlock(), m.toolUpdate(sdk.ToolCallUpdate{ToolCallId: tc.ToolCallId, RawInput: tc.RawInput})...)
 	}
 	call := c.call
 	if t := tc.Title; t != nil && *t != "" {
@@ -308,8 +344,12 @@ func (m *Mapper) End(resp sdk.PromptResponse) (evs []event.Event, next *Turn) {
 	turn := m.Current()
 	evs = m.closeBlock()
 	usage := promptUsage(resp)
+	if resp.Usage == nil && m.metaUsed {
+		usage = m.metaUsage
+	}
 	m.ended = true
-	m.counted = m.counted || resp.Usage != nil
+	m.counted = m.counted || resp.Usage != nil || m.metaUsed
+	m.metaUsage, m.metaUsed = event.UsageFigures{}, false
 	evs = append(evs, event.New(event.Usage, turn, event.UsageData{Usage: usage}))
 	res := event.ResultData{Usage: usage, StopReason: stopReason(string(resp.StopReason))}
 	evs = append(evs, event.New(event.Result, turn, res))
@@ -329,6 +369,7 @@ func (m *Mapper) Fail(msg string, data any) (evs []event.Event, next *Turn) {
 		evs = append(evs, event.NewError(turn, msg, data))
 	}
 	evs = append(evs, event.New(event.Result, turn, event.ResultData{StopReason: stop, Error: msg}))
+	m.metaUsage, m.metaUsed = event.UsageFigures{}, false
 	_, more, next := m.Pop()
 	return append(evs, more...), next
 }
@@ -336,32 +377,41 @@ func (m *Mapper) Fail(msg string, data any) (evs []event.Event, next *Turn) {
 // Abort ends every turn in flight with stopReason (the process is gone):
 // the block in progress is closed first.
 func (m *Mapper) Abort(stopReason, msg string) []event.Event {
+	m.metaUsage, m.metaUsed = event.UsageFigures{}, false
 	return append(m.closeBlock(), m.Turns.Abort(stopReason, msg)...)
 }
 
 // promptUsage is the turn's usage from a prompt response: the ACP usage
 // field (opencode, claude-agent-acp), else gemini-cli's
-// _meta.quota.token_count. costUsd stays 0.0.
+// _meta.quota.token_count. costUsd stays 0.0. (qwen-code reports usage in
+// its message chunks instead: see chunkUsage.)
 func promptUsage(resp sdk.PromptResponse) event.UsageFigures {
 	var u event.UsageFigures
 	if r := resp.Usage; r != nil {
-		u.InputTokens, u.OutputTokens = int64(r.InputTokens), int64(r.OutputTokens)
-		if r.ThoughtTokens != nil {
-			u.OutputTokens += int64(*r.ThoughtTokens)
-		}
-		if r.CachedReadTokens != nil {
-			u.CacheReadTokens = int64(*r.CachedReadTokens)
-		}
-		if r.CachedWriteTokens != nil {
-			u.CacheCreationTokens = int64(*r.CachedWriteTokens)
-		}
-		return u
+		return usageFigures(r)
 	}
 	if q, ok := resp.Meta["quota"].(map[string]any); ok {
 		if tc, ok := q["token_count"].(map[string]any); ok {
 			u.InputTokens = num(tc["input_tokens"])
 			u.OutputTokens = num(tc["output_tokens"])
 		}
+	}
+	return u
+}
+
+// usageFigures is ACP's usage in kaimon's figures: thought tokens count
+// as output.
+func usageFigures(r *sdk.Usage) event.UsageFigures {
+	var u event.UsageFigures
+	u.InputTokens, u.OutputTokens = int64(r.InputTokens), int64(r.OutputTokens)
+	if r.ThoughtTokens != nil {
+		u.OutputTokens += int64(*r.ThoughtTokens)
+	}
+	if r.CachedReadTokens != nil {
+		u.CacheReadTokens = int64(*r.CachedReadTokens)
+	}
+	if r.CachedWriteTokens != nil {
+		u.CacheCreationTokens = int64(*r.CachedWriteTokens)
 	}
 	return u
 }
@@ -391,10 +441,15 @@ func stopReason(s string) string {
 	}
 }
 
-// metaToolName is claude-agent-acp's _meta.claudeCode.toolName.
+// metaToolName is the agent's own name of a tool from a call's _meta:
+// claude-agent-acp's _meta.claudeCode.toolName, qwen-code's _meta.toolName
+// (its titles are "Shell", "WriteFile": not names presets know).
 func metaToolName(meta map[string]any) string {
 	cc, _ := meta["claudeCode"].(map[string]any)
-	name, _ := cc["toolName"].(string)
+	if name, _ := cc["toolName"].(string); name != "" {
+		return name
+	}
+	name, _ := meta["toolName"].(string)
 	return name
 }
 

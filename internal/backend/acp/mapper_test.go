@@ -305,3 +305,35 @@ func TestParseModel(t *testing.T) {
 		}
 	}
 }
+
+// qwen-code (recorded in mode default): its tools are named by
+// _meta.toolName, not by their titles ("Shell", "WriteFile"); each model
+// request's usage comes in _meta.usage of an empty message chunk, none on
+// the prompt response, and a turn's usage is their sum; a rejected
+// command fails its call and ends the turn.
+func TestMapperQwen(t *testing.T) {
+	evs, tools := replay(t, "qwen-default.jsonl")
+	for n, want := range map[int]string{
+		1: "user_text turn_started assistant_text(Hello from fakeopenai (request #",
+		2: "user_text turn_started tool_use(Shell) tool_use(Shell +input) tool_result(completed) assistant_text(",
+		3: "user_text turn_started tool_use(WriteFile) tool_use(WriteFile +input) tool_result(completed) assistant_text(Tool said: Successfully created and wrote to new file: ",
+		4: "user_text turn_started tool_use(Shell) tool_use(Shell +input) tool_result(failed) usage result(end_turn)",
+	} {
+		if got := shape(evs, n); !strings.HasPrefix(got, want) {
+			t.Fatalf("turn %d: %s\nwant %s…", n, got, want)
+		}
+	}
+	if strings.Join(tools, " ") != "Bash Write Bash" {
+		t.Fatalf("tools %v", tools)
+	}
+	for n, calls := range map[int]int64{1: 1, 2: 2, 3: 2, 4: 1} {
+		if u := resultUsage(t, evs, n); u.InputTokens != 42*calls || u.OutputTokens != 7*calls {
+			t.Fatalf("turn %d usage %+v, want %d requests' worth", n, u, calls)
+		}
+	}
+	// The usage chunks open no text block: turn 2's one text is the
+	// follow-up's.
+	if got := deltas(evs, 2, event.AssistantText); !strings.HasPrefix(got, "Tool said: Command: touch ") {
+		t.Fatalf("turn 2 text deltas %q", got)
+	}
+}

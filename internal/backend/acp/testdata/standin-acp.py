@@ -9,6 +9,8 @@ session/prompt does what KAIMON_STANDIN says:
           as an agent that is not logged in does
   oldflags  refuse --acp as an unknown argument (an older gemini-cli, which
             takes --experimental-acp), then answer prompts
+  drain     after 0.5 s ask craft/drainMidTurnQueue (qwen-code's non-standard
+            request), say its answer as the turn's text, and end the turn
 """
 import json
 import os
@@ -46,6 +48,20 @@ for line in sys.stdin:
             sys.stdout.write("x" * (11 << 20) + "\n")
             reply(id_, {"stopReason": "end_turn"})
         if mode == "oldflags":
+            reply(id_, {"stopReason": "end_turn"})
+        if mode == "drain":
+            time.sleep(0.5)
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": "drain-" + str(id_), "method": "craft/drainMidTurnQueue",
+                                         "params": {"sessionId": "standin-1", "todoStopGuardWatchQueuedPrompt": True}}) + "\n")
+            sys.stdout.flush()
+            answer = None
+            while answer is None:
+                m = json.loads(sys.stdin.readline())
+                if m.get("id") == "drain-" + str(id_):
+                    answer = m
+            text = json.dumps(answer.get("result", answer.get("error")), sort_keys=True)
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "standin-1",
+                             "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}}) + "\n")
             reply(id_, {"stopReason": "end_turn"})
         # mute: no answer, ever
     elif id_ is not None:
