@@ -35,6 +35,23 @@ type Agent struct {
 	// before asking permission for it, so the permission handler may wait
 	// a moment for that announce to be mapped and learn the tool's name.
 	AnnouncesBeforeAsk bool
+	// CumulativeUsage: the usage of a prompt response counts every model
+	// request since the agent's process began (copilot), not the turn's:
+	// the mapper reports the difference from the previous response.
+	CumulativeUsage bool
+	// TitlesDescribe: the agent's tool call titles describe the call
+	// (copilot: the shell command's description, "Creating /x/y"), never
+	// name the tool, so a preset knows the call by its ACP kind alone.
+	TitlesDescribe bool
+	// ModelFlag is the command-line flag that takes the model at spawn
+	// (copilot: --model), for an agent whose session offers no model
+	// selection over ACP.
+	ModelFlag string
+	// AsksEdits: the agent asks before every edit and has no mode that
+	// accepts them (copilot), so under a mode that accepts edits
+	// (acceptEdits, auto) kaimon answers an edit inside the cwd itself,
+	// as the claude CLI's acceptEdits does.
+	AsksEdits bool
 }
 
 // Agents are the built-in ACP agents, by name; their programs are
@@ -47,7 +64,7 @@ var Agents = map[string]*Agent{
 		FallbackArgs: []string{"--experimental-acp"}, Route: RoutePermissionOnly},
 	"codex":   {Program: agentbin.ACP["codex"], Route: RoutePermissionOnly},
 	"qwen":    {Program: agentbin.ACP["qwen"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
-	"copilot": {Program: agentbin.ACP["copilot"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
+	"copilot": {Program: agentbin.ACP["copilot"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true, Modes: copilotModes, CumulativeUsage: true, TitlesDescribe: true, ModelFlag: "--model", AsksEdits: true},
 	"kilo":    {Program: agentbin.ACP["kilo"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
 	"auggie":  {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly},
 }

@@ -44,6 +44,11 @@ type Mapper struct {
 	openMsg string     // the open block's messageId
 	text    strings.Builder
 	calls   map[string]*toolCall
+
+	// CumulativeUsage and TitlesDescribe are the agent's (see Agent).
+	CumulativeUsage bool
+	TitlesDescribe  bool
+	total           event.UsageFigures // the last cumulative usage seen
 }
 
 // modeNotice is gemini-cli's notice of a session mode change, which it
@@ -187,7 +192,7 @@ func (m *Mapper) toolUpdate(u sdk.ToolCallUpdate) []event.Event {
 		c.name = name
 	}
 	if u.Title != nil && *u.Title != "" {
-		if c.name == "" {
+		if c.name == "" && !m.TitlesDescribe {
 			c.name = toolNameOf(id, *u.Title)
 		}
 		c.call.Title = *u.Title
@@ -287,11 +292,36 @@ func (m *Mapper) End(resp sdk.PromptResponse) (evs []event.Event, next *Turn) {
 	turn := m.Current()
 	evs = m.closeBlock()
 	usage := promptUsage(resp)
+	if m.CumulativeUsage {
+		usage = m.sinceLast(usage)
+	}
 	evs = append(evs, event.New(event.Usage, turn, event.UsageData{Usage: usage}))
 	res := event.ResultData{Usage: usage, StopReason: stopReason(string(resp.StopReason))}
 	evs = append(evs, event.New(event.Result, turn, res))
 	_, more, next := m.Pop()
 	return append(evs, more...), next
+}
+
+// sinceLast turns a running total of usage into the part added since the
+// previous one. A response without usage (a cancelled turn) adds nothing
+// and keeps the total; a total below the last (another process's count)
+// is taken as the turn's whole. What a cancelled turn's requests used is
+// counted in the next turn that reports.
+func (m *Mapper) sinceLast(cur event.UsageFigures) event.UsageFigures {
+	if cur == (event.UsageFigures{}) {
+		return cur
+	}
+	last := m.total
+	m.total = cur
+	if cur.InputTokens < last.InputTokens || cur.OutputTokens < last.OutputTokens ||
+		cur.CacheReadTokens < last.CacheReadTokens || cur.CacheCreationTokens < last.CacheCreationTokens {
+		return cur
+	}
+	cur.InputTokens -= last.InputTokens
+	cur.OutputTokens -= last.OutputTokens
+	cur.CacheReadTokens -= last.CacheReadTokens
+	cur.CacheCreationTokens -= last.CacheCreationTokens
+	return cur
 }
 
 // Fail ends the active turn with a failed prompt request (a JSON-RPC error
