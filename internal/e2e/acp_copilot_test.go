@@ -187,7 +187,87 @@ func TestACPCopilot(t *testing.T) {
 	if st.Usage.InputTokens < 4*fakeopenai.InputTokens {
 		t.Fatalf("usage after resume = %+v", st.Usage)
 	}
+	// copilot declares no session/fork: refused, naming it.
+	e.fails(1, "acp:copilot does not declare session/fork", "open", "--fork", id)
 	e.ok("close", id)
+
+	copilotPresets(t, e)
+}
+
+// copilotPresets: notebook keeps copilot's own tools from its model
+// (--excluded-tools), so nothing is said at spawn and a shell call finds
+// no tool; the model asked for at open goes in with --model, and
+// set-model, which copilot offers no way to do, says how; plan mode
+// refuses an edit without asking; bypass answers every ask by policy.
+func copilotPresets(t *testing.T, e *acpEnv) {
+	nb := e.ok("open", "--model", "acp:copilot:"+fakeopenai.Models[1], "--permission", "notebook", e.work)
+	e.dumpOnFail(t, nb)
+	for _, r := range e.events(t, nb) {
+		if r.Kind == event.Error {
+			t.Fatalf("notebook on copilot reported at spawn: %s", r.Data)
+		}
+	}
+	mark := filepath.Join(e.work, "nb-mark")
+	out := e.ok("run", nb, `call tool: bash {"command":"touch nb-mark","description":"touch nb-mark"}`)
+	if !strings.Contains(out, "Tool 'bash' does not exist") {
+		t.Fatalf("notebook bash = %q", out)
+	}
+	if _, err := os.Stat(mark); !os.IsNotExist(err) {
+		t.Fatalf("the notebook agent's bash ran: %v", err)
+	}
+	reqs := e.openai.Requests()
+	last := reqs[len(reqs)-1]
+	if last.Model != fakeopenai.Models[1] {
+		t.Fatalf("model of the notebook agent's request = %q, want %s (asked for at open)", last.Model, fakeopenai.Models[1])
+	}
+	for _, tool := range last.Tools {
+		switch tool {
+		case "bash", "view", "create", "edit", "grep", "glob", "task":
+			t.Fatalf("the notebook agent was offered %s: %v", tool, last.Tools)
+		}
+	}
+	var st verbs.AgentStatus
+	e.okJSON(&st, "status", nb)
+	if st.Model != "acp:copilot:"+fakeopenai.Models[1] {
+		t.Fatalf("notebook agent's model = %q", st.Model)
+	}
+	var sm verbs.SetModelResult
+	e.okJSON(&sm, "set-model", nb, fakeopenai.Models[0])
+	if sm.Switched {
+		t.Fatal("set-model switched a copilot session, which offers no model selection")
+	}
+	e.waitEvent(t, nb, event.Error, func(d gjson.Result) bool { return strings.Contains(d.Get("message").String(), "--model") })
+	e.ok("close", nb)
+
+	plan := e.ok("open", "--model", "acp:copilot", "--permission-mode", "plan", e.work)
+	e.dumpOnFail(t, plan)
+	planned := filepath.Join(e.work, "planned.txt")
+	e.ok("run", plan, `call tool: create {"path":"`+planned+`","file_text":"x\n"}`)
+	res := e.waitEvent(t, plan, event.ToolResult, func(gjson.Result) bool { return true })
+	if d := gjson.ParseBytes(res.Data); d.Get("update.status").String() != "failed" || !strings.Contains(string(res.Data), "Plan mode") {
+		t.Fatalf("plan mode's create: %s", res.Data)
+	}
+	if _, err := os.Stat(planned); !os.IsNotExist(err) {
+		t.Fatalf("plan mode created a file: %v", err)
+	}
+	for _, r := range e.events(t, plan) {
+		if r.Kind == event.Permission {
+			t.Fatalf("plan mode asked: %s", r.Data)
+		}
+	}
+	e.ok("close", plan)
+
+	by := e.ok("open", "--model", "acp:copilot", "--permission", "bypass", e.work)
+	e.dumpOnFail(t, by)
+	e.ok("run", by, `call tool: bash {"command":"touch by-mark","description":"touch by-mark"}`)
+	dec := e.waitEvent(t, by, event.Permission, func(d gjson.Result) bool { return d.Get("decision").Exists() })
+	if d := gjson.ParseBytes(dec.Data); d.Get("decision").String() != "allow" || d.Get("by").String() != "policy" {
+		t.Fatalf("bypass shell decision: %s", dec.Data)
+	}
+	if _, err := os.Stat(filepath.Join(e.work, "by-mark")); err != nil {
+		t.Fatalf("bypass's shell command did not run: %v", err)
+	}
+	e.ok("close", by)
 }
 
 // tailTurn follows agent id's bus from the start of its log, once it is

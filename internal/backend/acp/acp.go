@@ -144,18 +144,23 @@ func (b *Backend) Process() proc.Identity { return b.p.Load().ID() }
 func (b *Backend) Argv() []string { return append([]string{b.bin}, b.args(b.agent.Args)...) }
 
 // args is the agent's arguments, with the model asked for at open after
-// its ModelFlag when it takes one.
+// its ModelFlag when it takes one, and last the tools the preset denies
+// after its ExcludeFlag.
 func (b *Backend) args(args []string) []string {
+	out := append([]string{}, args...)
 	if b.agent.ModelFlag != "" && b.model != "" {
-		return append(append([]string{}, args...), b.agent.ModelFlag, b.model)
+		out = append(out, b.agent.ModelFlag, b.model)
 	}
-	return args
+	if ex := excludedTools(b.agent, b.pol); b.agent.ExcludeFlag != "" && len(ex) > 0 {
+		out = append(append(out, b.agent.ExcludeFlag), ex...)
+	}
+	return out
 }
 
 // newMapperFor is a Mapper that knows the agent's ways (Agent).
 func newMapperFor(a *Agent) *Mapper {
 	m := NewMapper()
-	m.CumulativeUsage, m.TitlesDescribe = a.CumulativeUsage, a.TitlesDescribe
+	m.CumulativeUsage, m.TitlesDescribe, m.Notice = a.CumulativeUsage, a.TitlesDescribe, a.Notice
 	return m
 }
 

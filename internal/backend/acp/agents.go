@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"unicode"
 
@@ -52,6 +53,18 @@ type Agent struct {
 	// (acceptEdits, auto) kaimon answers an edit inside the cwd itself,
 	// as the claude CLI's acceptEdits does.
 	AsksEdits bool
+	// ExcludeFlag is the command-line flag that keeps tools from the
+	// model at spawn (copilot: --excluded-tools NAME…, variadic, so last),
+	// and NativeTools every tool of the agent's, by the preset tool name
+	// each stands for (a preset tool missing is one it has not):
+	// with both, the preset's deny list holds against the agent's own
+	// tools, as claude-agent-acp's disallowedTools does.
+	ExcludeFlag string
+	NativeTools map[string][]string
+	// Notice matches a whole agent message chunk that is the agent's own
+	// notice rather than the model's text (copilot's "Info: Disabled
+	// tools: …" that --excluded-tools brings): not an event.
+	Notice *regexp.Regexp
 }
 
 // Agents are the built-in ACP agents, by name; their programs are
@@ -64,7 +77,7 @@ var Agents = map[string]*Agent{
 		FallbackArgs: []string{"--experimental-acp"}, Route: RoutePermissionOnly},
 	"codex":   {Program: agentbin.ACP["codex"], Route: RoutePermissionOnly},
 	"qwen":    {Program: agentbin.ACP["qwen"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
-	"copilot": {Program: agentbin.ACP["copilot"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true, Modes: copilotModes, CumulativeUsage: true, TitlesDescribe: true, ModelFlag: "--model", AsksEdits: true},
+	"copilot": {Program: agentbin.ACP["copilot"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true, Modes: copilotModes, CumulativeUsage: true, TitlesDescribe: true, ModelFlag: "--model", AsksEdits: true, ExcludeFlag: "--excluded-tools", NativeTools: copilotTools, Notice: copilotNotice},
 	"kilo":    {Program: agentbin.ACP["kilo"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
 	"auggie":  {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly},
 }

@@ -1,5 +1,7 @@
 package acp
 
+import "regexp"
+
 // copilotModes maps kaimon's permission modes onto the GitHub Copilot
 // CLI's session modes (ids are URLs ending #agent, #plan, #autopilot;
 // sessionMode matches the fragment). Observed with 1.0.102:
@@ -22,3 +24,21 @@ var copilotModes = map[string]string{
 	"plan":              "plan",
 	"bypassPermissions": "agent",
 }
+
+// copilotTools are the Copilot CLI's own tools (1.0.102) by the preset
+// tool name each stands for, for --excluded-tools. Its sql tool (a
+// database of the session's own) stands for none.
+var copilotTools = map[string][]string{
+	"Bash":  {"bash", "read_bash", "write_bash", "stop_bash", "list_bash"},
+	"Read":  {"view"},
+	"Write": {"create"},
+	"Edit":  {"edit"},
+	"Glob":  {"glob"},
+	"Grep":  {"grep"},
+	"Task":  {"task", "read_agent", "list_agents", "write_agent"},
+	"Agent": {"task", "read_agent", "list_agents", "write_agent"},
+}
+
+// copilotNotice is the notice copilot sends as the first message chunk of
+// a turn when tools are excluded.
+var copilotNotice = regexp.MustCompile(`^Info: Disabled tools: [\w, -]+$`)

@@ -2,8 +2,10 @@ package acp
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/policy"
 )
 
 // acceptedEdit says why the preset's mode accepts an edit the agent asked
@@ -39,5 +41,37 @@ func locationPaths(locs []any) []string {
 		}
 		out = append(out, loc.Path)
 	}
+	return out
+}
+
+// excludes says whether the agent keeps the preset's tool t from its
+// model at spawn (Agent.ExcludeFlag): it does for every tool it has
+// (NativeTools lists them all), and one it has not it cannot call.
+func excludes(a *Agent, t string) bool {
+	return a.ExcludeFlag != ""
+}
+
+// excludedTools are the agent's own tools that the preset's deny list
+// names (and, where the allowlist is the whole tool set, those it does
+// not allow), for Agent.ExcludeFlag; sorted, each once.
+func excludedTools(a *Agent, pol *policy.Policy) []string {
+	if a.ExcludeFlag == "" {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for t, names := range a.NativeTools {
+		deny := policy.NamesTool(pol.Deny, t) || (pol.WholeSet() && !policy.NamesTool(pol.Allow, t))
+		if !deny {
+			continue
+		}
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	sort.Strings(out)
 	return out
 }

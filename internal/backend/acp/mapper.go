@@ -48,6 +48,7 @@ type Mapper struct {
 	// CumulativeUsage and TitlesDescribe are the agent's (see Agent).
 	CumulativeUsage bool
 	TitlesDescribe  bool
+	Notice          *regexp.Regexp
 	total           event.UsageFigures // the last cumulative usage seen
 }
 
@@ -138,6 +139,9 @@ func (m *Mapper) chunk(kind event.Kind, c sdk.ContentBlock, msgID *string) []eve
 		// Outside any turn: no turn's reply (gemini-cli reports a mode
 		// change set at spawn as a message chunk).
 		return nil
+	}
+	if c.Text != nil && m.Notice != nil && kind == event.AssistantText && m.Notice.MatchString(c.Text.Text) {
+		return nil // the agent's notice (Agent.Notice)
 	}
 	if c.Text != nil && modeNotice.MatchString(c.Text.Text) {
 		// gemini-cli's "[MODE_UPDATE] autoEdit", late for the above.
