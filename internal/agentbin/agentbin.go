@@ -42,8 +42,14 @@ type Program struct {
 	// Login is the command that logs the agent in, for an agent that
 	// answers "Authentication required"; "" when it has none.
 	Login string
+	// NoVersionFlag: the program knows no --version (codex-acp exits 2
+	// on it), so kaimon agents and doctor read its npm package's version.
+	NoVersionFlag bool
 	// Install is how to get the program, for errors and doctor's hints.
 	Install string
+	// Configured: the row is the config file's (acp_agents.<Name>), its
+	// program named by ConfigKey alone.
+	Configured bool
 }
 
 func npm(pkg string) string { return "npm install -g " + pkg }
@@ -69,7 +75,7 @@ var ACP = map[string]Program{
 		Package: "@google/gemini-cli", Tested: "0.61.0", Login: "gemini", Install: npm("@google/gemini-cli")},
 	"codex": {Name: "codex", ID: "codex-acp", Title: "Codex", Aliases: []string{"codex-acp"},
 		Bin: "codex-acp", Env: "KAIMON_CODEX_ACP_BIN", ConfigKey: "codex_acp_bin",
-		Package: "@zed-industries/codex-acp", Tested: "0.16.0", Login: "codex login", Install: npm("@zed-industries/codex-acp")},
+		Package: "@zed-industries/codex-acp", Tested: "0.16.0", Login: "codex login", Install: npm("@zed-industries/codex-acp"), NoVersionFlag: true},
 	"qwen": {Name: "qwen", ID: "qwen-code", Title: "Qwen Code", Aliases: []string{"qwen-code"}, Bin: "qwen", Args: []string{"--acp"},
 		Env: "KAIMON_QWEN_BIN", ConfigKey: "qwen_bin",
 		Package: "@qwen-code/qwen-code", Tested: "0.24.4", Login: "qwen", Install: npm("@qwen-code/qwen-code")},

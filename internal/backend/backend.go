@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kaimon/kaimon/internal/agentbin"
 
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
@@ -36,6 +37,11 @@ type Options struct {
 	// a new session from it and leaves the original as it was. (The
 	// record keeps no fork: it says what is, not how it came to be.)
 	Fork *Fork
+
+	// ACPAgents are the config file's acp_agents (config.ACPAgents.Programs),
+	// resolved once when the daemon read it: acp:<name> finds them here
+	// before the built-in agents.
+	ACPAgents []agentbin.Program
 
 	// CacheDir is where the backend keeps per-agent files (stderr log,
 	// generated configs).
@@ -128,6 +134,10 @@ type Info struct {
 	Transcript    string
 	Model         string
 	QueuesPrompts bool
+	// UsageNote says what the agent does not report of usage ("usage not
+	// reported by this agent; context size only: …"), "" when its token
+	// counts are real.
+	UsageNote string
 }
 
 // Backend is one live agent process.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/suggest"
@@ -14,6 +15,10 @@ import (
 // the CLI to its latest model of that family. Any other claude-… id is
 // taken as given.
 var ModelAliases = []string{"sonnet", "opus", "haiku"}
+
+// moreAliases are the claude CLI's other model aliases, accepted as they
+// are and not offered by completion.
+var moreAliases = []string{"default", "opusplan", "sonnet[1m]", "opus[1m]", "haiku[1m]"}
 
 // ModelPrefix is the start of a model string that selects a backend other
 // than the claude CLI.
@@ -71,6 +76,9 @@ func Lookup(model string) (ModelPrefix, error) {
 	m := strings.TrimSpace(model)
 	word, _, ok := strings.Cut(m, ":")
 	if !ok || !isWord(word) {
+		if err := checkClaudeModel(m); err != nil {
+			return ModelPrefix{}, err
+		}
 		return Claude, nil
 	}
 	msg := fmt.Sprintf("unknown model prefix %q in model %q: the prefixes are %s, and a claude model has none (%s, claude-…)",
@@ -101,6 +109,34 @@ func guessModel(word, rest string) string {
 		return lower + "/" + rest
 	}
 	return ""
+}
+
+// checkClaudeModel refuses a model without a prefix that the claude CLI
+// would not take as a claude model: one neither an alias nor a claude-…
+// id (which a provider's id holds too: us.anthropic.claude-…,
+// claude-…@date), with an optional /<effort>. Such a model ("gpt-4o",
+// "codex", "sonet") would be sent to the claude CLI, and its API, as a
+// name; the error says what was likely meant and the model strings that
+// would run it. "" is the default model.
+func checkClaudeModel(m string) error {
+	name := m
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[:i]
+	}
+	lower := strings.ToLower(name)
+	if name == "" || slices.Contains(ModelAliases, name) || slices.Contains(moreAliases, name) || strings.Contains(lower, "claude-") {
+		return nil
+	}
+	msg := fmt.Sprintf("model %q is not a claude model (an alias: %s, %s; or a claude-… id)", m, strings.Join(ModelAliases, ", "), strings.Join(moreAliases, ", "))
+	if p, ok := agentbin.LookupACP(lower); ok {
+		msg += fmt.Sprintf("; did you mean %q (the ACP agent %s)?", PrefixACP+p.Name, p.Title)
+	} else if n := suggest.Nearest(lower, append(append([]string{}, ModelAliases...), moreAliases...), 0.8); n != "" {
+		msg += fmt.Sprintf("; did you mean %q?", n+m[len(name):])
+	} else if !strings.HasPrefix(name, "-") && !strings.ContainsFunc(name, unicode.IsSpace) {
+		msg += fmt.Sprintf(": to run it on an ACP agent that serves it, write e.g. %s, %s or %s",
+			PrefixACP+"codex:"+name, PrefixACP+"copilot:"+name, PrefixACP+"opencode:PROVIDER/"+name)
+	}
+	return verbs.BadArg("%s (`kaimon agents` lists what a model string can be)", msg)
 }
 
 // prefixList is ModelPrefixes' prefixes, in order.

@@ -62,3 +62,25 @@ func TestLookup(t *testing.T) {
 		t.Errorf("Lookup(bogus:thing) guesses: %v", err)
 	}
 }
+
+// A model without a prefix that is not a claude model is refused, with
+// what was likely meant and the model strings that would run it.
+func TestLookupRefusesNonClaudeModels(t *testing.T) {
+	for _, m := range []string{"", "sonnet", "opus/high", "haiku", "default", "opusplan", "sonnet[1m]", "claude-sonnet-5", "claude-opus-4-8[1m]/low", "us.anthropic.claude-sonnet-4-5-v1:0", "claude-sonnet-4@20250514"} {
+		if p, err := Lookup(m); err != nil || p != Claude {
+			t.Errorf("Lookup(%q) = %v, %v; want the claude CLI", m, p, err)
+		}
+	}
+	for m, want := range map[string]string{
+		"gpt-4o":     `acp:codex:gpt-4o, acp:copilot:gpt-4o or acp:opencode:PROVIDER/gpt-4o`,
+		"codex":      `did you mean "acp:codex"`,
+		"qwen-code":  `did you mean "acp:qwen"`,
+		"sonet":      `did you mean "sonnet"?`,
+		"sonet/high": `did you mean "sonnet/high"?`,
+	} {
+		_, err := Lookup(m)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "kaimon agents") {
+			t.Errorf("Lookup(%q) = %v; want a bad argument saying %s and kaimon agents", m, err, want)
+		}
+	}
+}

@@ -161,7 +161,7 @@ func NewApp() *cli.App {
 			openCmd(), sendCmd(), runCmd(), outputCmd(), statusCmd(), listCmd(),
 			interruptCmd(), setModelCmd(), closeCmd(), forgetCmd(), diffCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(), schemaCmd(),
 			tailCmd(),
-			versionCmd(), doctorCmd(),
+			versionCmd(), doctorCmd(), agentsCmd(),
 			hostCmd(), dialStdioCmd(),
 			monitorCmd(),
 		},

@@ -90,6 +90,17 @@ func configuredHosts() map[string]fleet.Host {
 	return hosts
 }
 
+// configuredACP are the config file's acp_agents (none when it cannot be
+// read: a completion never fails loudly).
+func configuredACP() []agentbin.Program {
+	paths, err := config.Resolve()
+	if err != nil {
+		return nil
+	}
+	cfg, _ := config.Load(paths.ConfigFile)
+	return cfg.ACPAgents.Programs()
+}
+
 // daemonAgents asks a running daemon for its agents: agent_list only,
 // without autostart and within listTimeout. When none answers, the agents
 // are those the registry on disk records.
@@ -720,6 +731,11 @@ func modelCandidates(cur string) []candidate {
 	if strings.HasPrefix(cur, backend.PrefixACP) {
 		for _, n := range agentbin.ACPNames {
 			out = append(out, candidate{backend.PrefixACP + n, "ACP agent " + n})
+		}
+		for _, p := range configuredACP() {
+			if _, builtin := agentbin.ACP[p.Name]; !builtin {
+				out = append(out, candidate{backend.PrefixACP + p.Name, "ACP agent " + p.Name + " (config)"})
+			}
 		}
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -61,26 +62,47 @@ const versionWait = 30 * time.Second
 
 // agentProgram is a program some backend runs, found as that backend finds it.
 type agentProgram struct {
-	name    string // on PATH
-	env     string // the variable that names it instead
-	cfgKey  string // the config file's key that names it (daemon.Run exports it as env)
-	cfg     string // that key's value, "" when unset
-	cfgFile string // the config file
+	prog    agentbin.Program // its catalogue row (or acp_agents entry)
+	name    string           // on PATH
+	env     string           // the variable that names it instead ("" for a configured agent)
+	cfgKey  string           // the config file's key that names it (daemon.Run exports it as env)
+	cfg     string           // that key's value, "" when unset
+	cfgFile string           // the config file
 	install string
 	model   string // a model string that uses it
 }
 
 // agentPrograms lists the programs of every backend, as agentbin's table
 // has them: the claude CLI, then the ACP agents, each with the config key
-// that config.ProgramBins maps onto its variable.
+// that config.ProgramBins maps onto its variable; then the config file's
+// acp_agents (one with a built-in name replaces that agent's row, as it
+// replaces its command).
 func agentPrograms(cfg config.Config, cfgFile string) []agentProgram {
 	program := func(p agentbin.Program, model string) agentProgram {
 		b, _ := cfg.ProgramBin(p.Env)
-		return agentProgram{name: p.Bin, env: p.Env, cfgKey: b.Key, cfg: b.Value, cfgFile: cfgFile, install: p.Install, model: model}
+		return agentProgram{prog: p, name: p.Bin, env: p.Env, cfgKey: b.Key, cfg: b.Value, cfgFile: cfgFile, install: p.Install, model: model}
+	}
+	configured := map[string]agentbin.Program{}
+	var extra []agentbin.Program
+	for _, p := range cfg.ACPAgents.Programs() {
+		configured[p.Name] = p
+		if _, builtin := agentbin.ACP[p.Name]; !builtin {
+			extra = append(extra, p)
+		}
+	}
+	fromConfig := func(p agentbin.Program) agentProgram {
+		return agentProgram{prog: p, name: p.Bin, cfgKey: p.ConfigKey, cfg: p.Bin, cfgFile: cfgFile, install: p.Install, model: backend.PrefixACP + p.Name}
 	}
 	out := []agentProgram{program(agentbin.Claude, verbs.DefaultModel)}
 	for _, n := range agentbin.ACPNames {
+		if p, ok := configured[n]; ok {
+			out = append(out, fromConfig(p))
+			continue
+		}
 		out = append(out, program(agentbin.ACP[n], backend.PrefixACP+n))
+	}
+	for _, p := range extra {
+		out = append(out, fromConfig(p))
 	}
 	return out
 }
@@ -89,8 +111,8 @@ func doctorCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "doctor",
 		Usage: "Check what kaimon needs and say how to fix what is wrong (exit 1 on a FAIL)",
-		Description: "One line per check, ok, info, warn or FAIL, with a hint to fix it: the agent programs (claude, opencode, " +
-			"claude-agent-acp, gemini; KAIMON_*_BIN honoured) and their versions, the socket dir's owner and mode, the config " +
+		Description: "One line per check, ok, info, warn or FAIL, with a hint to fix it: the agent programs (those kaimon agents lists: " +
+			"the claude CLI, each built-in ACP agent and the config file's acp_agents; KAIMON_*_BIN honoured) and their versions, the socket dir's owner and mode, the config " +
 			"file, kaimon-agentd reachable and its version, its event bus socket, its MCP door, whether it could write every " +
 			"agent's event log and record, and whether it runs with another environment than this shell's. A missing agent " +
 			"program is a warning (one is enough, and replay:, ollama: and vmlx: models need none). A daemon that is not " +
@@ -154,12 +176,11 @@ func doctor(ctx context.Context, noAutostart bool) []Check {
 
 	found := 0
 	programs := agentPrograms(cfg, paths.ConfigFile)
-	for _, p := range programs {
-		ch := checkAgent(ctx, p)
-		if ch.Status == checkOK {
+	for i, f := range findPrograms(ctx, programs) {
+		if f.status == checkOK {
 			found++
 		}
-		out = append(out, ch)
+		out = append(out, f.check(programs[i].name))
 	}
 	if found == 0 {
 		add("agents", checkWarn, "no agent program found: only models that need none work (replay:, ollama:, vmlx:)",
@@ -214,11 +235,25 @@ func doctor(ctx context.Context, noAutostart bool) []Check {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// checkAgent finds the program as its backend does ($env, else the config
-// file's value, else PATH) and asks its version.
-func checkAgent(ctx context.Context, p agentProgram) Check {
-	ch := Check{Check: p.name}
-	named, fromEnv := os.Getenv(p.env), true
+// foundProgram is where an agent program was found and what it says of
+// itself: doctor's check and kaimon agents' row are both made from it.
+type foundProgram struct {
+	status  string // checkOK, checkWarn (not found, or no version) or checkFail (named but not there)
+	path    string // absolute, "" when not found
+	from    string // where the path came from: the variable, the config key, or PATH
+	version string // the first line of its --version
+	problem string // what is wrong, when status is not ok
+	fix     string
+}
+
+// findProgram finds the program as its backend does ($env, else the
+// config file's value, else PATH) and asks its version.
+func findProgram(ctx context.Context, p agentProgram) foundProgram {
+	var f foundProgram
+	named, fromEnv := "", false
+	if p.env != "" {
+		named, fromEnv = os.Getenv(p.env), true
+	}
 	if named == "" && p.cfg != "" {
 		named, fromEnv = p.cfg, false
 	}
@@ -226,38 +261,87 @@ func checkAgent(ctx context.Context, p agentProgram) Check {
 	if named != "" {
 		var err error
 		if path, err = exec.LookPath(named); err != nil && !errors.Is(err, exec.ErrDot) {
-			ch.Status = checkFail
-			if fromEnv {
-				ch.Detail = fmt.Sprintf("%s=%s (from the environment) is not an executable", p.env, named)
-				ch.Fix = "point " + p.env + " at the program, or unset it to use " + p.name + " on PATH"
+			f.status = checkFail
+			switch {
+			case fromEnv:
+				f.problem = fmt.Sprintf("%s=%s (from the environment) is not an executable", p.env, named)
+				f.fix = "point " + p.env + " at the program, or unset it to use " + p.name + " on PATH"
 				if p.cfg != "" {
-					ch.Fix += " (or the config file's " + p.cfgKey + ", " + p.cfg + ")"
+					f.fix += " (or the config file's " + p.cfgKey + ", " + p.cfg + ")"
 				}
-			} else {
-				ch.Detail = fmt.Sprintf("%s %q in %s is not an executable", p.cfgKey, named, p.cfgFile)
-				ch.Fix = "point " + p.cfgKey + " in " + p.cfgFile + " at the program, or remove the key to use " + p.name + " on PATH; then `kaimon daemon restart`"
+			case p.prog.Configured:
+				f.problem = fmt.Sprintf("%s %q in %s is not an executable", p.cfgKey, named, p.cfgFile)
+				f.fix = "point " + p.cfgKey + " in " + p.cfgFile + " at the agent's program (a path, or a name on PATH); then `kaimon daemon restart`"
+			default:
+				f.problem = fmt.Sprintf("%s %q in %s is not an executable", p.cfgKey, named, p.cfgFile)
+				f.fix = "point " + p.cfgKey + " in " + p.cfgFile + " at the program, or remove the key to use " + p.name + " on PATH; then `kaimon daemon restart`"
 			}
-			return ch
+			return f
+		}
+		f.from = p.env
+		if !fromEnv {
+			f.from = p.cfgKey
 		}
 	} else {
 		var err error
 		if path, err = exec.LookPath(p.name); err != nil && !errors.Is(err, exec.ErrDot) {
-			ch.Status, ch.Detail = checkWarn, "not found on PATH (needed only for --model "+p.model+")"
-			ch.Fix = "install it with `" + p.install + "`, or set " + p.env
-			return ch
+			f.status, f.problem = checkWarn, "not found on PATH (needed only for --model "+p.model+")"
+			f.fix = "install it with `" + p.install + "`, or set " + p.env
+			return f
 		}
+		f.from = "PATH"
 	}
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	v, err := programVersion(ctx, path)
-	if err != nil {
-		ch.Status, ch.Detail = checkWarn, fmt.Sprintf("%s: `--version` failed: %v", path, err)
-		ch.Fix = "run `" + path + " --version` to see why; reinstall with `" + p.install + "`"
-		return ch
+	f.path = path
+	v, err := "", error(nil)
+	if p.prog.NoVersionFlag {
+		if v = npmPackageVersion(path); v == "" {
+			v = "version unknown (it has no --version, and no npm package)"
+		}
+	} else {
+		v, err = programVersion(ctx, path)
 	}
-	ch.Status, ch.Detail = checkOK, v+" ("+path+")"
+	if err != nil {
+		f.status, f.problem = checkWarn, fmt.Sprintf("%s: `--version` failed: %v", path, err)
+		f.fix = "run `" + path + " --version` to see why"
+		if p.install != "" {
+			f.fix += "; reinstall with `" + p.install + "`"
+		}
+		return f
+	}
+	f.status, f.version = checkOK, v
+	return f
+}
+
+// checkAgent is doctor's line for one program.
+func checkAgent(ctx context.Context, p agentProgram) Check { return findProgram(ctx, p).check(p.name) }
+
+// check is doctor's line for the program called name.
+func (f foundProgram) check(name string) Check {
+	ch := Check{Check: name, Status: f.status, Detail: f.problem, Fix: f.fix}
+	if f.status == checkOK {
+		ch.Detail = f.version + " (" + f.path + ")"
+	}
 	return ch
+}
+
+// findPrograms runs findProgram on each program at once: each --version
+// is a program's start (gemini-cli's takes seconds), and they are
+// independent.
+func findPrograms(ctx context.Context, ps []agentProgram) []foundProgram {
+	out := make([]foundProgram, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = findProgram(ctx, p)
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // programVersion runs `path --version` in a process group of its own,

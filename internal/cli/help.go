@@ -68,6 +68,7 @@ var examples = map[string]string{
 	"version":             "kaimon version",
 	"monitor":             "kaimon monitor            # q quits, ? shows the keys\nkaimon monitor --once > agents.txt",
 	"doctor":              "kaimon doctor || echo 'fix the FAIL lines first'",
+	"agents":              "kaimon agents --json | jq -r '.agents[] | select(.found) | .model'",
 	"mcp":                 "claude mcp add kaimon -- kaimon mcp",
 	"completion":          "kaimon completion bash > ~/.local/share/bash-completion/completions/kaimon",
 	"schema":              "kaimon schema events > kaimon-events.schema.json\nkaimon schema verbs | jq '.\"$defs\".agent_status_result.required'",

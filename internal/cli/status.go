@@ -86,7 +86,11 @@ func statusCmd() *cli.Command {
 				row("model", st.Model)
 				row("cwd", st.Cwd)
 				row("turn", fmt.Sprint(st.Turn))
-				row("usage", fmt.Sprintf("in %d  out %d  cache read %d  cache write %d", st.Usage.InputTokens, st.Usage.OutputTokens, st.Usage.CacheReadTokens, st.Usage.CacheCreationTokens))
+				if st.UsageNote != "" {
+					row("usage", st.UsageNote)
+				} else {
+					row("usage", fmt.Sprintf("in %d  out %d  cache read %d  cache write %d", st.Usage.InputTokens, st.Usage.OutputTokens, st.Usage.CacheReadTokens, st.Usage.CacheCreationTokens))
+				}
 				row("created", st.CreatedAt)
 				row("last activity", st.LastActivity)
 				row("session", st.SessionID)

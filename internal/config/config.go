@@ -287,6 +287,9 @@ type Config struct {
 	// LoadHosts), which alone gives them a shape; the daemon has no use
 	// for them. Here so that the file's keys are listed in one place.
 	Hosts json.RawMessage `json:"hosts"`
+	// ACPAgents are other ACP agents (acp:NAME), or other commands for
+	// built-in ones: acpagents.go.
+	ACPAgents ACPAgents `json:"acp_agents"`
 }
 
 // Defaults returns the configuration used when the file is absent.
@@ -336,6 +339,7 @@ func Load(path string) (Config, error) {
 		return c, fmt.Errorf("config file %s: %w", path, err)
 	}
 	c.absPaths(filepath.Dir(abs))
+	c.ACPAgents.absPaths(filepath.Dir(abs))
 	if c.DeadKept < 0 {
 		c.DeadKept = 0
 	}

@@ -488,7 +488,7 @@ func (ag *Agent) lifeStatus() verbs.AgentStatus {
 		LastActivity: ag.activity.UTC().Format(time.RFC3339Nano),
 		SessionID:    info.SessionID, Transcript: info.Transcript,
 		EventLog: ag.files().Events,
-		Usage:    ag.usage, QueuesPrompts: info.QueuesPrompts,
+		Usage:    ag.usage, UsageNote: info.UsageNote, QueuesPrompts: info.QueuesPrompts,
 		Reason: ag.reason, RecordError: ag.recordErr,
 	}
 }

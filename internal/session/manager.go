@@ -6,6 +6,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"github.com/kaimon/kaimon/internal/agentbin"
 	"log"
 	"os"
 	"sort"
@@ -60,6 +61,9 @@ type Manager struct {
 	env     []string
 	factory Factory
 	pids    *pidFile
+	// acpAgents are the config's acp_agents, resolved once (every open's
+	// backend.Options.ACPAgents).
+	acpAgents []agentbin.Program
 
 	mu      sync.Mutex
 	agents  map[string]*Agent
@@ -105,6 +109,7 @@ func New(paths config.Paths, cfg config.Config, env []string, factory Factory) (
 	removeStale(paths)
 	m := &Manager{
 		paths: paths, cfg: cfg, env: env, factory: factory,
+		acpAgents:     cfg.ACPAgents.Programs(),
 		pids:          &pidFile{path: paths.PidFile(), tmp: paths.PidFileTemp(), live: map[string]proc.Identity{}},
 		agents:        map[string]*Agent{},
 		StartTimeout:  90 * time.Second,

@@ -244,8 +244,8 @@ func (m *Manager) openOptions(ctx context.Context, id string, a verbs.OpenArgs, 
 	}
 	return backend.Options{
 		OpenArgs: a, Policy: pol, ResumeSession: session, Fork: fork,
-		CacheDir: m.paths.CacheDir,
-		Env:      append(append([]string{}, m.env...), "KAIMON_AGENT_SESSION="+a.ID),
+		CacheDir: m.paths.CacheDir, ACPAgents: m.acpAgents,
+		Env: append(append([]string{}, m.env...), "KAIMON_AGENT_SESSION="+a.ID),
 	}, wt, nil
 }
 

@@ -577,17 +577,20 @@ type OutputResult struct {
 
 // AgentStatus is agent_status's return, and each agent_list entry's body.
 type AgentStatus struct {
-	Status        apitype.AgentState `json:"status"`
-	Model         string             `json:"model"`
-	Cwd           string             `json:"cwd"`
-	Turn          int                `json:"turn"`
-	CreatedAt     string             `json:"created_at"`
-	LastActivity  string             `json:"last_activity"`
-	SessionID     string             `json:"session_id"`
-	Transcript    string             `json:"transcript"`
-	EventLog      string             `json:"event_log"`
-	Usage         event.UsageFigures `json:"usage"`
-	QueuesPrompts bool               `json:"queues_prompts"`
+	Status       apitype.AgentState `json:"status"`
+	Model        string             `json:"model"`
+	Cwd          string             `json:"cwd"`
+	Turn         int                `json:"turn"`
+	CreatedAt    string             `json:"created_at"`
+	LastActivity string             `json:"last_activity"`
+	SessionID    string             `json:"session_id"`
+	Transcript   string             `json:"transcript"`
+	EventLog     string             `json:"event_log"`
+	Usage        event.UsageFigures `json:"usage"`
+	// UsageNote says that Usage is not counted by the agent (and what it
+	// reports instead, such as its context size); absent when it is.
+	UsageNote     string `json:"usage_note,omitempty"`
+	QueuesPrompts bool   `json:"queues_prompts"`
 	// Reason says why a dead agent ended (closed, exited, daemon exited,
 	// daemon crashed, failed to start); absent while it lives.
 	Reason string `json:"reason,omitempty"`
@@ -943,7 +946,7 @@ var All = []*Verb{
 		Name: "agent_status", CLI: "status", Positional: []string{"agent_id"},
 		Summary:  "Show an agent's status and token usage",
 		Doc:      "Reports the agent's lifecycle state, model, turn, session, log paths and summed token usage; for an agent with a worktree, its repository, worktree, branch, base commit and whether it has uncommitted changes or untracked files (dirty).",
-		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "queues_prompts", "reason", "record_error", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}], "repository", "worktree", "branch", "base_commit", "dirty", "worktree_error"}`,
+		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "usage_note", "queues_prompts", "reason", "record_error", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}], "repository", "worktree", "branch", "base_commit", "dirty", "worktree_error"}`,
 		Example:  "kaimon status $id --json | jq .usage",
 		Args:     []Arg{anyAgentID},
 		ReadOnly: true,

@@ -88,6 +88,8 @@ type Backend struct {
 	infoMu   sync.Mutex
 	curModel string
 	queues   bool
+	// usageNote is the mapper's UsageNote at the last turn's end.
+	usageNote string
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -103,7 +105,7 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 		return nil, err
 	}
 	pol := o.Policy
-	a, model, err := ParseModel(o.Model)
+	a, model, err := ParseModelIn(o.Model, o.ACPAgents)
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +122,10 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	bin, err := a.findBinary(env)
 	if err != nil {
 		return nil, err
+	}
+	for _, kv := range a.ProgEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		env = host.SetEnv(env, k, v)
 	}
 	b := &Backend{
 		opts: o, sink: sink, agent: a, model: model, pol: pol, bin: bin,
@@ -353,7 +359,31 @@ func (b *Backend) refused(ctx context.Context, what string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("acp:%s did not get ready (%s): %w", b.agent.Name, what, ctx.Err())
 	}
+	if authRequired(err) {
+		return loginError(b.agent, what, err)
+	}
 	return fmt.Errorf("acp:%s refused %s: %s", b.agent.Name, what, rpcMessage(err))
+}
+
+// authCode is ACP's error code for "Authentication required"
+// (ErrorCode auth_required).
+const authCode = -32000
+
+// authRequired says whether err is the agent asking to be logged in.
+func authRequired(err error) bool {
+	var re *sdk.RequestError
+	return errors.As(err, &re) && re.Code == authCode
+}
+
+// loginError is an agent's request to log in, in its own words, with the
+// command that logs it in (agentbin's Login).
+func loginError(a *Agent, what string, err error) error {
+	how := "log it in as its own documentation says"
+	if a.Login != "" {
+		how = "log it in with `" + a.Login + "`"
+	}
+	return fmt.Errorf("acp:%s is not logged in (it answered %s with %q): %s, then open it again",
+		a.Name, what, rpcMessage(err), how)
 }
 
 // sessionState is what session/new, session/load and session/resume all
@@ -619,6 +649,10 @@ func (b *Backend) prompt(t Turn) {
 		evs, next = b.m.Fail(fmt.Sprintf("acp:%s failed turn %d: %s", b.agent.Name, t.Number, rpcMessage(err)), nil)
 	} else {
 		evs, next = b.m.End(resp)
+		note := b.m.UsageNote()
+		b.infoMu.Lock()
+		b.usageNote = note
+		b.infoMu.Unlock()
 	}
 	for _, ev := range evs {
 		b.sink.Emit(ev)
@@ -668,11 +702,11 @@ func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
 func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 	id := strings.TrimSpace(model)
 	if IsACP(id) {
-		a, m, err := ParseModel(id)
+		a, m, err := ParseModelIn(id, b.opts.ACPAgents)
 		if err != nil {
 			return false, err
 		}
-		if a != b.agent {
+		if a.Name != b.agent.Name {
 			return false, fmt.Errorf("agent_set_model switches models within one ACP agent: this agent is acp:%s, not acp:%s; close it and open a new one", b.agent.Name, a.Name)
 		}
 		id = m
@@ -723,7 +757,7 @@ func (b *Backend) Info() backend.Info {
 	if b.curModel != "" {
 		model += ":" + b.curModel
 	}
-	return backend.Info{SessionID: string(b.sessionID), Model: model, QueuesPrompts: b.queues}
+	return backend.Info{SessionID: string(b.sessionID), Model: model, QueuesPrompts: b.queues, UsageNote: b.usageNote}
 }
 
 // logWriter sends the SDK's diagnostics to the daemon's log, redacted:

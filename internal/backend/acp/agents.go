@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -75,7 +76,12 @@ var Agents = map[string]*Agent{
 	"claude":   {Program: agentbin.ACP["claude"], Route: RouteClaudeMeta, AnnouncesBeforeAsk: true},
 	"gemini": {Program: agentbin.ACP["gemini"],
 		FallbackArgs: []string{"--experimental-acp"}, Route: RoutePermissionOnly},
-	"codex":   {Program: agentbin.ACP["codex"], Route: RoutePermissionOnly},
+	// codex's modes are sandboxes: read-only (writes need an escalation,
+	// which asks), auto (workspace writes and commands run unasked),
+	// full-access. Edits under acceptEdits stay asked (read-only) rather
+	// than let commands run unasked too.
+	"codex": {Program: agentbin.ACP["codex"], Route: RoutePermissionOnly, Modes: map[string]string{
+		"default": "read-only", "acceptEdits": "read-only", "plan": "read-only", "auto": "auto", "bypassPermissions": "full-access"}},
 	"qwen":    {Program: agentbin.ACP["qwen"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
 	"copilot": {Program: agentbin.ACP["copilot"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true, Modes: copilotModes, CumulativeUsage: true, TitlesDescribe: true, ModelFlag: "--model", AsksEdits: true, ExcludeFlag: "--excluded-tools", NativeTools: copilotTools, Notice: copilotNotice},
 	"kilo":    {Program: agentbin.ACP["kilo"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
@@ -88,23 +94,24 @@ var AgentNames = agentbin.ACPNames
 // IsACP says whether a model string selects this backend.
 func IsACP(model string) bool { return strings.HasPrefix(strings.TrimSpace(model), Prefix) }
 
-// ParseModel splits acp:<agent>[:<model>]. The model is everything after
-// the second colon, slashes and colons included
+// ParseModel splits acp:<agent>[:<model>] among the built-in agents
+// alone (ParseModelIn with no configured agents).
+func ParseModel(s string) (*Agent, string, error) { return ParseModelIn(s, nil) }
+
+// ParseModelIn splits acp:<agent>[:<model>]. The model is everything
+// after the second colon, slashes and colons included
 // (acp:opencode:ollama/qwen2.5:14b is opencode with ollama/qwen2.5:14b).
-func ParseModel(s string) (*Agent, string, error) {
+// The agent is one of configured (the config's acp_agents) first, then a
+// built-in one by name or alias.
+func ParseModelIn(s string, configured []agentbin.Program) (*Agent, string, error) {
 	rest, ok := strings.CutPrefix(strings.TrimSpace(s), Prefix)
 	if !ok {
-		return nil, "", fmt.Errorf("model %q is not an ACP model: write acp:<agent>[:<model>] with agent %s", s, strings.Join(AgentNames, ", "))
+		return nil, "", fmt.Errorf("model %q is not an ACP model: write acp:<agent>[:<model>] with agent one of %s (kaimon agents lists them)", s, strings.Join(KnownNames(configured), ", "))
 	}
 	name, model, _ := strings.Cut(rest, ":")
-	a := Agents[name]
+	a := lookupAgent(name, configured)
 	if a == nil {
-		if p, ok := agentbin.LookupACP(name); ok {
-			a = Agents[p.Name]
-		}
-	}
-	if a == nil {
-		return nil, "", fmt.Errorf("unknown ACP agent %q in model %q: use one of %s", name, s, strings.Join(AgentNames, ", "))
+		return nil, "", fmt.Errorf("unknown ACP agent %q in model %q: use one of %s (`kaimon agents` lists them, with what each runs)", name, s, strings.Join(KnownNames(configured), ", "))
 	}
 	model = strings.TrimSpace(model)
 	if strings.HasPrefix(model, "-") || strings.IndexFunc(model, unicode.IsSpace) >= 0 {
@@ -113,9 +120,57 @@ func ParseModel(s string) (*Agent, string, error) {
 	return a, model, nil
 }
 
+// KnownNames are the agents acp:<name> selects: the built-in ones, then
+// the configured ones that are not built in.
+func KnownNames(configured []agentbin.Program) []string {
+	out := append([]string{}, AgentNames...)
+	for _, p := range configured {
+		if _, ok := Agents[p.Name]; !ok {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// lookupAgent finds name among configured, then the built-in agents. A
+// configured agent with a built-in name is that agent with the config's
+// command (its args replacing the fallback's too); any other is driven
+// with standard ACP alone.
+func lookupAgent(name string, configured []agentbin.Program) *Agent {
+	builtin := Agents[name]
+	if builtin == nil {
+		if p, ok := agentbin.LookupACP(name); ok {
+			builtin = Agents[p.Name]
+		}
+	}
+	for _, p := range configured {
+		if p.Name != name && (builtin == nil || p.Name != builtin.Name) {
+			continue
+		}
+		if builtin == nil {
+			return &Agent{Program: p, Route: RoutePermissionOnly}
+		}
+		a := *builtin
+		a.Program = p
+		if !slices.Equal(p.Args, builtin.Args) {
+			a.FallbackArgs = nil
+		}
+		return &a
+	}
+	return builtin
+}
+
 // findBinary returns the absolute path of the agent's program: $BinEnv,
 // else Bin on PATH (as env sets it).
 func (a *Agent) findBinary(env []string) (string, error) {
+	if a.Configured {
+		path, err := lookPath(a.Bin, host.LookupEnv(env, "PATH"))
+		if err != nil {
+			return "", fmt.Errorf("%w: %s names %s, which is not an executable program (%v): fix the config file's %s",
+				backend.ErrNotFound, a.ConfigKey, a.Bin, err, a.ConfigKey)
+		}
+		return filepath.Abs(path)
+	}
 	if p := host.LookupEnv(env, a.Env); p != "" {
 		path, err := exec.LookPath(p)
 		if err != nil && !errors.Is(err, exec.ErrDot) {
@@ -135,7 +190,7 @@ func (a *Agent) findBinary(env []string) (string, error) {
 // lookPath finds name in the directories of path (the agent's PATH, which
 // may differ from the daemon's own).
 func lookPath(name, path string) (string, error) {
-	if path == "" {
+	if path == "" || strings.ContainsRune(name, filepath.Separator) {
 		return exec.LookPath(name)
 	}
 	for _, dir := range filepath.SplitList(path) {

@@ -3,6 +3,7 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -50,6 +51,24 @@ type Mapper struct {
 	TitlesDescribe  bool
 	Notice          *regexp.Regexp
 	total           event.UsageFigures // the last cumulative usage seen
+	// usage: what the agent has reported of usage (UsageNote).
+	ended, counted bool
+	context        *event.ContextWindow
+}
+
+// UsageNote says, once a turn has ended, when the agent reports no
+// per-turn token counts (none of its prompt responses carried usage), so
+// that status does not show zeros as if counted; with the running context
+// size when the agent sends that instead. "" when usage is counted.
+func (m *Mapper) UsageNote() string {
+	if !m.ended || m.counted {
+		return ""
+	}
+	note := "usage not reported by this agent"
+	if c := m.context; c != nil {
+		note += fmt.Sprintf("; context size only: %d of %d tokens", c.Used, c.Size)
+	}
+	return note
 }
 
 // modeNotice is gemini-cli's notice of a session mode change, which it
@@ -116,6 +135,7 @@ func (m *Mapper) Update(n sdk.SessionNotification) Output {
 		// added to the turn's usage (which comes with the prompt's
 		// response). costUsd stays 0.0.
 		out.Events = m.closeBlock()
+		m.context = &event.ContextWindow{Used: u.UsageUpdate.Used, Size: u.UsageUpdate.Size}
 		out.Events = append(out.Events, event.New(event.Usage, turn, event.UsageContextData{
 			Context: event.ContextWindow{Used: u.UsageUpdate.Used, Size: u.UsageUpdate.Size},
 		}))
@@ -296,6 +316,8 @@ func (m *Mapper) End(resp sdk.PromptResponse) (evs []event.Event, next *Turn) {
 	turn := m.Current()
 	evs = m.closeBlock()
 	usage := promptUsage(resp)
+	m.ended = true
+	m.counted = m.counted || resp.Usage != nil
 	if m.CumulativeUsage {
 		usage = m.sinceLast(usage)
 	}

@@ -74,6 +74,8 @@ func TestArgs(t *testing.T) {
 		{name: "suffix without model", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "/high"}},
 			wantErr: "names an effort but no model"},
 		{name: "model that reads as a flag", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "--help"}},
+			wantErr: "is not a claude model"},
+		{name: "claude id with a space", o: backend.Options{OpenArgs: verbs.OpenArgs{Model: "claude-sonnet-5 --help"}},
 			wantErr: "bad claude model"},
 
 		{name: "preset default", o: backend.Options{OpenArgs: verbs.OpenArgs{Permission: "default"}},

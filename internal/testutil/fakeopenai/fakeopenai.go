@@ -8,6 +8,11 @@
 //     deltas for a thought, tool_calls deltas with the arguments in pieces,
 //     a finish_reason, a usage chunk, then "data: [DONE]"); otherwise one
 //     chat.completion object.
+//   - POST /v1/responses (the Responses API, which codex speaks; see
+//     responses.go): with "stream": true, server-sent events
+//     response.created, output_item.added/done, output_text.delta,
+//     function_call_arguments.delta, response.completed with usage;
+//     otherwise one response object. Same script and recording.
 //   - GET /v1/models: the two models Models names (404 after
 //     [Server.SetNoModels], as servers without the route answer).
 //   - anything else: 404.
@@ -104,6 +109,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/v1/chat/completions" && r.Method == http.MethodPost:
 		s.chat(w, r)
+	case r.URL.Path == "/v1/responses" && r.Method == http.MethodPost:
+		s.responses(w, r)
 	case r.URL.Path == "/v1/models" && r.Method == http.MethodGet && !s.noModels.Load():
 		var data []map[string]any
 		for _, m := range Models {

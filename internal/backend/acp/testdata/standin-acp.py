@@ -5,6 +5,8 @@ session/prompt does what KAIMON_STANDIN says:
   hangup  close its stdout and live on (until stopped)
   mute    never answer the prompt, and ignore session/cancel
   longline  print a line over the ACP SDK's 10 MiB limit, then answer
+  auth    (at session/new already) answer -32000 "Authentication required",
+          as an agent that is not logged in does
   oldflags  refuse --acp as an unknown argument (an older gemini-cli, which
             takes --experimental-acp), then answer prompts
 """
@@ -30,6 +32,9 @@ for line in sys.stdin:
     method, id_ = msg.get("method"), msg.get("id")
     if method == "initialize":
         reply(id_, {"protocolVersion": 1, "agentCapabilities": {}})
+    elif method == "session/new" and mode == "auth":
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": id_, "error": {"code": -32000, "message": "Authentication required: run the standin's login first"}}) + "\n")
+        sys.stdout.flush()
     elif method == "session/new":
         reply(id_, {"sessionId": "standin-1"})
     elif method == "session/prompt":
