@@ -21,7 +21,7 @@ import (
 // newCopilotEnv is a kaimon installation whose acp:copilot is the real
 // GitHub Copilot CLI (copilot --acp, pinned in package.json) against one
 // fakeopenai server, offline (agents.CopilotOffline).
-func newCopilotEnv(t *testing.T) *acpEnv {
+func newCopilotEnv(t testing.TB) *acpEnv {
 	t.Helper()
 	bin := acpAgent(t, "KAIMON_COPILOT_BIN", "copilot")
 	oa := fakeopenai.New(t)

@@ -34,6 +34,7 @@ var acpBenchAgents = []acpBenchAgent{
 	{"opencode", "acp:opencode:fake/fake-model", func(b *testing.B) *acpEnv { return newACPEnv(b, "opencode") }},
 	{"gemini", "acp:gemini:gemini-2.5-pro", func(b *testing.B) *acpEnv { return newACPEnv(b, "gemini") }},
 	{"codex", "acp:codex", func(b *testing.B) *acpEnv { return newCodexEnv(b) }},
+	{"copilot", "acp:copilot", func(b *testing.B) *acpEnv { return newCopilotEnv(b) }},
 }
 
 // BenchmarkACPAgentTurn is kaimon's added time per warm turn of an ACP

@@ -29,7 +29,7 @@ var copilotModes = map[string]string{
 // tool name each stands for, for --excluded-tools. Its sql tool (a
 // database of the session's own) stands for none.
 var copilotTools = map[string][]string{
-	"Bash":  {"bash", "read_bash", "write_bash", "stop_bash", "list_bash"},
+	"Bash":  {"bash", "read_bash", "stop_bash", "list_bash"},
 	"Read":  {"view"},
 	"Write": {"create"},
 	"Edit":  {"edit"},

@@ -102,7 +102,7 @@ func TestCopilotPresets(t *testing.T) {
 	// notebook's deny list is excluded whole, so nothing is left to warn
 	// of; specialist's whole-set allowlist still is (copilot's sql).
 	nb := resolve("notebook", "")
-	if got := strings.Join(excludedTools(cp, nb), " "); got != "bash create edit glob grep list_agents list_bash read_agent read_bash stop_bash task view write_agent write_bash" {
+	if got := strings.Join(excludedTools(cp, nb), " "); got != "bash create edit glob grep list_agents list_bash read_agent read_bash stop_bash task view write_agent" {
 		t.Fatalf("notebook excludes %s", got)
 	}
 	if msg := Enforcement(cp, nb); msg != "" {
