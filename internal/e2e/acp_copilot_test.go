@@ -163,6 +163,37 @@ func TestACPCopilot(t *testing.T) {
 	}
 	e.waitStatus(t, id, "idle")
 
+	// A file outside the cwd: copilot asks to access the path; an
+	// interrupt answers the pending request cancelled and ends the turn,
+	// and nothing is written.
+	outside := filepath.Join(e.home, "cp-outside.txt")
+	turn = e.ok("send", id, `call tool: create {"path":"`+outside+`","file_text":"x\n"}`)
+	perm = e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool {
+		return !d.Get("decision").Exists() && strings.Contains(d.Get("toolCall.rawInput.path").String(), "cp-outside.txt")
+	})
+	e.okJSON(&ir, "interrupt", id)
+	if !ir.Interrupted {
+		t.Fatal("interrupt with a pending permission: false")
+	}
+	dec = e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool {
+		return d.Get("requestId").String() == gjson.GetBytes(perm.Data, "requestId").String() && d.Get("decision").Exists()
+	})
+	if gjson.GetBytes(dec.Data, "by").String() != "cancelled" {
+		t.Fatalf("the pending request after interrupt: %s", dec.Data)
+	}
+	waitFor(t, "the cancelled result of turn "+turn, 30*time.Second, func() bool {
+		for _, r := range e.events(t, id) {
+			if r.Kind == event.Result && r.Turn == atoiT(t, turn) {
+				return gjson.GetBytes(r.Data, "stopReason").String() == "cancelled"
+			}
+		}
+		return false
+	})
+	e.waitStatus(t, id, "idle")
+	if _, err := os.Stat(outside); !os.IsNotExist(err) {
+		t.Fatalf("a write outside the cwd happened: %v", err)
+	}
+
 	// close, then resume: session/load of the same session, and the
 	// model sees the earlier turns.
 	e.ok("close", id)
