@@ -33,6 +33,11 @@ type PermissionRequest struct {
 	// takes a plain allow or deny (the claude CLI), which then gets
 	// DefaultPermissionOptions.
 	Options []event.PermissionOption
+	// Accepted, when set, says why the preset's permission mode accepts
+	// the call although the agent asked (an edit inside the cwd under
+	// acceptEdits, from an agent with no mode of its own for that): the
+	// asker allows it by policy, unless the policy denies the tool.
+	Accepted string
 }
 
 // DefaultPermissionOptions are what agent_permit can answer to an agent

@@ -35,6 +35,7 @@ var acpBenchAgents = []acpBenchAgent{
 	{"gemini", "acp:gemini:gemini-2.5-pro", func(b *testing.B) *acpEnv { return newACPEnv(b, "gemini") }},
 	{"codex", "acp:codex", func(b *testing.B) *acpEnv { return newCodexEnv(b) }},
 	{"qwen", "acp:qwen", func(b *testing.B) *acpEnv { return newQwenEnv(b) }},
+	{"copilot", "acp:copilot", func(b *testing.B) *acpEnv { return newCopilotEnv(b) }},
 }
 
 // BenchmarkACPAgentTurn is kaimon's added time per warm turn of an ACP

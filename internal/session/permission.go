@@ -98,6 +98,8 @@ func (ag *Agent) ask(ctx context.Context, req backend.PermissionRequest) backend
 		d, decided = backend.PermissionDecision{By: event.DecidedByPolicy, Message: "kaimon: " + err.Error()}, true
 	} else if v, why := opts.Policy.Permission(req.Tool); v != policy.Ask {
 		d, decided = backend.PermissionDecision{Allow: v == policy.Allow, By: event.DecidedByPolicy, Message: why}, true
+	} else if req.Accepted != "" {
+		d, decided = backend.PermissionDecision{Allow: true, By: event.DecidedByPolicy, Message: req.Accepted}, true
 	} else if allow, ok := m.permits.Rule(ag.id, req.Tool); ok {
 		d, decided = backend.PermissionDecision{Allow: allow, Always: true, By: event.DecidedByPolicy,
 			Message: "an earlier answer with always holds for " + req.Tool}, true

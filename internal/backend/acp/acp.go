@@ -130,7 +130,7 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	b := &Backend{
 		opts: o, sink: sink, agent: a, model: model, pol: pol, bin: bin,
 		env:       host.SetEnv(env, "KAIMON_AGENT_SESSION", o.ID),
-		m:         NewMapper(),
+		m:         newMapperFor(a),
 		turnEnded: make(chan struct{}),
 		asks:      host.NewAsks(),
 		done:      make(chan struct{}),
@@ -147,7 +147,28 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 func (b *Backend) Process() proc.Identity { return b.p.Load().ID() }
 
 // Argv is the command line Start runs.
-func (b *Backend) Argv() []string { return append([]string{b.bin}, b.agent.Args...) }
+func (b *Backend) Argv() []string { return append([]string{b.bin}, b.args(b.agent.Args)...) }
+
+// args is the agent's arguments, with the model asked for at open after
+// its ModelFlag when it takes one, and last the tools the preset denies
+// after its ExcludeFlag.
+func (b *Backend) args(args []string) []string {
+	out := append([]string{}, args...)
+	if b.agent.ModelFlag != "" && b.model != "" {
+		out = append(out, b.agent.ModelFlag, b.model)
+	}
+	if ex := excludedTools(b.agent, b.pol); b.agent.ExcludeFlag != "" && len(ex) > 0 {
+		out = append(append(out, b.agent.ExcludeFlag), ex...)
+	}
+	return out
+}
+
+// newMapperFor is a Mapper that knows the agent's ways (Agent).
+func newMapperFor(a *Agent) *Mapper {
+	m := NewMapper()
+	m.CumulativeUsage, m.TitlesDescribe, m.Notice = a.CumulativeUsage, a.TitlesDescribe, a.Notice
+	return m
+}
 
 // Start spawns the agent in its own process group and readies its
 // session: initialize, session/new (cwd and kaimon's door as an HTTP MCP
@@ -188,10 +209,10 @@ func (b *Backend) Start(ctx context.Context) error {
 		env = defaultEnv(env, "GEMINI_CLI_NO_RELAUNCH", "true")
 	}
 	b.env = env
-	err = b.startWith(ctx, b.agent.Args)
+	err = b.startWith(ctx, b.args(b.agent.Args))
 	if err != nil && b.agent.FallbackArgs != nil && b.rejectedArgs() {
 		b.retry()
-		err = b.startWith(ctx, b.agent.FallbackArgs)
+		err = b.startWith(ctx, b.args(b.agent.FallbackArgs))
 	}
 	if err != nil {
 		b.removeGenerated()
@@ -298,7 +319,7 @@ func (b *Backend) setup(ctx context.Context) error {
 		b.curModel = cur
 	}
 	b.infoMu.Unlock()
-	if b.model != "" && b.model != cur {
+	if b.model != "" && b.model != cur && !(b.agent.ModelFlag != "" && !b.modelConfig && !b.modelMethod) {
 		// claude-agent-acp ignores a model inside _meta: the model asked
 		// for at open is set over the wire, right after session/new.
 		if err := b.switchModel(ctx, b.model); err != nil {
@@ -498,6 +519,8 @@ func (b *Backend) switchModel(ctx context.Context, model string) error {
 			SessionId: b.sessionID, ConfigId: "model", Value: sdk.SessionConfigValueId(model)}})
 	case b.modelMethod:
 		_, err = b.conn.UnstableSetSessionModel(ctx, sdk.UnstableSetSessionModelRequest{SessionId: b.sessionID, ModelId: sdk.UnstableModelId(model)})
+	case b.agent.ModelFlag != "":
+		return fmt.Errorf("acp:%s offers no model selection over ACP: it takes its model at open (%s); close it and open acp:%s:%s", b.agent.Name, b.agent.ModelFlag, b.agent.Name, model)
 	default:
 		return fmt.Errorf("acp:%s offers no model selection over ACP", b.agent.Name)
 	}

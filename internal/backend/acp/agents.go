@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -36,6 +37,35 @@ type Agent struct {
 	// before asking permission for it, so the permission handler may wait
 	// a moment for that announce to be mapped and learn the tool's name.
 	AnnouncesBeforeAsk bool
+	// CumulativeUsage: the usage of a prompt response counts every model
+	// request since the agent's process began (copilot), not the turn's:
+	// the mapper reports the difference from the previous response.
+	CumulativeUsage bool
+	// TitlesDescribe: the agent's tool call titles describe the call
+	// (copilot: the shell command's description, "Creating /x/y"), never
+	// name the tool, so a preset knows the call by its ACP kind alone.
+	TitlesDescribe bool
+	// ModelFlag is the command-line flag that takes the model at spawn
+	// (copilot: --model), for an agent whose session offers no model
+	// selection over ACP.
+	ModelFlag string
+	// AsksEdits: the agent asks before every edit and has no mode that
+	// accepts them (copilot), so under a mode that accepts edits
+	// (acceptEdits, auto) kaimon answers an edit inside the cwd itself,
+	// as the claude CLI's acceptEdits does.
+	AsksEdits bool
+	// ExcludeFlag is the command-line flag that keeps tools from the
+	// model at spawn (copilot: --excluded-tools NAME…, variadic, so last),
+	// and NativeTools every tool of the agent's, by the preset tool name
+	// each stands for (a preset tool missing is one it has not):
+	// with both, the preset's deny list holds against the agent's own
+	// tools, as claude-agent-acp's disallowedTools does.
+	ExcludeFlag string
+	NativeTools map[string][]string
+	// Notice matches a whole agent message chunk that is the agent's own
+	// notice rather than the model's text (copilot's "Info: Disabled
+	// tools: …" that --excluded-tools brings): not an event.
+	Notice *regexp.Regexp
 }
 
 // Agents are the built-in ACP agents, by name; their programs are
@@ -53,7 +83,7 @@ var Agents = map[string]*Agent{
 	"codex": {Program: agentbin.ACP["codex"], Route: RoutePermissionOnly, Modes: map[string]string{
 		"default": "read-only", "acceptEdits": "read-only", "plan": "read-only", "auto": "auto", "bypassPermissions": "full-access"}},
 	"qwen":    {Program: agentbin.ACP["qwen"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true, Modes: qwenModes},
-	"copilot": {Program: agentbin.ACP["copilot"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
+	"copilot": {Program: agentbin.ACP["copilot"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true, Modes: copilotModes, CumulativeUsage: true, TitlesDescribe: true, ModelFlag: "--model", AsksEdits: true, ExcludeFlag: "--excluded-tools", NativeTools: copilotTools, Notice: copilotNotice},
 	"kilo":    {Program: agentbin.ACP["kilo"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
 	"auggie":  {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly},
 }

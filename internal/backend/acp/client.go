@@ -83,7 +83,7 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 	}
 	actx, done := b.registerAsk(ctx)
 	defer done()
-	d := b.opts.Ask(actx, backend.PermissionRequest{Turn: turn, Tool: tool, Call: call, Options: opts})
+	d := b.opts.Ask(actx, backend.PermissionRequest{Turn: turn, Tool: tool, Call: call, Options: opts, Accepted: b.acceptedEdit(tool, call)})
 	if d.By == event.DecidedByCancelled {
 		return cancelled, nil
 	}

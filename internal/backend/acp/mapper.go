@@ -51,6 +51,11 @@ type Mapper struct {
 	metaUsage event.UsageFigures
 	metaUsed  bool
 
+	// CumulativeUsage and TitlesDescribe are the agent's (see Agent).
+	CumulativeUsage bool
+	TitlesDescribe  bool
+	Notice          *regexp.Regexp
+	total           event.UsageFigures // the last cumulative usage seen
 	// usage: what the agent has reported of usage (UsageNote).
 	ended, counted bool
 	context        *event.ContextWindow
@@ -186,6 +191,9 @@ func (m *Mapper) chunk(kind event.Kind, c sdk.ContentBlock, msgID *string) []eve
 		// change set at spawn as a message chunk).
 		return nil
 	}
+	if c.Text != nil && m.Notice != nil && kind == event.AssistantText && m.Notice.MatchString(c.Text.Text) {
+		return nil // the agent's notice (Agent.Notice)
+	}
 	if c.Text != nil && modeNotice.MatchString(c.Text.Text) {
 		// gemini-cli's "[MODE_UPDATE] autoEdit", late for the above.
 		return nil
@@ -239,7 +247,7 @@ func (m *Mapper) toolUpdate(u sdk.ToolCallUpdate) []event.Event {
 		c.name = name
 	}
 	if u.Title != nil && *u.Title != "" {
-		if c.name == "" {
+		if c.name == "" && !m.TitlesDescribe {
 			c.name = toolNameOf(id, *u.Title)
 		}
 		c.call.Title = *u.Title
@@ -349,12 +357,37 @@ func (m *Mapper) End(resp sdk.PromptResponse) (evs []event.Event, next *Turn) {
 	}
 	m.ended = true
 	m.counted = m.counted || resp.Usage != nil || m.metaUsed
+	if m.CumulativeUsage {
+		usage = m.sinceLast(usage)
+	}
 	m.metaUsage, m.metaUsed = event.UsageFigures{}, false
 	evs = append(evs, event.New(event.Usage, turn, event.UsageData{Usage: usage}))
 	res := event.ResultData{Usage: usage, StopReason: stopReason(string(resp.StopReason))}
 	evs = append(evs, event.New(event.Result, turn, res))
 	_, more, next := m.Pop()
 	return append(evs, more...), next
+}
+
+// sinceLast turns a running total of usage into the part added since the
+// previous one. A response without usage (a cancelled turn) adds nothing
+// and keeps the total; a total below the last (another process's count)
+// is taken as the turn's whole. What a cancelled turn's requests used is
+// counted in the next turn that reports.
+func (m *Mapper) sinceLast(cur event.UsageFigures) event.UsageFigures {
+	if cur == (event.UsageFigures{}) {
+		return cur
+	}
+	last := m.total
+	m.total = cur
+	if cur.InputTokens < last.InputTokens || cur.OutputTokens < last.OutputTokens ||
+		cur.CacheReadTokens < last.CacheReadTokens || cur.CacheCreationTokens < last.CacheCreationTokens {
+		return cur
+	}
+	cur.InputTokens -= last.InputTokens
+	cur.OutputTokens -= last.OutputTokens
+	cur.CacheReadTokens -= last.CacheReadTokens
+	cur.CacheCreationTokens -= last.CacheCreationTokens
+	return cur
 }
 
 // Fail ends the active turn with a failed prompt request (a JSON-RPC error

@@ -22,12 +22,17 @@ import (
 // permission request.
 func replay(t *testing.T, name string) ([]event.Event, []string) {
 	t.Helper()
+	return replayWith(t, name, NewMapper())
+}
+
+// replayWith is replay through m (an agent's mapper: newMapperFor).
+func replayWith(t *testing.T, name string, m *Mapper) ([]event.Event, []string) {
+	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m := NewMapper()
 	var evs []event.Event
 	var tools []string
 	prompts := map[string]bool{}

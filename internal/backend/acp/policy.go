@@ -189,7 +189,7 @@ func Enforcement(a *Agent, pol *policy.Policy) string {
 	}
 	var native []string
 	for _, t := range pol.Deny {
-		if !strings.HasPrefix(t, "mcp__") && !contains(policy.Subagents, t) {
+		if !strings.HasPrefix(t, "mcp__") && !contains(policy.Subagents, t) && !excludes(a, t) {
 			native = append(native, t)
 		}
 	}
