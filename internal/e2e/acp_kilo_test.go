@@ -3,9 +3,13 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
+	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/testutil/agents"
 	"github.com/kaimon/kaimon/internal/testutil/fakeopenai"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -66,5 +70,54 @@ func TestACPKilo(t *testing.T) {
 		t.Fatalf("usage after one turn = %+v", st.Usage)
 	}
 	t.Logf("status after a text turn: %+v", st)
+	t.Logf("tools kilo offers: %v", e.openai.Requests()[0].Tools)
+
+	// A tool turn: the default preset (acceptEdits) lets kilo write a file
+	// in cwd without asking; its own write tool, not fs/write_text_file.
+	target := filepath.Join(e.work, "kilo.txt")
+	turn := atoiT(t, e.ok("send", id, `call tool: write {"filePath":"`+target+`","content":"written by kilo\n"}`))
+	e.waitStatus(t, id, "idle")
+	if out := e.ok("output", id, "--turn", strconv.Itoa(turn)); out != "Tool said: Wrote file successfully.. Done." {
+		t.Fatalf("write turn output = %q", out)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "written by kilo\n" {
+		t.Fatalf("file written: %q %v", b, err)
+	}
+	if k := kinds(e.events(t, id), turn); !strings.HasPrefix(k, "user_text turn_started tool_use") || !strings.Contains(k, "tool_result assistant_text usage result") || strings.Contains(k, "permission") {
+		t.Fatalf("write turn kinds: %s", k)
+	}
+
+	// A shell command asks under default (KILO_PERMISSION carries the
+	// preset: kilo itself would run it unasked); answered allow, it runs.
+	allowed := filepath.Join(e.work, "allowed.txt")
+	turn = atoiT(t, e.ok("send", id, `call tool: bash {"command":"echo yes > allowed.txt","description":"write allowed"}`))
+	perm := e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool { return !d.Get("decision").Exists() })
+	if perm.Turn != turn || gjson.GetBytes(perm.Data, "toolCall.kind").String() != "execute" || !strings.Contains(string(perm.Data), "allowed.txt") {
+		t.Fatalf("permission event: %s", perm.Data)
+	}
+	reqID := gjson.GetBytes(perm.Data, "requestId").String()
+	e.ok("permit", id, reqID, "allow")
+	e.waitStatus(t, id, "idle")
+	if b, err := os.ReadFile(allowed); err != nil || string(b) != "yes\n" {
+		t.Fatalf("allowed command: %q %v", b, err)
+	}
+	if k := kinds(e.events(t, id), turn); !strings.Contains(k, "tool_use permission permission") || !strings.Contains(k, "tool_result") {
+		t.Fatalf("allowed turn kinds: %s", k)
+	}
+	// Answered deny, it does not run, and the turn ends.
+	denied := filepath.Join(e.work, "denied.txt")
+	turn = atoiT(t, e.ok("send", id, `call tool: bash {"command":"echo no > denied.txt","description":"write denied"}`))
+	perm = e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool {
+		return !d.Get("decision").Exists() && d.Get("requestId").String() != reqID
+	})
+	e.ok("permit", id, gjson.GetBytes(perm.Data, "requestId").String(), "deny")
+	e.waitStatus(t, id, "idle")
+	if _, err := os.Stat(denied); !os.IsNotExist(err) {
+		t.Fatalf("denied command ran: %v", err)
+	}
+	res := e.waitEvent(t, id, event.ToolResult, func(d gjson.Result) bool { return d.Get("update.status").String() == "failed" })
+	if res.Turn != turn {
+		t.Fatalf("failed tool result of turn %d, want %d: %s", res.Turn, turn, res.Data)
+	}
 	e.ok("close", id)
 }

@@ -35,6 +35,12 @@ type Agent struct {
 	// before asking permission for it, so the permission handler may wait
 	// a moment for that announce to be mapped and learn the tool's name.
 	AnnouncesBeforeAsk bool
+	// PermissionEnv (RoutePermissionEnv) is the variable in which the
+	// agent takes opencode's permission config as JSON.
+	PermissionEnv string
+	// NoProjectConfigEnv (RoutePermissionEnv) is the variable that, set to
+	// 1, keeps the agent from loading the project's own config.
+	NoProjectConfigEnv string
 }
 
 // Agents are the built-in ACP agents, by name; their programs are
@@ -48,8 +54,13 @@ var Agents = map[string]*Agent{
 	"codex":   {Program: agentbin.ACP["codex"], Route: RoutePermissionOnly},
 	"qwen":    {Program: agentbin.ACP["qwen"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
 	"copilot": {Program: agentbin.ACP["copilot"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
-	"kilo":    {Program: agentbin.ACP["kilo"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
-	"auggie":  {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly},
+	"kilo": {Program: agentbin.ACP["kilo"], Route: RoutePermissionEnv, AnnouncesBeforeAsk: true,
+		PermissionEnv: "KILO_PERMISSION", NoProjectConfigEnv: "KILO_DISABLE_PROJECT_CONFIG",
+		// Its modes are a "mode" config option: code (its agent, under
+		// whatever the permission overlay says), plan (edits denied but
+		// for its plan files), ask, debug, orchestrator.
+		Modes: map[string]string{"default": "code", "acceptEdits": "code", "auto": "code", "bypassPermissions": "code", "plan": "plan"}},
+	"auggie": {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly},
 }
 
 // AgentNames lists the agents in the spec's order.
