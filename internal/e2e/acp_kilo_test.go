@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -119,5 +120,85 @@ func TestACPKilo(t *testing.T) {
 	if res.Turn != turn {
 		t.Fatalf("failed tool result of turn %d, want %d: %s", res.Turn, turn, res.Data)
 	}
+
+	// set-model through the model config option; an unknown one is refused.
+	var sm verbs.SetModelResult
+	e.okJSON(&sm, "set-model", id, "acp:kilo:fake/fake-model-2")
+	if !sm.Switched {
+		t.Fatal("set-model fake-model-2 not switched")
+	}
+	e.ok("run", id, "say exactly: on model two")
+	if req := e.kiloRequest(t, "say exactly: on model two"); req.Model != "fake-model-2" {
+		t.Fatalf("model after set-model = %q", req.Model)
+	}
+	e.okJSON(&sm, "set-model", id, "nope/none")
+	if sm.Switched {
+		t.Fatal("unknown model switched")
+	}
+
+	// Interrupt a slow turn: session/cancel ends it cancelled.
+	turn = atoiT(t, e.ok("send", id, "please be slow"))
+	waitFor(t, "slow stream", 60*time.Second, func() bool {
+		var o verbs.OutputResult
+		e.okJSON(&o, "output", id)
+		return strings.Contains(o.Text, "chunk1")
+	})
+	var ir verbs.InterruptResult
+	e.okJSON(&ir, "interrupt", id)
+	if !ir.Interrupted {
+		t.Fatal("interrupt: false")
+	}
+	res = e.waitEvent(t, id, event.Result, func(d gjson.Result) bool { return d.Get("stopReason").String() == "cancelled" })
+	if res.Turn != turn {
+		t.Fatalf("cancelled result of turn %d, want %d", res.Turn, turn)
+	}
+	e.waitStatus(t, id, "idle")
+
+	// Fork (kilo declares sessionCapabilities.fork): the fork's first
+	// request carries the conversation, the parent's next does not carry
+	// the fork's.
+	fork := e.ok("open", "--fork", id)
+	e.dumpOnFail(t, fork)
+	e.ok("run", fork, "say exactly: in the fork")
+	if req := e.kiloRequest(t, "say exactly: in the fork"); !hasLine(req.History, "user: hello there") || !hasLine(req.History, "assistant: Hello from fakeopenai") {
+		t.Fatalf("the fork's first request: %q", req.History)
+	}
+	ps, fs := e.status(t, id), e.status(t, fork)
+	if fs.SessionID == "" || fs.SessionID == ps.SessionID || fs.Model != ps.Model {
+		t.Fatalf("fork %+v\nof %+v", fs, ps)
+	}
+	e.ok("run", id, "say exactly: in the parent")
+	if req := e.kiloRequest(t, "say exactly: in the parent"); !hasLine(req.History, "user: hello there") || hasLine(req.History, "user: say exactly: in the fork") {
+		t.Fatalf("the parent's next request: %q", req.History)
+	}
+	e.ok("close", fork)
+
+	// Close and resume: session/load of the same session, which remembers.
 	e.ok("close", id)
+	if st := e.status(t, id); st.Status != "dead" {
+		t.Fatalf("after close: %+v", st)
+	}
+	e.ok("open", "--id", id, "--resume")
+	if st := e.status(t, id); st.SessionID != ps.SessionID || st.Status != "idle" {
+		t.Fatalf("resumed %+v, session was %s", st, ps.SessionID)
+	}
+	e.ok("run", id, "say exactly: after resume")
+	if req := e.kiloRequest(t, "say exactly: after resume"); !hasLine(req.History, "user: hello there") || !hasLine(req.History, "user: say exactly: in the parent") {
+		t.Fatalf("the resumed session's request: %q", req.History)
+	}
+	e.ok("close", id)
+}
+
+// kiloRequest is the last chat completion request whose last user text
+// is text.
+func (e *acpEnv) kiloRequest(t *testing.T, text string) fakeopenai.Request {
+	t.Helper()
+	reqs := e.openai.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		if reqs[i].LastUserText == text {
+			return reqs[i]
+		}
+	}
+	t.Fatalf("fakeopenai got no request for %q", text)
+	return fakeopenai.Request{}
 }
