@@ -178,8 +178,7 @@ func (b *Backend) Start(ctx context.Context) error {
 		}
 	}
 	if b.agent.Route == RoutePermissionEnv {
-		env = host.SetEnv(env, b.agent.PermissionEnv, string(mustJSON(OpencodePermission(b.pol))))
-		env = host.SetEnv(env, b.agent.NoProjectConfigEnv, "1")
+		env = permissionEnv(b.agent, b.pol, env)
 	}
 	if b.agent.Name == "gemini" {
 		// One process: no relaunch of itself with a bigger heap.
