@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,14 +45,59 @@ func newKiloEnv(t *testing.T) *acpEnv {
 		}
 	}
 	e.env = append(keep, vars...)
+	// Its temporary files go in its TMPDIR, none in /tmp.
+	before := kiloTmp()
+	t.Cleanup(func() {
+		for p := range kiloTmp() {
+			if !before[p] {
+				t.Errorf("kilo left %s behind", p)
+			}
+		}
+	})
 	return e
 }
 
-// TestACPKilo drives kilo (`kilo acp`): a text turn with the usage its
-// prompt answer reports, ...
+// kiloTmp is the set of /tmp/kilo* entries and of what /tmp/kilo holds.
+func kiloTmp() map[string]bool {
+	m, _ := filepath.Glob("/tmp/kilo*")
+	in, _ := filepath.Glob("/tmp/kilo/*")
+	s := map[string]bool{}
+	for _, p := range append(m, in...) {
+		s[p] = true
+	}
+	return s
+}
+
+// TestACPKilo drives kilo (`kilo acp`) through kaimon, two agents' worth
+// at once on one installation and one fake server: the session (a text
+// turn with the usage its prompt answer reports, a write it makes unasked
+// under default, a shell command asked and answered allow and deny,
+// set-model, interrupt, fork, close and resume) beside the presets
+// (notebook, plan, bypass), each held by kilo through the permission
+// overlay kaimon puts in KILO_PERMISSION.
 func TestACPKilo(t *testing.T) {
 	e := newKiloEnv(t)
+	// The first kilo makes its database; two at once on a new one stall
+	// each other's session/new.
 	id := e.ok("open", "--model", "acp:kilo:"+agents.KiloModel, e.work)
+	t.Run("session", func(t *testing.T) {
+		t.Parallel()
+		e.on(t).kiloSession(t, id)
+	})
+	t.Run("presets", func(t *testing.T) {
+		t.Parallel()
+		e.on(t).kiloPresets(t)
+	})
+}
+
+// on is e for subtest t: its checks fail t.
+func (e *acpEnv) on(t *testing.T) *acpEnv {
+	k := *e.kenv
+	k.t = t
+	return &acpEnv{kenv: &k, openai: e.openai, gemini: e.gemini}
+}
+
+func (e *acpEnv) kiloSession(t *testing.T, id string) {
 	e.dumpOnFail(t, id)
 	var st verbs.AgentStatus
 	e.okJSON(&st, "status", id)
@@ -71,7 +117,7 @@ func TestACPKilo(t *testing.T) {
 		t.Fatalf("usage after one turn = %+v", st.Usage)
 	}
 	t.Logf("status after a text turn: %+v", st)
-	t.Logf("tools kilo offers: %v", e.openai.Requests()[0].Tools)
+	t.Logf("tools kilo offers: %v", e.kiloRequest(t, "hello there").Tools)
 
 	// A tool turn: the default preset (acceptEdits) lets kilo write a file
 	// in cwd without asking; its own write tool, not fs/write_text_file.
@@ -187,6 +233,74 @@ func TestACPKilo(t *testing.T) {
 		t.Fatalf("the resumed session's request: %q", req.History)
 	}
 	e.ok("close", id)
+}
+
+// kiloPresets: notebook, plan and bypass on kilo, each held by kilo itself
+// through the permission overlay: no spawn warning, the denied tools not
+// offered to the model, bypass's command run unasked.
+func (e *acpEnv) kiloPresets(t *testing.T) {
+	noWarning := func(id string) {
+		t.Helper()
+		for _, r := range e.events(t, id) {
+			if r.Kind == event.Error {
+				t.Fatalf("agent %s: %s", id, r.Data)
+			}
+		}
+	}
+	offered := func(req fakeopenai.Request, tool string) bool { return slices.Contains(req.Tools, tool) }
+
+	// notebook: kilo's shell and file tools are not offered.
+	nb := e.ok("open", "--model", "acp:kilo:"+agents.KiloModel, "--permission", "notebook", e.work)
+	e.dumpOnFail(t, nb)
+	mark := filepath.Join(e.work, "nb-mark")
+	out := e.ok("run", nb, `call tool: bash {"command":"touch `+mark+`","description":"nb"}`)
+	req := e.kiloRequest(t, `call tool: bash {"command":"touch `+mark+`","description":"nb"}`)
+	for _, tool := range []string{"bash", "read", "write", "edit", "glob", "grep", "kaimon_agent_open"} {
+		if offered(req, tool) {
+			t.Fatalf("notebook kilo was offered %s: %v", tool, req.Tools)
+		}
+	}
+	if !offered(req, "todowrite") {
+		t.Fatalf("notebook kilo lost the tools it keeps: %v", req.Tools)
+	}
+	if _, err := os.Stat(mark); !os.IsNotExist(err) {
+		t.Fatalf("notebook kilo ran bash (%v): %q", err, out)
+	}
+	noWarning(nb)
+	e.ok("close", nb)
+
+	// plan: kilo's plan mode, edits denied.
+	pl := e.ok("open", "--model", "acp:kilo:"+agents.KiloModel, "--permission-mode", "plan", e.work)
+	e.dumpOnFail(t, pl)
+	planned := filepath.Join(e.work, "planned.txt")
+	call := `call tool: write {"filePath":"` + planned + `","content":"x"}`
+	e.ok("run", pl, call)
+	if _, err := os.Stat(planned); !os.IsNotExist(err) {
+		t.Fatalf("plan kilo wrote a file: %v", err)
+	}
+	req = e.kiloRequest(t, call)
+	if offered(req, "write") || offered(req, "edit") || !offered(req, "read") {
+		t.Fatalf("plan kilo's tools: %v", req.Tools)
+	}
+	t.Logf("plan kilo's system prompt begins: %.200q", req.System)
+	noWarning(pl)
+	e.ok("close", pl)
+
+	// bypass: a command runs without a question.
+	by := e.ok("open", "--model", "acp:kilo:"+agents.KiloModel, "--permission", "bypass", e.work)
+	e.dumpOnFail(t, by)
+	mark = filepath.Join(e.work, "by-mark")
+	e.ok("run", by, `call tool: bash {"command":"touch `+mark+`","description":"by"}`)
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatalf("bypass kilo's command did not run: %v", err)
+	}
+	for _, r := range e.events(t, by) {
+		if r.Kind == event.Permission && !gjson.GetBytes(r.Data, "decision").Exists() {
+			t.Fatalf("bypass kilo asked: %s", r.Data)
+		}
+	}
+	noWarning(by)
+	e.ok("close", by)
 }
 
 // kiloRequest is the last chat completion request whose last user text
