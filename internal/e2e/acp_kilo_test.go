@@ -20,7 +20,7 @@ import (
 // newKiloEnv is a kaimon installation whose kilo runs offline against a
 // fakeopenai chat completions API (agents.KiloOffline), its HOME, XDG dirs
 // and TMPDIR inside the installation.
-func newKiloEnv(t *testing.T) *acpEnv {
+func newKiloEnv(t testing.TB) *acpEnv {
 	t.Helper()
 	bin := acpAgent(t, "KAIMON_KILO_BIN", "kilo")
 	oa := fakeopenai.New(t)

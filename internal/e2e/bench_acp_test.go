@@ -16,6 +16,7 @@ import (
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/proc"
+	"github.com/kaimon/kaimon/internal/testutil/agents"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -33,6 +34,7 @@ type acpBenchAgent struct {
 var acpBenchAgents = []acpBenchAgent{
 	{"opencode", "acp:opencode:fake/fake-model", func(b *testing.B) *acpEnv { return newACPEnv(b, "opencode") }},
 	{"gemini", "acp:gemini:gemini-2.5-pro", func(b *testing.B) *acpEnv { return newACPEnv(b, "gemini") }},
+	{"kilo", "acp:kilo:" + agents.KiloModel, func(b *testing.B) *acpEnv { return newKiloEnv(b) }},
 }
 
 // BenchmarkACPAgentTurn is kaimon's added time per warm turn of an ACP
