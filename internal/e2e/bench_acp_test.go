@@ -16,6 +16,7 @@ import (
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/proc"
+	"github.com/kaimon/kaimon/internal/testutil/agents"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -36,6 +37,7 @@ var acpBenchAgents = []acpBenchAgent{
 	{"codex", "acp:codex", func(b *testing.B) *acpEnv { return newCodexEnv(b) }},
 	{"qwen", "acp:qwen", func(b *testing.B) *acpEnv { return newQwenEnv(b) }},
 	{"copilot", "acp:copilot", func(b *testing.B) *acpEnv { return newCopilotEnv(b) }},
+	{"kilo", "acp:kilo:" + agents.KiloModel, func(b *testing.B) *acpEnv { return newKiloEnv(b) }},
 }
 
 // BenchmarkACPAgentTurn is kaimon's added time per warm turn of an ACP

@@ -204,6 +204,9 @@ func (b *Backend) Start(ctx context.Context) error {
 			env = host.SetEnv(env, k, v)
 		}
 	}
+	if b.agent.Route == RoutePermissionEnv {
+		env = permissionEnv(b.agent, b.pol, env)
+	}
 	if b.agent.Name == "gemini" {
 		// One process: no relaunch of itself with a bigger heap.
 		env = defaultEnv(env, "GEMINI_CLI_NO_RELAUNCH", "true")
@@ -336,8 +339,27 @@ func (b *Backend) setup(ctx context.Context) error {
 				return fail("session/set_mode "+mode, err)
 			}
 		}
+	} else if opt, cur := modeOption(sess.ConfigOptions); opt != "" {
+		// Modes offered as a config option of category mode (kilo).
+		if mode := sessionMode(b.agent, b.pol, configValues(sess.ConfigOptions, opt)); mode != "" && mode != cur {
+			if _, err := b.conn.SetSessionConfigOption(ctx, sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{
+				SessionId: b.sessionID, ConfigId: sdk.SessionConfigId(opt), Value: sdk.SessionConfigValueId(mode)}}); err != nil {
+				return fail("session/set_config_option "+opt+" "+mode, err)
+			}
+		}
 	}
 	return nil
+}
+
+// modeOption is the id and current value of the config option of
+// category mode, "" if none.
+func modeOption(opts []sdk.SessionConfigOption) (id, cur string) {
+	for _, o := range opts {
+		if o.Select != nil && o.Select.Category != nil && *o.Select.Category == sdk.SessionConfigOptionCategoryMode {
+			return string(o.Select.Id), string(o.Select.CurrentValue)
+		}
+	}
+	return "", ""
 }
 
 // setSession records the session id, under infoMu: Info reads it, from

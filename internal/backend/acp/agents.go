@@ -66,6 +66,12 @@ type Agent struct {
 	// notice rather than the model's text (copilot's "Info: Disabled
 	// tools: …" that --excluded-tools brings): not an event.
 	Notice *regexp.Regexp
+	// PermissionEnv (RoutePermissionEnv) is the variable in which the
+	// agent takes opencode's permission config as JSON.
+	PermissionEnv string
+	// NoProjectConfigEnv (RoutePermissionEnv) is the variable that, set to
+	// 1, keeps the agent from loading the project's own config.
+	NoProjectConfigEnv string
 }
 
 // Agents are the built-in ACP agents, by name; their programs are
@@ -84,8 +90,13 @@ var Agents = map[string]*Agent{
 		"default": "read-only", "acceptEdits": "read-only", "plan": "read-only", "auto": "auto", "bypassPermissions": "full-access"}},
 	"qwen":    {Program: agentbin.ACP["qwen"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true, Modes: qwenModes},
 	"copilot": {Program: agentbin.ACP["copilot"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true, Modes: copilotModes, CumulativeUsage: true, TitlesDescribe: true, ModelFlag: "--model", AsksEdits: true, ExcludeFlag: "--excluded-tools", NativeTools: copilotTools, Notice: copilotNotice},
-	"kilo":    {Program: agentbin.ACP["kilo"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
-	"auggie":  {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly},
+	"kilo": {Program: agentbin.ACP["kilo"], Route: RoutePermissionEnv, AnnouncesBeforeAsk: true,
+		PermissionEnv: "KILO_PERMISSION", NoProjectConfigEnv: "KILO_DISABLE_PROJECT_CONFIG",
+		// Its modes are a "mode" config option: code (its agent, under
+		// whatever the permission overlay says), plan (edits denied but
+		// for its plan files), ask, debug, orchestrator.
+		Modes: map[string]string{"default": "code", "acceptEdits": "code", "auto": "code", "bypassPermissions": "code", "plan": "plan"}},
+	"auggie": {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly},
 }
 
 // AgentNames lists the agents in the spec's order.

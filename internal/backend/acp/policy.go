@@ -30,6 +30,16 @@ const (
 	// what it does on its own (gemini-cli's reads, its harmless-looking
 	// shell commands) cannot.
 	RoutePermissionOnly
+	// RoutePermissionEnv: a fork of opencode that takes opencode's
+	// permission config as JSON in a variable of its own (kilo:
+	// KILO_PERMISSION), laid over its global config. The preset goes
+	// there (OpencodePermission): a denied key's tools are not offered to
+	// the model, an "ask" comes as session/request_permission, which the
+	// preset answers. The project's own config, which could loosen it, is
+	// not loaded (Agent.NoProjectConfigEnv). What still wins over it is a
+	// permission the user's own global config gives one of the agent's
+	// modes (agent.NAME.permission), which kaimon does not rewrite.
+	RoutePermissionEnv
 )
 
 func (r Route) String() string {
@@ -38,6 +48,8 @@ func (r Route) String() string {
 		return "bridge plugin"
 	case RouteClaudeMeta:
 		return "_meta.claudeCode.options"
+	case RoutePermissionEnv:
+		return "opencode permission overlay"
 	default:
 		return "session/request_permission only"
 	}
