@@ -35,6 +35,9 @@ type Agent struct {
 	// before asking permission for it, so the permission handler may wait
 	// a moment for that announce to be mapped and learn the tool's name.
 	AnnouncesBeforeAsk bool
+	// HTTPMCP: the agent takes HTTP MCP servers in session/new though its
+	// initialize does not declare mcpCapabilities.http (auggie).
+	HTTPMCP bool
 }
 
 // Agents are the built-in ACP agents, by name; their programs are
@@ -49,7 +52,7 @@ var Agents = map[string]*Agent{
 	"qwen":    {Program: agentbin.ACP["qwen"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
 	"copilot": {Program: agentbin.ACP["copilot"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
 	"kilo":    {Program: agentbin.ACP["kilo"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true},
-	"auggie":  {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly},
+	"auggie":  {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true, HTTPMCP: true},
 }
 
 // AgentNames lists the agents in the spec's order.
