@@ -72,6 +72,9 @@ type Agent struct {
 	// NoProjectConfigEnv (RoutePermissionEnv) is the variable that, set to
 	// 1, keeps the agent from loading the project's own config.
 	NoProjectConfigEnv string
+	// HTTPMCP: the agent takes HTTP MCP servers in session/new though its
+	// initialize does not declare mcpCapabilities.http (auggie).
+	HTTPMCP bool
 }
 
 // Agents are the built-in ACP agents, by name; their programs are
@@ -96,7 +99,7 @@ var Agents = map[string]*Agent{
 		// whatever the permission overlay says), plan (edits denied but
 		// for its plan files), ask, debug, orchestrator.
 		Modes: map[string]string{"default": "code", "acceptEdits": "code", "auto": "code", "bypassPermissions": "code", "plan": "plan"}},
-	"auggie": {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly},
+	"auggie": {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true, HTTPMCP: true},
 }
 
 // AgentNames lists the agents in the spec's order.

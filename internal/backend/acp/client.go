@@ -163,7 +163,7 @@ func (c *client) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitReq
 func (b *Backend) mcpServers(caps sdk.McpCapabilities) ([]sdk.McpServer, error) {
 	out := []sdk.McpServer{}
 	if b.opts.Door != nil {
-		if !caps.Http {
+		if !caps.Http && !b.agent.HTTPMCP {
 			return nil, fmt.Errorf("acp:%s does not take HTTP MCP servers, so it cannot reach kaimon's door", b.agent.Name)
 		}
 		out = append(out, sdk.McpServer{Http: &sdk.McpServerHttpInline{Type: "http", Name: "kaimon", Url: b.opts.Door.URL,
