@@ -35,11 +35,11 @@ func CopilotOffline(apiURL, home, model string) []string {
 }
 
 // CopilotPkgCache is where the copilot runtime is unpacked for the tests:
-// $KAIMON_COPILOT_PKG_CACHE, else the runner's user cache
+// the runner's own COPILOT_PKG_CACHE_HOME (copilot's variable), else its user cache
 // (~/.cache/copilot/pkg, copilot's own default); "" when there is none, and
 // copilot then unpacks under its HOME.
 func CopilotPkgCache() string {
-	if d := os.Getenv("KAIMON_COPILOT_PKG_CACHE"); d != "" {
+	if d := os.Getenv("COPILOT_PKG_CACHE_HOME"); d != "" {
 		return d
 	}
 	if d, err := os.UserCacheDir(); err == nil {
