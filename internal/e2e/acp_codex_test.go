@@ -11,7 +11,6 @@ import (
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/testutil/agents"
-	"github.com/kaimon/kaimon/internal/testutil/fakeopenai"
 	"github.com/kaimon/kaimon/internal/verbs"
 	"github.com/tidwall/gjson"
 )
@@ -21,45 +20,11 @@ import (
 // dir.
 func newCodexEnv(t testing.TB) *acpEnv {
 	t.Helper()
-	bin := acpAgent(t, "KAIMON_CODEX_ACP_BIN", "codex-acp")
-	oa := fakeopenai.New(t)
-	if testing.Verbose() {
-		oa.SetLog(os.Stderr)
-	}
-	e := &acpEnv{openai: oa}
-	e.kenv = newEnv(t, "KAIMON_CODEX_ACP_BIN", bin)
-	vars, err := agents.CodexOffline(oa.URL(), filepath.Join(e.home, "codex-home"), filepath.Join(e.home, "tmp"), os.Getenv("PATH"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	keep := e.env[:0]
-	for _, kv := range e.env {
-		k, _, _ := strings.Cut(kv, "=")
-		if k != "PATH" && k != "TMPDIR" {
-			keep = append(keep, kv)
-		}
-	}
-	e.env = append(keep, vars...)
-	before := codexTmp()
-	t.Cleanup(func() {
-		for p := range codexTmp() {
-			if !before[p] {
-				t.Errorf("codex left %s behind", p)
-				os.RemoveAll(p)
-			}
-		}
+	e := newOpenAIACPEnv(t, "KAIMON_CODEX_ACP_BIN", "codex-acp", func(e *acpEnv) ([]string, error) {
+		return agents.CodexOffline(e.openai.URL(), filepath.Join(e.home, "codex-home"), filepath.Join(e.home, "tmp"), os.Getenv("PATH"))
 	})
+	checkTmpLeft(t, "codex", "/tmp/codex*")
 	return e
-}
-
-// codexTmp is the set of /tmp/codex-* entries.
-func codexTmp() map[string]bool {
-	m, _ := filepath.Glob("/tmp/codex*")
-	s := map[string]bool{}
-	for _, p := range m {
-		s[p] = true
-	}
-	return s
 }
 
 // TestACPCodex drives codex-acp: a text turn, a tool turn, an escalation

@@ -23,16 +23,9 @@ import (
 // fakeopenai server, offline (agents.CopilotOffline).
 func newCopilotEnv(t testing.TB) *acpEnv {
 	t.Helper()
-	bin := acpAgent(t, "KAIMON_COPILOT_BIN", "copilot")
-	oa := fakeopenai.New(t)
-	if testing.Verbose() {
-		oa.SetLog(os.Stderr)
-	}
-	vars := []string{"KAIMON_COPILOT_BIN", bin}
-	e := &acpEnv{openai: oa}
-	e.kenv = newEnv(t, vars...)
-	e.env = append(e.env, agents.CopilotOffline(oa.URL(), e.home, fakeopenai.Models[0])...)
-	return e
+	return newOpenAIACPEnv(t, "KAIMON_COPILOT_BIN", "copilot", func(e *acpEnv) ([]string, error) {
+		return agents.CopilotOffline(e.openai.URL(), e.home, fakeopenai.Models[0]), nil
+	})
 }
 
 // TestACPCopilot drives the GitHub Copilot CLI through kaimon: a text turn

@@ -22,50 +22,12 @@ import (
 // and TMPDIR inside the installation.
 func newKiloEnv(t testing.TB) *acpEnv {
 	t.Helper()
-	bin := acpAgent(t, "KAIMON_KILO_BIN", "kilo")
-	oa := fakeopenai.New(t)
-	if testing.Verbose() {
-		oa.SetLog(os.Stderr)
-	}
-	e := &acpEnv{openai: oa}
-	e.kenv = newEnv(t, "KAIMON_KILO_BIN", bin)
-	vars, err := agents.KiloOffline(oa.URL(), filepath.Join(e.home, "kilo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	drop := map[string]bool{}
-	for _, kv := range vars {
-		k, _, _ := strings.Cut(kv, "=")
-		drop[k] = true
-	}
-	keep := e.env[:0]
-	for _, kv := range e.env {
-		if k, _, _ := strings.Cut(kv, "="); !drop[k] {
-			keep = append(keep, kv)
-		}
-	}
-	e.env = append(keep, vars...)
-	// Its temporary files go in its TMPDIR, none in /tmp.
-	before := kiloTmp()
-	t.Cleanup(func() {
-		for p := range kiloTmp() {
-			if !before[p] {
-				t.Errorf("kilo left %s behind", p)
-			}
-		}
+	e := newOpenAIACPEnv(t, "KAIMON_KILO_BIN", "kilo", func(e *acpEnv) ([]string, error) {
+		return agents.KiloOffline(e.openai.URL(), filepath.Join(e.home, "kilo"))
 	})
+	// Its temporary files go in its TMPDIR, none in /tmp.
+	checkTmpLeft(t, "kilo", "/tmp/kilo*", "/tmp/kilo/*")
 	return e
-}
-
-// kiloTmp is the set of /tmp/kilo* entries and of what /tmp/kilo holds.
-func kiloTmp() map[string]bool {
-	m, _ := filepath.Glob("/tmp/kilo*")
-	in, _ := filepath.Glob("/tmp/kilo/*")
-	s := map[string]bool{}
-	for _, p := range append(m, in...) {
-		s[p] = true
-	}
-	return s
 }
 
 // TestACPKilo drives kilo (`kilo acp`) through kaimon, two agents' worth

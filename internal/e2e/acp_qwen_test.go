@@ -22,32 +22,9 @@ import (
 // HOME, QWEN_HOME and TMPDIR inside the installation.
 func newQwenEnv(t testing.TB) *acpEnv {
 	t.Helper()
-	bin := acpAgent(t, "KAIMON_QWEN_BIN", "qwen")
-	oa := fakeopenai.New(t)
-	if testing.Verbose() {
-		oa.SetLog(os.Stderr)
-	}
-	e := &acpEnv{kenv: newEnv(t, "KAIMON_QWEN_BIN", bin), openai: oa}
-	vars, err := agents.QwenOffline(oa.URL(), filepath.Join(e.home, "qwen-home"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range vars {
-		k, _, _ := strings.Cut(kv, "=")
-		e.env = append(without(e.env, k), kv)
-	}
-	return e
-}
-
-// without is env less its entries for key.
-func without(env []string, key string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, key+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
+	return newOpenAIACPEnv(t, "KAIMON_QWEN_BIN", "qwen", func(e *acpEnv) ([]string, error) {
+		return agents.QwenOffline(e.openai.URL(), filepath.Join(e.home, "qwen-home"))
+	})
 }
 
 // turnKinds is kinds of turn n as one line, the qwen's empty usage chunks

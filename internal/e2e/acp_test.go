@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,61 @@ func acpAgent(t testing.TB, env, name string) string {
 	}
 	t.Skip(msg)
 	return ""
+}
+
+// newOpenAIACPEnv is a kaimon installation whose acp agent is the real
+// program name (variable names it, found by acpAgent) against one
+// fakeopenai server, with the agent's offline environment over the
+// installation's (setEnv): the codex, qwen, copilot and kilo tests' start.
+func newOpenAIACPEnv(t testing.TB, variable, name string, offline func(e *acpEnv) ([]string, error)) *acpEnv {
+	t.Helper()
+	bin := acpAgent(t, variable, name)
+	oa := fakeopenai.New(t)
+	if testing.Verbose() {
+		oa.SetLog(os.Stderr)
+	}
+	e := &acpEnv{kenv: newEnv(t, variable, bin), openai: oa}
+	vars, err := offline(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.setEnv(vars...)
+	return e
+}
+
+// setEnv sets each NAME=value of vars in the installation's environment,
+// replacing what it had for NAME.
+func (e *kenv) setEnv(vars ...string) {
+	for _, kv := range vars {
+		k, _, _ := strings.Cut(kv, "=")
+		e.env = slices.DeleteFunc(e.env, func(old string) bool { return strings.HasPrefix(old, k+"=") })
+		e.env = append(e.env, kv)
+	}
+}
+
+// checkTmpLeft fails t, at its end, for each entry matching globs (in the
+// system's temp dir, which some agents write to whatever TMPDIR says) that
+// was not there at the start, and removes it.
+func checkTmpLeft(t testing.TB, agent string, globs ...string) {
+	snap := func() map[string]bool {
+		s := map[string]bool{}
+		for _, g := range globs {
+			m, _ := filepath.Glob(g)
+			for _, p := range m {
+				s[p] = true
+			}
+		}
+		return s
+	}
+	before := snap()
+	t.Cleanup(func() {
+		for p := range snap() {
+			if !before[p] {
+				t.Errorf("%s left %s behind", agent, p)
+				os.RemoveAll(p)
+			}
+		}
+	})
 }
 
 // acpEnv is a kaimon installation whose agents find the three ACP agents
