@@ -140,8 +140,9 @@ type chatRequest struct {
 	} `json:"stream_options"`
 }
 
-// contentText is a message content (a string or text parts) as text; with
-// skipTags, parts beginning with "<" are skipped and the last part wins.
+// contentText is a message content (a string or text parts: chat's text,
+// the Responses API's input_text and output_text) as text; with skipTags,
+// parts beginning with "<" are skipped and the last part wins.
 func contentText(raw json.RawMessage, skipTags bool) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -157,7 +158,7 @@ func contentText(raw json.RawMessage, skipTags bool) string {
 	var all []string
 	last := ""
 	for _, p := range parts {
-		if p.Type != "text" {
+		if p.Type != "text" && p.Type != "input_text" && p.Type != "output_text" {
 			continue
 		}
 		all = append(all, p.Text)

@@ -31,38 +31,6 @@ type responsesRequest struct {
 	} `json:"tools"`
 }
 
-// responsesText is an input item's content (a string or input_text /
-// output_text parts) as text; with skipTags, parts beginning with "<" are
-// skipped and the last part wins.
-func responsesText(raw json.RawMessage, skipTags bool) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var all []string
-	last := ""
-	for _, p := range parts {
-		if p.Type != "input_text" && p.Type != "output_text" && p.Type != "text" {
-			continue
-		}
-		all = append(all, p.Text)
-		if !skipTags || !strings.HasPrefix(strings.TrimSpace(p.Text), "<") {
-			last = p.Text
-		}
-	}
-	if skipTags {
-		return last
-	}
-	return strings.Join(all, "\n")
-}
-
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<20))
 	var req responsesRequest
@@ -75,13 +43,13 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		followUp = true
 		var res []string
 		for i := n - 1; i >= 0 && req.Input[i].Type == "function_call_output"; i-- {
-			res = append([]string{responsesText(req.Input[i].Output, false)}, res...)
+			res = append([]string{contentText(req.Input[i].Output, false)}, res...)
 		}
 		toolResult = strings.Join(res, "\n")
 	}
 	for i := len(req.Input) - 1; i >= 0 && !followUp; i-- {
 		if it := req.Input[i]; it.Role == "user" {
-			if text = responsesText(it.Content, true); text != "" {
+			if text = contentText(it.Content, true); text != "" {
 				break
 			}
 		}
@@ -99,7 +67,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		if it.Role == "" || it.Role == "system" || it.Role == "developer" {
 			continue
 		}
-		if t := responsesText(it.Content, true); t != "" {
+		if t := contentText(it.Content, true); t != "" {
 			history = append(history, it.Role+": "+t)
 		}
 	}
