@@ -77,7 +77,7 @@ func agentsCmd() *cli.Command {
 			}
 			cfg, err := config.Load(paths.ConfigFile)
 			if err != nil {
-				return fmt.Errorf("%w: fix the config file, or move it away to use the defaults", err)
+				return err // it names the file, the key and what to do
 			}
 			rep := agentsReport{Agents: agentRows(c, agentPrograms(cfg, paths.ConfigFile)), Models: modelForms()}
 			return emit(c, rep, func(w io.Writer) { printAgents(w, rep) })
@@ -94,7 +94,7 @@ func agentRows(c *cli.Context, ps []agentProgram) []AgentRow {
 		r := AgentRow{Name: p.prog.Name, Title: p.prog.Title, ID: p.prog.ID, Model: p.model, Env: p.prog.ProgEnv, Variable: p.env,
 			Found: f.status == checkOK, Path: f.path, From: f.from, Version: f.version,
 			Tested: p.prog.Tested, Package: p.prog.Package, Login: p.prog.Login, Configured: p.prog.Configured}
-		if p.prog.Name == agentbin.Claude.Name && p.env == agentbin.Claude.Env {
+		if p.env == agentbin.Claude.Env { // the claude CLI, not acp:claude
 			r.Model = strings.Join(backend.ModelAliases, ", ") + ", claude-…"
 		} else {
 			r.Model += "[:MODEL]"

@@ -13,6 +13,7 @@ import (
 	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/host"
+	"github.com/kaimon/kaimon/internal/suggest"
 )
 
 // Prefix is the model prefix that selects this backend.
@@ -125,7 +126,12 @@ func ParseModelIn(s string, configured []agentbin.Program) (*Agent, string, erro
 	name, model, _ := strings.Cut(rest, ":")
 	a := lookupAgent(name, configured)
 	if a == nil {
-		return nil, "", fmt.Errorf("unknown ACP agent %q in model %q: use one of %s (`kaimon agents` lists them, with what each runs)", name, s, strings.Join(KnownNames(configured), ", "))
+		known := KnownNames(configured)
+		hint := ""
+		if n := suggest.Nearest(name, known, 0.8); n != "" {
+			hint = fmt.Sprintf("; did you mean %q?", Prefix+n)
+		}
+		return nil, "", fmt.Errorf("unknown ACP agent %q in model %q%s: use one of %s (`kaimon agents` lists them, with what each runs)", name, s, hint, strings.Join(known, ", "))
 	}
 	model = strings.TrimSpace(model)
 	if strings.HasPrefix(model, "-") || strings.IndexFunc(model, unicode.IsSpace) >= 0 {
