@@ -129,7 +129,7 @@ func ParseModelIn(s string, configured []agentbin.Program) (*Agent, string, erro
 		known := KnownNames(configured)
 		hint := ""
 		if n := suggest.Nearest(name, known, 0.8); n != "" {
-			hint = fmt.Sprintf("; did you mean %q?", Prefix+n)
+			hint = fmt.Sprintf(" (did you mean %q?)", Prefix+n)
 		}
 		return nil, "", fmt.Errorf("unknown ACP agent %q in model %q%s: use one of %s (`kaimon agents` lists them, with what each runs)", name, s, hint, strings.Join(known, ", "))
 	}

@@ -296,7 +296,7 @@ func TestParseModel(t *testing.T) {
 		{"acp:codex", "codex", "", ""},
 		{"acp:codex-acp:gpt-5.4", "codex", "gpt-5.4", ""},
 		{"acp:nosuch", "", "", "unknown ACP agent"},
-		{"acp:codx:gpt-5.4", "", "", `unknown ACP agent "codx" in model "acp:codx:gpt-5.4"; did you mean "acp:codex"?`},
+		{"acp:codx:gpt-5.4", "", "", `unknown ACP agent "codx" in model "acp:codx:gpt-5.4" (did you mean "acp:codex"?): use one of`},
 		{"sonnet", "", "", "not an ACP model"},
 	} {
 		a, m, err := ParseModel(c.in)
