@@ -56,7 +56,7 @@ func npm(pkg string) string { return "npm install -g " + pkg }
 
 // Claude is the claude CLI, the backend of every model without a prefix.
 var Claude = Program{Name: "claude", Title: "Claude Code", Bin: "claude", Env: "KAIMON_CLAUDE_BIN", ConfigKey: "claude_bin",
-	Package: "@anthropic-ai/claude-code", Tested: "2.1.197", Login: "claude /login", Install: npm("@anthropic-ai/claude-code")}
+	Package: "@anthropic-ai/claude-code", Tested: "2.1.328", Login: "claude /login", Install: npm("@anthropic-ai/claude-code")}
 
 // ACPNames are the built-in ACP agents acp:<agent> names: the spec's three,
 // then the others in the order users asked for them.

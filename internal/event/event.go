@@ -187,6 +187,11 @@ type UsageFigures struct {
 	CacheReadTokens     int64   `json:"cacheReadTokens"`
 	CacheCreationTokens int64   `json:"cacheCreationTokens"`
 	CostUSD             float64 `json:"costUsd"`
+	// ThoughtTokens are the output tokens spent thinking, already counted
+	// in OutputTokens (ACP's thoughtTokens; the claude CLI's
+	// output_tokens_details.thinking_tokens): present only where the agent
+	// reports them.
+	ThoughtTokens int64 `json:"thoughtTokens,omitempty"`
 }
 
 // Add returns u plus v, field by field.
@@ -197,6 +202,7 @@ func (u UsageFigures) Add(v UsageFigures) UsageFigures {
 		CacheReadTokens:     u.CacheReadTokens + v.CacheReadTokens,
 		CacheCreationTokens: u.CacheCreationTokens + v.CacheCreationTokens,
 		CostUSD:             u.CostUSD + v.CostUSD,
+		ThoughtTokens:       u.ThoughtTokens + v.ThoughtTokens,
 	}
 }
 

@@ -79,7 +79,7 @@ func NativeToolName(name, kind string) string {
 // commands: what a bridge refuses when it cannot ask kaimon.
 func Mutating(tool string) bool {
 	switch tool {
-	case "Bash", "Write", "Edit", "MultiEdit", "NotebookEdit":
+	case "Bash", "Monitor", "Write", "Edit", "MultiEdit", "NotebookEdit":
 		return true
 	}
 	return false

@@ -35,15 +35,16 @@ type Preset struct {
 const KaimonServer = "mcp__kaimon"
 
 // NativeFileTools are the claude CLI's own file and shell tools, which the
-// notebook and specialist presets deny.
-var NativeFileTools = []string{"Bash", "Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit"}
+// notebook and specialist presets deny. Monitor (2.1.328) runs a script
+// of the model's and streams its output: a shell by another name.
+var NativeFileTools = []string{"Bash", "Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit", "Monitor"}
 
 // Presets maps each preset name to its posture, as the spec defines them.
 var Presets = map[string]Preset{
 	"default": {Name: "default", Mode: "acceptEdits", FS: true,
 		Doc: "edits only: acceptEdits permission mode, no extra tools"},
 	"notebook": {Name: "notebook", Mode: "acceptEdits", Allow: []string{KaimonServer}, Deny: NativeFileTools,
-		Doc: "kaimon's tools instead of its own: allows mcp__kaimon, denies Bash, Read, Write, Edit, Glob, Grep, NotebookEdit"},
+		Doc: "kaimon's tools instead of its own: allows mcp__kaimon, denies " + strings.Join(NativeFileTools, ", ")},
 	"specialist": {Name: "specialist", Mode: "acceptEdits", ReplaceAllow: true, Deny: NativeFileTools,
 		Doc: "a named few verbs: notebook without the allowance; allowed_tools is the whole toolset"},
 	"lab": {Name: "lab", Mode: "acceptEdits", Allow: []string{KaimonServer}, FS: true,

@@ -433,12 +433,13 @@ func promptUsage(resp sdk.PromptResponse) event.UsageFigures {
 }
 
 // usageFigures is ACP's usage in kaimon's figures: thought tokens count
-// as output.
+// as output, and are kept apart too.
 func usageFigures(r *sdk.Usage) event.UsageFigures {
 	var u event.UsageFigures
 	u.InputTokens, u.OutputTokens = int64(r.InputTokens), int64(r.OutputTokens)
 	if r.ThoughtTokens != nil {
 		u.OutputTokens += int64(*r.ThoughtTokens)
+		u.ThoughtTokens = int64(*r.ThoughtTokens)
 	}
 	if r.CachedReadTokens != nil {
 		u.CacheReadTokens = int64(*r.CachedReadTokens)

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/host"
@@ -583,6 +585,11 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 	}
 	if !r.Success {
 		return false, fmt.Errorf("claude refused to switch to model %s: %s", name, r.Error)
+	}
+	// Since 2.1.328 the answer names the model the alias resolved to
+	// (haiku → claude-haiku-5-5), as system/init does at spawn.
+	if m := gjson.GetBytes(r.Payload, "model").String(); m != "" {
+		name = m
 	}
 	b.infoMu.Lock()
 	b.model, b.effort, b.effortSet = name, eff, true

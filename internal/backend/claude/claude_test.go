@@ -437,17 +437,19 @@ func TestBackendSetModel(t *testing.T) {
 	a := startAgent(t, backend.Options{OpenArgs: verbs.OpenArgs{Model: "sonnet/low"}})
 	// The effort goes with the agent: carried to a model without one,
 	// changed by a model that names one, and carried on from there.
+	// An alias is reported as the id the CLI resolved it to (2.1.328's
+	// set_model answer names it): claude-opus-<version>.
 	for _, sw := range []struct{ model, want string }{
-		{"opus", "opus/low"},
-		{"sonnet/high", "sonnet/high"},
-		{"opus", "opus/high"},
+		{"opus", "claude-opus-*/low"},
+		{"sonnet/high", "claude-sonnet-*/high"},
+		{"opus", "claude-opus-*/high"},
 		{"claude-haiku-4-5/high", "claude-haiku-4-5/high"},
 	} {
 		ok, err := a.b.SetModel(context.Background(), sw.model)
 		if !ok || err != nil {
 			t.Fatalf("SetModel(%s) = %v, %v", sw.model, ok, err)
 		}
-		if got := a.b.Info().Model; got != sw.want {
+		if got := a.b.Info().Model; !matchModel(sw.want, got) {
 			t.Errorf("after SetModel(%s), Info().Model = %q, want %q", sw.model, got, sw.want)
 		}
 	}
@@ -775,4 +777,19 @@ while read -r line; do :; done
 	if !found {
 		t.Fatalf("no error event naming the skipped line's size:\n%s", dump(sink.turn(1)))
 	}
+}
+
+// matchModel matches a model against a pattern whose one * stands for a
+// version without a slash ("claude-opus-*/low").
+func matchModel(pattern, model string) bool {
+	pre, post, wild := strings.Cut(pattern, "*")
+	if !wild {
+		return model == pattern
+	}
+	mid, ok := strings.CutPrefix(model, pre)
+	if !ok {
+		return false
+	}
+	mid, ok = strings.CutSuffix(mid, post)
+	return ok && mid != "" && !strings.Contains(mid, "/")
 }

@@ -376,8 +376,9 @@ func (m *Mapper) result(v gjson.Result) ([]event.Event, int, *Turn) {
 // resultUsage is a result's token usage. An interrupted turn's usage is
 // all 0 (every CLI so far); since 2.1.328 its real tokens are in
 // model_usage_since_last_result, by model, summed here. costUsd stays 0.0:
-// total_cost_usd is cumulative and unreliable. (output_tokens already
-// counts usage.output_tokens_details.thinking_tokens.)
+// total_cost_usd is cumulative and unreliable. output_tokens already
+// counts usage.output_tokens_details.thinking_tokens (2.1.328), which are
+// kept apart too.
 func resultUsage(v gjson.Result) event.UsageFigures {
 	u := v.Get("usage")
 	usage := event.UsageFigures{
@@ -385,11 +386,13 @@ func resultUsage(v gjson.Result) event.UsageFigures {
 		OutputTokens:        u.Get("output_tokens").Int(),
 		CacheReadTokens:     u.Get("cache_read_input_tokens").Int(),
 		CacheCreationTokens: u.Get("cache_creation_input_tokens").Int(),
+		ThoughtTokens:       u.Get("output_tokens_details.thinking_tokens").Int(),
 	}
 	if usage != (event.UsageFigures{}) {
 		return usage
 	}
 	v.Get("model_usage_since_last_result").ForEach(func(_, m gjson.Result) bool {
+		usage.ThoughtTokens += m.Get("thinkingTokens").Int()
 		usage.InputTokens += m.Get("inputTokens").Int()
 		usage.OutputTokens += m.Get("outputTokens").Int()
 		usage.CacheReadTokens += m.Get("cacheReadInputTokens").Int()
@@ -479,10 +482,12 @@ func ToolKind(name string) string {
 		return "read"
 	case "Write", "Edit", "MultiEdit", "NotebookEdit":
 		return "edit"
-	case "Bash":
+	case "Bash", "Monitor":
 		return "execute"
-	case "Glob", "Grep":
+	case "Glob", "Grep", "ToolSearch":
 		return "search"
+	case "ListAgents":
+		return "read"
 	case "WebFetch", "WebSearch":
 		return "fetch"
 	case "TodoWrite", "Think":

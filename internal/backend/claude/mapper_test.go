@@ -816,6 +816,8 @@ func TestToolKindsAndPlan(t *testing.T) {
 		"Read": "read", "Write": "edit", "Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit",
 		"Bash": "execute", "Glob": "search", "Grep": "search", "WebFetch": "fetch", "WebSearch": "fetch",
 		"TodoWrite": "think", "Think": "think", "Task": "other", "mcp__kaimon__slate_add_cell": "other",
+		// 2.1.328's new tools.
+		"Monitor": "execute", "ToolSearch": "search", "ListAgents": "read", "CronCreate": "other",
 	} {
 		if got := ToolKind(name); got != kind {
 			t.Errorf("ToolKind(%s) = %s, want %s", name, got, kind)
@@ -940,5 +942,30 @@ func TestClaude2_1_328Interrupt(t *testing.T) {
 	}
 	if strings.Join(ctl, " ") != "init-1 int-1" {
 		t.Errorf("control responses %v", ctl)
+	}
+}
+
+// TestResultThoughtTokens: 2.1.328's thinking tokens, in a result's usage
+// or (an interrupted turn) its model_usage_since_last_result, are kept as
+// thoughtTokens, and stay counted in outputTokens.
+func TestResultThoughtTokens(t *testing.T) {
+	for _, c := range []struct {
+		name, line string
+		want       event.UsageFigures
+	}{
+		{"usage", `{"type":"result","usage":{"input_tokens":100,"output_tokens":30,"output_tokens_details":{"thinking_tokens":12},"cache_read_input_tokens":4}}`,
+			event.UsageFigures{InputTokens: 100, OutputTokens: 30, CacheReadTokens: 4, ThoughtTokens: 12}},
+		{"interrupted", `{"type":"result","usage":{"input_tokens":0,"output_tokens":0,"output_tokens_details":{"thinking_tokens":0}},"model_usage_since_last_result":{"a":{"inputTokens":10,"outputTokens":8,"thinkingTokens":5},"b":{"inputTokens":1,"outputTokens":2,"thinkingTokens":1}}}`,
+			event.UsageFigures{InputTokens: 11, OutputTokens: 10, ThoughtTokens: 6}},
+		{"2.1.197", `{"type":"result","usage":{"input_tokens":3,"output_tokens":2}}`,
+			event.UsageFigures{InputTokens: 3, OutputTokens: 2}},
+	} {
+		if got := resultUsage(gjson.Parse(c.line)); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	b, _ := json.Marshal(event.UsageFigures{InputTokens: 1})
+	if strings.Contains(string(b), "thoughtTokens") {
+		t.Errorf("no thinking reported, yet %s", b)
 	}
 }
