@@ -176,7 +176,7 @@ func writeJSONFile(t testing.TB, path string, v any) {
 }
 
 // events reads an agent's event log.
-func (e *acpEnv) events(t *testing.T, id string) []event.Record {
+func (e *kenv) events(t *testing.T, id string) []event.Record {
 	t.Helper()
 	f, err := os.Open(e.paths().Agent(id).Events)
 	if err != nil {
@@ -212,7 +212,7 @@ func (e *acpEnv) waitEvent(t *testing.T, id string, kind event.Kind, match func(
 }
 
 // dumpOnFail logs an agent's events and stderr when the test fails.
-func (e *acpEnv) dumpOnFail(t *testing.T, id string) {
+func (e *kenv) dumpOnFail(t *testing.T, id string) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return

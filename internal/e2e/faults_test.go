@@ -90,8 +90,17 @@ func TestFaultAgentKilledMidTurn(t *testing.T) {
 	}
 }
 
+// longTool is a Bash command that runs until it is killed, and
+// longToolCmdline how its process's /proc cmdline begins. Not sleep:
+// claude 2.1.328 refuses to run a sleep of minutes ("Blocked: standalone
+// sleep 300"), chained or not.
+const (
+	longTool        = "tail -f /dev/null"
+	longToolCmdline = "tail\x00-f\x00/dev/null"
+)
+
 // TestFaultDaemonTermMidTool: SIGTERM to the daemon while an agent's tool
-// runs a process of its own (sleep 300 in Bash). The daemon closes the
+// runs a process of its own (longTool in Bash). The daemon closes the
 // agent's whole process group, nothing is left running (the harness checks
 // every process of this installation), the turn is logged as cancelled, and
 // the next daemon lists the agent dead, "daemon exited".
@@ -103,10 +112,11 @@ func TestFaultDaemonTermMidTool(t *testing.T) {
 	}
 	e.okJSON(&ds, "daemon", "status")
 	id := e.ok("open", e.work, "--allow", "Bash")
-	e.ok("send", id, "run command: sleep 300")
-	waitFor(t, "the tool's sleep to run", 30*time.Second, func() bool {
+	e.dumpOnFail(t, id)
+	e.ok("send", id, "run command: "+longTool)
+	waitFor(t, "the tool's process to run", 30*time.Second, func() bool {
 		for _, pid := range e.processes() {
-			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.HasPrefix(string(b), "sleep\x00300") {
+			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.HasPrefix(string(b), longToolCmdline) {
 				return true
 			}
 		}
@@ -134,7 +144,7 @@ func TestFaultDaemonTermMidTool(t *testing.T) {
 }
 
 // TestFaultAgentKilledMidTool: the claude CLI is SIGKILLed from outside
-// (not by kaimon) while its Bash tool runs sleep 300 in a session of its
+// (not by kaimon) while its Bash tool runs longTool in a session of its
 // own. The tool is re-parented to the daemon (a subreaper), found by its
 // tag and stopped with its agent: no process of the agent's tree is left,
 // not even a zombie, while the daemon lives on; the agent is dead.
@@ -146,11 +156,12 @@ func TestFaultAgentKilledMidTool(t *testing.T) {
 	}
 	e.okJSON(&ds, "daemon", "status")
 	id := e.ok("open", e.work, "--allow", "Bash")
-	e.ok("send", id, "run command: sleep 300")
+	e.dumpOnFail(t, id)
+	e.ok("send", id, "run command: "+longTool)
 	var sleeper int
-	waitFor(t, "the tool's sleep to run", 30*time.Second, func() bool {
+	waitFor(t, "the tool's process to run", 30*time.Second, func() bool {
 		for _, pid := range e.processes() {
-			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.HasPrefix(string(b), "sleep\x00300") {
+			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.HasPrefix(string(b), longToolCmdline) {
 				sleeper = pid
 				return true
 			}
@@ -168,7 +179,7 @@ func TestFaultAgentKilledMidTool(t *testing.T) {
 		return len(left) == 1 && left[0] == ds.PID
 	})
 	// Not even a zombie: the daemon reaped what it adopted.
-	waitFor(t, fmt.Sprintf("the daemon %d to reap the tool's sleep %d", ds.PID, sleeper), 30*time.Second, func() bool {
+	waitFor(t, fmt.Sprintf("the daemon %d to reap the tool's process %d", ds.PID, sleeper), 30*time.Second, func() bool {
 		_, err := os.Stat("/proc/" + strconv.Itoa(sleeper))
 		return os.IsNotExist(err)
 	})

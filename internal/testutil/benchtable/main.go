@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kaimon/kaimon/internal/agentbin"
 )
 
 // results maps benchmark name (no -procs suffix) → unit → values.
@@ -140,6 +142,18 @@ func table(r results, skips []skip) []row {
 	if s, ok := msOf("Overhead/startup/kaimon"); ok {
 		sb, _ := msOf("Overhead/startup/bare")
 		add("agent start: kaimon open", f1(s)+" ms", "bare spawn "+f1(sb)+" ms", plus(s-sb)+" ms", "", "")
+	}
+	// Issue 28: a warm turn of each ACP agent, kaimon's agent_run beside
+	// a bare ACP client of the same program (BenchmarkACPAgentTurn), in
+	// the catalogue's order.
+	for _, name := range agentbin.ACPNames {
+		key := "ACPAgentTurn/" + name
+		api, ok := r.get(key, "api-ms")
+		if !ok {
+			continue
+		}
+		bare, _ := r.get(key, "bare-ms")
+		add("warm turn, acp:"+name+": control API", f1(api)+" ms", "bare ACP client "+f1(bare)+" ms", plus(api-bare)+" ms", "≤ +5 ms", verdict(api-bare <= 5))
 	}
 	// Issue 21: eight worktree agents opened at once on one repository,
 	// each open beside an open without a worktree (eight at once) plus a

@@ -79,3 +79,17 @@ BenchmarkDiffLargeFile/under-limit-2  	       1	8325554872 ns/op	29.60 MB-cli	10
 		t.Fatalf("rows = %+v", rows)
 	}
 }
+
+// TestACPAgentTurnRows: a row per ACP agent benchmarked, in the
+// catalogue's order, judged against issue 28's ≤ +5 ms.
+func TestACPAgentTurnRows(t *testing.T) {
+	in := `BenchmarkACPAgentTurn/qwen-2     20  1 ns/op  300.0 bare-ms  302.0 api-ms  2.0 added-ms
+BenchmarkACPAgentTurn/codex-2    20  1 ns/op  280.0 bare-ms  313.5 api-ms  33.5 added-ms
+`
+	r, _ := parse(strings.NewReader(in))
+	rows := table(r, nil)
+	if len(rows) != 2 || rows[0].figure != "warm turn, acp:codex: control API" || rows[0].ratio != "+33.5 ms" || rows[0].met != "NOT MET" ||
+		rows[1].figure != "warm turn, acp:qwen: control API" || rows[1].floor != "bare ACP client 300.0 ms" || rows[1].met != "MET" {
+		t.Fatalf("rows = %+v", rows)
+	}
+}
