@@ -38,6 +38,10 @@ type PermissionRequest struct {
 	// acceptEdits, from an agent with no mode of its own for that): the
 	// asker allows it by policy, unless the policy denies the tool.
 	Accepted string
+	// Refused, when set, says why kaimon declines the agent's question
+	// whatever the preset (auggie's workspace indexing, a question about
+	// no tool call): the asker denies it by policy.
+	Refused string
 }
 
 // DefaultPermissionOptions are what agent_permit can answer to an agent

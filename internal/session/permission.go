@@ -73,8 +73,8 @@ func (m *Manager) detach(ag *Agent) {
 		Message: "the agent was closed before the request was answered"})
 }
 
-// ask is the backend's Asker for this agent. The preset decides what it
-// can (published as one decided permission event); an earlier "always"
+// ask is the backend's Asker for this agent. A question the backend
+// refuses (req.Refused) is denied; the preset decides what it can (published as one decided permission event); an earlier "always"
 // answer for the tool decides next; everything else is published as a
 // pending permission event and waits for agent_permit, up to
 // PermitTimeout, after which it is denied. The outcome is published as a
@@ -96,6 +96,8 @@ func (ag *Agent) ask(ctx context.Context, req backend.PermissionRequest) backend
 	decided := false
 	if err := opts.Check(); err != nil {
 		d, decided = backend.PermissionDecision{By: event.DecidedByPolicy, Message: "kaimon: " + err.Error()}, true
+	} else if req.Refused != "" {
+		d, decided = backend.PermissionDecision{By: event.DecidedByPolicy, Message: req.Refused}, true
 	} else if v, why := opts.Policy.Permission(req.Tool); v != policy.Ask {
 		d, decided = backend.PermissionDecision{Allow: v == policy.Allow, By: event.DecidedByPolicy, Message: why}, true
 	} else if req.Accepted != "" {

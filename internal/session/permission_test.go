@@ -224,8 +224,16 @@ func TestAskDecidedByPolicy(t *testing.T) {
 	if d := lab.Ask(bg, req); d.Allow || !strings.Contains(d.Message, "recursion guard") {
 		t.Fatalf("guarded kaimon tool: %+v", d)
 	}
+	// A question the backend refuses (auggie's workspace indexing) is
+	// denied even under bypass, with the backend's reason.
+	q := backend.PermissionRequest{Turn: 1, Tool: "Workspace Indexing Permission", Refused: "not a preset's to give",
+		Call: event.ToolCall{ToolCallID: "workspace-indexing-permission", Title: "Workspace Indexing Permission"}}
+	if d := bypass.Ask(bg, q); d.Allow || d.By != event.DecidedByPolicy || d.Message != "not a preset's to give" {
+		t.Fatalf("refused question under bypass: %+v", d)
+	}
 	evs := r.rec.all()
-	if len(evs) != 2 || evs[0].Decision != "allow" || evs[1].Decision != "deny" || evs[1].RequestID == "" {
+	if len(evs) != 3 || evs[0].Decision != "allow" || evs[1].Decision != "deny" || evs[1].RequestID == "" ||
+		evs[2].Decision != "deny" || evs[2].ToolCall.ToolCallID != "workspace-indexing-permission" {
 		t.Fatalf("events %+v", evs)
 	}
 }

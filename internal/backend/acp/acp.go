@@ -150,14 +150,25 @@ func (b *Backend) Process() proc.Identity { return b.p.Load().ID() }
 func (b *Backend) Argv() []string { return append([]string{b.bin}, b.args(b.agent.Args)...) }
 
 // args is the agent's arguments, with the model asked for at open after
-// its ModelFlag when it takes one, and last the tools the preset denies
-// after its ExcludeFlag.
+// its ModelFlag when it takes one, its tools' permission rules after its
+// PermissionFlag, and last the tools the preset denies after its
+// ExcludeFlag.
 func (b *Backend) args(args []string) []string {
 	out := append([]string{}, args...)
 	if b.agent.ModelFlag != "" && b.model != "" {
 		out = append(out, b.agent.ModelFlag, b.model)
 	}
-	if ex := excludedTools(b.agent, b.pol); b.agent.ExcludeFlag != "" && len(ex) > 0 {
+	for _, r := range askRules(b.agent, b.pol) {
+		out = append(out, b.agent.PermissionFlag, r)
+	}
+	ex := excludedTools(b.agent, b.pol)
+	switch {
+	case b.agent.ExcludeFlag == "" || len(ex) == 0:
+	case b.agent.ExcludeEach:
+		for _, n := range ex {
+			out = append(out, b.agent.ExcludeFlag, n)
+		}
+	default:
 		out = append(append(out, b.agent.ExcludeFlag), ex...)
 	}
 	return out

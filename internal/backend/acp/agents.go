@@ -51,7 +51,8 @@ type Agent struct {
 	// selection over ACP.
 	ModelFlag string
 	// AsksEdits: the agent asks before every edit and has no mode that
-	// accepts them (copilot), so under a mode that accepts edits
+	// accepts them (copilot; auggie, whose edit tools kaimon sets to ask:
+	// AskTools), so under a mode that accepts edits
 	// (acceptEdits, auto) kaimon answers an edit inside the cwd itself,
 	// as the claude CLI's acceptEdits does.
 	AsksEdits bool
@@ -63,6 +64,30 @@ type Agent struct {
 	// tools, as claude-agent-acp's disallowedTools does.
 	ExcludeFlag string
 	NativeTools map[string][]string
+	// ExcludeEach: ExcludeFlag takes one tool and is repeated for each
+	// (auggie: --remove-tool NAME), rather than taking them all.
+	ExcludeEach bool
+	// PermissionFlag is the command-line flag that sets one of the
+	// agent's own tool permission rules, NAME:POLICY, repeated for each
+	// (auggie: --permission), and AskTools those of its tools (of
+	// NativeTools) that change something: each that the preset leaves to
+	// ask (policy.Permission of the preset tool it stands for) is set to
+	// ask-user, so that the agent asks through session/request_permission
+	// and the preset, or a person, answers. Its other tools run as its
+	// mode says.
+	PermissionFlag string
+	AskTools       []string
+	// AdvisoryPlan: the agent's mode for plan only tells the model not to
+	// edit and still runs its edits (auggie's ask), so under plan kaimon
+	// keeps the agent's edit tools from the model too (ExcludeFlag).
+	AdvisoryPlan bool
+	// ModeNotes say, by kaimon's permission mode, what the agent does
+	// instead of a mode it has no way to obey: said at open (Enforcement).
+	ModeNotes map[string]string
+	// Questions are the agent's permission requests that ask about no
+	// tool call, by their toolCallId, each with why kaimon declines it
+	// whatever the preset (backend.PermissionRequest.Refused).
+	Questions map[string]string
 	// Notice matches a whole agent message chunk that is the agent's own
 	// notice rather than the model's text (copilot's "Info: Disabled
 	// tools: …" that --excluded-tools brings): not an event.
@@ -100,7 +125,9 @@ var Agents = map[string]*Agent{
 		// whatever the permission overlay says), plan (edits denied but
 		// for its plan files), ask, debug, orchestrator.
 		Modes: map[string]string{"default": "code", "acceptEdits": "code", "auto": "code", "bypassPermissions": "code", "plan": "plan"}},
-	"auggie": {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true, HTTPMCP: true},
+	"auggie": {Program: agentbin.ACP["auggie"], Route: RoutePermissionOnly, AnnouncesBeforeAsk: true, HTTPMCP: true,
+		Modes: auggieModes, TitlesDescribe: true, AsksEdits: true, ExcludeFlag: "--remove-tool", ExcludeEach: true, NativeTools: auggieTools,
+		PermissionFlag: "--permission", AskTools: auggieAsks, AdvisoryPlan: true, ModeNotes: auggieModeNotes, Questions: auggieQuestions, Notice: auggieNotice},
 }
 
 // AgentNames lists the agents in the spec's order.

@@ -42,13 +42,15 @@ func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) e
 
 // RequestPermission raises the agent's question through the session's
 // Asker: the preset decides what it can (answering allow_once or
-// reject_once from the options offered), the rest waits for agent_permit.
+// reject_once from the options offered), the rest waits for agent_permit;
+// one of the agent's Questions, about no tool call, is refused.
 // An interrupt or the agent's exit answers "cancelled".
 func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
 	b := c.b
 	cancelled := sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeCancelled()}
 	id := string(p.ToolCall.ToolCallId)
-	if b.agent.AnnouncesBeforeAsk {
+	refused, question := b.agent.Questions[id]
+	if b.agent.AnnouncesBeforeAsk && !question {
 		// The announce that names the tool may still be queued behind
 		// this request (notifications and requests are handled apart).
 		deadline := time.Now().Add(announceWait)
@@ -67,7 +69,15 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 		b.life.Unlock()
 		return cancelled, nil
 	}
-	evs, call, tool := b.m.Permission(p.ToolCall)
+	var evs []event.Event
+	var call event.ToolCall
+	var tool string
+	if question {
+		evs, call = b.m.Question(p.ToolCall)
+		tool = call.Title
+	} else {
+		evs, call, tool = b.m.Permission(p.ToolCall)
+	}
 	for _, ev := range evs {
 		b.sink.Emit(ev)
 	}
@@ -83,7 +93,7 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 	}
 	actx, done := b.registerAsk(ctx)
 	defer done()
-	d := b.opts.Ask(actx, backend.PermissionRequest{Turn: turn, Tool: tool, Call: call, Options: opts, Accepted: b.acceptedEdit(tool, call)})
+	d := b.opts.Ask(actx, backend.PermissionRequest{Turn: turn, Tool: tool, Call: call, Options: opts, Accepted: b.acceptedEdit(tool, call), Refused: refused})
 	if d.By == event.DecidedByCancelled {
 		return cancelled, nil
 	}

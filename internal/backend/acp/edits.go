@@ -2,6 +2,7 @@ package acp
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/kaimon/kaimon/internal/event"
@@ -53,7 +54,8 @@ func excludes(a *Agent, t string) bool {
 
 // excludedTools are the agent's own tools that the preset's deny list
 // names (and, where the allowlist is the whole tool set, those it does
-// not allow), for Agent.ExcludeFlag; sorted, each once.
+// not allow; under plan, for an agent whose plan mode does not hold, its
+// edit tools), for Agent.ExcludeFlag; sorted, each once.
 func excludedTools(a *Agent, pol *policy.Policy) []string {
 	if a.ExcludeFlag == "" {
 		return nil
@@ -61,14 +63,49 @@ func excludedTools(a *Agent, pol *policy.Policy) []string {
 	seen := map[string]bool{}
 	var out []string
 	for t, names := range a.NativeTools {
-		deny := policy.NamesTool(pol.Deny, t) || (pol.WholeSet() && !policy.NamesTool(pol.Allow, t))
-		if !deny {
+		if !excludesTool(a, pol, t) {
 			continue
 		}
 		for _, n := range names {
 			if !seen[n] {
 				seen[n] = true
 				out = append(out, n)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// excludesTool says whether the agent keeps its tools that stand for the
+// preset tool t from the model (see excludedTools).
+func excludesTool(a *Agent, pol *policy.Policy, t string) bool {
+	if a.ExcludeFlag == "" {
+		return false
+	}
+	return policy.NamesTool(pol.Deny, t) || (pol.WholeSet() && !policy.NamesTool(pol.Allow, t)) ||
+		(a.AdvisoryPlan && pol.Mode == "plan" && t != "Bash" && policy.Mutating(t))
+}
+
+// askRules are the agent's tool permission rules for its PermissionFlag:
+// NAME:ask-user for each of its AskTools not excluded whose preset tool
+// the policy leaves to ask (an allowed one runs as the agent's mode says,
+// and the deny list is held by exclusion); sorted.
+func askRules(a *Agent, pol *policy.Policy) []string {
+	if a.PermissionFlag == "" {
+		return nil
+	}
+	var out []string
+	for t, names := range a.NativeTools {
+		if excludesTool(a, pol, t) {
+			continue
+		}
+		if v, _ := pol.Permission(t); v != policy.Ask {
+			continue
+		}
+		for _, n := range names {
+			if slices.Contains(a.AskTools, n) {
+				out = append(out, n+":ask-user")
 			}
 		}
 	}

@@ -341,6 +341,24 @@ func (m *Mapper) Permission(tc sdk.ToolCallUpdate) ([]event.Event, event.ToolCal
 	return evs, call, policy.NativeToolName(c.name, c.call.Kind)
 }
 
+// Question maps a permission request that asks about no tool call (one of
+// the agent's Questions): the call to show with it, which is not tracked
+// as a tool call (no tool_use, no tool_result), and the events that come
+// before it (the open block closed).
+func (m *Mapper) Question(tc sdk.ToolCallUpdate) ([]event.Event, event.ToolCall) {
+	call := event.ToolCall{ToolCallID: string(tc.ToolCallId), Kind: "other", Status: "pending", Content: []any{}, Locations: []any{}}
+	if t := tc.Title; t != nil {
+		call.Title = *t
+	}
+	if k := tc.Kind; k != nil && *k != "" {
+		call.Kind = string(*k)
+	}
+	if in := rawJSON(tc.RawInput); in != "" {
+		call.RawInput = json.RawMessage(in)
+	}
+	return m.closeBlock(), call
+}
+
 // Knows says whether the mapper has seen tool call id.
 func (m *Mapper) Knows(id string) bool { return m.calls[id] != nil }
 

@@ -65,6 +65,15 @@ func replayWith(t *testing.T, name string, m *Mapper) ([]event.Event, []string) 
 			if err := json.Unmarshal([]byte(msg.Get("params").Raw), &p); err != nil {
 				t.Fatal(err)
 			}
+			if isQuestion(string(p.ToolCall.ToolCallId)) {
+				// Asks about no tool call: no tool, nothing tracked.
+				out, call := m.Question(p.ToolCall)
+				if call.Status != "pending" || call.ToolCallID == "" {
+					t.Fatalf("question call %+v", call)
+				}
+				evs = append(evs, out...)
+				continue
+			}
 			out, call, tool := m.Permission(p.ToolCall)
 			if call.Status != "pending" || call.ToolCallID == "" {
 				t.Fatalf("permission call %+v", call)

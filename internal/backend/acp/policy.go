@@ -192,7 +192,8 @@ func sessionMode(a *Agent, pol *policy.Policy, available []string) string {
 }
 
 // Enforcement says, for an agent on a route, what of the policy the agent's
-// own tools are held to and what not: "" when the route holds all of it.
+// own tools are held to and what not, and a permission mode the agent
+// cannot obey (Agent.ModeNotes): "" when the route holds all of it.
 // Kaimon reports a non-empty answer as an error event at spawn, so that a
 // preset never reads as configured when it is not.
 func Enforcement(a *Agent, pol *policy.Policy) string {
@@ -213,13 +214,17 @@ func Enforcement(a *Agent, pol *policy.Policy) string {
 	if pol.WholeSet() {
 		why = append(why, "allowed_tools is meant to be the whole tool set")
 	}
-	if len(why) == 0 {
-		return ""
+	var msgs []string
+	if len(why) > 0 {
+		msgs = append(msgs, fmt.Sprintf("preset %s is not fully enforced on acp:%s: %s, but %s can only refuse what the agent asks about through session/request_permission, "+
+			"and it reads files (and runs commands it deems safe) without asking. Kaimon's own tools are still checked at its door. "+
+			"For a preset that holds against native tools, use acp:opencode or acp:claude",
+			pol.Preset.Name, a.Name, strings.Join(why, " and "), "kaimon"))
 	}
-	return fmt.Sprintf("preset %s is not fully enforced on acp:%s: %s, but %s can only refuse what the agent asks about through session/request_permission, "+
-		"and it reads files (and runs commands it deems safe) without asking. Kaimon's own tools are still checked at its door. "+
-		"For a preset that holds against native tools, use acp:opencode or acp:claude",
-		pol.Preset.Name, a.Name, strings.Join(why, " and "), "kaimon")
+	if note := a.ModeNotes[pol.Mode]; note != "" && !pol.Bypass() {
+		msgs = append(msgs, fmt.Sprintf("preset %s (permission mode %s) cannot be obeyed on acp:%s: %s", pol.Preset.Name, pol.Mode, a.Name, note))
+	}
+	return strings.Join(msgs, ". ")
 }
 
 func contains(list []string, s string) bool {
