@@ -25,7 +25,9 @@
 // The reply is chosen by fakescript from the user's text (or the tool
 // result). "please fail" answers HTTP 500 (auggie retries chat-stream a few
 // times within about 5s before it gives up); "please fail midway" streams
-// two text chunks and breaks the stream off with no stop_reason. Every
+// two text chunks and breaks the stream off with no stop_reason; "please
+// be slow" pauses between its chunks and ends when its request does
+// (auggie aborts it on session/cancel): a turn to interrupt. Every
 // chat-stream request is recorded (see [Server.Requests]). Usage:
 // input_tokens [InputTokens], output_tokens [OutputTokens].
 package fakeaugment

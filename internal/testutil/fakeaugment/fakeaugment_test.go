@@ -3,11 +3,16 @@ package fakeaugment
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/kaimon/kaimon/internal/testutil/fakescript"
 )
 
 type line struct {
@@ -202,5 +207,66 @@ func TestNoToolsGetsDefault(t *testing.T) {
 	_, lines := post(t, s, "/chat-stream", req)
 	if text, _, stop := summary(lines); text != "Hello from fakeaugment (request #1)." || stop != StopEndTurn {
 		t.Fatalf("no tools: %q stop %d", text, stop)
+	}
+}
+
+// syncLog is a log the server's handlers and the test share.
+type syncLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// "please be slow" streams its chunks one at a time, with pauses, long
+// enough to interrupt (the whole reply takes SlowChunks × SlowChunkDelay);
+// a client that goes away (auggie's session/cancel aborts its request)
+// ends the stream by the request's context, not by failing to write a
+// chunk nobody reads.
+func TestSlowStreamEndsWithTheRequest(t *testing.T) {
+	s := New(t)
+	var log syncLog
+	s.SetLog(&log)
+	b, _ := json.Marshal(textReq("please be slow"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"chat-stream", bytes.NewReader(b))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for i := 0; i < 2; i++ {
+		if !sc.Scan() {
+			t.Fatalf("slow stream ended after %d lines: %v", i, sc.Err())
+		}
+		var l line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Text != "chunk"+string(rune('0'+i))+" " || l.StopReason != 0 {
+			t.Fatalf("slow line %d: %s (%v)", i, sc.Bytes(), err)
+		}
+	}
+	cancel()
+	// Bounded by what is left of the slow reply: a handler that ignored
+	// the context would end only on a failed write, and say so.
+	deadline := time.Now().Add(fakescript.SlowChunks * fakescript.SlowChunkDelay)
+	for !strings.Contains(log.String(), "stream #1 ended early") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow stream went on after its request ended; log:\n%s", log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := log.String(); !strings.Contains(got, "stream #1 ended early: context canceled") {
+		t.Fatalf("the slow stream ended otherwise than by its request:\n%s", got)
 	}
 }
