@@ -13,10 +13,11 @@ import (
 // AUGMENT_SESSION_AUTH (without it auggie answers session/new with -32000
 // "run `auggie login`"), no update check, its HOME home and its log
 // (augment-log.txt, which it leaves behind) under tmp. It writes
-// home/.augment/settings.json with indexing denied everywhere, so that the
-// first prompt asks no "Workspace Indexing" permission (a question with no
-// tool call) and nothing is uploaded for indexing.
-func AuggieOffline(tenantURL, home, tmp string) ([]string, error) {
+// home/.augment/settings.json with indexing denied in the noIndex
+// directories (everywhere when none are given), so that a first prompt
+// there asks no "Workspace Indexing" permission (a question with no tool
+// call) and nothing is uploaded for indexing; elsewhere auggie asks.
+func AuggieOffline(tenantURL, home, tmp string, noIndex ...string) ([]string, error) {
 	auth, err := json.Marshal(map[string]any{"accessToken": "fake-token", "tenantURL": tenantURL, "scopes": []string{"email"}})
 	if err != nil {
 		return nil, err
@@ -25,7 +26,10 @@ func AuggieOffline(tenantURL, home, tmp string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	settings, _ := json.Marshal(map[string]any{"indexingDenyDirs": []string{"/"}})
+	if len(noIndex) == 0 {
+		noIndex = []string{"/"}
+	}
+	settings, _ := json.Marshal(map[string]any{"indexingDenyDirs": noIndex})
 	if err := os.WriteFile(filepath.Join(dir, "settings.json"), settings, 0o600); err != nil {
 		return nil, fmt.Errorf("auggie settings: %w", err)
 	}
