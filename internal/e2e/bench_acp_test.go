@@ -38,6 +38,7 @@ var acpBenchAgents = []acpBenchAgent{
 	{"qwen", "acp:qwen", func(b *testing.B) *acpEnv { return newQwenEnv(b) }},
 	{"copilot", "acp:copilot", func(b *testing.B) *acpEnv { return newCopilotEnv(b) }},
 	{"kilo", "acp:kilo:" + agents.KiloModel, func(b *testing.B) *acpEnv { return newKiloEnv(b) }},
+	{"auggie", "acp:auggie", func(b *testing.B) *acpEnv { return newAuggieEnv(b).acpEnv }},
 }
 
 // BenchmarkACPAgentTurn is kaimon's added time per warm turn of an ACP
