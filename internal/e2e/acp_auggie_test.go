@@ -265,7 +265,8 @@ func TestACPAuggie(t *testing.T) {
 	auggiePresets(t, e)
 }
 
-// auggiePresets: plan runs auggie's ask mode without its edit tools;
+// auggiePresets: plan runs auggie's ask mode without its edit tools (and
+// the model asked for at open);
 // notebook keeps auggie's file and shell tools from its model, and says
 // nothing at spawn; auto, which auggie cannot obey, is said at open;
 // bypass asks nothing. The Workspace Indexing question, asked in a
@@ -282,8 +283,13 @@ func auggiePresets(t *testing.T, e *auggieEnv) {
 		return msgs
 	}
 
-	plan := e.ok("open", "--model", "acp:auggie", "--permission-mode", "plan", e.work)
+	// (opened with a model: auggie takes it by session/set_model)
+	plan := e.ok("open", "--model", "acp:auggie:"+fakeaugment.Models[1], "--permission-mode", "plan", e.work)
 	e.dumpOnFail(t, plan)
+	var st verbs.AgentStatus
+	if e.okJSON(&st, "status", plan); st.Model != "acp:auggie:"+fakeaugment.Models[1] {
+		t.Fatalf("plan agent's model = %q", st.Model)
+	}
 	planned := filepath.Join(e.work, "planned.txt")
 	out := e.ok("run", plan, `call tool: save-file {"path":"planned.txt","file_content":"x"}`)
 	if !strings.Contains(out, "Tool save-file not found") {
@@ -303,8 +309,8 @@ func auggiePresets(t *testing.T, e *auggieEnv) {
 	// auggie's ask mode is a prompt prefix of its own; the edit tools are
 	// gone, the shell is still offered (and would ask).
 	if !strings.Contains(first.LastUserText, "ask mode") || slices.Contains(first.Tools, "save-file") || slices.Contains(first.Tools, "str-replace-editor") ||
-		!slices.Contains(first.Tools, "launch-process") {
-		t.Fatalf("plan's request: text %q tools %v", first.LastUserText, first.Tools)
+		!slices.Contains(first.Tools, "launch-process") || first.Model != fakeaugment.Models[1] {
+		t.Fatalf("plan's request: model %q text %q tools %v", first.Model, first.LastUserText, first.Tools)
 	}
 	for _, r := range e.events(t, plan) {
 		if r.Kind == event.Permission {
