@@ -262,6 +262,10 @@ func (or *orchestrator) updated(agent string) {
 	for _, u := range uris {
 		or.srv.SendNotificationToAllClients(string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": u})
 	}
+	// A 2026-07-28 client's subscriptions are its listen streams'.
+	for _, u := range []string{uri, uri + outputSuffix, uri + eventsSuffix, AgentsURI} {
+		or.notifyListens(string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": u}, func(l *listen) bool { return l.uris[u] })
+	}
 }
 
 // forgotten takes forgotten agents out of the list of resources.

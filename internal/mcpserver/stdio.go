@@ -31,6 +31,10 @@ func ServeStdio(ctx context.Context, svc verbs.Service, o Options, in io.Reader,
 	if o.Follow != nil {
 		srv, or = newOrchestrating(ctx, svc, o, errOut)
 		w.written = or.written
+		w.wire, or.rawWrite = or.wire, w.raw
+		var stopFront func()
+		in, stopFront = or.front(in)
+		defer stopFront()
 	} else {
 		srv = New(svc, o)
 	}
@@ -61,14 +65,42 @@ type wireWriter struct {
 	mu      sync.Mutex
 	w       io.Writer
 	written func(askKey, any)
+	// wire, when set, sees each message first (see orchestrator.wire).
+	wire func([]byte) ([]byte, func())
+}
+
+// raw writes p as it is, whole.
+func (ww *wireWriter) raw(p []byte) error {
+	ww.mu.Lock()
+	defer ww.mu.Unlock()
+	_, err := ww.w.Write(p)
+	return err
 }
 
 var elicitMethod = []byte(`"method":"` + string(mcp.MethodElicitationCreate) + `"`)
 
 func (ww *wireWriter) Write(p []byte) (int, error) {
+	var after func()
+	if ww.wire != nil {
+		var out []byte
+		out, after = ww.wire(p)
+		if out == nil || len(out) != len(p) || &out[0] != &p[0] { // taken, or rewritten
+			var err error
+			if out != nil {
+				err = ww.raw(out)
+			}
+			if after != nil {
+				after()
+			}
+			return len(p), err
+		}
+	}
 	ww.mu.Lock()
 	n, err := ww.w.Write(p)
 	ww.mu.Unlock()
+	if after != nil {
+		after()
+	}
 	if err == nil && ww.written != nil && bytes.Contains(p, elicitMethod) {
 		var m struct {
 			ID     any `json:"id"`

@@ -1,0 +1,615 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kaimon/kaimon/internal/verbs"
+	"github.com/kaimon/kaimon/internal/version"
+)
+
+// What a client at protocol 2026-07-28 gets from `kaimon mcp` besides the
+// tools: server/discover with the capabilities this server has, its
+// notifications on subscriptions/listen streams, and agent_run as a task
+// of the tasks extension (io.modelcontextprotocol/tasks, SEP-2663).
+//
+// mcp-go v1.2.1 serves server/discover, resultType, and
+// subscriptions/listen's acknowledgement, but on stdio it tags nothing
+// with the subscription's id and filters nothing (its stdio session has no
+// subscription filter), and its tasks are 2025-11-25's (nested "task",
+// tasks/result, no tasks/update). What it does not serve is hooked here:
+//   - the discover result (afterDiscover) and tools/list (afterListTools)
+//     lose what 2026-07-28 moved: elicitation (a client capability), tasks
+//     (now an extension), a tool's execution.taskSupport;
+//   - the listen streams are kept here (checkRequest records a request,
+//     the wire's acknowledgement starts it, its end stops it), and every
+//     change notification reaches them tagged with their id: untagged ones
+//     (mcp-go's list_changed) are turned into those on the wire;
+//   - the tasks extension's requests (tools/call of agent_run from a client
+//     declaring it; tasks/get, tasks/update, tasks/cancel) are taken off
+//     the input before mcp-go reads it (front) and answered here.
+
+const (
+	// TasksExtension is the tasks extension's identifier.
+	TasksExtension = "io.modelcontextprotocol/tasks"
+	// metaSubscriptionID tags each message of a subscriptions/listen
+	// stream with the id of its request.
+	metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
+	// methodTasksUpdate answers a task's inputRequests (the extension's).
+	methodTasksUpdate = "tasks/update"
+	// methodNotificationTasks is the extension's task status notification.
+	methodNotificationTasks = "notifications/tasks"
+	// taskPollMs is the polling interval a task suggests.
+	taskPollMs = 1000
+	// errMissingCapability is the revision's MissingRequiredClientCapability.
+	errMissingCapability = -32021
+)
+
+// listen is one subscriptions/listen stream of the client.
+type listen struct {
+	id          json.RawMessage // its request's id, as the client sent it
+	listChanged bool            // resourcesListChanged
+	uris        map[string]bool // resourceSubscriptions
+	taskIDs     []string        // asked for; agreed are those known at the ack
+	tasks       map[string]bool // agreed
+	active      bool            // acknowledged: notifications may follow
+}
+
+// mtask is agent_run as a task of the extension.
+type mtask struct {
+	id, agent        string
+	status           mcp.TaskStatus
+	message          string
+	created, updated time.Time
+	// call is the tools/call's params, run again with the answers to an
+	// input_required round of it (inputResponses from tasks/update).
+	call          map[string]json.RawMessage
+	running       bool
+	result        json.RawMessage // completed
+	rpcErr        json.RawMessage // failed
+	inputRequests json.RawMessage // input_required
+	requestState  json.RawMessage
+}
+
+// modernHooks are the hooks of a 2026-07-28 client's requests mcp-go
+// serves.
+func (or *orchestrator) modernHooks(h *server.Hooks) {
+	h.AddAfterDiscover(func(ctx context.Context, _ any, _ *mcp.DiscoverRequest, r *mcp.DiscoverResult) {
+		if r == nil {
+			return
+		}
+		// elicitation is the client's capability (mcp-go lists it for
+		// WithElicitation); tasks are the extension's now.
+		r.Capabilities.Elicitation = nil
+		r.Capabilities.Tasks = nil
+		ext := map[string]any{TasksExtension: map[string]any{}}
+		for k, v := range r.Capabilities.Extensions {
+			ext[k] = v
+		}
+		r.Capabilities.Extensions = ext
+	})
+	h.AddAfterListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest, r *mcp.ListToolsResult) {
+		if r == nil || !server.IsModernRequest(ctx) {
+			return
+		}
+		// A tool's execution (taskSupport) is not in 2026-07-28: the server
+		// decides which calls become tasks.
+		for i := range r.Tools {
+			r.Tools[i].Execution = nil
+		}
+	})
+	h.AddAfterSubscriptionsListen(func(ctx context.Context, id any, _ *mcp.SubscriptionsListenRequest, _ *mcp.SubscriptionsListenResult) {
+		or.endListen(id)
+	})
+	h.AddOnError(func(ctx context.Context, id any, m mcp.MCPMethod, _ any, _ error) {
+		if m == mcp.MethodSubscriptionsListen {
+			or.endListen(id)
+		}
+	})
+}
+
+// rpcRequest is what checkRequest and front read of a request.
+type rpcRequest struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		URI           string `json:"uri"`
+		Name          string `json:"name"`
+		TaskID        string `json:"taskId"`
+		Notifications struct {
+			ResourcesListChanged  bool     `json:"resourcesListChanged"`
+			ResourceSubscriptions []string `json:"resourceSubscriptions"`
+			TaskIDs               []string `json:"taskIds"`
+		} `json:"notifications"`
+		Meta struct {
+			ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
+			Caps            struct {
+				Extensions map[string]json.RawMessage `json:"extensions"`
+			} `json:"io.modelcontextprotocol/clientCapabilities"`
+		} `json:"_meta"`
+		InputResponses json.RawMessage `json:"inputResponses"`
+		RequestState   json.RawMessage `json:"requestState"`
+		Task           json.RawMessage `json:"task"`
+	} `json:"params"`
+}
+
+func (r *rpcRequest) modern() bool { return mcp.IsModernProtocol(r.Params.Meta.ProtocolVersion) }
+
+func (r *rpcRequest) tasksExtension() bool {
+	_, ok := r.Params.Meta.Caps.Extensions[TasksExtension]
+	return ok
+}
+
+// sawRequest notes the protocol of the client (a stdio server has one) and
+// the listen streams it opens, whose resource URIs must name resources.
+func (or *orchestrator) sawRequest(ctx context.Context, r *rpcRequest) error {
+	switch {
+	case r.Method == string(mcp.MethodInitialize):
+		or.mu.Lock()
+		or.modern = false
+		or.mu.Unlock()
+	case r.modern():
+		or.mu.Lock()
+		or.modern = true
+		or.mu.Unlock()
+	}
+	if r.Method != string(mcp.MethodSubscriptionsListen) || !r.modern() || r.ID == nil {
+		return nil
+	}
+	n := r.Params.Notifications
+	for _, u := range n.ResourceSubscriptions {
+		if err := or.checkURI(ctx, u); err != nil {
+			return err
+		}
+	}
+	l := &listen{id: r.ID, listChanged: n.ResourcesListChanged, uris: map[string]bool{}, taskIDs: n.TaskIDs, tasks: map[string]bool{}}
+	for _, u := range n.ResourceSubscriptions {
+		l.uris[u] = true
+	}
+	or.mu.Lock()
+	or.listens[idKey(r.ID)] = l
+	or.mu.Unlock()
+	return nil
+}
+
+// idKey is a JSON-RPC id as a map key: its JSON.
+func idKey(id any) string {
+	if raw, ok := id.(json.RawMessage); ok {
+		var v any
+		if json.Unmarshal(raw, &v) == nil {
+			id = v
+		}
+	}
+	b, _ := json.Marshal(id)
+	return string(b)
+}
+
+func (or *orchestrator) endListen(id any) {
+	or.mu.Lock()
+	delete(or.listens, idKey(id))
+	or.mu.Unlock()
+}
+
+func (or *orchestrator) isModern() bool {
+	or.mu.Lock()
+	defer or.mu.Unlock()
+	return or.modern
+}
+
+// notifyListens sends method with params on each acknowledged listen
+// stream that want takes, tagged with its id.
+func (or *orchestrator) notifyListens(method string, params map[string]any, want func(*listen) bool) {
+	or.mu.Lock()
+	var ids []json.RawMessage
+	for _, l := range or.listens {
+		if l.active && want(l) {
+			ids = append(ids, l.id)
+		}
+	}
+	or.mu.Unlock()
+	for _, id := range ids {
+		p := map[string]any{"_meta": map[string]any{metaSubscriptionID: id}}
+		for k, v := range params {
+			p[k] = v
+		}
+		or.writeMessage(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "method": method, "params": p})
+	}
+}
+
+func (or *orchestrator) writeMessage(m any) {
+	b, err := json.Marshal(m)
+	if err != nil || or.rawWrite == nil {
+		return
+	}
+	if err := or.rawWrite(append(b, '\n')); err != nil {
+		or.errLog.Printf("writing to the client: %v", err)
+	}
+}
+
+var (
+	ackMethod          = []byte(`"method":"` + mcp.MethodNotificationSubscriptionsAcknowledged + `"`)
+	listChangedMethods = [][]byte{
+		[]byte(`"method":"` + mcp.MethodNotificationResourcesListChanged + `"`),
+		[]byte(`"method":"` + mcp.MethodNotificationToolsListChanged + `"`),
+		[]byte(`"method":"` + mcp.MethodNotificationPromptsListChanged + `"`),
+	}
+	legacyTaskStatus = []byte(`"method":"` + mcp.MethodNotificationTasksStatus + `"`)
+)
+
+// wire looks at a message mcp-go writes to a 2026-07-28 client: out is
+// what goes to the client instead (nil: nothing), after what is to run
+// once it went. A listen stream's acknowledgement gets the task ids agreed
+// and starts the stream; an untagged list change goes to the streams that
+// asked for it, tagged, and no further.
+func (or *orchestrator) wire(p []byte) (out []byte, after func()) {
+	if !bytes.Contains(p, []byte(`"notifications/`)) || !or.isModern() {
+		return p, nil
+	}
+	var m struct {
+		Method string                     `json:"method"`
+		Params map[string]json.RawMessage `json:"params"`
+	}
+	if bytes.Contains(p, ackMethod) {
+		if json.Unmarshal(p, &m) != nil {
+			return p, nil
+		}
+		var meta map[string]json.RawMessage
+		_ = json.Unmarshal(m.Params["_meta"], &meta)
+		key := idKey(meta[metaSubscriptionID])
+		or.mu.Lock()
+		l := or.listens[key]
+		var agreed []string
+		if l != nil {
+			for _, t := range l.taskIDs {
+				if or.mtasks[t] != nil {
+					l.tasks[t] = true
+					agreed = append(agreed, t)
+				}
+			}
+		}
+		or.mu.Unlock()
+		if l == nil {
+			return p, nil
+		}
+		if len(agreed) > 0 {
+			var n map[string]any
+			_ = json.Unmarshal(m.Params["notifications"], &n)
+			if n == nil {
+				n = map[string]any{}
+			}
+			n["taskIds"] = agreed
+			b, _ := json.Marshal(n)
+			m.Params["notifications"] = b
+			if nb, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "method": m.Method, "params": m.Params}); err == nil {
+				p = append(nb, '\n')
+			}
+		}
+		return p, func() {
+			or.mu.Lock()
+			l.active = true
+			or.mu.Unlock()
+		}
+	}
+	if bytes.Contains(p, legacyTaskStatus) {
+		return nil, nil // 2025-11-25's tasks are not this client's
+	}
+	for _, lc := range listChangedMethods {
+		if !bytes.Contains(p, lc) {
+			continue
+		}
+		if json.Unmarshal(p, &m) != nil {
+			return p, nil
+		}
+		if _, tagged := m.Params["_meta"]; tagged {
+			return p, nil
+		}
+		return nil, func() {
+			if m.Method == string(mcp.MethodNotificationResourcesListChanged) {
+				or.notifyListens(m.Method, nil, func(l *listen) bool { return l.listChanged })
+			}
+		}
+	}
+	return p, nil
+}
+
+// front takes the tasks extension's requests off in, the client's input,
+// and answers them; the rest it hands on to mcp-go, in order. It ends when
+// in does, or at stop.
+func (or *orchestrator) front(in io.Reader) (r io.Reader, stop func()) {
+	pr, pw := io.Pipe()
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), 64<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if or.intercept(line) {
+				continue
+			}
+			if _, err := pw.Write(append(append([]byte(nil), line...), '\n')); err != nil {
+				return
+			}
+		}
+		pw.CloseWithError(sc.Err())
+	}()
+	return pr, func() { pr.Close() }
+}
+
+// intercept answers line if it is the tasks extension's, and says so.
+func (or *orchestrator) intercept(line []byte) bool {
+	if !bytes.Contains(line, []byte(`"io.modelcontextprotocol/protocolVersion"`)) {
+		return false
+	}
+	var r rpcRequest
+	if json.Unmarshal(line, &r) != nil || r.ID == nil || !r.modern() {
+		return false
+	}
+	switch r.Method {
+	case string(mcp.MethodTasksGet), methodTasksUpdate, string(mcp.MethodTasksCancel):
+		go or.taskRequest(&r, line)
+		return true
+	case string(mcp.MethodToolsCall):
+		if r.Params.Name != runVerb || !r.tasksExtension() || r.Params.InputResponses != nil || r.Params.RequestState != nil || r.Params.Task != nil {
+			return false
+		}
+		var p struct {
+			Params map[string]json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(line, &p) != nil {
+			return false
+		}
+		or.createTask(&r, p.Params)
+		return true
+	case string(mcp.MethodSubscriptionsListen):
+		if len(r.Params.Notifications.TaskIDs) > 0 && !r.tasksExtension() {
+			or.writeError(r.ID, errMissingCapability, "subscriptions/listen: taskIds need the "+TasksExtension+" extension in the request's clientCapabilities",
+				map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}}})
+			return true
+		}
+	}
+	return false
+}
+
+func (or *orchestrator) writeResult(id json.RawMessage, resultType string, result map[string]any) {
+	result["resultType"] = resultType
+	result["_meta"] = map[string]any{mcp.MetaKeyServerInfo: map[string]any{"name": "kaimon", "version": version.String()}}
+	or.writeMessage(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id, "result": result})
+}
+
+func (or *orchestrator) writeError(id json.RawMessage, code int, msg string, data any) {
+	e := map[string]any{"code": code, "message": msg}
+	if data != nil {
+		e["data"] = data
+	}
+	or.writeMessage(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id, "error": e})
+}
+
+// createTask answers agent_run with a task, then runs the call.
+func (or *orchestrator) createTask(r *rpcRequest, params map[string]json.RawMessage) {
+	var args struct {
+		Agent string `json:"agent_id"`
+	}
+	_ = json.Unmarshal(params["arguments"], &args)
+	now := time.Now().UTC()
+	t := &mtask{id: newTaskID(), agent: args.Agent, status: mcp.TaskStatusWorking, created: now, updated: now, call: params, running: true}
+	or.mu.Lock()
+	or.mtasks[t.id] = t
+	snap := or.taskJSON(t)
+	or.mu.Unlock()
+	or.writeResult(r.ID, "task", snap)
+	or.wg.Add(1)
+	go or.runTask(t, nil, nil)
+}
+
+func newTaskID() string {
+	return fmt.Sprintf("kaimon-run-%d", time.Now().UnixNano())
+}
+
+// runTask runs the task's call (a round's answers given), outside any
+// request: the turn goes on until the daemon ends it, as a blocking
+// agent_run's would. mcp-go serves the call as it does any tools/call of
+// this client, less the tasks extension (no task within) and its progress
+// token (the extension has no progress).
+func (or *orchestrator) runTask(t *mtask, inputResponses, requestState json.RawMessage) {
+	defer or.wg.Done()
+	params := map[string]json.RawMessage{}
+	or.mu.Lock()
+	for k, v := range t.call {
+		params[k] = v
+	}
+	or.mu.Unlock()
+	var meta map[string]json.RawMessage
+	_ = json.Unmarshal(params["_meta"], &meta)
+	delete(meta, "progressToken")
+	caps := map[string]json.RawMessage{}
+	_ = json.Unmarshal(meta[mcp.MetaKeyClientCapabilities], &caps)
+	ext := map[string]json.RawMessage{}
+	_ = json.Unmarshal(caps["extensions"], &ext)
+	delete(ext, TasksExtension)
+	caps["extensions"], _ = json.Marshal(ext)
+	meta[mcp.MetaKeyClientCapabilities], _ = json.Marshal(caps)
+	params["_meta"], _ = json.Marshal(meta)
+	if inputResponses != nil {
+		params["inputResponses"] = inputResponses
+	}
+	if requestState != nil {
+		params["requestState"] = requestState
+	}
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": "task:" + t.id, "method": mcp.MethodToolsCall, "params": params})
+	ctx, _ := or.sessionContext(context.WithoutCancel(or.ctx))
+	resp, _ := json.Marshal(or.srv.HandleMessage(ctx, msg))
+	var out struct {
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	_ = json.Unmarshal(resp, &out)
+	var res struct {
+		ResultType    string          `json:"resultType"`
+		InputRequests json.RawMessage `json:"inputRequests"`
+		RequestState  json.RawMessage `json:"requestState"`
+	}
+	_ = json.Unmarshal(out.Result, &res)
+	or.mu.Lock()
+	t.running = false
+	if t.status == mcp.TaskStatusCancelled {
+		or.mu.Unlock()
+		return
+	}
+	switch {
+	case out.Error != nil:
+		t.status, t.rpcErr = mcp.TaskStatusFailed, out.Error
+	case res.ResultType == string(mcp.ResultTypeInputRequired):
+		t.status, t.inputRequests, t.requestState = mcp.TaskStatusInputRequired, res.InputRequests, res.RequestState
+	default:
+		t.status, t.result = mcp.TaskStatusCompleted, out.Result
+	}
+	t.updated = time.Now().UTC()
+	or.mu.Unlock()
+	or.taskChanged(t)
+}
+
+// taskJSON is t as tasks/get and notifications/tasks give it (a
+// DetailedTask); or.mu is held.
+func (or *orchestrator) taskJSON(t *mtask) map[string]any {
+	m := map[string]any{
+		"taskId": t.id, "status": t.status,
+		"createdAt": t.created.Format(time.RFC3339Nano), "lastUpdatedAt": t.updated.Format(time.RFC3339Nano),
+		"ttlMs": nil, "pollIntervalMs": taskPollMs,
+	}
+	if t.message != "" {
+		m["statusMessage"] = t.message
+	}
+	switch t.status {
+	case mcp.TaskStatusCompleted:
+		m["result"] = t.result
+	case mcp.TaskStatusFailed:
+		m["error"] = t.rpcErr
+	case mcp.TaskStatusInputRequired:
+		m["inputRequests"] = t.inputRequests
+	}
+	return m
+}
+
+// taskChanged tells the listen streams that follow t of its state.
+func (or *orchestrator) taskChanged(t *mtask) {
+	or.mu.Lock()
+	snap := or.taskJSON(t)
+	or.mu.Unlock()
+	or.notifyListens(methodNotificationTasks, snap, func(l *listen) bool { return l.tasks[t.id] })
+}
+
+// taskRequest answers tasks/get, tasks/update and tasks/cancel.
+func (or *orchestrator) taskRequest(r *rpcRequest, line []byte) {
+	or.mu.Lock()
+	t := or.mtasks[r.Params.TaskID]
+	or.mu.Unlock()
+	if t == nil {
+		or.writeError(r.ID, mcp.INVALID_PARAMS, fmt.Sprintf("%s: no task %q in this kaimon mcp: its tasks are those its agent_run calls returned (%s)", r.Method, r.Params.TaskID, or.taskIDs()), nil)
+		return
+	}
+	switch r.Method {
+	case string(mcp.MethodTasksGet):
+		msg := ""
+		or.mu.Lock()
+		working, agent := t.status == mcp.TaskStatusWorking, t.agent
+		or.mu.Unlock()
+		if working {
+			msg = or.waitsFor(or.ctx, agent)
+		}
+		or.mu.Lock()
+		snap := or.taskJSON(t)
+		or.mu.Unlock()
+		if msg != "" {
+			snap["statusMessage"] = msg
+		}
+		or.writeResult(r.ID, string(mcp.ResultTypeComplete), snap)
+	case methodTasksUpdate:
+		var p struct {
+			Params struct {
+				InputResponses map[string]json.RawMessage `json:"inputResponses"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(line, &p)
+		or.mu.Lock()
+		var asked map[string]json.RawMessage
+		_ = json.Unmarshal(t.inputRequests, &asked)
+		answers := map[string]json.RawMessage{}
+		for k, v := range p.Params.InputResponses {
+			if _, ok := asked[k]; ok { // the rest are ignored, as the extension says
+				answers[k] = v
+			}
+		}
+		retry := t.status == mcp.TaskStatusInputRequired && !t.running && len(answers) > 0
+		var state json.RawMessage
+		if retry {
+			state = t.requestState
+			t.status, t.running, t.inputRequests, t.requestState = mcp.TaskStatusWorking, true, nil, nil
+			t.updated = time.Now().UTC()
+		}
+		or.mu.Unlock()
+		or.writeResult(r.ID, string(mcp.ResultTypeComplete), map[string]any{})
+		if retry {
+			b, _ := json.Marshal(answers)
+			or.taskChanged(t)
+			or.wg.Add(1)
+			go or.runTask(t, b, state)
+		}
+	case string(mcp.MethodTasksCancel):
+		or.mu.Lock()
+		live := t.status == mcp.TaskStatusWorking || t.status == mcp.TaskStatusInputRequired
+		if live {
+			t.status, t.message, t.updated = mcp.TaskStatusCancelled, "cancelled by tasks/cancel: the agent's turn was interrupted", time.Now().UTC()
+		}
+		agent := t.agent
+		or.mu.Unlock()
+		if live && agent != "" {
+			if _, err := or.svc.Interrupt(or.ctx, &verbs.InterruptArgs{AgentID: agent}); err != nil {
+				or.errLog.Printf("tasks/cancel of task %s: interrupting agent %s: %v", t.id, agent, err)
+			}
+		}
+		or.writeResult(r.ID, string(mcp.ResultTypeComplete), map[string]any{})
+		if live {
+			or.taskChanged(t)
+		}
+	}
+}
+
+func (or *orchestrator) taskIDs() string {
+	or.mu.Lock()
+	defer or.mu.Unlock()
+	var ids []string
+	for id := range or.mtasks {
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return "none yet"
+	}
+	sort.Strings(ids)
+	return fmt.Sprint(ids)
+}
+
+// waitsFor says what a working task's agent waits for: a permission
+// request, answered with agent_permit; "" for none.
+func (or *orchestrator) waitsFor(ctx context.Context, agent string) string {
+	if agent == "" {
+		return ""
+	}
+	st, err := or.svc.Status(ctx, &verbs.StatusArgs{AgentID: agent})
+	if err != nil || len(st.PendingPermissions) == 0 {
+		return ""
+	}
+	p := st.PendingPermissions[0]
+	what := p.Tool
+	if p.Title != "" && p.Title != p.Tool {
+		what += " (" + p.Title + ")"
+	}
+	return fmt.Sprintf("agent %s waits for permission to run %s: agent_permit with request_id %s (denied at %s)", agent, what, p.RequestID, p.ExpiresAt)
+}
