@@ -109,8 +109,8 @@ func (c *rawMCP) read(out io.Reader) {
 			close(c.noted)
 			c.noted = make(chan struct{})
 		default:
+			// Wait takes it from waiting: an answer may come before Wait.
 			if ch := c.waiting[string(m.ID)]; ch != nil {
-				delete(c.waiting, string(m.ID))
 				ch <- m
 			}
 		}
@@ -158,6 +158,11 @@ func (c *rawMCP) Wait(id string, timeout time.Duration) (json.RawMessage, *rawEr
 	if ch == nil {
 		c.t.Fatalf("request %s: not waiting for it", id)
 	}
+	defer func() {
+		c.mu.Lock()
+		delete(c.waiting, id)
+		c.mu.Unlock()
+	}()
 	select {
 	case m := <-ch:
 		return m.Result, m.Error
@@ -223,3 +228,9 @@ func (c *rawMCP) ServerRequests() []rawMessage {
 	defer c.mu.Unlock()
 	return append([]rawMessage(nil), c.Requests...)
 }
+
+// --- Part B (discover, subscriptions/listen, tasks): additions to rawMCP. ---
+
+// metaSubscriptionID tags each message of a subscriptions/listen stream
+// with the id of its request.
+const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"

@@ -59,9 +59,10 @@ type listen struct {
 	id          json.RawMessage // its request's id, as the client sent it
 	listChanged bool            // resourcesListChanged
 	uris        map[string]bool // resourceSubscriptions
-	taskIDs     []string        // asked for; agreed are those known at the ack
-	tasks       map[string]bool // agreed
+	tasks       map[string]bool // taskIds agreed (those known when asked)
 	active      bool            // acknowledged: notifications may follow
+	// own is a stream served here, not by mcp-go: one with taskIds.
+	own bool
 }
 
 // mtask is agent_run as a task of the extension.
@@ -171,7 +172,7 @@ func (or *orchestrator) sawRequest(ctx context.Context, r *rpcRequest) error {
 			return err
 		}
 	}
-	l := &listen{id: r.ID, listChanged: n.ResourcesListChanged, uris: map[string]bool{}, taskIDs: n.TaskIDs, tasks: map[string]bool{}}
+	l := &listen{id: r.ID, listChanged: n.ResourcesListChanged, uris: map[string]bool{}, tasks: map[string]bool{}}
 	for _, u := range n.ResourceSubscriptions {
 		l.uris[u] = true
 	}
@@ -265,37 +266,11 @@ func (or *orchestrator) wire(p []byte) (out []byte, after func()) {
 		var meta map[string]json.RawMessage
 		_ = json.Unmarshal(m.Params["_meta"], &meta)
 		key := idKey(meta[metaSubscriptionID])
-		or.mu.Lock()
-		l := or.listens[key]
-		var agreed []string
-		if l != nil {
-			for _, t := range l.taskIDs {
-				if or.mtasks[t] != nil {
-					l.tasks[t] = true
-					agreed = append(agreed, t)
-				}
-			}
-		}
-		or.mu.Unlock()
-		if l == nil {
-			return p, nil
-		}
-		if len(agreed) > 0 {
-			var n map[string]any
-			_ = json.Unmarshal(m.Params["notifications"], &n)
-			if n == nil {
-				n = map[string]any{}
-			}
-			n["taskIds"] = agreed
-			b, _ := json.Marshal(n)
-			m.Params["notifications"] = b
-			if nb, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "method": m.Method, "params": m.Params}); err == nil {
-				p = append(nb, '\n')
-			}
-		}
 		return p, func() {
 			or.mu.Lock()
-			l.active = true
+			if l := or.listens[key]; l != nil {
+				l.active = true
+			}
 			or.mu.Unlock()
 		}
 	}
@@ -345,11 +320,25 @@ func (or *orchestrator) front(in io.Reader) (r io.Reader, stop func()) {
 
 // intercept answers line if it is the tasks extension's, and says so.
 func (or *orchestrator) intercept(line []byte) bool {
-	if !bytes.Contains(line, []byte(`"io.modelcontextprotocol/protocolVersion"`)) {
+	if !bytes.Contains(line, []byte(`"io.modelcontextprotocol/protocolVersion"`)) && !bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
 		return false
 	}
 	var r rpcRequest
-	if json.Unmarshal(line, &r) != nil || r.ID == nil || !r.modern() {
+	if json.Unmarshal(line, &r) != nil {
+		return false
+	}
+	if r.Method == string(mcp.MethodNotificationCancelled) && r.ID == nil {
+		var c struct {
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(line, &c) == nil && c.Params.RequestID != nil {
+			or.listenCancelled(c.Params.RequestID)
+		}
+		return false // mcp-go's streams end at it too
+	}
+	if r.ID == nil || !r.modern() {
 		return false
 	}
 	switch r.Method {
@@ -369,13 +358,69 @@ func (or *orchestrator) intercept(line []byte) bool {
 		or.createTask(&r, p.Params)
 		return true
 	case string(mcp.MethodSubscriptionsListen):
-		if len(r.Params.Notifications.TaskIDs) > 0 && !r.tasksExtension() {
+		if len(r.Params.Notifications.TaskIDs) == 0 {
+			return false
+		}
+		if !r.tasksExtension() {
 			or.writeError(r.ID, errMissingCapability, "subscriptions/listen: taskIds need the "+TasksExtension+" extension in the request's clientCapabilities",
 				map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}}})
 			return true
 		}
+		go or.listenTasks(&r)
+		return true
 	}
 	return false
+}
+
+// listenTasks serves a subscriptions/listen with taskIds: mcp-go's
+// filter has no taskIds, and it would end a stream of only those at once.
+// The stream lasts until the client cancels it (notifications/cancelled).
+func (or *orchestrator) listenTasks(r *rpcRequest) {
+	if err := or.sawRequest(or.ctx, r); err != nil {
+		or.writeError(r.ID, mcp.INVALID_PARAMS, err.Error(), nil)
+		return
+	}
+	n := r.Params.Notifications
+	key := idKey(r.ID)
+	or.mu.Lock()
+	l := or.listens[key]
+	l.own = true
+	var agreed []string
+	for _, t := range n.TaskIDs {
+		if or.mtasks[t] != nil && !l.tasks[t] {
+			l.tasks[t] = true
+			agreed = append(agreed, t)
+		}
+	}
+	or.mu.Unlock()
+	ack := map[string]any{"taskIds": agreed}
+	if n.ResourcesListChanged {
+		ack["resourcesListChanged"] = true
+	}
+	if len(n.ResourceSubscriptions) > 0 {
+		ack["resourceSubscriptions"] = n.ResourceSubscriptions
+	}
+	or.writeMessage(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "method": mcp.MethodNotificationSubscriptionsAcknowledged,
+		"params": map[string]any{"_meta": map[string]any{metaSubscriptionID: r.ID}, "notifications": ack}})
+	or.mu.Lock()
+	l.active = true
+	or.mu.Unlock()
+}
+
+// listenCancelled ends a stream served here that notifications/cancelled
+// names, with its result, as mcp-go ends its own.
+func (or *orchestrator) listenCancelled(requestID json.RawMessage) {
+	key := idKey(requestID)
+	or.mu.Lock()
+	l := or.listens[key]
+	if l == nil || !l.own {
+		or.mu.Unlock()
+		return
+	}
+	delete(or.listens, key)
+	or.mu.Unlock()
+	or.writeMessage(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": l.id, "result": map[string]any{
+		"resultType": mcp.ResultTypeComplete, "_meta": map[string]any{metaSubscriptionID: l.id}}})
 }
 
 func (or *orchestrator) writeResult(id json.RawMessage, resultType string, result map[string]any) {
