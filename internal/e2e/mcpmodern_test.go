@@ -272,3 +272,88 @@ func TestMCPModernTasks(t *testing.T) {
 		t.Errorf("agent_run without the extension: %+v", r)
 	}
 }
+
+// The claude CLI (2.1.328) with `kaimon mcp` as a stdio MCP server
+// negotiates 2026-07-28: server/discover first, no initialize, _meta on
+// every request; and it calls agent_open and agent_run. What it sent and
+// got is captured by a tee around `kaimon mcp`.
+func TestMCPClaudeModernHandshake(t *testing.T) {
+	e := newEnv(t)
+	wire := filepath.Join(e.home, "wire")
+	if err := os.MkdirAll(wire, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in, out := filepath.Join(wire, "in.jsonl"), filepath.Join(wire, "out.jsonl")
+	script := filepath.Join(wire, "kaimon-mcp-tee")
+	body := "#!/bin/sh\ntee -a '" + in + "' | '" + filepath.Join(binDir, "kaimon") + "' mcp | tee -a '" + out + "'\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(e.home, "orch.json")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"orch": map[string]any{"type": "stdio", "command": script}}})
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	orch := e.ok("open", "--permission", "lab", "--no-recursion-guard", "--allow", "mcp__orch__agent_open", "--allow", "mcp__orch__agent_run", "--mcp-config", cfg, e.work)
+	if got := e.ok("run", orch, `call tool: mcp__orch__agent_open {"cwd":"`+e.work+`","id":"worker"}`); got != `Tool said: {"agent_id":"worker"}. Done.` {
+		t.Fatalf("agent_open through claude = %q", got)
+	}
+	if got := e.ok("run", orch, `call tool: mcp__orch__agent_run {"agent_id":"worker","text":"say exactly: from a 2026-07-28 client"}`); got != `Tool said: {"text":"from a 2026-07-28 client"}. Done.` {
+		t.Fatalf("agent_run through claude = %q", got)
+	}
+
+	type msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Name string                     `json:"name"`
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
+		Result json.RawMessage `json:"result"`
+	}
+	lines := func(path string) []msg {
+		b, _ := os.ReadFile(path)
+		var ms []msg
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var m msg
+			if json.Unmarshal([]byte(l), &m) == nil {
+				ms = append(ms, m)
+			}
+		}
+		return ms
+	}
+	sent, got := lines(in), lines(out)
+	if len(sent) == 0 || sent[0].Method != "server/discover" || string(sent[0].Params.Meta[metaProtocolVersion]) != `"`+modernProtocol+`"` {
+		t.Fatalf("the CLI's first message is not server/discover at %s: %+v", modernProtocol, sent)
+	}
+	called := map[string]bool{}
+	for _, m := range sent {
+		if m.Method == "initialize" {
+			t.Errorf("the CLI sent initialize after server/discover")
+		}
+		if m.Method != "" && m.ID != nil && string(m.Params.Meta[metaProtocolVersion]) != `"`+modernProtocol+`"` {
+			t.Errorf("request %s %s without the protocol version in _meta", m.ID, m.Method)
+		}
+		if m.Method == "tools/call" {
+			called[m.Params.Name] = true
+		}
+	}
+	if !called["agent_open"] || !called["agent_run"] {
+		t.Errorf("tools called: %v", called)
+	}
+	for _, m := range got {
+		if m.Method != "" && m.ID != nil {
+			t.Errorf("a server request to the CLI: %s", m.Method)
+		}
+		if m.Result != nil && !strings.Contains(string(m.Result), `"resultType":`) {
+			t.Errorf("a result without resultType: %.200s", m.Result)
+		}
+	}
+	// The handshake as it came, for the record.
+	b, _ = os.ReadFile(in)
+	for i, l := range strings.SplitN(string(b), "\n", 4)[:3] {
+		t.Logf("claude → kaimon mcp %d: %.600s", i+1, l)
+	}
+	b, _ = os.ReadFile(out)
+	t.Logf("kaimon mcp → claude 1: %.600s", strings.SplitN(string(b), "\n", 2)[0])
+}
