@@ -11,8 +11,13 @@ import (
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
-// tasksExt is the tasks extension's identifier.
-const tasksExt = "io.modelcontextprotocol/tasks"
+const (
+	// tasksExt is the tasks extension's identifier.
+	tasksExt = "io.modelcontextprotocol/tasks"
+	// metaSubscriptionID tags each message of a subscriptions/listen
+	// stream with the id of its request.
+	metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
+)
 
 // rawResult is what the tests read of a 2026-07-28 result.
 type rawResult struct {

@@ -109,9 +109,13 @@ func (c *rawMCP) read(out io.Reader) {
 			close(c.noted)
 			c.noted = make(chan struct{})
 		default:
-			// Wait takes it from waiting: an answer may come before Wait.
+			// The channel stays until Wait has taken the answer: an
+			// answer may come before Wait looks.
 			if ch := c.waiting[string(m.ID)]; ch != nil {
-				ch <- m
+				select {
+				case ch <- m:
+				default:
+				}
 			}
 		}
 		c.mu.Unlock()
@@ -158,13 +162,11 @@ func (c *rawMCP) Wait(id string, timeout time.Duration) (json.RawMessage, *rawEr
 	if ch == nil {
 		c.t.Fatalf("request %s: not waiting for it", id)
 	}
-	defer func() {
+	select {
+	case m := <-ch:
 		c.mu.Lock()
 		delete(c.waiting, id)
 		c.mu.Unlock()
-	}()
-	select {
-	case m := <-ch:
 		return m.Result, m.Error
 	case <-time.After(timeout):
 		c.t.Fatalf("request %s: no answer within %v", id, timeout)
@@ -228,9 +230,3 @@ func (c *rawMCP) ServerRequests() []rawMessage {
 	defer c.mu.Unlock()
 	return append([]rawMessage(nil), c.Requests...)
 }
-
-// --- Part B (discover, subscriptions/listen, tasks): additions to rawMCP. ---
-
-// metaSubscriptionID tags each message of a subscriptions/listen stream
-// with the id of its request.
-const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
