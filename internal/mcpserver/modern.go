@@ -151,8 +151,17 @@ func (r *rpcRequest) tasksExtension() bool {
 }
 
 // sawRequest notes the protocol of the client (a stdio server has one) and
-// the listen streams it opens, whose resource URIs must name resources.
-func (or *orchestrator) sawRequest(ctx context.Context, r *rpcRequest) error {
+// the listen streams it opens, whose resource URIs must name resources
+// (an error says which does not).
+func (or *orchestrator) sawRequest(ctx context.Context, raw json.RawMessage) error {
+	var r rpcRequest
+	if json.Unmarshal(raw, &r) != nil {
+		return nil
+	}
+	return or.saw(ctx, &r)
+}
+
+func (or *orchestrator) saw(ctx context.Context, r *rpcRequest) error {
 	switch {
 	case r.Method == string(mcp.MethodInitialize):
 		or.mu.Lock()
@@ -376,7 +385,7 @@ func (or *orchestrator) intercept(line []byte) bool {
 // filter has no taskIds, and it would end a stream of only those at once.
 // The stream lasts until the client cancels it (notifications/cancelled).
 func (or *orchestrator) listenTasks(r *rpcRequest) {
-	if err := or.sawRequest(or.ctx, r); err != nil {
+	if err := or.saw(or.ctx, r); err != nil {
 		or.writeError(r.ID, mcp.INVALID_PARAMS, err.Error(), nil)
 		return
 	}

@@ -43,6 +43,14 @@ type orchestrator struct {
 	srv    *server.MCPServer
 	errLog *log.Logger
 
+	// A 2026-07-28 client's (see modern.go): whether the client is one,
+	// its subscriptions/listen streams by request id, its agent_run tasks
+	// of the tasks extension by id, and the wire to write to it.
+	modern   bool
+	listens  map[string]*listen
+	mtasks   map[string]*mtask
+	rawWrite func([]byte) error
+
 	ctx context.Context // the serve's: background work ends with it
 	wg  sync.WaitGroup
 
@@ -62,20 +70,14 @@ type orchestrator struct {
 	// generation of the last event that told of it (see syncAgents).
 	agents map[string]uint64
 	gen    uint64
-
-	// A 2026-07-28 client's (see modern.go): whether the client is one,
-	// its subscriptions/listen streams by request id, its agent_run tasks
-	// of the tasks extension by id, and the wire to write to it.
-	modern   bool
-	listens  map[string]*listen
-	mtasks   map[string]*mtask
-	rawWrite func([]byte) error
 }
 
 func newOrchestrator(ctx context.Context, svc verbs.Service, o Options, errOut io.Writer) *orchestrator {
 	return &orchestrator{
 		svc: svc, o: o, ctx: ctx,
 		errLog:  log.New(errOut, "kaimon mcp: ", log.LstdFlags),
+		listens: map[string]*listen{},
+		mtasks:  map[string]*mtask{},
 		own:     map[string]bool{},
 		tasks:   map[string]string{},
 		running: map[string]string{},
@@ -84,8 +86,6 @@ func newOrchestrator(ctx context.Context, svc verbs.Service, o Options, errOut i
 		asks:    map[askKey]*ask{},
 		subs:    map[string]bool{},
 		agents:  map[string]uint64{},
-		listens: map[string]*listen{},
-		mtasks:  map[string]*mtask{},
 	}
 }
 
@@ -267,20 +267,24 @@ func (or *orchestrator) afterCancelTask(ctx context.Context, _ any, m *mcp.Cance
 // subscription (its stdio session cannot refuse one), and answers a
 // handler's error as an internal error (-32603). Refused here, it is
 // -32600 (the code mcp-go's hook has; the protocol's for a resource not
-// found, -32002, is out of reach). A subscriptions/listen's resources
-// are checked alike, and it and the client's protocol are noted
-// (sawRequest).
+// found, -32002, is out of reach).
 func (or *orchestrator) checkRequest(ctx context.Context, _ any, message any) error {
 	raw, ok := message.(json.RawMessage)
 	if !ok {
 		return nil
 	}
-	var m rpcRequest
+	// The client's protocol, and its listen streams (modern.go).
+	if err := or.sawRequest(ctx, raw); err != nil {
+		return err
+	}
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			URI string `json:"uri"`
+		} `json:"params"`
+	}
 	if json.Unmarshal(raw, &m) != nil {
 		return nil
-	}
-	if err := or.sawRequest(ctx, &m); err != nil {
-		return err
 	}
 	if mm := mcp.MCPMethod(m.Method); mm != mcp.MethodResourcesSubscribe && mm != mcp.MethodResourcesRead {
 		return nil
