@@ -362,3 +362,33 @@ func TestMCPClaudeModernHandshake(t *testing.T) {
 	b, _ = os.ReadFile(out)
 	t.Logf("kaimon mcp → claude 1: %.600s", strings.SplitN(string(b), "\n", 2)[0])
 }
+
+// A task's turn outlives its client: `kaimon mcp` exits when its stdin
+// closes, not waiting for the turn, and the turn ends in the daemon.
+func TestMCPModernTaskOutlivesClient(t *testing.T) {
+	e := newEnv(t)
+	c := startRawMCP(t, e, map[string]any{"extensions": map[string]any{tasksExt: map[string]any{}}})
+	var or verbs.OpenResult
+	if err := json.Unmarshal(decodeRaw(t, "agent_open", c.MustCall("tools/call", map[string]any{"name": "agent_open", "arguments": map[string]any{"cwd": e.work}})).StructuredContent, &or); err != nil {
+		t.Fatal(err)
+	}
+	id := or.AgentID
+	if r := decodeRaw(t, "agent_run", c.MustCall("tools/call", map[string]any{"name": "agent_run", "arguments": map[string]any{"agent_id": id, "text": "please hold"}})); r.ResultType != "task" {
+		t.Fatalf("agent_run %+v", r)
+	}
+	waitFor(t, "the held turn to start", 30*time.Second, func() bool {
+		var out verbs.OutputResult
+		e.okJSON(&out, "output", id, "--which", "full_turn")
+		return strings.Contains(out.Text, "First half")
+	})
+	c.in.Close()
+	select {
+	case <-c.child.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("kaimon mcp did not exit at the end of its stdin while a task's turn ran")
+	}
+	e.api.Release()
+	if out := e.waitDone(t, id, 1); out.Text != "First half, second half." {
+		t.Fatalf("the turn of a client gone = %q", out.Text)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -459,21 +461,24 @@ func (or *orchestrator) createTask(r *rpcRequest, params map[string]json.RawMess
 	snap := or.taskJSON(t)
 	or.mu.Unlock()
 	or.writeResult(r.ID, "task", snap)
-	or.wg.Add(1)
 	go or.runTask(t, nil, nil)
 }
 
+// newTaskID is an unguessable task id: the extension has no tasks/list,
+// and a task's id is all that names it.
 func newTaskID() string {
-	return fmt.Sprintf("kaimon-run-%d", time.Now().UnixNano())
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "run-" + hex.EncodeToString(b)
 }
 
 // runTask runs the task's call (a round's answers given), outside any
 // request: the turn goes on until the daemon ends it, as a blocking
-// agent_run's would. mcp-go serves the call as it does any tools/call of
+// agent_run's would. Like a 2025-11-25 task's call, it may outlive
+// ServeStdio (not waited for: the process exits then, the turn goes on). mcp-go serves the call as it does any tools/call of
 // this client, less the tasks extension (no task within) and its progress
 // token (the extension has no progress).
 func (or *orchestrator) runTask(t *mtask, inputResponses, requestState json.RawMessage) {
-	defer or.wg.Done()
 	params := map[string]json.RawMessage{}
 	or.mu.Lock()
 	for k, v := range t.call {
@@ -613,7 +618,6 @@ func (or *orchestrator) taskRequest(r *rpcRequest, line []byte) {
 		if retry {
 			b, _ := json.Marshal(answers)
 			or.taskChanged(t)
-			or.wg.Add(1)
 			go or.runTask(t, b, state)
 		}
 	case string(mcp.MethodTasksCancel):
