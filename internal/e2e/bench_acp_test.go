@@ -16,9 +16,11 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kaimon/kaimon/internal/backend/acp"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/mcpserver"
+	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/proc"
 	"github.com/kaimon/kaimon/internal/testutil/agents"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -47,14 +49,14 @@ var acpBenchAgents = []acpBenchAgent{
 
 // BenchmarkACPAgentTurn is kaimon's added time per warm turn of an ACP
 // agent (issue 28): the same agent program, with the same argv and
-// environment, against the same fake model server, driven two ways,
+// environment, against the same fake model server, driven three ways,
 // interleaved one turn of each per op:
 //
 //	bare: a bare acp-go-sdk client on the agent's stdio (session/prompt
-//	      to its answer), the least any ACP client does;
+//	      to its answer), the least any ACP client does, in the mode
+//	      kaimon sets (acp.ApplyMode);
 //	api:  agent_run through kaimon's control API in-process (the daemon,
-//	      the backend, the mapper, the log and the bus on the way).
-//
+//	      the backend, the mapper, the log and the bus on the way);
 //	tools: a second bare client that offers the agent, over HTTP on
 //	      127.0.0.1, an MCP server with the tools kaimon's door offers
 //	      (mcpserver's, as the door builds them): what an agent costs with
@@ -198,6 +200,20 @@ func startBareACP(b *testing.B, dir string, argv, env []string, model string, se
 		b.Fatalf("bare session/new: %v", err)
 	}
 	c.sess = sess.SessionId
+	// The mode kaimon sets under the default preset (qwen: auto-edit,
+	// which answers a text turn 25 ms slower than its own default).
+	a, _, err := acp.ParseModel(model)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pol, err := policy.Resolve(policy.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if what, err := acp.ApplyMode(ctx, c.conn, c.sess, a, pol, sess.Modes, sess.ConfigOptions); err != nil {
+		c.stop()
+		b.Fatalf("bare %s: %v", what, err)
+	}
 	// The model kaimon opened, set the way kaimon sets it.
 	_, want, _ := strings.Cut(strings.TrimPrefix(model, "acp:"), ":")
 	switch {
