@@ -211,7 +211,7 @@ func TestVerbCommandsRun(t *testing.T) {
 
 		{"agent_status", status, nil, []string{"status", "a1"}, 0,
 			"status          working (asks permission)\n" +
-				"permission      r1 asks for Bash: ls (denied at 2026-12-01T10:10:00Z)\n" +
+				"permission      r1 asks for Bash: ls (denied if unanswered by 2026-12-01T10:10:00Z)\n" +
 				"                answer: kaimon permit a1 r1 allow   (or deny)\n" +
 				"model           claude-sonnet-5\n" +
 				"cwd             /w\n" +
