@@ -89,7 +89,11 @@ func statusCmd() *cli.Command {
 				if st.UsageNote != "" {
 					row("usage", st.UsageNote)
 				} else {
-					row("usage", fmt.Sprintf("in %d  out %d  cache read %d  cache write %d", st.Usage.InputTokens, st.Usage.OutputTokens, st.Usage.CacheReadTokens, st.Usage.CacheCreationTokens))
+					u := fmt.Sprintf("in %d  out %d  cache read %d  cache write %d", st.Usage.InputTokens, st.Usage.OutputTokens, st.Usage.CacheReadTokens, st.Usage.CacheCreationTokens)
+					if st.Usage.ThoughtTokens > 0 {
+						u += fmt.Sprintf("  (out includes %d thinking)", st.Usage.ThoughtTokens)
+					}
+					row("usage", u)
 				}
 				row("created", st.CreatedAt)
 				row("last activity", st.LastActivity)
