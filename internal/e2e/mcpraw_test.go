@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -222,4 +223,61 @@ func (c *rawMCP) ServerRequests() []rawMessage {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]rawMessage(nil), c.Requests...)
+}
+
+// rawToolResult is a tools/call result as the wire has it, an MRTR
+// round's (input_required) included.
+type rawToolResult struct {
+	ResultType        string          `json:"resultType"`
+	IsError           bool            `json:"isError"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	Content           []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	InputRequests map[string]rawInputRequest `json:"inputRequests"`
+	RequestState  string                     `json:"requestState"`
+}
+
+// rawInputRequest is one of an input_required result's inputRequests.
+type rawInputRequest struct {
+	Method string `json:"method"`
+	Params struct {
+		Mode            string                     `json:"mode"`
+		Message         string                     `json:"message"`
+		RequestedSchema json.RawMessage            `json:"requestedSchema"`
+		Meta            map[string]json.RawMessage `json:"_meta"`
+	} `json:"params"`
+}
+
+// Text is the result's text content.
+func (r rawToolResult) Text() string {
+	var s []string
+	for _, c := range r.Content {
+		s = append(s, c.Text)
+	}
+	return strings.Join(s, "\n")
+}
+
+// Tool calls tool name with args, and with extra params besides (an MRTR
+// retry's inputResponses and requestState), and reads its result.
+func (c *rawMCP) Tool(name string, args map[string]any, extra map[string]any) rawToolResult {
+	c.t.Helper()
+	p := map[string]any{"name": name, "arguments": args}
+	for k, v := range extra {
+		p[k] = v
+	}
+	raw := c.MustCall("tools/call", p)
+	var r rawToolResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		c.t.Fatalf("%s: result %s: %v", name, raw, err)
+	}
+	return r
+}
+
+// Answer is the retry of an MRTR round: the call again, with the answer
+// (an elicitation result) under key and the round's requestState.
+func (c *rawMCP) Answer(name string, args map[string]any, key string, answer map[string]any, state string) rawToolResult {
+	c.t.Helper()
+	return c.Tool(name, args, map[string]any{"inputResponses": map[string]any{key: answer}, "requestState": state})
 }
