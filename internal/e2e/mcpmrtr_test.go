@@ -27,7 +27,7 @@ type mrtrRound struct {
 }
 
 // mrtrOpen opens an agent through c's agent_open.
-func mrtrOpen(t *testing.T, c *rawMCP, dir string) string {
+func mrtrOpen(t testing.TB, c *rawMCP, dir string) string {
 	t.Helper()
 	r := c.Tool("agent_open", map[string]any{"cwd": dir}, nil)
 	var o verbs.OpenResult
@@ -75,6 +75,9 @@ var (
 // after the round's. The client never gets a server-initiated request.
 func TestMCPMRTR(t *testing.T) {
 	e := newEnv(t, "KAIMON_PERMISSION_TIMEOUT", "8")
+	// Started first, so that stopping the first `kaimon mcp` (its
+	// process tree) leaves the daemon.
+	e.ok("daemon", "start")
 	c := startRawMCP(t, e, mrtrCaps)
 	c.Discover()
 	id := mrtrOpen(t, c, e.work)

@@ -110,9 +110,13 @@ func (c *rawMCP) read(out io.Reader) {
 			close(c.noted)
 			c.noted = make(chan struct{})
 		default:
+			// The channel stays until Wait has taken the answer: an
+			// answer may come before Wait looks.
 			if ch := c.waiting[string(m.ID)]; ch != nil {
-				delete(c.waiting, string(m.ID))
-				ch <- m
+				select {
+				case ch <- m:
+				default:
+				}
 			}
 		}
 		c.mu.Unlock()
@@ -161,6 +165,9 @@ func (c *rawMCP) Wait(id string, timeout time.Duration) (json.RawMessage, *rawEr
 	}
 	select {
 	case m := <-ch:
+		c.mu.Lock()
+		delete(c.waiting, id)
+		c.mu.Unlock()
 		return m.Result, m.Error
 	case <-time.After(timeout):
 		c.t.Fatalf("request %s: no answer within %v", id, timeout)

@@ -52,11 +52,12 @@ type Options struct {
 	// Elicit says which agents' permission requests go to a client that
 	// declared elicitation: verbs.ElicitOwn ("" too), verbs.ElicitNever or verbs.ElicitAll.
 	Elicit string
-	// StateDir holds the key that seals the requestState of an MRTR
-	// round (StateKeyFile) and the record of states used (StateUsedFile),
-	// so that a retry reaches a server started after the round's: the
-	// daemon's state dir. "" keeps both in memory, for this process only.
-	StateDir string
+	// StateKey is the file of the key that seals the requestState of an
+	// MRTR round, made if missing, so that a retry reaches a server
+	// started after the round's; StateUsed records the states used.
+	// config.Paths.MCPStateKey and MCPStateUsed; "" keeps them in memory,
+	// for this process only.
+	StateKey, StateUsed string
 
 	// or is the orchestrator of a server with Follow.
 	or *orchestrator

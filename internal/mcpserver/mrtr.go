@@ -46,10 +46,12 @@ import (
 //
 // The state is all a retry needs (agent, turn, request, the call's
 // deadline), so a retry reaches a `kaimon mcp` started after the round's:
-// it is sealed with HMAC-SHA256 under a key kept in the daemon's state dir
-// (StateKeyFile, 0600, made once), so that a restarted `kaimon mcp` opens
-// what an earlier one sealed, and consumed once (StateUsedFile), so that a
-// state replayed is refused. A state names the tool and a digest of its
+// it is sealed with HMAC-SHA256 under a key kept in the daemon's cache dir
+// (Options.StateKey: 0600, made once), so that a restarted `kaimon mcp`
+// opens what an earlier one sealed, and consumed once (Options.StateUsed),
+// so that a state replayed is refused. The key is a file rather than one
+// the daemon hands out: a `kaimon mcp` needs no new route of the daemon,
+// and the file's owner is the only principal a stdio server has. A state names the tool and a digest of its
 // arguments, and lapses an hour after its request expires.
 //
 // mcp-go (v1.2.1) renders the round (server.InputRequestBuilder) and
@@ -58,13 +60,6 @@ import (
 // into a server-initiated elicitation and call the handler again) is not
 // used: a 2025-11-25 client keeps elicit.go's elicitation, which runs
 // beside the turn rather than in the call, and so also reaches tasks.
-
-// StateKeyFile and StateUsedFile are the files, in Options.StateDir, of the
-// key that seals MRTR request states and of the states used.
-const (
-	StateKeyFile  = "mcp-state.key"
-	StateUsedFile = "mcp-state.used"
-)
 
 // inputKeyPrefix begins the inputRequests key of a permission request: the
 // request's id follows.
@@ -81,8 +76,8 @@ type roundState struct {
 	Agent    string `json:"agent"`
 	Turn     int    `json:"turn"`
 	Request  string `json:"req"`
-	Key      string `json:"key"`  // the inputRequests key
-	Call     string `json:"call"` // the tool and a digest of its arguments
+	Key      string `json:"key"`      // the inputRequests key
+	Call     string `json:"call"`     // the tool and a digest of its arguments
 	Deadline int64  `json:"deadline"` // the call's timeout, Unix ms
 	Expires  int64  `json:"exp"`      // Unix ms
 	Nonce    string `json:"nonce"`
@@ -92,9 +87,9 @@ type roundState struct {
 // the calls waiting on agents, and what the followed events told of
 // pending requests and ended turns.
 type rounds struct {
-	dir    string
-	keyErr error
-	key    []byte
+	usedFile string // the file of states used ("": in memory)
+	keyErr   error
+	key      []byte
 
 	modern atomic.Bool // the client spoke 2026-07-28
 
@@ -105,23 +100,23 @@ type rounds struct {
 	used    map[string]int64                    // without a dir: nonce → expiry
 }
 
-func newRounds(dir string) *rounds {
-	rt := &rounds{dir: dir, watches: map[string]map[*turnWatch]bool{}, pending: map[askKey]event.PermissionData{},
+func newRounds(keyFile, usedFile string) *rounds {
+	rt := &rounds{usedFile: usedFile, watches: map[string]map[*turnWatch]bool{}, pending: map[askKey]event.PermissionData{},
 		ended: map[string]map[int]event.ResultData{}, used: map[string]int64{}}
-	rt.key, rt.keyErr = loadKey(dir)
+	rt.key, rt.keyErr = loadKey(keyFile)
 	return rt
 }
 
-// loadKey reads the sealing key from dir, making it first if there is
-// none; without a dir, the key is this process's (a state then outlives
+// loadKey reads the sealing key from path, making it first if there is
+// none; without a path, the key is this process's (a state then outlives
 // no restart).
-func loadKey(dir string) ([]byte, error) {
-	if dir == "" {
+func loadKey(path string) ([]byte, error) {
+	if path == "" {
 		k := make([]byte, 32)
 		_, err := rand.Read(k)
 		return k, err
 	}
-	path := filepath.Join(dir, StateKeyFile)
+	dir := filepath.Dir(path)
 	for range 3 {
 		if b, err := os.ReadFile(path); err == nil {
 			k, err := hex.DecodeString(strings.TrimSpace(string(b)))
@@ -141,7 +136,7 @@ func loadKey(dir string) ([]byte, error) {
 		}
 		// Made aside and linked in: two servers starting at once end
 		// with the one key, and nobody reads a half-written one.
-		tmp, err := os.CreateTemp(dir, StateKeyFile+".*")
+		tmp, err := os.CreateTemp(dir, filepath.Base(path)+".*")
 		if err != nil {
 			return nil, err
 		}
@@ -289,12 +284,12 @@ func (rt *rounds) open(s, call string, now time.Time) (roundState, error) {
 		return st, rt.keyErr
 	}
 	body, sig, ok := strings.Cut(s, ".")
-	got, err := base64.RawURLEncoding.DecodeString(sig)
+	got, err := b64.DecodeString(sig)
 	if !ok || err != nil || !hmac.Equal(got, rt.mac(body)) {
 		return st, errors.New(errNotOurs + ": it fails verification (altered, or sealed under another key); it grants nothing. " +
 			"Call the tool again without inputResponses and requestState, or answer the agent's request with agent_permit")
 	}
-	b, err := base64.RawURLEncoding.DecodeString(body)
+	b, err := b64.DecodeString(body)
 	if err != nil || json.Unmarshal(b, &st) != nil || st.V != 1 {
 		return st, errors.New(errNotOurs + ": its content cannot be read")
 	}
@@ -312,10 +307,10 @@ func (rt *rounds) open(s, call string, now time.Time) (roundState, error) {
 var errReplayed = errors.New("requestState was used before (a replay): it grants nothing; a retry carries the requestState of the round it answers")
 
 // consume records that st is used, or says it was: a state answers once,
-// also across restarts of `kaimon mcp` (the record is StateUsedFile, under
-// an flock, pruned of lapsed states as it is rewritten).
+// also across restarts of `kaimon mcp` (the record is a file, under an
+// flock, pruned of lapsed states as it is rewritten).
 func (rt *rounds) consume(st roundState, now time.Time) error {
-	if rt.dir == "" {
+	if rt.usedFile == "" {
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
 		if _, ok := rt.used[st.Nonce]; ok {
@@ -324,7 +319,7 @@ func (rt *rounds) consume(st roundState, now time.Time) error {
 		rt.used[st.Nonce] = st.Expires
 		return nil
 	}
-	f, err := os.OpenFile(filepath.Join(rt.dir, StateUsedFile), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(rt.usedFile, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
@@ -349,10 +344,11 @@ func (rt *rounds) consume(st roundState, now time.Time) error {
 	if err := f.Truncate(0); err != nil {
 		return err
 	}
-	if _, err := f.WriteAt([]byte(strings.Join(keep, "\n")+"\n"), 0); err != nil {
-		return err
-	}
-	return f.Sync()
+	// Not synced: a record lost with the machine lets a state that
+	// answered once be presented again, which the daemon refuses (its
+	// request is decided), so it still grants nothing.
+	_, err = f.WriteAt([]byte(strings.Join(keep, "\n")+"\n"), 0)
+	return err
 }
 
 // callDigest names a call in its state: the tool, and a digest of its
@@ -583,3 +579,7 @@ func (or *orchestrator) textOf(ctx context.Context, agent string, n int) string 
 	}
 	return out.Text
 }
+
+// b64 decodes a state strictly: one text for one value, so that no
+// altered character opens.
+var b64 = base64.RawURLEncoding.Strict()

@@ -78,7 +78,7 @@ func newOrchestrator(ctx context.Context, svc verbs.Service, o Options, errOut i
 		asks:    map[askKey]*ask{},
 		subs:    map[string]bool{},
 		agents:  map[string]uint64{},
-		rt:      newRounds(o.StateDir),
+		rt:      newRounds(o.StateKey, o.StateUsed),
 	}
 }
 

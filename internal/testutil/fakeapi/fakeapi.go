@@ -124,14 +124,14 @@ const (
 	// TriggerRunCommands runs several Bash commands in one turn, one
 	// after another (see the package doc).
 	TriggerRunCommands = "run commands:"
-	TriggerWriteFile  = "please write a file"
-	TriggerRead       = "please read"
-	TriggerSlow       = "please be slow"
-	TriggerFail       = "please fail"
-	TriggerBreak      = "please break off"
-	TriggerSayExactly = "say exactly:"
-	TriggerCallTool   = "call tool:"
-	TriggerHold       = "please hold"
+	TriggerWriteFile   = "please write a file"
+	TriggerRead        = "please read"
+	TriggerSlow        = "please be slow"
+	TriggerFail        = "please fail"
+	TriggerBreak       = "please break off"
+	TriggerSayExactly  = "say exactly:"
+	TriggerCallTool    = "call tool:"
+	TriggerHold        = "please hold"
 	// "stream N chunks" is matched by a regular expression; see the package doc.
 )
 
