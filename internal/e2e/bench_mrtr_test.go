@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,19 +60,25 @@ func BenchmarkMRTRRound(b *testing.B) {
 			return nil
 		})
 	}()
-	const text = "run command: true"
+	// A command outside the agent's directory asks permission (a
+	// harmless one, such as true, is allowed unasked).
+	n := 0
+	next := func() string {
+		n++
+		return "run command: touch " + filepath.Join(e.home, "outside-"+strconv.Itoa(n))
+	}
 	sides := []struct {
 		name  string
 		agent string
 		turn  func()
 	}{
 		{"permit", other, func() {
-			if _, err := cl.Run(ctx, &verbs.RunArgs{AgentID: other, Text: text}); err != nil {
+			if _, err := cl.Run(ctx, &verbs.RunArgs{AgentID: other, Text: next()}); err != nil {
 				b.Fatal(err)
 			}
 		}},
 		{"mrtr", mine, func() {
-			args := map[string]any{"agent_id": mine, "text": text}
+			args := map[string]any{"agent_id": mine, "text": next()}
 			r := c.Tool("agent_run", args, nil)
 			if r.ResultType != "input_required" || len(r.InputRequests) != 1 {
 				b.Fatalf("not a round: %+v", r)

@@ -94,3 +94,22 @@ BenchmarkACPAgentTurn/codex-2    20  1 ns/op  280.0 bare-ms  313.5 api-ms  33.5 
 		t.Fatalf("rows = %+v", rows)
 	}
 }
+
+// TestMRTRRoundRows: the MRTR round's row, the medians of its runs judged
+// against issue 29's ≤ +5 ms over agent_permit.
+func TestMRTRRoundRows(t *testing.T) {
+	in := `BenchmarkMRTRRound-2  10  263331421 ns/op  1.3 added-ms  2.8 mrtr-ms  1.5 permit-ms
+BenchmarkMRTRRound-2  10  263331421 ns/op  9.0 added-ms  10.5 mrtr-ms  1.5 permit-ms
+BenchmarkMRTRRound-2  10  263331421 ns/op  1.5 added-ms  3.0 mrtr-ms  1.5 permit-ms
+`
+	r, _ := parse(strings.NewReader(in))
+	rows := table(r, nil)
+	if len(rows) != 1 || rows[0].figure != "permission answered: MRTR round (kaimon mcp)" || rows[0].measured != "3.0 ms" ||
+		rows[0].floor != "agent_permit 1.5 ms" || rows[0].ratio != "+1.5 ms" || rows[0].met != "MET" {
+		t.Fatalf("rows = %+v", rows)
+	}
+	r, _ = parse(strings.NewReader("BenchmarkMRTRRound-2  10  1 ns/op  9.0 added-ms  10.5 mrtr-ms  1.5 permit-ms\n"))
+	if rows := table(r, nil); rows[0].met != "NOT MET" {
+		t.Fatalf("rows = %+v", rows)
+	}
+}
