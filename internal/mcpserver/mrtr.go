@@ -511,8 +511,10 @@ func (or *orchestrator) waitTurn(ctx context.Context, w *turnWatch, call string,
 		for _, e := range w.take() {
 			switch e.Kind {
 			case event.Permission:
+				// Of this turn, or of one before it that it waits
+				// behind (queued): either is in the call's way.
 				var p event.PermissionData
-				if json.Unmarshal(e.Data, &p) == nil && p.Decision == "" && p.RequestID != answered && (e.Turn == n || e.Turn == 0) {
+				if json.Unmarshal(e.Data, &p) == nil && p.Decision == "" && p.RequestID != answered && e.Turn <= n {
 					return or.askRound(call, agent, n, p, deadline)
 				}
 			case event.Result:
