@@ -1,6 +1,8 @@
 package mcpserver
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kaimon/kaimon/internal/server/servertest"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -104,5 +110,64 @@ func TestRequestState(t *testing.T) {
 	mem := newRounds("", "")
 	if err := mem.consume(got, now); err != nil || mem.consume(got, now) != errReplayed {
 		t.Fatal("in memory, a state is used once")
+	}
+}
+
+// TestRoundsRefuse: what is not an MRTR round of ours is said to be so,
+// and nothing is sent or answered for it; a call of a legacy client, or of
+// a client without form elicitation, is no round.
+func TestRoundsRefuse(t *testing.T) {
+	fake := &servertest.Fake{}
+	or := newOrchestrator(context.Background(), fake, Options{}, io.Discard)
+	modern := func(caps mcp.ClientCapabilities) context.Context {
+		return server.WithRequestProtocolInfo(context.Background(), &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28", ClientCapabilities: &caps})
+	}
+	form := modern(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}})
+	run, list := verbs.ByName("run"), verbs.ByName("list")
+	ra := &verbs.RunArgs{AgentID: "ab12", Text: "hi", Timeout: 600}
+	retry := func(state string, responses mcp.InputResponses) mcp.CallToolRequest {
+		var req mcp.CallToolRequest
+		req.Params.RequestState, req.Params.InputResponses = state, responses
+		return req
+	}
+	answer := mcp.InputResponses{"x": mcp.NewElicitationInputResponse(mcp.ElicitationResult{})}
+	text := func(r *mcp.CallToolResult) string {
+		if r == nil || !r.IsError || len(r.Content) != 1 {
+			t.Fatalf("not a tool error: %+v", r)
+		}
+		return r.Content[0].(mcp.TextContent).Text
+	}
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		v    *verbs.Verb
+		args any
+		req  mcp.CallToolRequest
+		want string // "" for no round (nil)
+	}{
+		{"legacy", context.Background(), run, ra, mcp.CallToolRequest{}, ""},
+		{"no form", modern(mcp.ClientCapabilities{}), run, ra, mcp.CallToolRequest{}, ""},
+		{"other tool", form, list, &verbs.ListArgs{}, mcp.CallToolRequest{}, ""},
+		{"other tool's state", form, list, &verbs.ListArgs{}, retry("s", nil), "asks for no input"},
+		{"state without form", modern(mcp.ClientCapabilities{}), run, ra, retry("s", nil), "declares elicitation (form)"},
+		{"legacy state", context.Background(), run, ra, retry("s", nil), "asks for no input"},
+		{"answers without state", form, run, ra, retry("", answer), "without the requestState"},
+		{"forged state", form, run, ra, retry("e30.AAAA", answer), "fails verification"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := or.rounds(tc.ctx, tc.v, tc.args, tc.req)
+			if tc.want == "" {
+				if r != nil {
+					t.Fatalf("a round: %+v", r)
+				}
+				return
+			}
+			if got := text(r); !strings.Contains(got, tc.want) {
+				t.Fatalf("error %q, want %q in it", got, tc.want)
+			}
+		})
+	}
+	if calls := fake.Calls(); len(calls) != 0 {
+		t.Fatalf("refused calls reached the daemon: %+v", calls)
 	}
 }
