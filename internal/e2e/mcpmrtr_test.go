@@ -74,7 +74,7 @@ var (
 // answer is refused or denies, and a retry reaches a `kaimon mcp` started
 // after the round's. The client never gets a server-initiated request.
 func TestMCPMRTR(t *testing.T) {
-	e := newEnv(t, "KAIMON_PERMISSION_TIMEOUT", "8")
+	e := newEnv(t, "KAIMON_PERMISSION_TIMEOUT", "10")
 	// Started first, so that stopping the first `kaimon mcp` (its
 	// process tree) leaves the daemon.
 	e.ok("daemon", "start")
