@@ -121,6 +121,9 @@ func TestMCPMRTR(t *testing.T) {
 		t.Fatalf("accepted turn = %q, ran %v", text, ran(1))
 	}
 	sameTurn("accepted")
+	// The session so far (discover, open, run → input_required → retry →
+	// complete), for the reader of -v.
+	t.Logf("a 2026-07-28 session:\n%s", strings.Join(c.Wire(), "\n"))
 	if ps := e.permissions(t, id); ps[len(ps)-1].Decision != "allow" || ps[len(ps)-1].By != event.DecidedByUser {
 		t.Fatalf("accepted decision %+v", ps[len(ps)-1])
 	}

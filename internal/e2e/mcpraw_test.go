@@ -43,6 +43,8 @@ type rawMCP struct {
 	Notes    []rawMessage
 	Requests []rawMessage
 	noted    chan struct{} // closed and replaced at each notification
+	// wire is every line written ("> …") and read ("< …"), in order.
+	wire []string
 }
 
 // rawMessage is one JSON-RPC message from the server.
@@ -96,6 +98,9 @@ func (c *rawMCP) read(out io.Reader) {
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
+		c.mu.Lock()
+		c.wire = append(c.wire, "< "+sc.Text())
+		c.mu.Unlock()
 		var m rawMessage
 		if json.Unmarshal(sc.Bytes(), &m) != nil {
 			c.t.Errorf("kaimon mcp wrote a line that is not JSON-RPC: %q", sc.Text())
@@ -148,6 +153,9 @@ func (c *rawMCP) Send(method string, params map[string]any) string {
 		msg["params"] = params
 	}
 	b, _ := json.Marshal(msg)
+	c.mu.Lock()
+	c.wire = append(c.wire, "> "+string(b))
+	c.mu.Unlock()
 	if _, err := c.in.Write(append(b, '\n')); err != nil {
 		c.t.Fatalf("writing %s: %v", method, err)
 	}
@@ -287,4 +295,12 @@ func (c *rawMCP) Tool(name string, args map[string]any, extra map[string]any) ra
 func (c *rawMCP) Answer(name string, args map[string]any, key string, answer map[string]any, state string) rawToolResult {
 	c.t.Helper()
 	return c.Tool(name, args, map[string]any{"inputResponses": map[string]any{key: answer}, "requestState": state})
+}
+
+// Wire is the exchange so far, one JSON-RPC line each, "> " for what the
+// client wrote and "< " for what it read: a session's transcript.
+func (c *rawMCP) Wire() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.wire...)
 }
