@@ -43,7 +43,8 @@ func serveMCP(args []string) int {
 		if err != nil {
 			return err
 		}
-		o := mcpserver.Options{Progress: *progress, Instructions: instr, Elicit: *elicit, Follow: followLocal(cl)}
+		o := mcpserver.Options{Progress: *progress, Instructions: instr, Elicit: *elicit, Follow: followLocal(cl),
+			StateKey: cl.Paths.MCPStateKey(), StateUsed: cl.Paths.MCPStateUsed()}
 		if f, ok := svc.(*fleet.Fleet); ok {
 			defer f.CloseIdle()
 			o.Follow = followFleet(f)

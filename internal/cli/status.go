@@ -80,7 +80,7 @@ func statusCmd() *cli.Command {
 				row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 				row("status", statusLine(st))
 				for _, p := range st.PendingPermissions {
-					row("permission", fmt.Sprintf("%s asks for %s (denied at %s)", p.RequestID, p.Title, p.ExpiresAt))
+					row("permission", fmt.Sprintf("%s asks for %s (denied if unanswered by %s)", p.RequestID, p.Title, p.ExpiresAt))
 					row("", "answer: "+verbs.PermitCommand(shownID(c, c.Args().First()), p.RequestID, apitype.Allow)+"   (or "+string(apitype.Deny)+")")
 				}
 				row("model", st.Model)
@@ -89,7 +89,11 @@ func statusCmd() *cli.Command {
 				if st.UsageNote != "" {
 					row("usage", st.UsageNote)
 				} else {
-					row("usage", fmt.Sprintf("in %d  out %d  cache read %d  cache write %d", st.Usage.InputTokens, st.Usage.OutputTokens, st.Usage.CacheReadTokens, st.Usage.CacheCreationTokens))
+					u := fmt.Sprintf("in %d  out %d  cache read %d  cache write %d", st.Usage.InputTokens, st.Usage.OutputTokens, st.Usage.CacheReadTokens, st.Usage.CacheCreationTokens)
+					if st.Usage.ThoughtTokens > 0 {
+						u += fmt.Sprintf("  (out includes %d thinking)", st.Usage.ThoughtTokens)
+					}
+					row("usage", u)
 				}
 				row("created", st.CreatedAt)
 				row("last activity", st.LastActivity)

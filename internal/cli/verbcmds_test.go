@@ -172,7 +172,7 @@ func TestVerbCommandsRun(t *testing.T) {
 	failed := &verbs.Error{Code: verbs.CodeTurnFailed, Message: "agent a1 turn 3 failed: stop reason error", Text: "half an answer"}
 	status := &verbs.AgentStatus{Status: "working", Model: "claude-sonnet-5", Cwd: "/w", Turn: 3, CreatedAt: "2026-12-01T10:00:00Z",
 		LastActivity: "2026-12-01T10:05:00Z", SessionID: "s-1", Transcript: "/t.jsonl", EventLog: "/a1.events.jsonl",
-		Usage:              event.UsageFigures{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 5},
+		Usage:              event.UsageFigures{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 5, ThoughtTokens: 8},
 		PendingPermissions: []verbs.PendingPermission{{RequestID: "r1", Tool: "Bash", Title: "Bash: ls", ExpiresAt: "2026-12-01T10:10:00Z"}}}
 	cases := []struct {
 		verb          string // the table's name of the verb the fake answers
@@ -211,12 +211,12 @@ func TestVerbCommandsRun(t *testing.T) {
 
 		{"agent_status", status, nil, []string{"status", "a1"}, 0,
 			"status          working (asks permission)\n" +
-				"permission      r1 asks for Bash: ls (denied at 2026-12-01T10:10:00Z)\n" +
+				"permission      r1 asks for Bash: ls (denied if unanswered by 2026-12-01T10:10:00Z)\n" +
 				"                answer: kaimon permit a1 r1 allow   (or deny)\n" +
 				"model           claude-sonnet-5\n" +
 				"cwd             /w\n" +
 				"turn            3\n" +
-				"usage           in 100  out 20  cache read 5  cache write 0\n" +
+				"usage           in 100  out 20  cache read 5  cache write 0  (out includes 8 thinking)\n" +
 				"created         2026-12-01T10:00:00Z\n" +
 				"last activity   2026-12-01T10:05:00Z\n" +
 				"session         s-1\n" +

@@ -106,8 +106,18 @@ func AgentFileOf(name string) (id string, k AgentFile, ok bool) {
 // DaemonFiles are the daemon's own files in the cache dir (not an
 // agent's): no agent id may name one of them (see session's reserved ids).
 func (p Paths) DaemonFiles() []string {
-	return []string{p.DaemonLog(), p.PidFile(), p.PidFileTemp()}
+	return []string{p.DaemonLog(), p.PidFile(), p.PidFileTemp(), p.MCPStateKey(), p.MCPStateUsed()}
 }
+
+// MCPStateKey is the key (mode 0600, made once) with which `kaimon mcp`
+// seals the requestState of a permission asked as an MCP multi round-trip
+// request, so that a retry reaches a `kaimon mcp` started after the
+// round's.
+func (p Paths) MCPStateKey() string { return filepath.Join(p.CacheDir, "mcp-state.key") }
+
+// MCPStateUsed records the requestStates used (until they lapse), so that
+// one replayed is refused.
+func (p Paths) MCPStateUsed() string { return filepath.Join(p.CacheDir, "mcp-state.used") }
 
 // PidFileTemp is where the pid file is written before it is renamed into
 // place.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,6 +43,8 @@ type rawMCP struct {
 	Notes    []rawMessage
 	Requests []rawMessage
 	noted    chan struct{} // closed and replaced at each notification
+	// wire is every line written ("> …") and read ("< …"), in order.
+	wire []string
 }
 
 // rawMessage is one JSON-RPC message from the server.
@@ -95,6 +98,9 @@ func (c *rawMCP) read(out io.Reader) {
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
+		c.mu.Lock()
+		c.wire = append(c.wire, "< "+sc.Text())
+		c.mu.Unlock()
 		var m rawMessage
 		if json.Unmarshal(sc.Bytes(), &m) != nil {
 			c.t.Errorf("kaimon mcp wrote a line that is not JSON-RPC: %q", sc.Text())
@@ -147,6 +153,9 @@ func (c *rawMCP) Send(method string, params map[string]any) string {
 		msg["params"] = params
 	}
 	b, _ := json.Marshal(msg)
+	c.mu.Lock()
+	c.wire = append(c.wire, "> "+string(b))
+	c.mu.Unlock()
 	if _, err := c.in.Write(append(b, '\n')); err != nil {
 		c.t.Fatalf("writing %s: %v", method, err)
 	}
@@ -229,4 +238,69 @@ func (c *rawMCP) ServerRequests() []rawMessage {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]rawMessage(nil), c.Requests...)
+}
+
+// rawToolResult is a tools/call result as the wire has it, an MRTR
+// round's (input_required) included.
+type rawToolResult struct {
+	ResultType        string          `json:"resultType"`
+	IsError           bool            `json:"isError"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	Content           []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	InputRequests map[string]rawInputRequest `json:"inputRequests"`
+	RequestState  string                     `json:"requestState"`
+}
+
+// rawInputRequest is one of an input_required result's inputRequests.
+type rawInputRequest struct {
+	Method string `json:"method"`
+	Params struct {
+		Mode            string                     `json:"mode"`
+		Message         string                     `json:"message"`
+		RequestedSchema json.RawMessage            `json:"requestedSchema"`
+		Meta            map[string]json.RawMessage `json:"_meta"`
+	} `json:"params"`
+}
+
+// Text is the result's text content.
+func (r rawToolResult) Text() string {
+	var s []string
+	for _, c := range r.Content {
+		s = append(s, c.Text)
+	}
+	return strings.Join(s, "\n")
+}
+
+// Tool calls tool name with args, and with extra params besides (an MRTR
+// retry's inputResponses and requestState), and reads its result.
+func (c *rawMCP) Tool(name string, args map[string]any, extra map[string]any) rawToolResult {
+	c.t.Helper()
+	p := map[string]any{"name": name, "arguments": args}
+	for k, v := range extra {
+		p[k] = v
+	}
+	raw := c.MustCall("tools/call", p)
+	var r rawToolResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		c.t.Fatalf("%s: result %s: %v", name, raw, err)
+	}
+	return r
+}
+
+// Answer is the retry of an MRTR round: the call again, with the answer
+// (an elicitation result) under key and the round's requestState.
+func (c *rawMCP) Answer(name string, args map[string]any, key string, answer map[string]any, state string) rawToolResult {
+	c.t.Helper()
+	return c.Tool(name, args, map[string]any{"inputResponses": map[string]any{key: answer}, "requestState": state})
+}
+
+// Wire is the exchange so far, one JSON-RPC line each, "> " for what the
+// client wrote and "< " for what it read: a session's transcript.
+func (c *rawMCP) Wire() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.wire...)
 }

@@ -40,7 +40,7 @@ var Docs = map[Kind]KindDoc{
 		Data:    `{"entries": [{"content": "…", "priority": "high", "status": "pending"}]}`,
 	},
 	Usage: {
-		Meaning: "A running token usage update of the turn. costUsd stays 0.0. An ACP agent's context window comes as usage too, with {\"context\": {\"used\": 0, \"size\": 0}} for data, a running figure apart from the turn's usage.",
+		Meaning: "A running token usage update of the turn. costUsd stays 0.0. thoughtTokens, present only where the agent reports them (the claude CLI since 2.1.328, ACP agents that send thoughtTokens), are the part of outputTokens spent thinking. An ACP agent's context window comes as usage too, with {\"context\": {\"used\": 0, \"size\": 0}} for data, a running figure apart from the turn's usage.",
 		Data:    `{"usage": {"inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0, "cacheCreationTokens": 0, "costUsd": 0.0}}`,
 	},
 	TurnStarted: {

@@ -44,6 +44,8 @@ func files() []file {
 	return append(out,
 		file{p.PidFile(), "The live agent processes (pid and start time), so that a restarted daemon stops its predecessor's leftovers and never a stranger with a reused pid."},
 		file{p.DaemonLog(), "The log of a daemon kaimon started."},
+		file{p.MCPStateKey(), "The key (mode 0600, made once) with which kaimon mcp seals the requestState of a permission it asks a 2026-07-28 MCP client about, so that the client's retry reaches a kaimon mcp started since. Removed, the next kaimon mcp makes another, and retries of earlier rounds are refused."},
+		file{p.MCPStateUsed(), "The requestStates of those rounds already answered, until they lapse: one replayed is refused."},
 		file{p.Worktree(id) + "/", "The git worktree of an agent opened with --worktree ($KAIMON_WORKTREE_DIR), on its branch kaimon/<id> unless named. " +
 			"kaimon close keeps it; kaimon forget removes it when it is clean (with --force also when not), and its branch when merged into its base (or with --delete-branch)."},
 	)

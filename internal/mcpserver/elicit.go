@@ -58,6 +58,12 @@ func (or *orchestrator) permission(e Envelope) {
 		or.withdraw(k, fmt.Sprintf("permission request %s answered elsewhere: %s by %s", p.RequestID, p.Decision.Past(), p.By))
 		return
 	}
+	if or.rt.seenModern() {
+		// A 2026-07-28 client takes no server-initiated request: its
+		// calls that wait on the agent ask it in MRTR rounds (mrtr.go),
+		// and agent_permit answers any other.
+		return
+	}
 	if !or.elicits(e.Agent) {
 		return
 	}
@@ -110,6 +116,38 @@ func (or *orchestrator) elicit(ctx context.Context, k askKey, a *ask, p event.Pe
 		}
 		or.mu.Unlock()
 	}()
+	req := mcp.ElicitationRequest{
+		Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)},
+		Params:  askParams(k, p, task),
+	}
+	res, err := or.srv.RequestElicitation(ctx, req)
+	// Answered (or given up): the decision that follows is this
+	// answer's, not one given elsewhere to withdraw the question for.
+	or.mu.Lock()
+	if or.asks[k] == a {
+		delete(or.asks, k)
+	}
+	or.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			or.errLog.Printf("asking the client about agent %s's permission request %s: %v; it waits for agent_permit or its expiry", k.agent, k.request, err)
+		}
+		return
+	}
+	answer := permitAnswer(k, res.ElicitationResponse)
+	// The answer outlives the client: a request answered is answered
+	// even when the session ends as it is given.
+	if _, err := or.svc.Permit(context.WithoutCancel(ctx), &answer); err != nil && verbs.AsError(err).Code != verbs.CodeWrongState {
+		or.errLog.Printf("answering agent %s's permission request %s: %v", k.agent, k.request, err)
+	}
+}
+
+// askParams are the elicitation of permission request p of k.agent: a
+// message saying what the agent asks to run and what accept and decline
+// do, and askSchema. The server-initiated elicitation (a 2025-11-25 client)
+// and the input request of an MRTR round (2026-07-28, mrtr.go) are both
+// this. task, if any, is the task running the agent's turn.
+func askParams(k askKey, p event.PermissionData, task string) mcp.ElicitationParams {
 	what := p.ToolCall.Title
 	if what == "" {
 		what = "a tool"
@@ -126,24 +164,13 @@ func (or *orchestrator) elicit(ctx context.Context, k askKey, a *ask, p event.Pe
 	if task != "" {
 		meta.AdditionalFields[mcp.RelatedTaskMetaKey] = mcp.RelatedTaskMeta(task)
 	}
-	req := mcp.ElicitationRequest{
-		Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)},
-		Params:  mcp.ElicitationParams{Meta: meta, Message: msg, RequestedSchema: askSchema},
-	}
-	res, err := or.srv.RequestElicitation(ctx, req)
-	// Answered (or given up): the decision that follows is this
-	// answer's, not one given elsewhere to withdraw the question for.
-	or.mu.Lock()
-	if or.asks[k] == a {
-		delete(or.asks, k)
-	}
-	or.mu.Unlock()
-	if err != nil {
-		if ctx.Err() == nil {
-			or.errLog.Printf("asking the client about agent %s's permission request %s: %v; it waits for agent_permit or its expiry", k.agent, k.request, err)
-		}
-		return
-	}
+	return mcp.ElicitationParams{Meta: meta, Message: msg, RequestedSchema: askSchema}
+}
+
+// permitAnswer is the answer to k that an elicitation's response gives:
+// accept allows (always as its content says), decline and cancel deny, and
+// content that does not fit askSchema denies with an error.
+func permitAnswer(k askKey, res mcp.ElicitationResponse) verbs.PermitArgs {
 	answer := verbs.PermitArgs{AgentID: k.agent, RequestID: k.request, Decision: apitype.Deny}
 	if res.Action == mcp.ElicitationResponseActionAccept {
 		always, bad := answerOf(res.Content)
@@ -153,11 +180,7 @@ func (or *orchestrator) elicit(ctx context.Context, k askKey, a *ask, p event.Pe
 			answer.Decision, answer.Always = apitype.Allow, always
 		}
 	}
-	// The answer outlives the client: a request answered is answered
-	// even when the session ends as it is given.
-	if _, err := or.svc.Permit(context.WithoutCancel(ctx), &answer); err != nil && verbs.AsError(err).Code != verbs.CodeWrongState {
-		or.errLog.Printf("answering agent %s's permission request %s: %v", k.agent, k.request, err)
-	}
+	return answer
 }
 
 // answerOf reads an accepted elicitation's content: always, or why the
@@ -240,6 +263,16 @@ func clientElicits(s server.ClientSession) bool {
 	if !ok {
 		return false
 	}
-	e := ci.GetClientCapabilities().Elicitation
+	caps := ci.GetClientCapabilities()
+	return formElicits(&caps)
+}
+
+// formElicits says whether caps declare elicitation in form mode: {}
+// (form, as 2025-06-18 had it) or with form.
+func formElicits(caps *mcp.ClientCapabilities) bool {
+	if caps == nil {
+		return false
+	}
+	e := caps.Elicitation
 	return e != nil && (e.Form != nil || e.URL == nil)
 }

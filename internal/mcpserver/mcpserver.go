@@ -52,6 +52,12 @@ type Options struct {
 	// Elicit says which agents' permission requests go to a client that
 	// declared elicitation: verbs.ElicitOwn ("" too), verbs.ElicitNever or verbs.ElicitAll.
 	Elicit string
+	// StateKey is the file of the key that seals the requestState of an
+	// MRTR round, made if missing, so that a retry reaches a server
+	// started after the round's; StateUsed records the states used.
+	// config.Paths.MCPStateKey and MCPStateUsed; "" keeps them in memory,
+	// for this process only.
+	StateKey, StateUsed string
 
 	// or is the orchestrator of a server with Follow.
 	or *orchestrator
@@ -222,6 +228,13 @@ func handler(svc verbs.Service, v *verbs.Verb, o Options) server.ToolHandlerFunc
 			// call may outlive ServeStdio: the process exits then.
 			ctx = context.WithoutCancel(ctx)
 		}
+		if o.or != nil && !asTask {
+			// A 2026-07-28 client's agent_run asks for permissions in
+			// MRTR rounds (mrtr.go).
+			if res := o.or.rounds(ctx, v, args, req); res != nil {
+				return res, nil
+			}
+		}
 		if o.or != nil {
 			o.or.starting(args)
 		}
@@ -235,13 +248,18 @@ func handler(svc verbs.Service, v *verbs.Verb, o Options) server.ToolHandlerFunc
 		if o.or != nil {
 			o.or.called(res)
 		}
-		b, err := event.Marshal(res)
-		if err != nil {
-			return nil, err
-		}
-		// The JSON as text too, for clients that read only content.
-		return mcp.NewToolResultStructured(res, string(b)), nil
+		return okResult(res)
 	}
+}
+
+// okResult is the result of a call that succeeded with res: its JSON as
+// structured content, and as text too, for clients that read only content.
+func okResult(res any) (*mcp.CallToolResult, error) {
+	b, err := event.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	return mcp.NewToolResultStructured(res, string(b)), nil
 }
 
 // numbersAsStrings turns a number given for a string argument into its

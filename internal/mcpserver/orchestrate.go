@@ -70,6 +70,8 @@ type orchestrator struct {
 	// generation of the last event that told of it (see syncAgents).
 	agents map[string]uint64
 	gen    uint64
+
+	rt *rounds // MRTR rounds of a 2026-07-28 client (mrtr.go)
 }
 
 func newOrchestrator(ctx context.Context, svc verbs.Service, o Options, errOut io.Writer) *orchestrator {
@@ -86,6 +88,7 @@ func newOrchestrator(ctx context.Context, svc verbs.Service, o Options, errOut i
 		asks:    map[askKey]*ask{},
 		subs:    map[string]bool{},
 		agents:  map[string]uint64{},
+		rt:      newRounds(o.StateKey, o.StateUsed),
 	}
 }
 
@@ -280,11 +283,17 @@ func (or *orchestrator) checkRequest(ctx context.Context, _ any, message any) er
 	var m struct {
 		Method string `json:"method"`
 		Params struct {
-			URI string `json:"uri"`
+			URI  string `json:"uri"`
+			Meta struct {
+				Version string `json:"io.modelcontextprotocol/protocolVersion"`
+			} `json:"_meta"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(raw, &m) != nil {
 		return nil
+	}
+	if mcp.IsModernProtocol(m.Params.Meta.Version) {
+		or.rt.sawModern() // server/discover too: no elicitation goes to it (elicit.go)
 	}
 	if mm := mcp.MCPMethod(m.Method); mm != mcp.MethodResourcesSubscribe && mm != mcp.MethodResourcesRead {
 		return nil
@@ -325,6 +334,7 @@ func (or *orchestrator) wait() { or.wg.Wait() }
 
 // envelope is each envelope followed.
 func (or *orchestrator) envelope(e Envelope) {
+	or.rt.envelope(e)
 	switch e.Kind {
 	case event.Permission:
 		or.permission(e)

@@ -340,26 +340,38 @@ func (b *Backend) setup(ctx context.Context) error {
 			return fmt.Errorf("acp:%s: model %s: %w", b.agent.Name, b.model, err)
 		}
 	}
-	if sess.Modes != nil {
+	if what, err := ApplyMode(ctx, b.conn, b.sessionID, b.agent, b.pol, sess.Modes, sess.ConfigOptions); err != nil {
+		return fail(what, err)
+	}
+	return nil
+}
+
+// ApplyMode sets on session sid of agent a the mode pol stands for, from
+// the modes (or the config option of category mode, kilo's way) its
+// session/new offered, unless it is current; on failure it says which
+// request failed. The benchmark's bare client sets a session up with it
+// too, so that both sides run the agent in one mode.
+func ApplyMode(ctx context.Context, conn *sdk.ClientSideConnection, sid sdk.SessionId, a *Agent, pol *policy.Policy,
+	modes *sdk.SessionModeState, opts []sdk.SessionConfigOption) (string, error) {
+	if modes != nil {
 		var avail []string
-		for _, md := range sess.Modes.AvailableModes {
+		for _, md := range modes.AvailableModes {
 			avail = append(avail, string(md.Id))
 		}
-		if mode := sessionMode(b.agent, b.pol, avail); mode != "" && mode != string(sess.Modes.CurrentModeId) {
-			if _, err := b.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: b.sessionID, ModeId: sdk.SessionModeId(mode)}); err != nil {
-				return fail("session/set_mode "+mode, err)
+		if mode := sessionMode(a, pol, avail); mode != "" && mode != string(modes.CurrentModeId) {
+			if _, err := conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: sid, ModeId: sdk.SessionModeId(mode)}); err != nil {
+				return "session/set_mode " + mode, err
 			}
 		}
-	} else if opt, cur := modeOption(sess.ConfigOptions); opt != "" {
-		// Modes offered as a config option of category mode (kilo).
-		if mode := sessionMode(b.agent, b.pol, configValues(sess.ConfigOptions, opt)); mode != "" && mode != cur {
-			if _, err := b.conn.SetSessionConfigOption(ctx, sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{
-				SessionId: b.sessionID, ConfigId: sdk.SessionConfigId(opt), Value: sdk.SessionConfigValueId(mode)}}); err != nil {
-				return fail("session/set_config_option "+opt+" "+mode, err)
+	} else if opt, cur := modeOption(opts); opt != "" {
+		if mode := sessionMode(a, pol, configValues(opts, opt)); mode != "" && mode != cur {
+			if _, err := conn.SetSessionConfigOption(ctx, sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{
+				SessionId: sid, ConfigId: sdk.SessionConfigId(opt), Value: sdk.SessionConfigValueId(mode)}}); err != nil {
+				return "session/set_config_option " + opt + " " + mode, err
 			}
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // modeOption is the id and current value of the config option of

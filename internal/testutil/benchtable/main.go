@@ -154,6 +154,19 @@ func table(r results, skips []skip) []row {
 		}
 		bare, _ := r.get(key, "bare-ms")
 		add("warm turn, acp:"+name+": control API", f1(api)+" ms", "bare ACP client "+f1(bare)+" ms", plus(api-bare)+" ms", "≤ +5 ms", verdict(api-bare <= 5))
+		// Of that, what an agent costs with the door's tool schemas
+		// alone (a bare client offering the same tools).
+		if tools, ok := r.get(key, "tools-ms"); ok {
+			add("  bare client offering the door's tools", f1(tools)+" ms", "bare ACP client "+f1(bare)+" ms", plus(tools-bare)+" ms", "", "")
+			add("  control API over that: kaimon's plumbing", f1(api)+" ms", "with tools "+f1(tools)+" ms", plus(api-tools)+" ms", "", "")
+		}
+	}
+	// Issue 29: a permission request answered as an MRTR round by a
+	// 2026-07-28 client of kaimon mcp, beside the same request answered
+	// with agent_permit at once (BenchmarkMRTRRound).
+	if m, ok := r.get("MRTRRound", "mrtr-ms"); ok {
+		p, _ := r.get("MRTRRound", "permit-ms")
+		add("permission answered: MRTR round (kaimon mcp)", f1(m)+" ms", "agent_permit "+f1(p)+" ms", plus(m-p)+" ms", "≤ +5 ms", verdict(m-p <= 5))
 	}
 	// Issue 21: eight worktree agents opened at once on one repository,
 	// each open beside an open without a worktree (eight at once) plus a

@@ -84,12 +84,32 @@ BenchmarkDiffLargeFile/under-limit-2  	       1	8325554872 ns/op	29.60 MB-cli	10
 // catalogue's order, judged against issue 28's ≤ +5 ms.
 func TestACPAgentTurnRows(t *testing.T) {
 	in := `BenchmarkACPAgentTurn/qwen-2     20  1 ns/op  300.0 bare-ms  302.0 api-ms  2.0 added-ms
-BenchmarkACPAgentTurn/codex-2    20  1 ns/op  280.0 bare-ms  313.5 api-ms  33.5 added-ms
+BenchmarkACPAgentTurn/codex-2    20  1 ns/op  280.0 bare-ms  313.5 api-ms  33.5 added-ms  311.0 tools-ms  2.5 plumbing-ms
 `
 	r, _ := parse(strings.NewReader(in))
 	rows := table(r, nil)
-	if len(rows) != 2 || rows[0].figure != "warm turn, acp:codex: control API" || rows[0].ratio != "+33.5 ms" || rows[0].met != "NOT MET" ||
-		rows[1].figure != "warm turn, acp:qwen: control API" || rows[1].floor != "bare ACP client 300.0 ms" || rows[1].met != "MET" {
+	if len(rows) != 4 || rows[0].figure != "warm turn, acp:codex: control API" || rows[0].ratio != "+33.5 ms" || rows[0].met != "NOT MET" ||
+		rows[1].ratio != "+31.0 ms" || rows[2].ratio != "+2.5 ms" || rows[2].floor != "with tools 311.0 ms" ||
+		rows[3].figure != "warm turn, acp:qwen: control API" || rows[3].floor != "bare ACP client 300.0 ms" || rows[3].met != "MET" {
+		t.Fatalf("rows = %+v", rows)
+	}
+}
+
+// TestMRTRRoundRows: the MRTR round's row, the medians of its runs judged
+// against issue 29's ≤ +5 ms over agent_permit.
+func TestMRTRRoundRows(t *testing.T) {
+	in := `BenchmarkMRTRRound-2  10  263331421 ns/op  1.3 added-ms  2.8 mrtr-ms  1.5 permit-ms
+BenchmarkMRTRRound-2  10  263331421 ns/op  9.0 added-ms  10.5 mrtr-ms  1.5 permit-ms
+BenchmarkMRTRRound-2  10  263331421 ns/op  1.5 added-ms  3.0 mrtr-ms  1.5 permit-ms
+`
+	r, _ := parse(strings.NewReader(in))
+	rows := table(r, nil)
+	if len(rows) != 1 || rows[0].figure != "permission answered: MRTR round (kaimon mcp)" || rows[0].measured != "3.0 ms" ||
+		rows[0].floor != "agent_permit 1.5 ms" || rows[0].ratio != "+1.5 ms" || rows[0].met != "MET" {
+		t.Fatalf("rows = %+v", rows)
+	}
+	r, _ = parse(strings.NewReader("BenchmarkMRTRRound-2  10  1 ns/op  9.0 added-ms  10.5 mrtr-ms  1.5 permit-ms\n"))
+	if rows := table(r, nil); rows[0].met != "NOT MET" {
 		t.Fatalf("rows = %+v", rows)
 	}
 }

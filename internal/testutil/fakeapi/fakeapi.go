@@ -32,6 +32,9 @@
 //     input_json_delta fragments, stop_reason tool_use.
 //   - "run command: CMD": as "please use a tool" but the Bash command is CMD
 //     (the rest of the line, trimmed) and the description "Run a command".
+//   - "run commands: CMD1 ;; CMD2 ;; …": as "run command: CMD1", and each
+//     tool follow-up of the turn calls Bash with the next command (the
+//     follow-up script once all have run): several tool calls in one turn.
 //   - "please write a file PATH": text "Writing the file." then tool_use
 //     Write {"file_path":PATH,"content":"written by fakeapi\n"}, tool_use.
 //   - "please read PATH": tool_use Read {"file_path":PATH}, tool_use.
@@ -118,14 +121,17 @@ const (
 	TriggerThink      = "please think"
 	TriggerTool       = "please use a tool"
 	TriggerRunCommand = "run command:"
-	TriggerWriteFile  = "please write a file"
-	TriggerRead       = "please read"
-	TriggerSlow       = "please be slow"
-	TriggerFail       = "please fail"
-	TriggerBreak      = "please break off"
-	TriggerSayExactly = "say exactly:"
-	TriggerCallTool   = "call tool:"
-	TriggerHold       = "please hold"
+	// TriggerRunCommands runs several Bash commands in one turn, one
+	// after another (see the package doc).
+	TriggerRunCommands = "run commands:"
+	TriggerWriteFile   = "please write a file"
+	TriggerRead        = "please read"
+	TriggerSlow        = "please be slow"
+	TriggerFail        = "please fail"
+	TriggerBreak       = "please break off"
+	TriggerSayExactly  = "say exactly:"
+	TriggerCallTool    = "call tool:"
+	TriggerHold        = "please hold"
 	// "stream N chunks" is matched by a regular expression; see the package doc.
 )
 
@@ -420,13 +426,40 @@ func restOfLine(s string) string {
 	return strings.TrimSpace(s)
 }
 
+// nextCommand is the next command of a "run commands:" turn whose tool
+// follow-up req is: the turn's user text is the last user message with
+// text, and each user message after it is one command's tool result.
+func nextCommand(req *apiRequest) (string, bool) {
+	results := 0
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role != "user" {
+			continue
+		}
+		text, _, followUp := lastUser(&apiRequest{Messages: req.Messages[i : i+1]})
+		if followUp {
+			results++
+			continue
+		}
+		at := strings.Index(text, TriggerRunCommands)
+		if at < 0 {
+			return "", false
+		}
+		cmds := strings.Split(restOfLine(text[at+len(TriggerRunCommands):]), " ;; ")
+		if results >= len(cmds) {
+			return "", false
+		}
+		return strings.TrimSpace(cmds[results]), true
+	}
+	return "", false
+}
+
 // script chooses the reply for a request.
 func script(text, toolResult string, followUp bool, n int) reply {
 	if followUp {
 		return reply{blocks: []block{textBlock("Tool said: " + toolResult + ". Done.")}, stopReason: "end_turn"}
 	}
 	best, pos := "", -1
-	for _, t := range []string{TriggerBreak, TriggerThink, TriggerTool, TriggerRunCommand, TriggerWriteFile,
+	for _, t := range []string{TriggerBreak, TriggerThink, TriggerTool, TriggerRunCommand, TriggerRunCommands, TriggerWriteFile,
 		TriggerRead, TriggerSlow, TriggerFail, TriggerSayExactly, TriggerCallTool, TriggerHold} {
 		if i := strings.Index(text, t); i >= 0 && (pos < 0 || i < pos) {
 			best, pos = t, i
@@ -453,6 +486,10 @@ func script(text, toolResult string, followUp bool, n int) reply {
 	case TriggerRunCommand:
 		return reply{blocks: []block{textBlock(ToolText),
 			toolBlock("Bash", "command", restOfLine(rest), "description", "Run a command")}, stopReason: "tool_use"}
+	case TriggerRunCommands:
+		first, _, _ := strings.Cut(restOfLine(rest), " ;; ")
+		return reply{blocks: []block{textBlock(ToolText),
+			toolBlock("Bash", "command", strings.TrimSpace(first), "description", "Run a command")}, stopReason: "tool_use"}
 	case TriggerWriteFile:
 		return reply{blocks: []block{textBlock(WriteText),
 			toolBlock("Write", "file_path", restOfLine(rest), "content", WrittenContent)}, stopReason: "tool_use"}
@@ -500,6 +537,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rep := script(text, toolResult, followUp, n)
+	if cmd, ok := nextCommand(&req); ok && followUp {
+		rep = reply{blocks: []block{textBlock(ToolText), toolBlock("Bash", "command", cmd, "description", "Run a command")}, stopReason: "tool_use"}
+	}
 	w.Header().Set("request-id", newID("req_"))
 	if rep.fail {
 		w.Header().Set("x-should-retry", "false")

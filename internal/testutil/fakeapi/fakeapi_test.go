@@ -576,3 +576,35 @@ func TestHold(t *testing.T) {
 		t.Fatalf("after the release: %q, events %v", got, names(evs))
 	}
 }
+
+// TestRunCommands: "run commands:" calls Bash with each command in turn,
+// one tool follow-up after another, then ends as any follow-up does.
+func TestRunCommands(t *testing.T) {
+	s := New(t)
+	user := userText("run commands: touch a ;; touch b")
+	call := func(id string) map[string]any {
+		return map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": "Bash", "input": map[string]any{}}}}
+	}
+	result := func(id string) map[string]any {
+		return map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": "ok"}}}
+	}
+	command := func(m gotMessage) string {
+		t.Helper()
+		if len(m.Blocks) != 2 || m.Blocks[1].Type != "tool_use" || m.StopReason != "tool_use" {
+			t.Fatalf("not a tool call: %+v", m)
+		}
+		var in map[string]any
+		_ = json.Unmarshal([]byte(m.Blocks[1].Text), &in)
+		return fmt.Sprint(in["command"])
+	}
+	if c := command(stream(t, s, user)); c != "touch a" {
+		t.Fatalf("first command %q", c)
+	}
+	if c := command(stream(t, s, user, call("t1"), result("t1"))); c != "touch b" {
+		t.Fatalf("second command %q", c)
+	}
+	m := stream(t, s, user, call("t1"), result("t1"), call("t2"), result("t2"))
+	if len(m.Blocks) != 1 || m.Blocks[0].Text != "Tool said: ok. Done." || m.StopReason != "end_turn" {
+		t.Fatalf("after both: %+v", m)
+	}
+}

@@ -1,0 +1,173 @@
+package mcpserver
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kaimon/kaimon/internal/server/servertest"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// TestStateKeyOnce: the key is made once, 0600, and every server of the
+// state dir (one after a restart, two starting at once) has the same.
+func TestStateKeyOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	key := filepath.Join(dir, "mcp-state.key")
+	keys := make([][]byte, 8)
+	var wg sync.WaitGroup
+	for i := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, err := loadKey(key)
+			if err != nil {
+				t.Error(err)
+			}
+			keys[i] = k
+		}()
+	}
+	wg.Wait()
+	for _, k := range keys[1:] {
+		if string(k) != string(keys[0]) || len(k) != 32 {
+			t.Fatalf("keys differ: %x %x", k, keys[0])
+		}
+	}
+	fi, err := os.Stat(key)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", fi, err)
+	}
+	if left, _ := filepath.Glob(key + ".*"); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+	if err := os.WriteFile(key, []byte("junk\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadKey(key); err == nil || !strings.Contains(err.Error(), "remove it") {
+		t.Fatalf("a damaged key: %v", err)
+	}
+}
+
+// TestRequestState: a sealed state opens under the same key (a restarted
+// server's), for the same call only, until it lapses; altered, or under
+// another key, it does not; used, it is refused the second time.
+func TestRequestState(t *testing.T) {
+	dir := t.TempDir()
+	key, used := filepath.Join(dir, "k"), filepath.Join(dir, "u")
+	now := time.Now()
+	run := verbs.ByName("run")
+	call := callDigest(run, &verbs.RunArgs{AgentID: "ab12", Text: "hi", Timeout: 600})
+	st := roundState{Agent: "ab12", Turn: 3, Request: "r1", Key: inputKeyPrefix + "r1", Call: call,
+		Deadline: now.Add(time.Minute).UnixMilli(), Expires: now.Add(time.Hour).UnixMilli()}
+	a := newRounds(key, used)
+	s, err := a.seal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newRounds(key, used) // after a restart
+	got, err := b.open(s, call, now)
+	if err != nil || got.Agent != "ab12" || got.Turn != 3 || got.Request != "r1" || got.Nonce == "" {
+		t.Fatalf("open = %+v, %v", got, err)
+	}
+	if _, err := b.open(s, callDigest(run, &verbs.RunArgs{AgentID: "ab12", Text: "other", Timeout: 600}), now); err == nil ||
+		!strings.Contains(err.Error(), "other arguments") {
+		t.Fatalf("another call's state: %v", err)
+	}
+	if _, err := b.open(s, call, now.Add(2*time.Hour)); err == nil || !strings.Contains(err.Error(), "lapsed") {
+		t.Fatalf("a lapsed state: %v", err)
+	}
+	for i := range len(s) {
+		alt := []byte(s)
+		alt[i] ^= 1
+		if _, err := b.open(string(alt), call, now); err == nil {
+			t.Fatalf("state altered at %d opened", i)
+		}
+	}
+	if _, err := newRounds("", "").open(s, call, now); err == nil || !strings.Contains(err.Error(), "fails verification") {
+		t.Fatalf("another key's state: %v", err)
+	}
+	if err := b.consume(got, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.consume(got, now); err != errReplayed {
+		t.Fatalf("replayed (to the other server): %v", err)
+	}
+	// Lapsed states are dropped from the record.
+	if err := a.consume(roundState{Nonce: "later", Expires: now.Add(3 * time.Hour).UnixMilli()}, now.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(used); strings.Contains(string(b), got.Nonce) || !strings.Contains(string(b), "later") {
+		t.Fatalf("used record: %q", b)
+	}
+	mem := newRounds("", "")
+	if err := mem.consume(got, now); err != nil || mem.consume(got, now) != errReplayed {
+		t.Fatal("in memory, a state is used once")
+	}
+}
+
+// TestRoundsRefuse: what is not an MRTR round of ours is said to be so,
+// and nothing is sent or answered for it; a call of a legacy client, or of
+// a client without form elicitation, is no round.
+func TestRoundsRefuse(t *testing.T) {
+	fake := &servertest.Fake{}
+	or := newOrchestrator(context.Background(), fake, Options{}, io.Discard)
+	modern := func(caps mcp.ClientCapabilities) context.Context {
+		return server.WithRequestProtocolInfo(context.Background(), &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28", ClientCapabilities: &caps})
+	}
+	form := modern(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}})
+	run, list := verbs.ByName("run"), verbs.ByName("list")
+	ra := &verbs.RunArgs{AgentID: "ab12", Text: "hi", Timeout: 600}
+	retry := func(state string, responses mcp.InputResponses) mcp.CallToolRequest {
+		var req mcp.CallToolRequest
+		req.Params.RequestState, req.Params.InputResponses = state, responses
+		return req
+	}
+	answer := mcp.InputResponses{"x": mcp.NewElicitationInputResponse(mcp.ElicitationResult{})}
+	text := func(r *mcp.CallToolResult) string {
+		if r == nil || !r.IsError || len(r.Content) != 1 {
+			t.Fatalf("not a tool error: %+v", r)
+		}
+		return r.Content[0].(mcp.TextContent).Text
+	}
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		v    *verbs.Verb
+		args any
+		req  mcp.CallToolRequest
+		want string // "" for no round (nil)
+	}{
+		{"legacy", context.Background(), run, ra, mcp.CallToolRequest{}, ""},
+		{"no form", modern(mcp.ClientCapabilities{}), run, ra, mcp.CallToolRequest{}, ""},
+		{"other tool", form, list, &verbs.ListArgs{}, mcp.CallToolRequest{}, ""},
+		{"other tool's state", form, list, &verbs.ListArgs{}, retry("s", nil), "asks for no input"},
+		{"state without form", modern(mcp.ClientCapabilities{}), run, ra, retry("s", nil), "declares elicitation (form)"},
+		{"legacy state", context.Background(), run, ra, retry("s", nil), "asks for no input"},
+		{"answers without state", form, run, ra, retry("", answer), "without the requestState"},
+		{"forged state", form, run, ra, retry("e30.AAAA", answer), "fails verification"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := or.rounds(tc.ctx, tc.v, tc.args, tc.req)
+			if tc.want == "" {
+				if r != nil {
+					t.Fatalf("a round: %+v", r)
+				}
+				return
+			}
+			if got := text(r); !strings.Contains(got, tc.want) {
+				t.Fatalf("error %q, want %q in it", got, tc.want)
+			}
+		})
+	}
+	if calls := fake.Calls(); len(calls) != 0 {
+		t.Fatalf("refused calls reached the daemon: %+v", calls)
+	}
+}
