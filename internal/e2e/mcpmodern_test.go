@@ -392,3 +392,63 @@ func TestMCPModernTaskOutlivesClient(t *testing.T) {
 		t.Fatalf("the turn of a client gone = %q", out.Text)
 	}
 }
+
+// A task's turn that meets a permission request, for a client that takes
+// elicitation forms too: the task goes input_required with the call's
+// MRTR round as its inputRequests (on tasks/get and its stream), an answer
+// to no request asked is ignored, and tasks/update's accept lets the
+// command run and the task complete.
+func TestMCPModernTaskRound(t *testing.T) {
+	e := newEnv(t, "KAIMON_PERMISSION_TIMEOUT", "120")
+	c := startRawMCP(t, e, map[string]any{"elicitation": map[string]any{"form": map[string]any{}}, "extensions": map[string]any{tasksExt: map[string]any{}}})
+	var or verbs.OpenResult
+	if err := json.Unmarshal(decodeRaw(t, "agent_open", c.MustCall("tools/call", map[string]any{"name": "agent_open", "arguments": map[string]any{"cwd": e.work}})).StructuredContent, &or); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(e.home, "outside")
+	type task struct {
+		TaskID        string                     `json:"taskId"`
+		Status        string                     `json:"status"`
+		InputRequests map[string]rawInputRequest `json:"inputRequests"`
+		Result        json.RawMessage            `json:"result"`
+	}
+	var tk task
+	if r := c.MustCall("tools/call", map[string]any{"name": "agent_run", "arguments": map[string]any{"agent_id": or.AgentID, "text": "run command: touch " + outside}}); json.Unmarshal(r, &tk) != nil || tk.TaskID == "" {
+		t.Fatalf("agent_run: %s", r)
+	}
+	id := tk.TaskID
+	stream := c.Send("subscriptions/listen", map[string]any{"_meta": c.Meta(), "notifications": map[string]any{"taskIds": []string{id}}})
+	get := func() task {
+		t.Helper()
+		var g task
+		if r := c.MustCall("tasks/get", map[string]any{"taskId": id}); json.Unmarshal(r, &g) != nil {
+			t.Fatalf("tasks/get: %s", r)
+		}
+		return g
+	}
+	waitFor(t, "input_required", 60*time.Second, func() bool { tk = get(); return tk.Status != "working" })
+	if tk.Status != "input_required" || len(tk.InputRequests) != 1 {
+		t.Fatalf("the task at its permission request: %+v", tk)
+	}
+	var key string
+	for k, r := range tk.InputRequests {
+		if key = k; r.Method != "elicitation/create" || r.Params.Mode != "form" || !strings.Contains(r.Params.Message, outside) {
+			t.Fatalf("the task's input request %s: %+v", k, r)
+		}
+	}
+	c.WaitNote("notifications/tasks of input_required", 30*time.Second, func(n rawMessage) bool {
+		return n.Method == "notifications/tasks" && subscriptionOf(n) == stream && strings.Contains(string(n.Params), `"status":"input_required"`)
+	})
+	c.MustCall("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"not-asked": map[string]any{"action": "accept"}}})
+	if g := get(); g.Status != "input_required" {
+		t.Fatalf("an answer to nothing asked moved the task: %+v", g)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatal("the command ran before its answer")
+	}
+	c.MustCall("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{}}}})
+	waitFor(t, "the task completed", 60*time.Second, func() bool { tk = get(); return tk.Status != "working" && tk.Status != "input_required" })
+	if _, err := os.Stat(outside); tk.Status != "completed" || err != nil {
+		t.Fatalf("the answered task %+v; the command's file: %v", tk, err)
+	}
+}
