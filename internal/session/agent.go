@@ -402,6 +402,11 @@ func (ag *Agent) output(n int, which string, tools bool) (text string, t *turnRe
 	bad = slices.Clone(b.bad)
 	if which != "all" && !b.dropped(n) {
 		text, t, tn = b.text(n, which, tools)
+		if t != nil {
+			// What the caller reads of the turn, taken under the lock:
+			// the live record goes on changing after it.
+			t = &turnRec{done: t.done, usage: t.usage}
+		}
 		ag.mu.Unlock()
 		return text, t, tn, bad, status, true
 	}

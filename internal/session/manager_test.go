@@ -523,3 +523,38 @@ func TestOpenRefusedWhileForgetting(t *testing.T) {
 	r.m.mu.Unlock()
 	r.open(t, "f1")
 }
+
+// TestOutputTakesTheTurnUnderTheLock: what agent_output reads of a turn
+// (done, usage) is taken while the agent's lock is held, not read later
+// from the live record the turn's end goes on to change: CI's race
+// detector saw Output read it as the result was booked. The record
+// output hands back keeps what the turn was when output looked.
+func TestOutputTakesTheTurnUnderTheLock(t *testing.T) {
+	r := newRig(t, 10)
+	id := r.open(t, "")
+	r.last.mu.Lock()
+	r.last.hold = true
+	r.last.mu.Unlock()
+	if _, err := r.m.Send(bg, &verbs.SendArgs{AgentID: id, Text: "held"}); err != nil {
+		t.Fatal(err)
+	}
+	ag, err := r.m.get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag.flush()
+	_, rec, n, _, _, _ := ag.output(0, verbs.WhichLastMessage, false)
+	if rec == nil || rec.done || n != 1 {
+		t.Fatalf("turn in flight: %+v turn %d", rec, n)
+	}
+	r.last.release()
+	if res, err := r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: id, Text: "next"})); err != nil || res.Text != "re: next" {
+		t.Fatalf("next turn: %+v %v", res, err)
+	}
+	if o, err := r.m.Output(bg, decoded(&verbs.OutputArgs{AgentID: id, Turn: 1})); err != nil || !o.Done {
+		t.Fatalf("turn 1 after its end: %+v %v", o, err)
+	}
+	if rec.done || rec.usage != (event.UsageFigures{}) {
+		t.Fatalf("the record output handed back changed after it: %+v", rec)
+	}
+}
