@@ -669,5 +669,5 @@ func (or *orchestrator) waitsFor(ctx context.Context, agent string) string {
 	if p.Title != "" && p.Title != p.Tool {
 		what += " (" + p.Title + ")"
 	}
-	return fmt.Sprintf("agent %s waits for permission to run %s: agent_permit with request_id %s (denied at %s)", agent, what, p.RequestID, p.ExpiresAt)
+	return fmt.Sprintf("agent %s waits for permission to run %s: agent_permit with request_id %s (denied if unanswered by %s)", agent, what, p.RequestID, p.ExpiresAt)
 }
