@@ -251,9 +251,11 @@ func (or *orchestrator) status(agent string, st apitype.AgentState) {
 // that they changed.
 func (or *orchestrator) updated(agent string) {
 	uri := AgentURI(agent)
+	// The resources an agent's change changes: its own three and the list.
+	changed := []string{uri, uri + outputSuffix, uri + eventsSuffix, AgentsURI}
 	or.mu.Lock()
 	var uris []string
-	for _, u := range []string{uri, uri + outputSuffix, uri + eventsSuffix, AgentsURI} {
+	for _, u := range changed {
 		if or.subs[u] {
 			uris = append(uris, u)
 		}
@@ -263,7 +265,7 @@ func (or *orchestrator) updated(agent string) {
 		or.srv.SendNotificationToAllClients(string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": u})
 	}
 	// A 2026-07-28 client's subscriptions are its listen streams'.
-	for _, u := range []string{uri, uri + outputSuffix, uri + eventsSuffix, AgentsURI} {
+	for _, u := range changed {
 		or.notifyListens(string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": u}, func(l *listen) bool { return l.uris[u] })
 	}
 }
