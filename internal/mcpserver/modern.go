@@ -257,14 +257,21 @@ var (
 	legacyTaskStatus = []byte(`"method":"` + mcp.MethodNotificationTasksStatus + `"`)
 )
 
-// wire looks at a message mcp-go writes to a 2026-07-28 client: out is
-// what goes to the client instead (nil: nothing), after what is to run
-// once it went. A listen stream's acknowledgement gets the task ids agreed
+// wireAction is what becomes of a message mcp-go writes (see wire).
+type wireAction int
+
+const (
+	wirePass wireAction = iota // written as it is
+	wireDrop                   // not written
+)
+
+// wire looks at a message mcp-go writes to a 2026-07-28 client: what
+// becomes of it, and after, what is to run once it went (or was dropped). A listen stream's acknowledgement gets the task ids agreed
 // and starts the stream; an untagged list change goes to the streams that
 // asked for it, tagged, and no further.
-func (or *orchestrator) wire(p []byte) (out []byte, after func()) {
+func (or *orchestrator) wire(p []byte) (act wireAction, after func()) {
 	if !bytes.Contains(p, []byte(`"notifications/`)) || !or.isModern() {
-		return p, nil
+		return wirePass, nil
 	}
 	var m struct {
 		Method string                     `json:"method"`
@@ -272,12 +279,12 @@ func (or *orchestrator) wire(p []byte) (out []byte, after func()) {
 	}
 	if bytes.Contains(p, ackMethod) {
 		if json.Unmarshal(p, &m) != nil {
-			return p, nil
+			return wirePass, nil
 		}
 		var meta map[string]json.RawMessage
 		_ = json.Unmarshal(m.Params["_meta"], &meta)
 		key := idKey(meta[metaSubscriptionID])
-		return p, func() {
+		return wirePass, func() {
 			or.mu.Lock()
 			if l := or.listens[key]; l != nil {
 				l.active = true
@@ -286,25 +293,25 @@ func (or *orchestrator) wire(p []byte) (out []byte, after func()) {
 		}
 	}
 	if bytes.Contains(p, legacyTaskStatus) {
-		return nil, nil // 2025-11-25's tasks are not this client's
+		return wireDrop, nil // 2025-11-25's tasks are not this client's
 	}
 	for _, lc := range listChangedMethods {
 		if !bytes.Contains(p, lc) {
 			continue
 		}
 		if json.Unmarshal(p, &m) != nil {
-			return p, nil
+			return wirePass, nil
 		}
 		if _, tagged := m.Params["_meta"]; tagged {
-			return p, nil
+			return wirePass, nil
 		}
-		return nil, func() {
+		return wireDrop, func() {
 			if m.Method == string(mcp.MethodNotificationResourcesListChanged) {
 				or.notifyListens(m.Method, nil, func(l *listen) bool { return l.listChanged })
 			}
 		}
 	}
-	return p, nil
+	return wirePass, nil
 }
 
 // front takes the tasks extension's requests off in, the client's input,

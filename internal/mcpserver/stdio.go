@@ -66,7 +66,7 @@ type wireWriter struct {
 	w       io.Writer
 	written func(askKey, any)
 	// wire, when set, sees each message first (see orchestrator.wire).
-	wire func([]byte) ([]byte, func())
+	wire func([]byte) (wireAction, func())
 }
 
 // raw writes p as it is, whole.
@@ -82,17 +82,13 @@ var elicitMethod = []byte(`"method":"` + string(mcp.MethodElicitationCreate) + `
 func (ww *wireWriter) Write(p []byte) (int, error) {
 	var after func()
 	if ww.wire != nil {
-		var out []byte
-		out, after = ww.wire(p)
-		if out == nil || len(out) != len(p) || &out[0] != &p[0] { // taken, or rewritten
-			var err error
-			if out != nil {
-				err = ww.raw(out)
-			}
+		var act wireAction
+		act, after = ww.wire(p)
+		if act == wireDrop {
 			if after != nil {
 				after()
 			}
-			return len(p), err
+			return len(p), nil
 		}
 	}
 	ww.mu.Lock()
