@@ -65,6 +65,9 @@ type listen struct {
 	active      bool            // acknowledged: notifications may follow
 	// own is a stream served here, not by mcp-go: one with taskIds.
 	own bool
+	// An own stream's acknowledgement is being written (acking); one
+	// cancelled meanwhile ends once it went (cancelled).
+	acking, cancelled bool
 }
 
 // mtask is agent_run as a task of the extension.
@@ -115,7 +118,7 @@ func (or *orchestrator) modernHooks(h *server.Hooks) {
 	})
 	h.AddOnError(func(ctx context.Context, id any, m mcp.MCPMethod, _ any, _ error) {
 		if m == mcp.MethodSubscriptionsListen {
-			or.endListen(id)
+			or.failedListen(id)
 		}
 	})
 }
@@ -153,8 +156,11 @@ func (r *rpcRequest) tasksExtension() bool {
 }
 
 // sawRequest notes the protocol of the client (a stdio server has one) and
-// the listen streams it opens, whose resource URIs must name resources
-// (an error says which does not).
+// checks the listen streams it opens: their resource URIs must name
+// resources (an error says which does not). A stream mcp-go serves is
+// recorded only at its acknowledgement (wire): mcp-go may yet refuse the
+// request (its protocol errors fire no OnError hook), and a record made
+// here would outlive it.
 func (or *orchestrator) sawRequest(ctx context.Context, raw json.RawMessage) error {
 	var r rpcRequest
 	if json.Unmarshal(raw, &r) != nil {
@@ -177,20 +183,21 @@ func (or *orchestrator) saw(ctx context.Context, r *rpcRequest) error {
 	if r.Method != string(mcp.MethodSubscriptionsListen) || !r.modern() || r.ID == nil {
 		return nil
 	}
-	n := r.Params.Notifications
-	for _, u := range n.ResourceSubscriptions {
+	for _, u := range r.Params.Notifications.ResourceSubscriptions {
 		if err := or.checkURI(ctx, u); err != nil {
 			return err
 		}
 	}
-	l := &listen{id: r.ID, listChanged: n.ResourcesListChanged, uris: map[string]bool{}, tasks: map[string]bool{}}
-	for _, u := range n.ResourceSubscriptions {
+	return nil
+}
+
+// newListen is a stream's record, of what it takes.
+func newListen(id json.RawMessage, listChanged bool, uris []string) *listen {
+	l := &listen{id: id, listChanged: listChanged, uris: map[string]bool{}, tasks: map[string]bool{}}
+	for _, u := range uris {
 		l.uris[u] = true
 	}
-	or.mu.Lock()
-	or.listens[idKey(r.ID)] = l
-	or.mu.Unlock()
-	return nil
+	return l
 }
 
 // idKey is a JSON-RPC id as a map key: its JSON.
@@ -205,7 +212,24 @@ func idKey(id any) string {
 	return string(b)
 }
 
+// endListen forgets the stream mcp-go served for request id, which ended
+// with a result. Its acknowledgement went before (mcp-go queues it first),
+// but may not be on the wire yet: then the stream is noted as ended, and
+// its acknowledgement records nothing.
 func (or *orchestrator) endListen(id any) {
+	key := idKey(id)
+	or.mu.Lock()
+	if or.listens[key] != nil {
+		delete(or.listens, key)
+	} else {
+		or.endedListens[key] = true
+	}
+	or.mu.Unlock()
+}
+
+// failedListen forgets the stream of a request mcp-go refused, after its
+// acknowledgement or without one.
+func (or *orchestrator) failedListen(id any) {
 	or.mu.Lock()
 	delete(or.listens, idKey(id))
 	or.mu.Unlock()
@@ -282,14 +306,25 @@ func (or *orchestrator) wire(p []byte) (act wireAction, after func()) {
 			return wirePass, nil
 		}
 		var meta map[string]json.RawMessage
+		var agreed struct {
+			ResourcesListChanged  bool     `json:"resourcesListChanged"`
+			ResourceSubscriptions []string `json:"resourceSubscriptions"`
+		}
 		_ = json.Unmarshal(m.Params["_meta"], &meta)
-		key := idKey(meta[metaSubscriptionID])
+		_ = json.Unmarshal(m.Params["notifications"], &agreed)
+		id := meta[metaSubscriptionID]
+		key := idKey(id)
+		// The stream is what mcp-go agreed to, from now on.
 		return wirePass, func() {
 			or.mu.Lock()
-			if l := or.listens[key]; l != nil {
-				l.active = true
+			defer or.mu.Unlock()
+			if or.endedListens[key] {
+				delete(or.endedListens, key)
+				return
 			}
-			or.mu.Unlock()
+			l := newListen(id, agreed.ResourcesListChanged, agreed.ResourceSubscriptions)
+			l.active = true
+			or.listens[key] = l
 		}
 	}
 	if bytes.Contains(p, legacyTaskStatus) {
@@ -384,7 +419,7 @@ func (or *orchestrator) intercept(line []byte) bool {
 				map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}}})
 			return true
 		}
-		go or.listenTasks(&r)
+		or.listenTasks(&r)
 		return true
 	}
 	return false
@@ -393,40 +428,61 @@ func (or *orchestrator) intercept(line []byte) bool {
 // listenTasks serves a subscriptions/listen with taskIds: mcp-go's
 // filter has no taskIds, and it would end a stream of only those at once.
 // The stream lasts until the client cancels it (notifications/cancelled).
+// It is recorded at once, in the input's order, so that a cancellation
+// after it finds it; only its resource URIs are checked (the daemon
+// asked) and its acknowledgement written in the background.
 func (or *orchestrator) listenTasks(r *rpcRequest) {
-	if err := or.saw(or.ctx, r); err != nil {
-		or.writeError(r.ID, mcp.INVALID_PARAMS, err.Error(), nil)
-		return
-	}
 	n := r.Params.Notifications
 	key := idKey(r.ID)
-	or.mu.Lock()
-	l := or.listens[key]
+	l := newListen(r.ID, n.ResourcesListChanged, n.ResourceSubscriptions)
 	l.own = true
 	var agreed []string
+	or.mu.Lock()
 	for _, t := range n.TaskIDs {
 		if or.mtasks[t] != nil && !l.tasks[t] {
 			l.tasks[t] = true
 			agreed = append(agreed, t)
 		}
 	}
+	or.listens[key] = l
 	or.mu.Unlock()
-	ack := map[string]any{"taskIds": agreed}
-	if n.ResourcesListChanged {
-		ack["resourcesListChanged"] = true
-	}
-	if len(n.ResourceSubscriptions) > 0 {
-		ack["resourceSubscriptions"] = n.ResourceSubscriptions
-	}
-	or.writeMessage(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "method": mcp.MethodNotificationSubscriptionsAcknowledged,
-		"params": map[string]any{"_meta": map[string]any{metaSubscriptionID: r.ID}, "notifications": ack}})
-	or.mu.Lock()
-	l.active = true
-	or.mu.Unlock()
+	go func() {
+		err := or.saw(or.ctx, r)
+		or.mu.Lock()
+		if or.listens[key] != l { // cancelled (answered), or its id reused
+			or.mu.Unlock()
+			return
+		}
+		if err != nil {
+			delete(or.listens, key)
+			or.mu.Unlock()
+			or.writeError(r.ID, mcp.INVALID_PARAMS, err.Error(), nil)
+			return
+		}
+		l.acking = true
+		or.mu.Unlock()
+		ack := map[string]any{"taskIds": agreed}
+		if n.ResourcesListChanged {
+			ack["resourcesListChanged"] = true
+		}
+		if len(n.ResourceSubscriptions) > 0 {
+			ack["resourceSubscriptions"] = n.ResourceSubscriptions
+		}
+		or.writeMessage(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "method": mcp.MethodNotificationSubscriptionsAcknowledged,
+			"params": map[string]any{"_meta": map[string]any{metaSubscriptionID: r.ID}, "notifications": ack}})
+		or.mu.Lock()
+		l.active = true
+		cancelled := l.cancelled
+		or.mu.Unlock()
+		if cancelled {
+			or.endOwnListen(l)
+		}
+	}()
 }
 
 // listenCancelled ends a stream served here that notifications/cancelled
-// names, with its result, as mcp-go ends its own.
+// names, with its result, as mcp-go ends its own: at once, or once its
+// acknowledgement went.
 func (or *orchestrator) listenCancelled(requestID json.RawMessage) {
 	key := idKey(requestID)
 	or.mu.Lock()
@@ -436,7 +492,15 @@ func (or *orchestrator) listenCancelled(requestID json.RawMessage) {
 		return
 	}
 	delete(or.listens, key)
+	later := l.acking && !l.active
+	l.cancelled = true
 	or.mu.Unlock()
+	if !later {
+		or.endOwnListen(l)
+	}
+}
+
+func (or *orchestrator) endOwnListen(l *listen) {
 	or.writeMessage(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": l.id, "result": map[string]any{
 		"resultType": mcp.ResultTypeComplete, "_meta": map[string]any{metaSubscriptionID: l.id}}})
 }

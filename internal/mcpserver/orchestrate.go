@@ -44,12 +44,14 @@ type orchestrator struct {
 	errLog *log.Logger
 
 	// A 2026-07-28 client's (see modern.go): whether the client is one,
-	// its subscriptions/listen streams by request id, its agent_run tasks
-	// of the tasks extension by id, and the wire to write to it.
-	modern   bool
-	listens  map[string]*listen
-	mtasks   map[string]*mtask
-	rawWrite func([]byte) error
+	// its subscriptions/listen streams by request id (and those of mcp-go
+	// that ended before their acknowledgement was written), its agent_run
+	// tasks of the tasks extension by id, and the wire to write to it.
+	modern       bool
+	listens      map[string]*listen
+	endedListens map[string]bool
+	mtasks       map[string]*mtask
+	rawWrite     func([]byte) error
 
 	ctx context.Context // the serve's: background work ends with it
 	wg  sync.WaitGroup
@@ -77,18 +79,19 @@ type orchestrator struct {
 func newOrchestrator(ctx context.Context, svc verbs.Service, o Options, errOut io.Writer) *orchestrator {
 	return &orchestrator{
 		svc: svc, o: o, ctx: ctx,
-		errLog:  log.New(errOut, "kaimon mcp: ", log.LstdFlags),
-		listens: map[string]*listen{},
-		mtasks:  map[string]*mtask{},
-		own:     map[string]bool{},
-		tasks:   map[string]string{},
-		running: map[string]string{},
-		ends:    map[string][]string{},
-		failed:  map[string]string{},
-		asks:    map[askKey]*ask{},
-		subs:    map[string]bool{},
-		agents:  map[string]uint64{},
-		rt:      newRounds(o.StateKey, o.StateUsed),
+		errLog:       log.New(errOut, "kaimon mcp: ", log.LstdFlags),
+		listens:      map[string]*listen{},
+		endedListens: map[string]bool{},
+		mtasks:       map[string]*mtask{},
+		own:          map[string]bool{},
+		tasks:        map[string]string{},
+		running:      map[string]string{},
+		ends:         map[string][]string{},
+		failed:       map[string]string{},
+		asks:         map[askKey]*ask{},
+		subs:         map[string]bool{},
+		agents:       map[string]uint64{},
+		rt:           newRounds(o.StateKey, o.StateUsed),
 	}
 }
 
