@@ -24,6 +24,12 @@ const StdioWorkers = 32
 // error). Its own errors go to errOut prefixed "kaimon mcp: ". With
 // o.Follow, it orchestrates (see orchestrator).
 func ServeStdio(ctx context.Context, svc verbs.Service, o Options, in io.Reader, out, errOut io.Writer) error {
+	return serveStdio(ctx, svc, o, in, out, errOut, nil)
+}
+
+// serveStdio is ServeStdio, handing its orchestrator, if any, to seen
+// (a test's look at it) before it serves.
+func serveStdio(ctx context.Context, svc verbs.Service, o Options, in io.Reader, out, errOut io.Writer, seen func(*orchestrator)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &wireWriter{w: out}
 	var srv *server.MCPServer
@@ -42,6 +48,9 @@ func ServeStdio(ctx context.Context, svc verbs.Service, o Options, in io.Reader,
 	s.SetErrorLogger(log.New(errOut, "kaimon mcp: ", log.LstdFlags))
 	server.WithWorkerPoolSize(StdioWorkers)(s)
 	if or != nil {
+		if seen != nil {
+			seen(or)
+		}
 		or.run()
 	}
 	err := s.Listen(ctx, in, w)

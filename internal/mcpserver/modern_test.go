@@ -1,0 +1,193 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// stdioClient drives serveStdio in-process with raw JSON-RPC lines, and
+// can look at its orchestrator's state.
+type stdioClient struct {
+	t    *testing.T
+	in   *io.PipeWriter
+	out  chan map[string]json.RawMessage
+	or   *orchestrator
+	done chan error
+}
+
+func startStdio(t *testing.T) *stdioClient {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &stdioClient{t: t, in: inW, out: make(chan map[string]json.RawMessage, 100), done: make(chan error, 1)}
+	seen := make(chan *orchestrator, 1)
+	o := Options{Follow: func(ctx context.Context, _ func(Envelope)) error { <-ctx.Done(); return nil }}
+	go func() {
+		c.done <- serveStdio(ctx, &fakeSvc{}, o, inR, outW, io.Discard, func(or *orchestrator) { seen <- or })
+		outW.Close()
+	}()
+	go func() {
+		defer close(c.out)
+		rd := bufio.NewReader(outR)
+		for {
+			line, err := rd.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			var m map[string]json.RawMessage
+			if json.Unmarshal(line, &m) != nil {
+				t.Errorf("not JSON-RPC: %q", line)
+				continue
+			}
+			c.out <- m
+		}
+	}()
+	c.or = <-seen
+	t.Cleanup(func() {
+		inW.Close()
+		cancel()
+		if err := <-c.done; err != nil {
+			t.Errorf("serveStdio: %v", err)
+		}
+		for range c.out {
+		}
+	})
+	return c
+}
+
+// meta is a 2026-07-28 request's _meta, at version, with caps (none: no
+// clientCapabilities).
+func meta(version string, caps map[string]any) map[string]any {
+	m := map[string]any{"io.modelcontextprotocol/protocolVersion": version, "io.modelcontextprotocol/clientInfo": map[string]any{"name": "t", "version": "1"}}
+	if caps != nil {
+		m["io.modelcontextprotocol/clientCapabilities"] = caps
+	}
+	return m
+}
+
+var tasksCaps = map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}}
+
+func request(id any, method string, params map[string]any) string {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	return string(b) + "\n"
+}
+
+func cancelled(id any) string {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": id}})
+	return string(b) + "\n"
+}
+
+func (c *stdioClient) write(lines ...string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.in, strings.Join(lines, "")); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// response is the answer to request id (its JSON), the messages before it
+// passed over.
+func (c *stdioClient) response(id any) map[string]json.RawMessage {
+	c.t.Helper()
+	want, _ := json.Marshal(id)
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case m, ok := <-c.out:
+			if !ok {
+				c.t.Fatalf("the server ended before answering %s", want)
+			}
+			if _, isNote := m["method"]; !isNote && string(m["id"]) == string(want) {
+				return m
+			}
+		case <-deadline:
+			c.t.Fatalf("no answer to %s", want)
+		}
+	}
+}
+
+func errorOf(t *testing.T, m map[string]json.RawMessage) (code int, msg string) {
+	t.Helper()
+	var e struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	if m["error"] == nil || json.Unmarshal(m["error"], &e) != nil {
+		t.Fatalf("not an error: %v", m)
+	}
+	return e.Code, e.Message
+}
+
+// records are the listen streams the orchestrator keeps.
+func (c *stdioClient) records() string {
+	c.or.mu.Lock()
+	defer c.or.mu.Unlock()
+	return fmt.Sprintf("listens %d, ended %d", len(c.or.listens), len(c.or.endedListens))
+}
+
+// A subscriptions/listen mcp-go refuses, or ends, leaves no record.
+func TestListenRecords(t *testing.T) {
+	c := startStdio(t)
+	listen := func(id any, m map[string]any, n map[string]any) {
+		c.write(request(id, "subscriptions/listen", map[string]any{"_meta": m, "notifications": n}))
+	}
+	listen(1, meta("2026-07-28", nil), map[string]any{"resourcesListChanged": true})
+	if code, _ := errorOf(t, c.response(1)); code != mcp.INVALID_PARAMS {
+		t.Errorf("listen without clientCapabilities: code %d", code)
+	}
+	listen(2, meta("2099-01-01", map[string]any{}), map[string]any{"resourcesListChanged": true})
+	errorOf(t, c.response(2))
+	listen(3, meta("2026-07-28", map[string]any{}), map[string]any{"resourceSubscriptions": []string{"kaimon://agent/nope"}})
+	errorOf(t, c.response(3))
+	if r := c.records(); r != "listens 0, ended 0" {
+		t.Errorf("refused listens left records: %s", r)
+	}
+	// One taken, then cancelled: its result, and no record.
+	listen(4, meta("2026-07-28", map[string]any{}), map[string]any{"resourcesListChanged": true})
+	waitRecords(t, c, "listens 1, ended 0")
+	c.write(cancelled(4))
+	if c.response(4)["result"] == nil {
+		t.Error("the cancelled listen had no result")
+	}
+	waitRecords(t, c, "listens 0, ended 0")
+}
+
+// waitRecords waits for the orchestrator's records to be want: an
+// acknowledgement's or an end's record is made once it is on the wire.
+func waitRecords(t *testing.T, c *stdioClient, want string) {
+	t.Helper()
+	for i := 0; c.records() != want; i++ {
+		if i == 3000 {
+			t.Fatalf("records: %s, want %s", c.records(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A taskIds stream cancelled right after it was asked for ends (its
+// result), whether its acknowledgement went or not; an id used again is
+// a stream of its own.
+func TestTaskListenCancelledAtOnce(t *testing.T) {
+	c := startStdio(t)
+	m := meta("2026-07-28", tasksCaps)
+	for i := 0; i < 20; i++ {
+		// Its resource check asks the daemon (the fake): the cancellation
+		// comes while it does.
+		c.write(request(7, "subscriptions/listen", map[string]any{"_meta": m, "notifications": map[string]any{
+			"taskIds": []string{"none"}, "resourceSubscriptions": []string{AgentsURI}}}), cancelled(7))
+		if r := c.response(7); r["result"] == nil {
+			t.Fatalf("round %d: the cancelled stream's answer: %v", i, r)
+		}
+		if r := c.records(); r != "listens 0, ended 0" {
+			t.Fatalf("round %d: records %s after the stream's end", i, r)
+		}
+	}
+}
