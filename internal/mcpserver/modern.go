@@ -394,13 +394,34 @@ func (or *orchestrator) intercept(line []byte) bool {
 	if r.ID == nil || !r.modern() {
 		return false
 	}
+	served := false
+	switch r.Method {
+	case string(mcp.MethodTasksGet), methodTasksUpdate, string(mcp.MethodTasksCancel):
+		served = true
+	case string(mcp.MethodToolsCall):
+		// 2025-11-25's task param: mcp-go would make a task of that
+		// revision, which this client's tasks/get (the extension's, here)
+		// does not know.
+		served = r.Params.Task != nil || r.Params.Name == runVerb && r.tasksExtension() && r.Params.InputResponses == nil && r.Params.RequestState == nil
+	case string(mcp.MethodSubscriptionsListen):
+		served = len(r.Params.Notifications.TaskIDs) > 0
+	}
+	if !served {
+		return false
+	}
+	if e := protocolError(or.ctx, r.ID, line); e != nil {
+		or.writeMessage(e)
+		return true
+	}
 	switch r.Method {
 	case string(mcp.MethodTasksGet), methodTasksUpdate, string(mcp.MethodTasksCancel):
 		go or.taskRequest(&r, line)
 		return true
 	case string(mcp.MethodToolsCall):
-		if r.Params.Name != runVerb || !r.tasksExtension() || r.Params.InputResponses != nil || r.Params.RequestState != nil || r.Params.Task != nil {
-			return false
+		if r.Params.Task != nil {
+			or.writeError(r.ID, mcp.INVALID_PARAMS, "tools/call: params.task is protocol 2025-11-25's; at "+r.Params.Meta.ProtocolVersion+
+				" a call becomes a task by the "+TasksExtension+" extension: declare it in the request's clientCapabilities (extensions) and call without params.task (agent_run then answers with a task)", nil)
+			return true
 		}
 		var p struct {
 			Params map[string]json.RawMessage `json:"params"`
@@ -423,6 +444,31 @@ func (or *orchestrator) intercept(line []byte) bool {
 		return true
 	}
 	return false
+}
+
+// protocolError is the error mcp-go answers a 2026-07-28 request with
+// whose _meta is not of its revision, as its request handler does before
+// any method (its check is not exported): a request the front serves
+// gets the same. nil: none.
+func protocolError(ctx context.Context, id json.RawMessage, line []byte) any {
+	var w struct {
+		Params struct {
+			Meta *mcp.Meta `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &w) != nil {
+		return nil
+	}
+	if w.Params.Meta.ClientCapabilities() == nil {
+		return map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id, "error": map[string]any{
+			"code": mcp.INVALID_PARAMS, "message": "missing or invalid _meta field " + mcp.MetaKeyClientCapabilities}}
+	}
+	if v := w.Params.Meta.ProtocolVersion(); !mcp.IsValidProtocolVersion(v) {
+		e := mcp.UnsupportedProtocolVersionError{Version: v, Supported: server.SupportedProtocolVersionsFromContext(ctx)}.JSONRPCError()
+		e.ID = mcp.NewRequestId(id)
+		return e
+	}
+	return nil
 }
 
 // listenTasks serves a subscriptions/listen with taskIds: mcp-go's

@@ -133,6 +133,54 @@ func (c *stdioClient) records() string {
 	return fmt.Sprintf("listens %d, ended %d", len(c.or.listens), len(c.or.endedListens))
 }
 
+// A request the front serves (the tasks extension's) whose _meta mcp-go
+// would refuse is refused as mcp-go refuses any other: the same error.
+func TestFrontChecksProtocol(t *testing.T) {
+	c := startStdio(t)
+	n := 0
+	for _, m := range []map[string]any{
+		meta("2026-07-28", nil),       // no clientCapabilities
+		meta("2099-01-01", tasksCaps), // a version not known
+		meta("2099-01-01", nil),       // both
+	} {
+		n++
+		c.write(request(n, "tools/list", map[string]any{"_meta": m}))
+		want := string(c.response(n)["error"])
+		if want == "" {
+			t.Fatalf("mcp-go took tools/list with _meta %v", m)
+		}
+		for _, r := range []struct {
+			method string
+			params map[string]any
+		}{
+			{"tasks/get", map[string]any{"taskId": "x"}},
+			{"tasks/update", map[string]any{"taskId": "x", "inputResponses": map[string]any{}}},
+			{"tasks/cancel", map[string]any{"taskId": "x"}},
+			{"tools/call", map[string]any{"name": runVerb, "arguments": map[string]any{"agent_id": "a", "text": "t"}}},
+			{"subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{"x"}}}},
+		} {
+			n++
+			p := map[string]any{"_meta": m}
+			for k, v := range r.params {
+				p[k] = v
+			}
+			c.write(request(n, r.method, p))
+			if got := string(c.response(n)["error"]); got != want {
+				t.Errorf("%s with _meta %v: error %s, want mcp-go's %s", r.method, m, got, want)
+			}
+		}
+	}
+	if r := c.records(); r != "listens 0, ended 0" {
+		t.Errorf("refused listens left records: %s", r)
+	}
+	// 2025-11-25's task param at 2026-07-28: refused, saying what to do.
+	n++
+	c.write(request(n, "tools/call", map[string]any{"_meta": meta("2026-07-28", map[string]any{}), "name": "agent_list", "arguments": map[string]any{}, "task": map[string]any{}}))
+	if code, msg := errorOf(t, c.response(n)); code != mcp.INVALID_PARAMS || !strings.Contains(msg, TasksExtension) {
+		t.Errorf("tools/call with params.task: %d %s", code, msg)
+	}
+}
+
 // A subscriptions/listen mcp-go refuses, or ends, leaves no record.
 func TestListenRecords(t *testing.T) {
 	c := startStdio(t)
