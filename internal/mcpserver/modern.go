@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -723,20 +725,31 @@ func (or *orchestrator) taskRequest(r *rpcRequest, line []byte) {
 				answers[k] = v
 			}
 		}
-		retry := t.status == mcp.TaskStatusInputRequired && !t.running && len(answers) > 0
+		waiting := t.status == mcp.TaskStatusInputRequired && !t.running
+		retry := waiting && len(answers) > 0
 		var state json.RawMessage
-		if retry {
+		var why string
+		switch {
+		case retry:
 			state = t.requestState
 			t.status, t.running, t.inputRequests, t.requestState = mcp.TaskStatusWorking, true, nil, nil
 			t.updated = time.Now().UTC()
+		case !waiting:
+			// Answered already (working again), or ended: nothing to
+			// forward the answers to.
+			why = fmt.Sprintf("task %s is %s, not %s: it asks for no input (inputResponses had %s); tasks/get says what it is at", t.id, t.status, mcp.TaskStatusInputRequired, keyList(p.Params.InputResponses))
+		default:
+			why = fmt.Sprintf("inputResponses has %s, none of which task %s asked: it asked %s; answer under those keys", keyList(p.Params.InputResponses), t.id, keyList(asked))
 		}
 		or.mu.Unlock()
-		or.writeResult(r.ID, string(mcp.ResultTypeComplete), map[string]any{})
-		if retry {
-			b, _ := json.Marshal(answers)
-			or.taskChanged(t)
-			go or.runTask(t, b, state)
+		if why != "" {
+			or.writeError(r.ID, mcp.INVALID_PARAMS, "tasks/update: "+why, nil)
+			return
 		}
+		or.writeResult(r.ID, string(mcp.ResultTypeComplete), map[string]any{})
+		b, _ := json.Marshal(answers)
+		or.taskChanged(t)
+		go or.runTask(t, b, state)
 	case string(mcp.MethodTasksCancel):
 		or.mu.Lock()
 		live := t.status == mcp.TaskStatusWorking || t.status == mcp.TaskStatusInputRequired
@@ -755,6 +768,19 @@ func (or *orchestrator) taskRequest(r *rpcRequest, line []byte) {
 			or.taskChanged(t)
 		}
 	}
+}
+
+// keyList is m's keys, quoted and sorted; "none" for none.
+func keyList[V any](m map[string]V) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, strconv.Quote(k))
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
 }
 
 func (or *orchestrator) taskIDs() string {
