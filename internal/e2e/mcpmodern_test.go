@@ -396,9 +396,8 @@ func TestMCPModernTaskOutlivesClient(t *testing.T) {
 // A task's turn that meets a permission request, for a client that takes
 // elicitation forms too: the task goes input_required with the call's
 // MRTR round as its inputRequests (on tasks/get and its stream), an answer
-// to no request asked is refused (saying what was asked) and changes
-// nothing, and tasks/update's accept lets the command run and the task
-// complete.
+// to no request asked is ignored, and tasks/update's accept lets the
+// command run and the task complete.
 func TestMCPModernTaskRound(t *testing.T) {
 	e := newEnv(t, "KAIMON_PERMISSION_TIMEOUT", "120")
 	c := startRawMCP(t, e, map[string]any{"elicitation": map[string]any{"form": map[string]any{}}, "extensions": map[string]any{tasksExt: map[string]any{}}})
@@ -440,10 +439,7 @@ func TestMCPModernTaskRound(t *testing.T) {
 	c.WaitNote("notifications/tasks of input_required", 30*time.Second, func(n rawMessage) bool {
 		return n.Method == "notifications/tasks" && subscriptionOf(n) == stream && strings.Contains(string(n.Params), `"status":"input_required"`)
 	})
-	if _, err := c.Call("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"not-asked": map[string]any{"action": "accept"}}}); err == nil ||
-		!strings.Contains(err.Message, `"not-asked"`) || !strings.Contains(err.Message, `"`+key+`"`) {
-		t.Errorf("tasks/update with only a key not asked: %v; want an error naming it and %q", err, key)
-	}
+	c.MustCall("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"not-asked": map[string]any{"action": "accept"}}})
 	if g := get(); g.Status != "input_required" {
 		t.Fatalf("an answer to nothing asked moved the task: %+v", g)
 	}
@@ -454,9 +450,5 @@ func TestMCPModernTaskRound(t *testing.T) {
 	waitFor(t, "the task completed", 60*time.Second, func() bool { tk = get(); return tk.Status != "working" && tk.Status != "input_required" })
 	if _, err := os.Stat(outside); tk.Status != "completed" || err != nil {
 		t.Fatalf("the answered task %+v; the command's file: %v", tk, err)
-	}
-	// Answers to a task that asks nothing are refused, saying its status.
-	if _, err := c.Call("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key: map[string]any{"action": "accept"}}}); err == nil || !strings.Contains(err.Message, "completed") {
-		t.Errorf("tasks/update of a completed task: %v", err)
 	}
 }

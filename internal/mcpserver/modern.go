@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -720,36 +718,32 @@ func (or *orchestrator) taskRequest(r *rpcRequest, line []byte) {
 		var asked map[string]json.RawMessage
 		_ = json.Unmarshal(t.inputRequests, &asked)
 		answers := map[string]json.RawMessage{}
+		// Answers that reach nothing (the task is not input_required, or
+		// no key it asked) are acknowledged all the same, not refused: the
+		// extension says to "acknowledge with an empty result" and "ignore
+		// responses for unknown or already-satisfied keys"
+		// (docs/extensions/tasks/overview.mdx), so that a client may send
+		// an update again, e.g. when its first ack was lost. tasks/get
+		// says what the task is at.
 		for k, v := range p.Params.InputResponses {
-			if _, ok := asked[k]; ok { // the rest are ignored, as the extension says
+			if _, ok := asked[k]; ok {
 				answers[k] = v
 			}
 		}
-		waiting := t.status == mcp.TaskStatusInputRequired && !t.running
-		retry := waiting && len(answers) > 0
+		retry := t.status == mcp.TaskStatusInputRequired && !t.running && len(answers) > 0
 		var state json.RawMessage
-		var why string
-		switch {
-		case retry:
+		if retry {
 			state = t.requestState
 			t.status, t.running, t.inputRequests, t.requestState = mcp.TaskStatusWorking, true, nil, nil
 			t.updated = time.Now().UTC()
-		case !waiting:
-			// Answered already (working again), or ended: nothing to
-			// forward the answers to.
-			why = fmt.Sprintf("task %s is %s, not %s: it asks for no input (inputResponses had %s); tasks/get says what it is at", t.id, t.status, mcp.TaskStatusInputRequired, keyList(p.Params.InputResponses))
-		default:
-			why = fmt.Sprintf("inputResponses has %s, none of which task %s asked: it asked %s; answer under those keys", keyList(p.Params.InputResponses), t.id, keyList(asked))
 		}
 		or.mu.Unlock()
-		if why != "" {
-			or.writeError(r.ID, mcp.INVALID_PARAMS, "tasks/update: "+why, nil)
-			return
-		}
 		or.writeResult(r.ID, string(mcp.ResultTypeComplete), map[string]any{})
-		b, _ := json.Marshal(answers)
-		or.taskChanged(t)
-		go or.runTask(t, b, state)
+		if retry {
+			b, _ := json.Marshal(answers)
+			or.taskChanged(t)
+			go or.runTask(t, b, state)
+		}
 	case string(mcp.MethodTasksCancel):
 		or.mu.Lock()
 		live := t.status == mcp.TaskStatusWorking || t.status == mcp.TaskStatusInputRequired
@@ -768,19 +762,6 @@ func (or *orchestrator) taskRequest(r *rpcRequest, line []byte) {
 			or.taskChanged(t)
 		}
 	}
-}
-
-// keyList is m's keys, quoted and sorted; "none" for none.
-func keyList[V any](m map[string]V) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, strconv.Quote(k))
-	}
-	sort.Strings(keys)
-	return strings.Join(keys, ", ")
 }
 
 func (or *orchestrator) taskIDs() string {
