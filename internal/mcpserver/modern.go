@@ -52,6 +52,10 @@ const (
 	methodNotificationTasks = "notifications/tasks"
 	// taskPollMs is the polling interval a task suggests.
 	taskPollMs = 1000
+	// taskKept is how long an ended task is kept (tasks/get finds it)
+	// after it ended: then it is forgotten, so that a long session does
+	// not keep every task it ran.
+	taskKept = time.Hour
 	// errMissingCapability is the revision's MissingRequiredClientCapability.
 	errMissingCapability = -32021
 )
@@ -76,6 +80,7 @@ type mtask struct {
 	status           mcp.TaskStatus
 	message          string
 	created, updated time.Time
+	ended            time.Time // when it ended (completed, failed, cancelled)
 	// call is the tools/call's params, run again with the answers to an
 	// input_required round of it (inputResponses from tasks/update).
 	call          map[string]json.RawMessage
@@ -574,11 +579,23 @@ func (or *orchestrator) createTask(r *rpcRequest, params map[string]json.RawMess
 	now := time.Now().UTC()
 	t := &mtask{id: newTaskID(), agent: args.Agent, status: mcp.TaskStatusWorking, created: now, updated: now, call: params, running: true}
 	or.mu.Lock()
+	or.pruneTasks(now)
 	or.mtasks[t.id] = t
 	snap := or.taskJSON(t)
 	or.mu.Unlock()
 	or.writeResult(r.ID, "task", snap)
 	go or.runTask(t, nil, nil)
+}
+
+// pruneTasks forgets the tasks that ended taskKept before now; or.mu is
+// held. It runs as a task is made: the tasks kept are those that ended
+// within taskKept of the last one made, and the live ones.
+func (or *orchestrator) pruneTasks(now time.Time) {
+	for id, t := range or.mtasks {
+		if !t.ended.IsZero() && now.Sub(t.ended) > taskKept {
+			delete(or.mtasks, id)
+		}
+	}
 }
 
 // newTaskID is an unguessable task id: the extension has no tasks/list,
@@ -648,6 +665,9 @@ func (or *orchestrator) runTask(t *mtask, inputResponses, requestState json.RawM
 		t.status, t.result = mcp.TaskStatusCompleted, out.Result
 	}
 	t.updated = time.Now().UTC()
+	if t.status != mcp.TaskStatusInputRequired {
+		t.ended = t.updated
+	}
 	or.mu.Unlock()
 	or.taskChanged(t)
 }
@@ -655,10 +675,16 @@ func (or *orchestrator) runTask(t *mtask, inputResponses, requestState json.RawM
 // taskJSON is t as tasks/get and notifications/tasks give it (a
 // DetailedTask); or.mu is held.
 func (or *orchestrator) taskJSON(t *mtask) map[string]any {
+	// ttlMs is how long from its creation the task is kept: not known
+	// (null) until it ends, then taskKept past its end.
+	var ttl any
+	if !t.ended.IsZero() {
+		ttl = t.ended.Add(taskKept).Sub(t.created).Milliseconds()
+	}
 	m := map[string]any{
 		"taskId": t.id, "status": t.status,
 		"createdAt": t.created.Format(time.RFC3339Nano), "lastUpdatedAt": t.updated.Format(time.RFC3339Nano),
-		"ttlMs": nil, "pollIntervalMs": taskPollMs,
+		"ttlMs": ttl, "pollIntervalMs": taskPollMs,
 	}
 	if t.message != "" {
 		m["statusMessage"] = t.message
@@ -688,7 +714,7 @@ func (or *orchestrator) taskRequest(r *rpcRequest, line []byte) {
 	t := or.mtasks[r.Params.TaskID]
 	or.mu.Unlock()
 	if t == nil {
-		or.writeError(r.ID, mcp.INVALID_PARAMS, fmt.Sprintf("%s: no task %q in this kaimon mcp: its tasks are those its agent_run calls returned (%s)", r.Method, r.Params.TaskID, or.taskIDs()), nil)
+		or.writeError(r.ID, mcp.INVALID_PARAMS, fmt.Sprintf("%s: no task %q in this kaimon mcp: its tasks are those its agent_run calls returned, each until %v after it ended (%s)", r.Method, r.Params.TaskID, taskKept, or.taskIDs()), nil)
 		return
 	}
 	switch r.Method {
@@ -749,6 +775,7 @@ func (or *orchestrator) taskRequest(r *rpcRequest, line []byte) {
 		live := t.status == mcp.TaskStatusWorking || t.status == mcp.TaskStatusInputRequired
 		if live {
 			t.status, t.message, t.updated = mcp.TaskStatusCancelled, "cancelled by tasks/cancel: the agent's turn was interrupted", time.Now().UTC()
+			t.ended = t.updated
 		}
 		agent := t.agent
 		or.mu.Unlock()

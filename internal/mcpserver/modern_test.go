@@ -239,3 +239,30 @@ func TestTaskListenCancelledAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// An ended task is kept taskKept after its end, and says so in ttlMs; a
+// live one is kept however old.
+func TestTasksPruned(t *testing.T) {
+	or := newOrchestrator(context.Background(), &fakeSvc{}, Options{}, io.Discard)
+	now := time.Now()
+	old := now.Add(-3 * taskKept)
+	for id, ended := range map[string]time.Time{"live": {}, "recent": now.Add(-taskKept / 2), "stale": now.Add(-taskKept - time.Minute)} {
+		or.mtasks[id] = &mtask{id: id, status: mcp.TaskStatusCompleted, created: old, updated: old, ended: ended}
+	}
+	or.mtasks["live"].status = mcp.TaskStatusWorking
+	or.mu.Lock()
+	or.pruneTasks(now)
+	var ids []string
+	for id := range or.mtasks {
+		ids = append(ids, id)
+	}
+	kept := strings.Join(sorted(ids), " ")
+	live, recent := or.taskJSON(or.mtasks["live"]), or.taskJSON(or.mtasks["recent"])
+	or.mu.Unlock()
+	if kept != "live recent" {
+		t.Errorf("kept %s", kept)
+	}
+	if live["ttlMs"] != nil || recent["ttlMs"] != or.mtasks["recent"].ended.Add(taskKept).Sub(old).Milliseconds() {
+		t.Errorf("ttlMs: live %v, recent %v", live["ttlMs"], recent["ttlMs"])
+	}
+}
