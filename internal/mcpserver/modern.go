@@ -354,26 +354,85 @@ func (or *orchestrator) wire(p []byte) (act wireAction, after func()) {
 	return wirePass, nil
 }
 
+// frontLineMax is the longest line front reads whole, to see if it is
+// the tasks extension's: those are small. A longer one goes to mcp-go as
+// it comes, unread (mcp-go's reader has no limit).
+const frontLineMax = 64 << 20
+
 // front takes the tasks extension's requests off in, the client's input,
 // and answers them; the rest it hands on to mcp-go, in order. It ends when
 // in does, or at stop.
+//
+// stop ends it at once if it is writing to mcp-go, or if in can be given a
+// read deadline (a pipe or socket that is not blocking); otherwise a
+// reading of in that does not return (a terminal's stdin) keeps its
+// goroutine until in ends: Go cannot interrupt that read, and in is not
+// front's to close. ServeStdio's process exits soon after stop, so
+// nothing waits on it.
 func (or *orchestrator) front(in io.Reader) (r io.Reader, stop func()) {
 	pr, pw := io.Pipe()
+	max := or.lineMax
+	if max <= 0 {
+		max = frontLineMax
+	}
 	go func() {
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), 64<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			if or.intercept(line) {
-				continue
+		rd := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, err := readLine(rd, max, pw)
+			if line != nil && !or.intercept(bytes.TrimRight(line, "\r\n")) {
+				if line[len(line)-1] != '\n' {
+					line = append(line, '\n')
+				}
+				if _, werr := pw.Write(line); werr != nil {
+					return
+				}
 			}
-			if _, err := pw.Write(append(append([]byte(nil), line...), '\n')); err != nil {
+			if err != nil {
+				if err == io.EOF {
+					err = nil
+				}
+				pw.CloseWithError(err)
 				return
 			}
 		}
-		pw.CloseWithError(sc.Err())
 	}()
-	return pr, func() { pr.Close() }
+	return pr, func() {
+		pr.Close()
+		if d, ok := in.(interface{ SetReadDeadline(time.Time) error }); ok {
+			_ = d.SetReadDeadline(time.Now())
+		}
+	}
+}
+
+// readLine reads the next line of rd, '\n' included, in a buffer of its
+// own. A line longer than max is written to w as it is read, and its
+// line nil. err is rd's (io.EOF at the end) or w's.
+func readLine(rd *bufio.Reader, max int, w io.Writer) (line []byte, err error) {
+	for {
+		chunk, err := rd.ReadSlice('\n')
+		if len(line)+len(chunk) > max {
+			if _, werr := w.Write(line); werr != nil {
+				return nil, werr
+			}
+			for {
+				if _, werr := w.Write(chunk); werr != nil {
+					return nil, werr
+				}
+				if err != bufio.ErrBufferFull {
+					return nil, err
+				}
+				chunk, err = rd.ReadSlice('\n')
+			}
+		}
+		line = append(line, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if len(line) == 0 {
+			line = nil
+		}
+		return line, err
+	}
 }
 
 // intercept answers line if it is the tasks extension's, and says so.

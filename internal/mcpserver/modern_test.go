@@ -23,7 +23,7 @@ type stdioClient struct {
 	done chan error
 }
 
-func startStdio(t *testing.T) *stdioClient {
+func startStdio(t *testing.T, setup ...func(*orchestrator)) *stdioClient {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -32,7 +32,12 @@ func startStdio(t *testing.T) *stdioClient {
 	seen := make(chan *orchestrator, 1)
 	o := Options{Follow: func(ctx context.Context, _ func(Envelope)) error { <-ctx.Done(); return nil }}
 	go func() {
-		c.done <- serveStdio(ctx, &fakeSvc{}, o, inR, outW, io.Discard, func(or *orchestrator) { seen <- or })
+		c.done <- serveStdio(ctx, &fakeSvc{}, o, inR, outW, io.Discard, func(or *orchestrator) {
+			for _, f := range setup {
+				f(or)
+			}
+			seen <- or
+		})
 		outW.Close()
 	}()
 	go func() {
@@ -264,5 +269,36 @@ func TestTasksPruned(t *testing.T) {
 	}
 	if live["ttlMs"] != nil || recent["ttlMs"] != or.mtasks["recent"].ended.Add(taskKept).Sub(old).Milliseconds() {
 		t.Errorf("ttlMs: live %v, recent %v", live["ttlMs"], recent["ttlMs"])
+	}
+}
+
+// A line longer than front reads whole goes to mcp-go as it is, and the
+// session goes on; one as long, or shorter, is still front's to serve.
+func TestFrontLongLine(t *testing.T) {
+	const max = 4 << 10
+	c := startStdio(t, func(or *orchestrator) { or.lineMax = max })
+	m := meta("2026-07-28", tasksCaps)
+	pad := strings.Repeat("x", 300<<10) // past the reader's buffer too
+	c.write(request(1, "tools/list", map[string]any{"_meta": m, "pad": pad}))
+	if r := c.response(1); r["result"] == nil {
+		t.Fatalf("a long tools/list: %s", r["error"])
+	}
+	// A tasks/get as long goes to mcp-go too, whose answer is not front's.
+	c.write(request(2, "tasks/get", map[string]any{"_meta": m, "taskId": "x", "pad": pad}))
+	if _, msg := errorOf(t, c.response(2)); strings.Contains(msg, "kaimon mcp") {
+		t.Errorf("front served a line longer than it reads: %s", msg)
+	}
+	// Just short enough: front's.
+	short := request(3, "tasks/get", map[string]any{"_meta": m, "taskId": "x"})
+	short = request(3, "tasks/get", map[string]any{"_meta": m, "taskId": "x", "pad": strings.Repeat("y", max-len(short)-len(`,"pad":""`))})
+	if len(short) != max {
+		t.Fatalf("the short line is %d bytes, not %d", len(short), max)
+	}
+	c.write(short, request(4, "tools/list", map[string]any{"_meta": m}))
+	if _, msg := errorOf(t, c.response(3)); !strings.Contains(msg, "no task \"x\" in this kaimon mcp") {
+		t.Errorf("a line of the longest front reads: %s", msg)
+	}
+	if r := c.response(4); r["result"] == nil {
+		t.Fatalf("tools/list after: %s", r["error"])
 	}
 }

@@ -52,6 +52,7 @@ type orchestrator struct {
 	endedListens map[string]bool
 	mtasks       map[string]*mtask
 	rawWrite     func([]byte) error
+	lineMax      int // front's longest line read whole; 0: frontLineMax
 
 	ctx context.Context // the serve's: background work ends with it
 	wg  sync.WaitGroup

@@ -28,7 +28,7 @@ func ServeStdio(ctx context.Context, svc verbs.Service, o Options, in io.Reader,
 }
 
 // serveStdio is ServeStdio, handing its orchestrator, if any, to seen
-// (a test's look at it) before it serves.
+// (a test's look at it, or change of it) before it reads anything.
 func serveStdio(ctx context.Context, svc verbs.Service, o Options, in io.Reader, out, errOut io.Writer, seen func(*orchestrator)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &wireWriter{w: out}
@@ -36,6 +36,9 @@ func serveStdio(ctx context.Context, svc verbs.Service, o Options, in io.Reader,
 	var or *orchestrator
 	if o.Follow != nil {
 		srv, or = newOrchestrating(ctx, svc, o, errOut)
+		if seen != nil {
+			seen(or)
+		}
 		w.written = or.written
 		w.wire, or.rawWrite = or.wire, w.raw
 		var stopFront func()
@@ -48,9 +51,6 @@ func serveStdio(ctx context.Context, svc verbs.Service, o Options, in io.Reader,
 	s.SetErrorLogger(log.New(errOut, "kaimon mcp: ", log.LstdFlags))
 	server.WithWorkerPoolSize(StdioWorkers)(s)
 	if or != nil {
-		if seen != nil {
-			seen(or)
-		}
 		or.run()
 	}
 	err := s.Listen(ctx, in, w)
