@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
 	"github.com/kaimon/kaimon/internal/version"
 )
@@ -81,6 +82,12 @@ type mtask struct {
 	message          string
 	created, updated time.Time
 	ended            time.Time // when it ended (completed, failed, cancelled)
+	// text is the turn's prompt; turn is the agent's turn that runs it,
+	// once it began (its user_text came), 0 before (the prompt may wait
+	// behind another caller's turn); turnDone, once that turn ended.
+	text     string
+	turn     int
+	turnDone bool
 	// call is the tools/call's params, run again with the answers to an
 	// input_required round of it (inputResponses from tasks/update).
 	call          map[string]json.RawMessage
@@ -633,10 +640,11 @@ func (or *orchestrator) writeError(id json.RawMessage, code int, msg string, dat
 func (or *orchestrator) createTask(r *rpcRequest, params map[string]json.RawMessage) {
 	var args struct {
 		Agent string `json:"agent_id"`
+		Text  string `json:"text"`
 	}
 	_ = json.Unmarshal(params["arguments"], &args)
 	now := time.Now().UTC()
-	t := &mtask{id: newTaskID(), agent: args.Agent, status: mcp.TaskStatusWorking, created: now, updated: now, call: params, running: true}
+	t := &mtask{id: newTaskID(), agent: args.Agent, text: args.Text, status: mcp.TaskStatusWorking, created: now, updated: now, call: params, running: true}
 	or.mu.Lock()
 	or.pruneTasks(now)
 	or.mtasks[t.id] = t
@@ -729,6 +737,38 @@ func (or *orchestrator) runTask(t *mtask, inputResponses, requestState json.RawM
 	}
 	or.mu.Unlock()
 	or.taskChanged(t)
+}
+
+// taskEnvelope follows the turns of the tasks' agents: a task's turn is
+// the one whose user_text (sent as the turn begins) is its prompt, the
+// first such after the task was made; its result ends it.
+func (or *orchestrator) taskEnvelope(e Envelope) {
+	if e.Kind != event.UserText && e.Kind != event.Result {
+		return
+	}
+	var d event.TextData
+	if e.Kind == event.UserText && json.Unmarshal(e.Data, &d) != nil {
+		return
+	}
+	or.mu.Lock()
+	defer or.mu.Unlock()
+	var first *mtask
+	for _, t := range or.mtasks {
+		// A task cancelled before its turn began still takes its
+		// user_text, which another task of the same prompt must not.
+		if t.agent != e.Agent {
+			continue
+		}
+		switch {
+		case e.Kind == event.Result && t.turn == e.Turn:
+			t.turnDone = true
+		case e.Kind == event.UserText && t.turn == 0 && t.text == d.Content.Text && (first == nil || t.created.Before(first.created)):
+			first = t
+		}
+	}
+	if first != nil {
+		first.turn = e.Turn
+	}
 }
 
 // taskJSON is t as tasks/get and notifications/tasks give it (a
@@ -832,13 +872,25 @@ func (or *orchestrator) taskRequest(r *rpcRequest, line []byte) {
 	case string(mcp.MethodTasksCancel):
 		or.mu.Lock()
 		live := t.status == mcp.TaskStatusWorking || t.status == mcp.TaskStatusInputRequired
+		// Only the task's own turn is interrupted: one the agent runs for
+		// another caller, with the task's prompt queued behind it, is not.
+		interrupt := live && t.agent != "" && t.turn != 0 && !t.turnDone
 		if live {
-			t.status, t.message, t.updated = mcp.TaskStatusCancelled, "cancelled by tasks/cancel: the agent's turn was interrupted", time.Now().UTC()
+			t.status, t.updated = mcp.TaskStatusCancelled, time.Now().UTC()
 			t.ended = t.updated
+			switch {
+			case interrupt:
+				t.message = fmt.Sprintf("cancelled by tasks/cancel: agent %s's turn %d, this task's, was interrupted", t.agent, t.turn)
+			case t.turn != 0:
+				t.message = fmt.Sprintf("cancelled by tasks/cancel after its turn (agent %s's turn %d) ended: nothing was interrupted", t.agent, t.turn)
+			default:
+				t.message = fmt.Sprintf("cancelled by tasks/cancel before its turn began: agent %s's turn, another caller's, was left alone; "+
+					"this task's prompt, if the agent queued it, still runs after that turn (agent_interrupt stops it then)", t.agent)
+			}
 		}
 		agent := t.agent
 		or.mu.Unlock()
-		if live && agent != "" {
+		if interrupt {
 			if _, err := or.svc.Interrupt(or.ctx, &verbs.InterruptArgs{AgentID: agent}); err != nil {
 				or.errLog.Printf("tasks/cancel of task %s: interrupting agent %s: %v", t.id, agent, err)
 			}

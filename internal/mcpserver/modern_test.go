@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // stdioClient drives serveStdio in-process with raw JSON-RPC lines, and
@@ -25,6 +28,11 @@ type stdioClient struct {
 
 func startStdio(t *testing.T, setup ...func(*orchestrator)) *stdioClient {
 	t.Helper()
+	return startStdioWith(t, &fakeSvc{}, setup...)
+}
+
+func startStdioWith(t *testing.T, svc verbs.Service, setup ...func(*orchestrator)) *stdioClient {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -32,7 +40,7 @@ func startStdio(t *testing.T, setup ...func(*orchestrator)) *stdioClient {
 	seen := make(chan *orchestrator, 1)
 	o := Options{Follow: func(ctx context.Context, _ func(Envelope)) error { <-ctx.Done(); return nil }}
 	go func() {
-		c.done <- serveStdio(ctx, &fakeSvc{}, o, inR, outW, io.Discard, func(or *orchestrator) {
+		c.done <- serveStdio(ctx, svc, o, inR, outW, io.Discard, func(or *orchestrator) {
 			for _, f := range setup {
 				f(or)
 			}
@@ -300,5 +308,88 @@ func TestFrontLongLine(t *testing.T) {
 	}
 	if r := c.response(4); r["result"] == nil {
 		t.Fatalf("tools/list after: %s", r["error"])
+	}
+}
+
+// turnSvc's turns run until the test ends; it records the interrupts.
+type turnSvc struct {
+	*fakeSvc
+	release    chan struct{}
+	interrupts chan string
+}
+
+func (s *turnSvc) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, error) {
+	<-s.release
+	return &verbs.RunResult{Text: "reply"}, nil
+}
+
+func (s *turnSvc) Interrupt(ctx context.Context, a *verbs.InterruptArgs) (*verbs.InterruptResult, error) {
+	s.interrupts <- a.AgentID
+	return &verbs.InterruptResult{}, nil
+}
+
+// tasks/cancel interrupts the agent's turn only when it is the task's:
+// not before it began (queued behind another caller's), nor after it
+// ended; the task's statusMessage says which.
+func TestTaskCancelOwnTurn(t *testing.T) {
+	svc := &turnSvc{fakeSvc: &fakeSvc{}, release: make(chan struct{}), interrupts: make(chan string, 10)}
+	c := startStdioWith(t, svc)
+	t.Cleanup(func() { close(svc.release) })
+	m := meta("2026-07-28", tasksCaps)
+	n := 0
+	run := func(text string) string {
+		n++
+		c.write(request(n, "tools/call", map[string]any{"_meta": m, "name": runVerb, "arguments": map[string]any{"agent_id": "ab12", "text": text}}))
+		var tk struct {
+			TaskID string `json:"taskId"`
+		}
+		if r := c.response(n); json.Unmarshal(r["result"], &tk) != nil || tk.TaskID == "" {
+			t.Fatalf("agent_run as a task: %s %s", r["result"], r["error"])
+		}
+		return tk.TaskID
+	}
+	cancel := func(id string) string {
+		n++
+		c.write(request(n, "tasks/cancel", map[string]any{"_meta": m, "taskId": id}))
+		if r := c.response(n); r["error"] != nil {
+			t.Fatalf("tasks/cancel: %s", r["error"])
+		}
+		n++
+		c.write(request(n, "tasks/get", map[string]any{"_meta": m, "taskId": id}))
+		var tk struct {
+			Status, StatusMessage string
+		}
+		if r := c.response(n); json.Unmarshal(r["result"], &tk) != nil || tk.Status != "cancelled" {
+			t.Fatalf("tasks/get of the cancelled task: %s %s", r["result"], r["error"])
+		}
+		return tk.StatusMessage
+	}
+	text := func(s string) []byte {
+		b, _ := json.Marshal(event.TextData{Content: event.Text{Type: "text", Text: s}})
+		return b
+	}
+	interrupted := func() bool {
+		select {
+		case <-svc.interrupts:
+			return true
+		default:
+			return false
+		}
+	}
+
+	queued := run("queued")
+	if msg := cancel(queued); interrupted() || !strings.Contains(msg, "before its turn began") {
+		t.Errorf("a task cancelled before its turn began: interrupted %v, %q", interrupted(), msg)
+	}
+	mine := run("mine")
+	c.or.envelope(Envelope{Agent: "ab12", Kind: event.UserText, Turn: 5, Data: text("mine")})
+	if msg := cancel(mine); !interrupted() || !strings.Contains(msg, "turn 5, this task's, was interrupted") {
+		t.Errorf("a task cancelled in its turn: %q", msg)
+	}
+	done := run("done")
+	c.or.envelope(Envelope{Agent: "ab12", Kind: event.UserText, Turn: 6, Data: text("done")})
+	c.or.envelope(Envelope{Agent: "ab12", Kind: event.Result, Turn: 6, Data: []byte(`{}`)})
+	if msg := cancel(done); interrupted() || !strings.Contains(msg, "after its turn") {
+		t.Errorf("a task cancelled after its turn: %q", msg)
 	}
 }

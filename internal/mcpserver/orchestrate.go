@@ -339,6 +339,7 @@ func (or *orchestrator) wait() { or.wg.Wait() }
 // envelope is each envelope followed.
 func (or *orchestrator) envelope(e Envelope) {
 	or.rt.envelope(e)
+	or.taskEnvelope(e) // the turns of agent_run tasks (modern.go)
 	switch e.Kind {
 	case event.Permission:
 		or.permission(e)
