@@ -147,21 +147,7 @@ func (e *acpEnv) kiloSession(t *testing.T, id string) {
 	}
 
 	// Interrupt a slow turn: session/cancel ends it cancelled.
-	turn = atoiT(t, e.ok("send", id, "please be slow"))
-	waitFor(t, "slow stream", 60*time.Second, func() bool {
-		var o verbs.OutputResult
-		e.okJSON(&o, "output", id)
-		return strings.Contains(o.Text, "chunk1")
-	})
-	var ir verbs.InterruptResult
-	e.okJSON(&ir, "interrupt", id)
-	if !ir.Interrupted {
-		t.Fatal("interrupt: false")
-	}
-	res = e.waitEvent(t, id, event.Result, func(d gjson.Result) bool { return d.Get("stopReason").String() == "cancelled" })
-	if res.Turn != turn {
-		t.Fatalf("cancelled result of turn %d, want %d", res.Turn, turn)
-	}
+	turn, _ = e.interruptSlow(t, id, 60*time.Second)
 	e.waitStatus(t, id, "idle")
 
 	// Fork (kilo declares sessionCapabilities.fork): the fork's first
