@@ -131,7 +131,8 @@ func TestRoundsRefuse(t *testing.T) {
 		return req
 	}
 	answer := mcp.InputResponses{"x": mcp.NewElicitationInputResponse(mcp.ElicitationResult{})}
-	text := func(r *mcp.CallToolResult) string {
+	text := func(t *testing.T, r *mcp.CallToolResult) string {
+		t.Helper()
 		if r == nil || !r.IsError || len(r.Content) != 1 {
 			t.Fatalf("not a tool error: %+v", r)
 		}
@@ -162,7 +163,7 @@ func TestRoundsRefuse(t *testing.T) {
 				}
 				return
 			}
-			if got := text(r); !strings.Contains(got, tc.want) {
+			if got := text(t, r); !strings.Contains(got, tc.want) {
 				t.Fatalf("error %q, want %q in it", got, tc.want)
 			}
 		})
