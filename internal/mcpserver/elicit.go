@@ -158,7 +158,7 @@ func askParams(k askKey, p event.PermissionData, task string) mcp.ElicitationPar
 	}
 	msg += fmt.Sprintf(".\nAccept to %s it, decline to %s it.", apitype.Allow, apitype.Deny)
 	if p.ExpiresAt != "" {
-		msg += " Unanswered, it is denied at " + p.ExpiresAt + "."
+		msg += " Denied if unanswered by " + p.ExpiresAt + "."
 	}
 	meta := &mcp.Meta{AdditionalFields: map[string]any{MetaPermission: map[string]string{"agent_id": k.agent, "request_id": k.request}}}
 	if task != "" {

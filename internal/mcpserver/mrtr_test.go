@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/server/servertest"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -170,5 +171,19 @@ func TestRoundsRefuse(t *testing.T) {
 	}
 	if calls := fake.Calls(); len(calls) != 0 {
 		t.Fatalf("refused calls reached the daemon: %+v", calls)
+	}
+}
+
+// TestAskParams: the question says what the request is and when it is
+// denied if nobody answers, as agent_status says it.
+func TestAskParams(t *testing.T) {
+	p := event.PermissionData{RequestID: "r1", ExpiresAt: "2026-12-03T14:00:00Z", ToolCall: event.ToolCall{Title: "Bash"}}
+	msg := askParams(askKey{"ab12", "r1"}, p, "").Message
+	if !strings.Contains(msg, "Agent ab12 asks to run Bash") || !strings.HasSuffix(msg, " Denied if unanswered by 2026-12-03T14:00:00Z.") {
+		t.Fatalf("message %q", msg)
+	}
+	p.ExpiresAt = ""
+	if msg := askParams(askKey{"ab12", "r1"}, p, "").Message; strings.Contains(msg, "unanswered") {
+		t.Fatalf("no expiry, yet the message says one: %q", msg)
 	}
 }
