@@ -277,6 +277,24 @@ func (rt *rounds) mac(body string) []byte {
 // server gave for the call.
 const errNotOurs = "requestState is not one kaimon gave for this call"
 
+// errUnverified is the error of a requestState that fails verification.
+var errUnverified = errors.New(errNotOurs + ": it fails verification (altered, or sealed under another key); it grants nothing")
+
+// permitHint says what a client whose retry of agent_run is refused does
+// instead: answer the request the round asked with agent_permit, and read
+// the turn. Calling agent_run again without the round's state would send
+// its text as a new turn. request is "" when it is not known.
+func permitHint(agent, request string) string {
+	which := "agent " + agent + "'s pending permission request"
+	if request != "" {
+		which += " " + request
+	} else {
+		which += " (agent_status lists its request_id)"
+	}
+	return "answer " + which + " with agent_permit, and read the turn with agent_output or agent_status " +
+		"(calling agent_run again would send its text as a new turn)"
+}
+
 // open verifies s, a requestState of call, and reads it.
 func (rt *rounds) open(s, call string, now time.Time) (roundState, error) {
 	var st roundState
@@ -286,8 +304,7 @@ func (rt *rounds) open(s, call string, now time.Time) (roundState, error) {
 	body, sig, ok := strings.Cut(s, ".")
 	got, err := b64.DecodeString(sig)
 	if !ok || err != nil || !hmac.Equal(got, rt.mac(body)) {
-		return st, errors.New(errNotOurs + ": it fails verification (altered, or sealed under another key); it grants nothing. " +
-			"Call the tool again without inputResponses and requestState, or answer the agent's request with agent_permit")
+		return st, errUnverified
 	}
 	b, err := b64.DecodeString(body)
 	if err != nil || json.Unmarshal(b, &st) != nil || st.V != 1 {
@@ -378,7 +395,15 @@ func (or *orchestrator) rounds(ctx context.Context, v *verbs.Verb, args any, req
 			if modern && isRun {
 				why = "asks for input only of a client that declares elicitation (form) in its clientCapabilities"
 			}
-			return mcp.NewToolResultError(fmt.Sprintf("%s: %s: this call %s; call it without inputResponses and requestState", v.Name, errNotOurs, why))
+			if !isRun {
+				return mcp.NewToolResultError(fmt.Sprintf("%s: %s: this call %s; call it without inputResponses and requestState", v.Name, errNotOurs, why))
+			}
+			// The state, if it is ours, names the request.
+			st, err := or.rt.open(req.Params.RequestState, callDigest(v, ra), time.Now())
+			if err != nil {
+				st = roundState{Agent: ra.AgentID}
+			}
+			return mcp.NewToolResultError(fmt.Sprintf("%s: %s: this call %s; %s", v.Name, errNotOurs, why, permitHint(st.Agent, st.Request)))
 		}
 		return nil
 	}
@@ -401,7 +426,9 @@ func (or *orchestrator) rounds(ctx context.Context, v *verbs.Verb, args any, req
 		return or.waitTurn(ctx, w, call, ra, sr.Turn, deadline, "", true)
 	}
 	st, err := or.rt.open(req.Params.RequestState, call, now)
-	if err != nil {
+	if err == errUnverified {
+		return mcp.NewToolResultError(v.Name + ": " + err.Error() + "; " + permitHint(ra.AgentID, ""))
+	} else if err != nil {
 		return mcp.NewToolResultError(v.Name + ": " + err.Error())
 	}
 	k := askKey{st.Agent, st.Request}

@@ -132,6 +132,13 @@ func TestRoundsRefuse(t *testing.T) {
 		return req
 	}
 	answer := mcp.InputResponses{"x": mcp.NewElicitationInputResponse(mcp.ElicitationResult{})}
+	// A state of ours, for a client that no longer declares form
+	// elicitation: the refusal names its request.
+	sealed, err := or.rt.seal(roundState{Agent: "ab12", Turn: 1, Request: "r7", Key: inputKeyPrefix + "r7", Call: callDigest(run, ra),
+		Deadline: time.Now().Add(time.Minute).UnixMilli(), Expires: time.Now().Add(time.Hour).UnixMilli()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	text := func(t *testing.T, r *mcp.CallToolResult) string {
 		t.Helper()
 		if r == nil || !r.IsError || len(r.Content) != 1 {
@@ -152,9 +159,17 @@ func TestRoundsRefuse(t *testing.T) {
 		{"other tool", form, list, &verbs.ListArgs{}, mcp.CallToolRequest{}, ""},
 		{"other tool's state", form, list, &verbs.ListArgs{}, retry("s", nil), "asks for no input"},
 		{"state without form", modern(mcp.ClientCapabilities{}), run, ra, retry("s", nil), "declares elicitation (form)"},
+		// A refused retry of agent_run says to answer the request with
+		// agent_permit: calling agent_run again would send a new turn.
+		{"state without form: what to do", modern(mcp.ClientCapabilities{}), run, ra, retry("s", nil),
+			"answer agent ab12's pending permission request (agent_status lists its request_id) with agent_permit, and read the turn with agent_output"},
+		{"our state without form", modern(mcp.ClientCapabilities{}), run, ra, retry(sealed, answer),
+			"answer agent ab12's pending permission request r7 with agent_permit"},
 		{"legacy state", context.Background(), run, ra, retry("s", nil), "asks for no input"},
+		{"legacy state: what to do", context.Background(), run, ra, retry("s", nil), "with agent_permit, and read the turn"},
 		{"answers without state", form, run, ra, retry("", answer), "without the requestState"},
 		{"forged state", form, run, ra, retry("e30.AAAA", answer), "fails verification"},
+		{"forged state: what to do", form, run, ra, retry("e30.AAAA", answer), "answer agent ab12's pending permission request (agent_status"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := or.rounds(tc.ctx, tc.v, tc.args, tc.req)
@@ -164,8 +179,12 @@ func TestRoundsRefuse(t *testing.T) {
 				}
 				return
 			}
-			if got := text(t, r); !strings.Contains(got, tc.want) {
+			got := text(t, r)
+			if !strings.Contains(got, tc.want) {
 				t.Fatalf("error %q, want %q in it", got, tc.want)
+			}
+			if tc.v == run && strings.Contains(got, "without inputResponses and requestState") {
+				t.Fatalf("error %q tells to call agent_run again, which sends a new turn", got)
 			}
 		})
 	}
