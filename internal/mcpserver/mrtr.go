@@ -330,6 +330,13 @@ func (rt *rounds) consume(st roundState, now time.Time) error {
 	if rt.usedFile == "" {
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
+		// Lapsed states are dropped, as from the file: open refuses them
+		// before they are looked up here.
+		for nonce, exp := range rt.used {
+			if exp < now.UnixMilli() {
+				delete(rt.used, nonce)
+			}
+		}
 		if _, ok := rt.used[st.Nonce]; ok {
 			return errReplayed
 		}

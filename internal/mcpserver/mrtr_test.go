@@ -112,6 +112,13 @@ func TestRequestState(t *testing.T) {
 	if err := mem.consume(got, now); err != nil || mem.consume(got, now) != errReplayed {
 		t.Fatal("in memory, a state is used once")
 	}
+	// In memory too, lapsed states are dropped from the record.
+	if err := mem.consume(roundState{Nonce: "later", Expires: now.Add(3 * time.Hour).UnixMilli()}, now.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, kept := mem.used[got.Nonce]; kept || len(mem.used) != 1 {
+		t.Fatalf("used in memory: %v", mem.used)
+	}
 }
 
 // TestRoundsRefuse: what is not an MRTR round of ours is said to be so,
