@@ -384,7 +384,8 @@ func callDigest(v *verbs.Verb, args any) string {
 }
 
 // rounds runs a call of a 2026-07-28 client as MRTR rounds, if it is one:
-// agent_run, with elicitation in form mode in its _meta. It returns nil
+// agent_run, with elicitation in form mode in its _meta, of an agent whose
+// requests --elicit has asked about (elicits). It returns nil
 // for any other call, which runs as it always has; a call of another
 // kind that carries a requestState or inputResponses is refused, as they
 // are not ours.
@@ -416,6 +417,23 @@ func (or *orchestrator) rounds(ctx context.Context, v *verbs.Verb, args any, req
 	}
 	or.starting(ra)
 	call := callDigest(v, ra)
+	if !or.elicits(ra.AgentID) {
+		// --elicit says not to ask about this agent's requests (never,
+		// or own for an agent not this session's), as elicit.go does not
+		// for a 2025-11-25 client: the call runs as it always has,
+		// waiting on the turn, and its requests wait for agent_permit or
+		// their expiry.
+		if retry {
+			st, err := or.rt.open(req.Params.RequestState, call, time.Now())
+			if err != nil {
+				st = roundState{Agent: ra.AgentID}
+			}
+			mode := cmp(or.o.Elicit, verbs.ElicitOwn)
+			return mcp.NewToolResultError(fmt.Sprintf("%s: %s: this server asks about no permission request of agent %s (--elicit %s); %s",
+				v.Name, errNotOurs, ra.AgentID, mode, permitHint(st.Agent, st.Request)))
+		}
+		return nil
+	}
 	w := or.rt.watch(ra.AgentID)
 	defer or.rt.unwatch(w)
 	now := time.Now()

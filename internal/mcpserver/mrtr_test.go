@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -211,5 +212,60 @@ func TestAskParams(t *testing.T) {
 	p.ExpiresAt = ""
 	if msg := askParams(askKey{"ab12", "r1"}, p, "").Message; strings.Contains(msg, "unanswered") {
 		t.Fatalf("no expiry, yet the message says one: %q", msg)
+	}
+}
+
+// formCtx is the context of a 2026-07-28 call whose client declares form
+// elicitation.
+func formCtx() context.Context {
+	caps := mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}}
+	return server.WithRequestProtocolInfo(context.Background(), &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28", ClientCapabilities: &caps})
+}
+
+// pendingEnvelope is the permission event of agent's request id, not
+// decided.
+func pendingEnvelope(agent, id string, turn int) Envelope {
+	b, _ := json.Marshal(event.PermissionData{RequestID: id, ToolCall: event.ToolCall{Title: "Bash"}})
+	return Envelope{Agent: agent, Kind: event.Permission, Turn: turn, Data: b}
+}
+
+// TestRoundsElicitPolicy: --elicit holds for a 2026-07-28 client as for a
+// 2025-11-25 one. never: agent_run asks in no round (it runs as it always
+// has, its requests left to agent_permit or their expiry), and a retry is
+// refused, saying what to do; own and all: agent_run's agent is the
+// session's, and its request is asked as a round.
+func TestRoundsElicitPolicy(t *testing.T) {
+	run := verbs.ByName("run")
+	// A short timeout: a call that wrongly waits on the turn ends.
+	ra := &verbs.RunArgs{AgentID: "ab12", Text: "hi", Timeout: 0.2}
+	for _, mode := range []string{verbs.ElicitNever, verbs.ElicitOwn, verbs.ElicitAll} {
+		t.Run(mode, func(t *testing.T) {
+			fake := (&servertest.Fake{}).Returns("send", &verbs.SendResult{Turn: 2}, nil)
+			or := newOrchestrator(context.Background(), fake, Options{Elicit: mode}, io.Discard)
+			or.envelope(pendingEnvelope("ab12", "r1", 2))
+			r := or.rounds(formCtx(), run, ra, mcp.CallToolRequest{})
+			if mode == verbs.ElicitNever {
+				if r != nil {
+					t.Fatalf("--elicit never, and agent_run asked in a round (or waited in one): %+v", r)
+				}
+				if calls := fake.Calls(); len(calls) != 0 {
+					t.Fatalf("no round, yet the call reached the daemon: %+v", calls)
+				}
+				var req mcp.CallToolRequest
+				req.Params.RequestState = "e30.AAAA"
+				r = or.rounds(formCtx(), run, ra, req)
+				if r == nil || !r.IsError || !strings.Contains(r.Content[0].(mcp.TextContent).Text, "--elicit never") ||
+					!strings.Contains(r.Content[0].(mcp.TextContent).Text, "with agent_permit") {
+					t.Fatalf("a retry under --elicit never: %+v", r)
+				}
+				return
+			}
+			if r == nil || r.ResultType != mcp.ResultTypeInputRequired || len(r.InputRequests) != 1 || r.RequestState == "" {
+				t.Fatalf("--elicit %s: no round for the agent's request: %+v", mode, r)
+			}
+			if _, ok := r.InputRequests[inputKeyPrefix+"r1"]; !ok {
+				t.Fatalf("--elicit %s: the round asks %v, not request r1", mode, r.InputRequests)
+			}
+		})
 	}
 }
