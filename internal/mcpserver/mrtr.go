@@ -185,6 +185,14 @@ func (rt *rounds) envelope(e Envelope) {
 				delete(rt.pending, k)
 			}
 		}
+	case event.Status:
+		var d event.StatusData
+		if json.Unmarshal(e.Data, &d) == nil && d.Status == apitype.Starting {
+			// A new agent of the id (reopened after a forget), or the
+			// agent restarted: what was kept of it is of turns and
+			// requests that are not its.
+			rt.forgetLocked(e.Agent)
+		}
 	case event.Result:
 		var r event.ResultData
 		if json.Unmarshal(e.Data, &r) == nil {
@@ -199,6 +207,26 @@ func (rt *rounds) envelope(e Envelope) {
 	}
 	for w := range rt.watches[e.Agent] {
 		w.put(e)
+	}
+}
+
+// forget drops what was kept of the agents forgotten: an agent opened
+// later with the same id starts its turns at 1 again, and its agent_run
+// must not take an ended turn of the one before.
+func (rt *rounds) forget(agents ...string) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for _, a := range agents {
+		rt.forgetLocked(a)
+	}
+}
+
+func (rt *rounds) forgetLocked(agent string) {
+	delete(rt.ended, agent)
+	for k := range rt.pending {
+		if k.agent == agent {
+			delete(rt.pending, k)
+		}
 	}
 }
 
@@ -510,6 +538,12 @@ func (or *orchestrator) waitTurn(ctx context.Context, w *turnWatch, call string,
 	// restart, which has seen none of it).
 	or.rt.mu.Lock()
 	r, ended := or.rt.ended[agent][n]
+	if fresh {
+		// Sent after w began, the turn's end comes to w: a turn n that
+		// ended before is another agent's of the id (forgotten and
+		// reopened, the forget not yet seen).
+		ended = false
+	}
 	var ask *event.PermissionData
 	for k, p := range or.rt.pending {
 		if k.agent == agent && k.request != answered {

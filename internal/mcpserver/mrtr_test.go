@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/server/servertest"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -268,4 +269,69 @@ func TestRoundsElicitPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// resultEnvelope is the end of agent's turn n, with stop and why.
+func resultEnvelope(agent string, n int, stop, why string) Envelope {
+	b, _ := json.Marshal(event.ResultData{StopReason: stop, Error: why})
+	return Envelope{Agent: agent, Kind: event.Result, Turn: n, Data: b}
+}
+
+// TestRoundsForgotten: what is kept of an agent's turns and requests goes
+// with it. Forgotten (agent_forget through this server) or started anew
+// (status starting), the agent's ended turns and pending requests are
+// dropped, and another agent's kept; and agent_run of a turn it sends
+// never takes the end of a turn of that number that ended before, which
+// is an earlier agent's of the id whose forget the server has not seen.
+func TestRoundsForgotten(t *testing.T) {
+	run := verbs.ByName("run")
+	fake := &servertest.Fake{}
+	or := newOrchestrator(context.Background(), fake, Options{}, io.Discard)
+	or.srv = server.NewMCPServer("test", "0")
+	fill := func() {
+		for _, a := range []string{"ab12", "cd34"} {
+			or.rt.envelope(resultEnvelope(a, 1, event.StopError, "the old agent's failure"))
+			or.rt.envelope(pendingEnvelope(a, "r1", 2))
+		}
+	}
+	kept := func(t *testing.T, agent string) (ended, pending bool) {
+		t.Helper()
+		or.rt.mu.Lock()
+		defer or.rt.mu.Unlock()
+		_, pending = or.rt.pending[askKey{agent, "r1"}]
+		return len(or.rt.ended[agent]) > 0, pending
+	}
+	starting, _ := json.Marshal(event.StatusData{Status: apitype.Starting})
+	for _, tc := range []struct {
+		name string
+		drop func()
+	}{
+		{"forgotten", func() { or.called(&verbs.ForgetResult{Forgotten: []string{"ab12"}}) }},
+		{"starting", func() { or.rt.envelope(Envelope{Agent: "ab12", Kind: event.Status, Data: starting}) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fill()
+			tc.drop()
+			if ended, pending := kept(t, "ab12"); ended || pending {
+				t.Fatalf("kept of the agent dropped: ended turns %v, pending requests %v", ended, pending)
+			}
+			if ended, pending := kept(t, "cd34"); !ended || !pending {
+				t.Fatalf("kept of another agent dropped: ended turns %v, pending requests %v", ended, pending)
+			}
+		})
+	}
+	t.Run("sent after an old turn of the number ended", func(t *testing.T) {
+		or.rt.forget("ab12", "cd34")
+		or.rt.envelope(resultEnvelope("ab12", 1, event.StopError, "the old agent's failure"))
+		fake.Returns("send", &verbs.SendResult{Turn: 1}, nil)
+		// The new agent's turn 1 does not end here: the call waits on it
+		// until its (short) timeout, rather than answer with the old end.
+		r := or.rounds(formCtx(), run, &verbs.RunArgs{AgentID: "ab12", Text: "hi", Timeout: 0.1}, mcp.CallToolRequest{})
+		if r == nil || !r.IsError || len(r.Content) != 1 {
+			t.Fatalf("agent_run of the new agent's turn 1: %+v", r)
+		}
+		if got := r.Content[0].(mcp.TextContent).Text; strings.Contains(got, "old agent's failure") || !strings.Contains(got, "still running") {
+			t.Fatalf("agent_run of the new agent's turn 1 took the old agent's turn 1: %s", got)
+		}
+	})
 }

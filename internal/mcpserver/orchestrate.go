@@ -186,6 +186,7 @@ func (or *orchestrator) called(res any) {
 		or.mu.Unlock()
 	case *verbs.ForgetResult:
 		or.forgotten(r.Forgotten)
+		or.rt.forget(r.Forgotten...)
 	}
 }
 
