@@ -396,9 +396,14 @@ func (rt *rounds) consume(st roundState, now time.Time) error {
 	if err := f.Truncate(0); err != nil {
 		return err
 	}
-	// Not synced: a record lost with the machine lets a state that
-	// answered once be presented again, which the daemon refuses (its
-	// request is decided), so it still grants nothing.
+	// Not synced: a record lost with the machine lets a used state be
+	// presented again, and open and consume take it. Its answer then
+	// decides nothing if the request was decided, as the daemon takes
+	// one decision a request (Permit is wrong_state, and the retry waits
+	// on the turn as after an answer given elsewhere), or expired (the
+	// retry is told so). Only a request whose answer was lost with the
+	// machine before it reached the daemon still waits, and the replay
+	// gives it its first decision.
 	_, err = f.WriteAt([]byte(strings.Join(keep, "\n")+"\n"), 0)
 	return err
 }
@@ -517,11 +522,18 @@ func (or *orchestrator) rounds(ctx context.Context, v *verbs.Verb, args any, req
 		case e.Code == verbs.CodeWrongState && strings.Contains(e.Message, "("+event.DecidedByTimeout+")"):
 			return mcp.NewToolResultError(fmt.Sprintf("%s: agent %s's permission request %s expired before this answer came: it was denied, and turn %d went on without it; read the turn with agent_output",
 				v.Name, st.Agent, st.Request, st.Turn))
-		case e.Code == verbs.CodeWrongState:
-			// Answered elsewhere first (agent_permit, the monitor):
-			// the call goes on without this answer.
+		case e.Code == verbs.CodeWrongState || e.Code == verbs.CodeNotFound:
+			// Answered elsewhere first (agent_permit, the monitor), or
+			// no longer pending (the agent restarted): the call goes on
+			// without this answer.
 		default:
-			return toolError(err)
+			// The answer did not reach the daemon, and the state is
+			// spent (consume): a fresh round asks again, so that the
+			// client's way on is not to call agent_run anew, which
+			// would send the turn's text again.
+			or.errLog.Printf("answering agent %s's permission request %s from an MRTR round: %v; it is asked again", k.agent, k.request, err)
+			return or.askRound(call, st.Agent, st.Turn, or.requestOf(ctx, k), deadline,
+				fmt.Sprintf("The answer given before could not be passed on (%s); answer again.", e.Message))
 		}
 	}
 	return or.waitTurn(ctx, w, call, ra, st.Turn, deadline, st.Request, false)
@@ -581,7 +593,7 @@ func (or *orchestrator) waitTurn(ctx context.Context, w *turnWatch, call string,
 		}
 	}
 	if ask != nil {
-		return or.askRound(call, agent, n, *ask, deadline)
+		return or.askRound(call, agent, n, *ask, deadline, "")
 	}
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -601,7 +613,7 @@ func (or *orchestrator) waitTurn(ctx context.Context, w *turnWatch, call string,
 				// behind (queued): either is in the call's way.
 				var p event.PermissionData
 				if json.Unmarshal(e.Data, &p) == nil && p.Decision == "" && p.RequestID != answered && e.Turn <= n {
-					return or.askRound(call, agent, n, p, deadline)
+					return or.askRound(call, agent, n, p, deadline, "")
 				}
 			case event.Result:
 				if e.Turn == n {
@@ -626,8 +638,28 @@ func cmp(a, b string) string {
 	return b
 }
 
-// askRound is the input_required result asking about request p of turn n.
-func (or *orchestrator) askRound(call, agent string, n int, p event.PermissionData, deadline time.Time) *mcp.CallToolResult {
+// requestOf is what is known of k, a request asked before: as the
+// followed events told it, else as agent_status tells it, else its id.
+func (or *orchestrator) requestOf(ctx context.Context, k askKey) event.PermissionData {
+	or.rt.mu.Lock()
+	p, ok := or.rt.pending[k]
+	or.rt.mu.Unlock()
+	if ok {
+		return p
+	}
+	if st, err := or.svc.Status(ctx, &verbs.StatusArgs{AgentID: k.agent}); err == nil {
+		for _, q := range st.PendingPermissions {
+			if q.RequestID == k.request {
+				return event.PermissionData{RequestID: q.RequestID, ExpiresAt: q.ExpiresAt, ToolCall: event.ToolCall{Title: cmp(q.Title, q.Tool)}}
+			}
+		}
+	}
+	return event.PermissionData{RequestID: k.request}
+}
+
+// askRound is the input_required result asking about request p of turn n;
+// note, if any, ends the question's message.
+func (or *orchestrator) askRound(call, agent string, n int, p event.PermissionData, deadline time.Time, note string) *mcp.CallToolResult {
 	k := askKey{agent, p.RequestID}
 	exp := time.Now().Add(stateGrace)
 	if t, err := time.Parse(time.RFC3339Nano, p.ExpiresAt); err == nil {
@@ -642,6 +674,9 @@ func (or *orchestrator) askRound(call, agent string, n int, p event.PermissionDa
 	}
 	params := askParams(k, p, "")
 	params.Mode = mcp.ElicitationModeForm
+	if note != "" {
+		params.Message += "\n" + note
+	}
 	return server.NewInputRequestBuilder(state).Elicit(key, params).ToolResult()
 }
 

@@ -335,3 +335,40 @@ func TestRoundsForgotten(t *testing.T) {
 		}
 	})
 }
+
+// TestRoundsPermitFails: an answer that does not reach the daemon (its
+// Permit fails, not for a request decided or expired) is asked again in a
+// fresh round, with a new state, saying why: the state answered is spent,
+// and calling agent_run anew would send the turn again.
+func TestRoundsPermitFails(t *testing.T) {
+	run := verbs.ByName("run")
+	ra := &verbs.RunArgs{AgentID: "ab12", Text: "hi", Timeout: 600}
+	fake := (&servertest.Fake{}).Returns("permit", nil, &verbs.Error{Code: verbs.CodeUnavailable, Message: "the daemon is restarting"})
+	or := newOrchestrator(context.Background(), fake, Options{}, io.Discard)
+	or.rt.envelope(pendingEnvelope("ab12", "r1", 2))
+	now := time.Now()
+	state, err := or.rt.seal(roundState{Agent: "ab12", Turn: 2, Request: "r1", Key: inputKeyPrefix + "r1", Call: callDigest(run, ra),
+		Deadline: now.Add(time.Minute).UnixMilli(), Expires: now.Add(time.Hour).UnixMilli()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req mcp.CallToolRequest
+	req.Params.RequestState = state
+	req.Params.InputResponses = mcp.InputResponses{inputKeyPrefix + "r1": mcp.NewElicitationInputResponse(mcp.ElicitationResult{
+		ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept}})}
+	r := or.rounds(formCtx(), run, ra, req)
+	if r == nil || r.ResultType != mcp.ResultTypeInputRequired || r.RequestState == "" || r.RequestState == state {
+		t.Fatalf("an answer that did not reach the daemon: %+v", r)
+	}
+	in, ok := r.InputRequests[inputKeyPrefix+"r1"]
+	if !ok || in.Elicitation == nil || !strings.Contains(in.Elicitation.Message, "could not be passed on (the daemon is restarting)") {
+		t.Fatalf("the fresh round does not ask request r1 again saying why: %+v", r.InputRequests)
+	}
+	st, err := or.rt.open(r.RequestState, callDigest(run, ra), now)
+	if err != nil || st.Request != "r1" || st.Turn != 2 || st.Deadline != now.Add(time.Minute).UnixMilli() {
+		t.Fatalf("the fresh round's state: %+v, %v", st, err)
+	}
+	if err := or.rt.consume(st, now); err != nil {
+		t.Fatalf("the fresh round's state is spent already: %v", err)
+	}
+}
