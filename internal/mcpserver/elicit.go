@@ -58,10 +58,12 @@ func (or *orchestrator) permission(e Envelope) {
 		or.withdraw(k, fmt.Sprintf("permission request %s answered elsewhere: %s by %s", p.RequestID, p.Decision.Past(), p.By))
 		return
 	}
-	if or.rt.seenModern() {
+	if or.isModern() {
 		// A 2026-07-28 client takes no server-initiated request: its
 		// calls that wait on the agent ask it in MRTR rounds (mrtr.go),
-		// and agent_permit answers any other.
+		// and agent_permit answers any other. (One flag, modern.go's: a
+		// client that probes server/discover and then initializes is a
+		// 2025-11-25 client, and is asked here.)
 		return
 	}
 	if !or.elicits(e.Agent) {

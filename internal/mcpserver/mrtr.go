@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -91,8 +90,6 @@ type rounds struct {
 	keyErr   error
 	key      []byte
 
-	modern atomic.Bool // the client spoke 2026-07-28
-
 	mu      sync.Mutex
 	watches map[string]map[*turnWatch]bool // agent → calls waiting on it
 	pending map[askKey]event.PermissionData
@@ -160,9 +157,6 @@ func loadKey(path string) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("%s: could not be read or made", path)
 }
-
-func (rt *rounds) sawModern()       { rt.modern.Store(true) }
-func (rt *rounds) seenModern() bool { return rt.modern.Load() }
 
 // envelope keeps what e tells of pending requests and ended turns, and
 // hands it to the calls waiting on its agent.
@@ -426,9 +420,6 @@ func (or *orchestrator) rounds(ctx context.Context, v *verbs.Verb, args any, req
 	retry := req.Params.RequestState != "" || len(req.Params.InputResponses) > 0
 	info := server.RequestProtocolInfoFromContext(ctx)
 	modern := info != nil && info.Modern
-	if modern {
-		or.rt.sawModern()
-	}
 	ra, isRun := args.(*verbs.RunArgs)
 	if !modern || !isRun || !formElicits(info.ClientCapabilities) {
 		if retry {

@@ -372,3 +372,76 @@ func TestRoundsPermitFails(t *testing.T) {
 		t.Fatalf("the fresh round's state is spent already: %v", err)
 	}
 }
+
+// elicitSession is a client session of a 2025-11-25 client that declares
+// form elicitation: the elicitations sent to it come out of asked, and
+// wait for their context's end.
+type elicitSession struct{ asked chan mcp.ElicitationRequest }
+
+func (s *elicitSession) Initialize()       {}
+func (s *elicitSession) Initialized() bool { return true }
+func (s *elicitSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	return make(chan mcp.JSONRPCNotification, 8)
+}
+func (s *elicitSession) SessionID() string                            { return "s1" }
+func (s *elicitSession) GetClientInfo() mcp.Implementation            { return mcp.Implementation{Name: "test"} }
+func (s *elicitSession) SetClientInfo(mcp.Implementation)             {}
+func (s *elicitSession) SetClientCapabilities(mcp.ClientCapabilities) {}
+func (s *elicitSession) GetClientCapabilities() mcp.ClientCapabilities {
+	return mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}
+}
+func (s *elicitSession) RequestElicitation(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	s.asked <- r
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestModernFlag: whether the client is a 2026-07-28 one is one flag, set
+// by a request of a version mcp-go serves and reset by initialize. A
+// client that probes server/discover and falls back to initialize (as the
+// claude CLI does when discover goes unanswered) is asked about its
+// agents' permission requests by elicitation, as any 2025-11-25 client.
+func TestModernFlag(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	or := newOrchestrator(ctx, &servertest.Fake{}, Options{Elicit: verbs.ElicitAll}, io.Discard)
+	defer or.wait()
+	defer cancel()
+	or.srv = server.NewMCPServer("test", "0", server.WithElicitation())
+	sess := &elicitSession{asked: make(chan mcp.ElicitationRequest, 1)}
+	or.session = sess
+	request := func(method, version string) {
+		t.Helper()
+		m := map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": map[string]any{}}
+		if version != "" {
+			m["params"] = map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": version}}
+		}
+		b, _ := json.Marshal(m)
+		if err := or.checkRequest(ctx, 1, json.RawMessage(b)); err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+	}
+	asking := func(id string) bool {
+		or.permission(pendingEnvelope("ab12", id, 1))
+		or.mu.Lock()
+		defer or.mu.Unlock()
+		return or.asks[askKey{"ab12", id}] != nil
+	}
+	request(string(mcp.MethodServerDiscover), "2099-01-01") // not a version mcp-go serves
+	if or.isModern() {
+		t.Fatal("a request of protocol 2099-01-01, which mcp-go refuses, made the client a 2026-07-28 one")
+	}
+	request(string(mcp.MethodServerDiscover), mcp.ProtocolVersion20260728)
+	if !or.isModern() || asking("r1") {
+		t.Fatalf("after server/discover: modern %v; and a permission request went out as an elicitation to a 2026-07-28 client", or.isModern())
+	}
+	request(string(mcp.MethodInitialize), "")
+	if or.isModern() {
+		t.Fatal("initialize after server/discover left the client a 2026-07-28 one")
+	}
+	if !asking("r2") {
+		t.Fatal("a client that initialized after server/discover is not asked by elicitation")
+	}
+	if got := <-sess.asked; !strings.Contains(got.Params.Message, "Agent ab12 asks") {
+		t.Fatalf("elicitation: %+v", got)
+	}
+}

@@ -284,17 +284,11 @@ func (or *orchestrator) checkRequest(ctx context.Context, _ any, message any) er
 	var m struct {
 		Method string `json:"method"`
 		Params struct {
-			URI  string `json:"uri"`
-			Meta struct {
-				Version string `json:"io.modelcontextprotocol/protocolVersion"`
-			} `json:"_meta"`
+			URI string `json:"uri"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(raw, &m) != nil {
 		return nil
-	}
-	if mcp.IsModernProtocol(m.Params.Meta.Version) {
-		or.rt.sawModern() // server/discover too: no elicitation goes to it (elicit.go)
 	}
 	if mm := mcp.MCPMethod(m.Method); mm != mcp.MethodResourcesSubscribe && mm != mcp.MethodResourcesRead {
 		return nil
