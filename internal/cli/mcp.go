@@ -36,7 +36,7 @@ func mcpCmd() *cli.Command {
 			"a subscriber hears notifications/resources/updated at each status change and turn end, and every client notifications/resources/list_changed when agents open, close or are forgotten.\n\n" +
 			"A 2026-07-28 client (server/discover) is sent no request: its agent_run, when the turn meets a permission request and the call's _meta declares elicitation.form, " +
 			"returns resultType input_required with the same question as an input request and a requestState; the retry with inputResponses answers it and waits on the same turn " +
-			"to its end or the next round. The state is sealed with a key in the cache dir (mcp-state.key), so a retry reaches a kaimon mcp started since; one altered or used before is refused. " +
+			"to its end or the next round (--elicit holds here too: an agent it does not ask about is asked in no round). The state is sealed with a key in the cache dir (mcp-state.key), so a retry reaches a kaimon mcp started since; one altered or used before is refused. " +
 			"Such a client subscribes with subscriptions/listen (resourceSubscriptions, resourcesListChanged): each notification is tagged with the stream's id. " +
 			"Declaring the tasks extension (io.modelcontextprotocol/tasks), its agent_run returns a task at once: tasks/get gives its state and, at the end, its result; " +
 			"tasks/update answers its input requests; tasks/cancel interrupts the turn; a listen stream with taskIds hears notifications/tasks.\n\n" +

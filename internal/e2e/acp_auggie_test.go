@@ -186,21 +186,7 @@ func TestACPAuggie(t *testing.T) {
 
 	// Interrupt a streaming turn: auggie aborts its request, the turn
 	// ends cancelled.
-	turn = atoiT(t, e.ok("send", id, "please be slow"))
-	waitFor(t, "the slow stream", 30*time.Second, func() bool {
-		var o verbs.OutputResult
-		e.okJSON(&o, "output", id)
-		return strings.Contains(o.Text, "chunk1")
-	})
-	var ir verbs.InterruptResult
-	e.okJSON(&ir, "interrupt", id)
-	if !ir.Interrupted {
-		t.Fatal("interrupt: false")
-	}
-	res := e.waitEvent(t, id, event.Result, func(d gjson.Result) bool { return d.Get("stopReason").String() == "cancelled" })
-	if res.Turn != turn {
-		t.Fatalf("cancelled result of turn %d, want %d", res.Turn, turn)
-	}
+	turn, _ = e.interruptSlow(t, id, 30*time.Second)
 	e.waitStatus(t, id, "idle")
 	if o := e.ok("output", id, "--turn", itoa(turn)); strings.Contains(o, "chunk59") {
 		t.Fatalf("the interrupted turn streamed to its end: %q", o)
@@ -213,6 +199,7 @@ func TestACPAuggie(t *testing.T) {
 	perm = e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool {
 		return !d.Get("decision").Exists() && strings.Contains(d.Get("toolCall.rawInput.command").String(), "pended.txt")
 	})
+	var ir verbs.InterruptResult
 	e.okJSON(&ir, "interrupt", id)
 	if !ir.Interrupted {
 		t.Fatal("interrupt with a pending permission: false")
@@ -223,6 +210,7 @@ func TestACPAuggie(t *testing.T) {
 	if gjson.GetBytes(dec.Data, "by").String() != "cancelled" {
 		t.Fatalf("the pending request after interrupt: %s", dec.Data)
 	}
+	var res event.Record
 	waitFor(t, "the result of turn "+itoa(turn), 30*time.Second, func() bool {
 		for _, r := range e.events(t, id) {
 			if r.Kind == event.Result && r.Turn == turn {

@@ -139,21 +139,8 @@ func TestACPCopilot(t *testing.T) {
 	}
 
 	// interrupt a slow turn.
-	turn = e.ok("send", id, "please be slow")
-	waitFor(t, "slow stream", 30*time.Second, func() bool {
-		var o verbs.OutputResult
-		e.okJSON(&o, "output", id)
-		return strings.Contains(o.Text, "chunk1")
-	})
-	var ir verbs.InterruptResult
-	e.okJSON(&ir, "interrupt", id)
-	if !ir.Interrupted {
-		t.Fatal("interrupt: false")
-	}
-	res = e.waitEvent(t, id, event.Result, func(d gjson.Result) bool { return d.Get("stopReason").String() == "cancelled" })
-	if res.Turn != atoiT(t, turn) {
-		t.Fatalf("cancelled result of turn %d, want %s", res.Turn, turn)
-	}
+	n, _ = e.interruptSlow(t, id, 30*time.Second)
+	turn = itoa(n)
 	e.waitStatus(t, id, "idle")
 
 	// A file outside the cwd: copilot asks to access the path; an
@@ -164,6 +151,7 @@ func TestACPCopilot(t *testing.T) {
 	perm = e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool {
 		return !d.Get("decision").Exists() && strings.Contains(d.Get("toolCall.rawInput.path").String(), "cp-outside.txt")
 	})
+	var ir verbs.InterruptResult
 	e.okJSON(&ir, "interrupt", id)
 	if !ir.Interrupted {
 		t.Fatal("interrupt with a pending permission: false")

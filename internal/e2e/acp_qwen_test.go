@@ -153,21 +153,8 @@ func TestACPQwen(t *testing.T) {
 	}
 
 	// interrupt a slow turn.
-	turn = e.ok("send", id, "please be slow")
-	waitFor(t, "slow stream", 60*time.Second, func() bool {
-		var o verbs.OutputResult
-		e.okJSON(&o, "output", id)
-		return strings.Contains(o.Text, "chunk1")
-	})
-	var ir verbs.InterruptResult
-	e.okJSON(&ir, "interrupt", id)
-	if !ir.Interrupted {
-		t.Fatal("interrupt: false")
-	}
-	res = e.waitEvent(t, id, event.Result, func(d gjson.Result) bool { return d.Get("stopReason").String() == "cancelled" })
-	if want := atoiT(t, turn); res.Turn != want {
-		t.Fatalf("cancelled result of turn %d, want %d", res.Turn, want)
-	}
+	n, _ := e.interruptSlow(t, id, 60*time.Second)
+	turn = itoa(n)
 	e.waitStatus(t, id, "idle")
 
 	// fork: qwen declares no session/fork.

@@ -456,18 +456,7 @@ func TestACPClaude(t *testing.T) {
 		t.Fatalf("model after set-model = %v", ms[len(ms)-1])
 	}
 	// interrupt a slow turn.
-	e.ok("send", id, "please be slow")
-	waitFor(t, "slow stream", 30*time.Second, func() bool {
-		var o verbs.OutputResult
-		e.okJSON(&o, "output", id)
-		return strings.Contains(o.Text, "chunk1")
-	})
-	var ir verbs.InterruptResult
-	e.okJSON(&ir, "interrupt", id)
-	if !ir.Interrupted {
-		t.Fatal("interrupt: false")
-	}
-	e.waitEvent(t, id, event.Result, func(d gjson.Result) bool { return d.Get("stopReason").String() == "cancelled" })
+	e.interruptSlow(t, id, 30*time.Second)
 	e.ok("close", id)
 
 	// notebook: the deny list goes in _meta.claudeCode.options, so the
@@ -530,18 +519,7 @@ func TestACPGemini(t *testing.T) {
 	if !sm.Switched {
 		t.Fatal("set-model not switched")
 	}
-	e.ok("send", id, "please be slow")
-	waitFor(t, "slow stream", 30*time.Second, func() bool {
-		var o verbs.OutputResult
-		e.okJSON(&o, "output", id)
-		return strings.Contains(o.Text, "chunk1")
-	})
-	var ir verbs.InterruptResult
-	e.okJSON(&ir, "interrupt", id)
-	if !ir.Interrupted {
-		t.Fatal("interrupt: false")
-	}
-	e.waitEvent(t, id, event.Result, func(d gjson.Result) bool { return d.Get("stopReason").String() == "cancelled" })
+	e.interruptSlow(t, id, 30*time.Second)
 	if ms := e.gemini.Models(); ms[len(ms)-1] != "gemini-3.8-flash" {
 		t.Fatalf("model after set-model: %v", ms)
 	}
@@ -653,4 +631,27 @@ func (e *acpEnv) bridgeCheck(t *testing.T, id, tool string) bool {
 		t.Fatalf("tool check: %d %v", resp.StatusCode, err)
 	}
 	return res.Allow
+}
+
+// interruptSlow sends "please be slow", waits (up to wait) until its
+// streamed output has the fake's first chunk, interrupts it, and returns
+// the turn and its result, failing unless the turn ended cancelled.
+func (e *acpEnv) interruptSlow(t *testing.T, id string, wait time.Duration) (int, event.Record) {
+	t.Helper()
+	turn := atoiT(t, e.ok("send", id, "please be slow"))
+	waitFor(t, "the slow stream", wait, func() bool {
+		var o verbs.OutputResult
+		e.okJSON(&o, "output", id)
+		return strings.Contains(o.Text, "chunk1")
+	})
+	var ir verbs.InterruptResult
+	e.okJSON(&ir, "interrupt", id)
+	if !ir.Interrupted {
+		t.Fatal("interrupt: false")
+	}
+	res := e.waitEvent(t, id, event.Result, func(d gjson.Result) bool { return d.Get("stopReason").String() == "cancelled" })
+	if res.Turn != turn {
+		t.Fatalf("a cancelled result of turn %d, want turn %d: %s", res.Turn, turn, res.Data)
+	}
+	return turn, res
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,7 +78,7 @@ func TestBadInput(t *testing.T) {
 }
 
 // noAgents fails the test unless the daemon lists no agent and the cache
-// dir holds no agent's file (only the daemon's own pid file and log).
+// dir holds no agent's file (only the daemon's own: config.Paths.DaemonFiles).
 func (e *kenv) noAgents() {
 	e.t.Helper()
 	var l verbs.ListResult
@@ -85,13 +86,15 @@ func (e *kenv) noAgents() {
 	if len(l.Agents) != 0 {
 		e.t.Fatalf("agents listed: %+v", l.Agents)
 	}
-	ents, err := os.ReadDir(filepath.Join(e.home, "cache", "agents"))
+	paths := e.paths()
+	ents, err := os.ReadDir(paths.CacheDir)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	own := paths.DaemonFiles()
 	for _, ent := range ents {
-		if n := ent.Name(); n != "pids.json" && n != "agentd.log" {
-			e.t.Errorf("the cache dir holds %s", n)
+		if !slices.Contains(own, filepath.Join(paths.CacheDir, ent.Name())) {
+			e.t.Errorf("the cache dir holds %s", ent.Name())
 		}
 	}
 }

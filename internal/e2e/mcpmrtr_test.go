@@ -221,3 +221,35 @@ func TestMCPMRTR(t *testing.T) {
 		t.Fatalf("the 2026-07-28 client got %d server-initiated requests: %+v", n, c2.ServerRequests())
 	}
 }
+
+// TestMCPMRTRElicitNever: `kaimon mcp --elicit never` asks a 2026-07-28
+// client about no permission request, as it asks a 2025-11-25 one about
+// none: agent_run meets the worker's request with no round and waits on
+// the turn, which kaimon permit lets go on to its end.
+func TestMCPMRTRElicitNever(t *testing.T) {
+	e := newEnv(t, "KAIMON_PERMISSION_TIMEOUT", "120")
+	e.ok("daemon", "start")
+	c := startRawMCP(t, e, mrtrCaps, "--elicit", "never")
+	c.Discover()
+	id := mrtrOpen(t, c, e.work)
+	e.dumpOnFail(t, id)
+	file := filepath.Join(e.home, "outside-never")
+	args := map[string]any{"agent_id": id, "text": "run command: touch " + file}
+	call := c.Send("tools/call", map[string]any{"_meta": c.Meta(), "name": "agent_run", "arguments": args})
+	p := e.pendingPermission(t, id, file)
+	e.ok("permit", id, p.RequestID, "allow")
+	raw, rerr := c.Wait(call, 3*time.Minute)
+	var r rawToolResult
+	if rerr != nil || json.Unmarshal(raw, &r) != nil {
+		t.Fatalf("agent_run: %s %v", raw, rerr)
+	}
+	if r.ResultType == "input_required" || r.IsError || !strings.Contains(r.Text(), "Done.") {
+		t.Fatalf("agent_run under --elicit never: %+v", r)
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("the permitted command did not run: %v", err)
+	}
+	if n := len(c.ServerRequests()); n != 0 {
+		t.Fatalf("the 2026-07-28 client got %d server-initiated requests: %+v", n, c.ServerRequests())
+	}
+}

@@ -58,10 +58,12 @@ func (or *orchestrator) permission(e Envelope) {
 		or.withdraw(k, fmt.Sprintf("permission request %s answered elsewhere: %s by %s", p.RequestID, p.Decision.Past(), p.By))
 		return
 	}
-	if or.rt.seenModern() {
+	if or.isModern() {
 		// A 2026-07-28 client takes no server-initiated request: its
 		// calls that wait on the agent ask it in MRTR rounds (mrtr.go),
-		// and agent_permit answers any other.
+		// and agent_permit answers any other. (One flag, modern.go's: a
+		// client that probes server/discover and then initializes is a
+		// 2025-11-25 client, and is asked here.)
 		return
 	}
 	if !or.elicits(e.Agent) {
@@ -158,7 +160,7 @@ func askParams(k askKey, p event.PermissionData, task string) mcp.ElicitationPar
 	}
 	msg += fmt.Sprintf(".\nAccept to %s it, decline to %s it.", apitype.Allow, apitype.Deny)
 	if p.ExpiresAt != "" {
-		msg += " Unanswered, it is denied at " + p.ExpiresAt + "."
+		msg += " Denied if unanswered by " + p.ExpiresAt + "."
 	}
 	meta := &mcp.Meta{AdditionalFields: map[string]any{MetaPermission: map[string]string{"agent_id": k.agent, "request_id": k.request}}}
 	if task != "" {

@@ -160,7 +160,12 @@ type rpcRequest struct {
 	} `json:"params"`
 }
 
-func (r *rpcRequest) modern() bool { return mcp.IsModernProtocol(r.Params.Meta.ProtocolVersion) }
+// modern says whether r is of a 2026-07-28 client: a version mcp-go
+// serves (IsModernProtocol alone is a string >=, which "2099-01-01" is).
+func (r *rpcRequest) modern() bool {
+	v := r.Params.Meta.ProtocolVersion
+	return mcp.IsModernProtocol(v) && mcp.IsValidProtocolVersion(v)
+}
 
 func (r *rpcRequest) tasksExtension() bool {
 	_, ok := r.Params.Meta.Caps.Extensions[TasksExtension]

@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -91,8 +90,6 @@ type rounds struct {
 	keyErr   error
 	key      []byte
 
-	modern atomic.Bool // the client spoke 2026-07-28
-
 	mu      sync.Mutex
 	watches map[string]map[*turnWatch]bool // agent → calls waiting on it
 	pending map[askKey]event.PermissionData
@@ -161,9 +158,6 @@ func loadKey(path string) ([]byte, error) {
 	return nil, fmt.Errorf("%s: could not be read or made", path)
 }
 
-func (rt *rounds) sawModern()       { rt.modern.Store(true) }
-func (rt *rounds) seenModern() bool { return rt.modern.Load() }
-
 // envelope keeps what e tells of pending requests and ended turns, and
 // hands it to the calls waiting on its agent.
 func (rt *rounds) envelope(e Envelope) {
@@ -185,6 +179,14 @@ func (rt *rounds) envelope(e Envelope) {
 				delete(rt.pending, k)
 			}
 		}
+	case event.Status:
+		var d event.StatusData
+		if json.Unmarshal(e.Data, &d) == nil && d.Status == apitype.Starting {
+			// A new agent of the id (reopened after a forget), or the
+			// agent restarted: what was kept of it is of turns and
+			// requests that are not its.
+			rt.forgetLocked(e.Agent)
+		}
 	case event.Result:
 		var r event.ResultData
 		if json.Unmarshal(e.Data, &r) == nil {
@@ -199,6 +201,26 @@ func (rt *rounds) envelope(e Envelope) {
 	}
 	for w := range rt.watches[e.Agent] {
 		w.put(e)
+	}
+}
+
+// forget drops what was kept of the agents forgotten: an agent opened
+// later with the same id starts its turns at 1 again, and its agent_run
+// must not take an ended turn of the one before.
+func (rt *rounds) forget(agents ...string) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for _, a := range agents {
+		rt.forgetLocked(a)
+	}
+}
+
+func (rt *rounds) forgetLocked(agent string) {
+	delete(rt.ended, agent)
+	for k := range rt.pending {
+		if k.agent == agent {
+			delete(rt.pending, k)
+		}
 	}
 }
 
@@ -277,6 +299,24 @@ func (rt *rounds) mac(body string) []byte {
 // server gave for the call.
 const errNotOurs = "requestState is not one kaimon gave for this call"
 
+// errUnverified is the error of a requestState that fails verification.
+var errUnverified = errors.New(errNotOurs + ": it fails verification (altered, or sealed under another key); it grants nothing")
+
+// permitHint says what a client whose retry of agent_run is refused does
+// instead: answer the request the round asked with agent_permit, and read
+// the turn. Calling agent_run again without the round's state would send
+// its text as a new turn. request is "" when it is not known.
+func permitHint(agent, request string) string {
+	which := "agent " + agent + "'s pending permission request"
+	if request != "" {
+		which += " " + request
+	} else {
+		which += " (agent_status lists its request_id)"
+	}
+	return "answer " + which + " with agent_permit, and read the turn with agent_output or agent_status " +
+		"(calling agent_run again would send its text as a new turn)"
+}
+
 // open verifies s, a requestState of call, and reads it.
 func (rt *rounds) open(s, call string, now time.Time) (roundState, error) {
 	var st roundState
@@ -286,8 +326,7 @@ func (rt *rounds) open(s, call string, now time.Time) (roundState, error) {
 	body, sig, ok := strings.Cut(s, ".")
 	got, err := b64.DecodeString(sig)
 	if !ok || err != nil || !hmac.Equal(got, rt.mac(body)) {
-		return st, errors.New(errNotOurs + ": it fails verification (altered, or sealed under another key); it grants nothing. " +
-			"Call the tool again without inputResponses and requestState, or answer the agent's request with agent_permit")
+		return st, errUnverified
 	}
 	b, err := b64.DecodeString(body)
 	if err != nil || json.Unmarshal(b, &st) != nil || st.V != 1 {
@@ -313,6 +352,13 @@ func (rt *rounds) consume(st roundState, now time.Time) error {
 	if rt.usedFile == "" {
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
+		// Lapsed states are dropped, as from the file: open refuses them
+		// before they are looked up here.
+		for nonce, exp := range rt.used {
+			if exp < now.UnixMilli() {
+				delete(rt.used, nonce)
+			}
+		}
 		if _, ok := rt.used[st.Nonce]; ok {
 			return errReplayed
 		}
@@ -344,9 +390,14 @@ func (rt *rounds) consume(st roundState, now time.Time) error {
 	if err := f.Truncate(0); err != nil {
 		return err
 	}
-	// Not synced: a record lost with the machine lets a state that
-	// answered once be presented again, which the daemon refuses (its
-	// request is decided), so it still grants nothing.
+	// Not synced: a record lost with the machine lets a used state be
+	// presented again, and open and consume take it. Its answer then
+	// decides nothing if the request was decided, as the daemon takes
+	// one decision a request (Permit is wrong_state, and the retry waits
+	// on the turn as after an answer given elsewhere), or expired (the
+	// retry is told so). Only a request whose answer was lost with the
+	// machine before it reached the daemon still waits, and the replay
+	// gives it its first decision.
 	_, err = f.WriteAt([]byte(strings.Join(keep, "\n")+"\n"), 0)
 	return err
 }
@@ -360,7 +411,8 @@ func callDigest(v *verbs.Verb, args any) string {
 }
 
 // rounds runs a call of a 2026-07-28 client as MRTR rounds, if it is one:
-// agent_run, with elicitation in form mode in its _meta. It returns nil
+// agent_run, with elicitation in form mode in its _meta, of an agent whose
+// requests --elicit has asked about (elicits). It returns nil
 // for any other call, which runs as it always has; a call of another
 // kind that carries a requestState or inputResponses is refused, as they
 // are not ours.
@@ -368,9 +420,6 @@ func (or *orchestrator) rounds(ctx context.Context, v *verbs.Verb, args any, req
 	retry := req.Params.RequestState != "" || len(req.Params.InputResponses) > 0
 	info := server.RequestProtocolInfoFromContext(ctx)
 	modern := info != nil && info.Modern
-	if modern {
-		or.rt.sawModern()
-	}
 	ra, isRun := args.(*verbs.RunArgs)
 	if !modern || !isRun || !formElicits(info.ClientCapabilities) {
 		if retry {
@@ -378,12 +427,37 @@ func (or *orchestrator) rounds(ctx context.Context, v *verbs.Verb, args any, req
 			if modern && isRun {
 				why = "asks for input only of a client that declares elicitation (form) in its clientCapabilities"
 			}
-			return mcp.NewToolResultError(fmt.Sprintf("%s: %s: this call %s; call it without inputResponses and requestState", v.Name, errNotOurs, why))
+			if !isRun {
+				return mcp.NewToolResultError(fmt.Sprintf("%s: %s: this call %s; call it without inputResponses and requestState", v.Name, errNotOurs, why))
+			}
+			// The state, if it is ours, names the request.
+			st, err := or.rt.open(req.Params.RequestState, callDigest(v, ra), time.Now())
+			if err != nil {
+				st = roundState{Agent: ra.AgentID}
+			}
+			return mcp.NewToolResultError(fmt.Sprintf("%s: %s: this call %s; %s", v.Name, errNotOurs, why, permitHint(st.Agent, st.Request)))
 		}
 		return nil
 	}
 	or.starting(ra)
 	call := callDigest(v, ra)
+	if !or.elicits(ra.AgentID) {
+		// --elicit says not to ask about this agent's requests (never,
+		// or own for an agent not this session's), as elicit.go does not
+		// for a 2025-11-25 client: the call runs as it always has,
+		// waiting on the turn, and its requests wait for agent_permit or
+		// their expiry.
+		if retry {
+			st, err := or.rt.open(req.Params.RequestState, call, time.Now())
+			if err != nil {
+				st = roundState{Agent: ra.AgentID}
+			}
+			mode := cmp(or.o.Elicit, verbs.ElicitOwn)
+			return mcp.NewToolResultError(fmt.Sprintf("%s: %s: this server asks about no permission request of agent %s (--elicit %s); %s",
+				v.Name, errNotOurs, ra.AgentID, mode, permitHint(st.Agent, st.Request)))
+		}
+		return nil
+	}
 	w := or.rt.watch(ra.AgentID)
 	defer or.rt.unwatch(w)
 	now := time.Now()
@@ -401,7 +475,9 @@ func (or *orchestrator) rounds(ctx context.Context, v *verbs.Verb, args any, req
 		return or.waitTurn(ctx, w, call, ra, sr.Turn, deadline, "", true)
 	}
 	st, err := or.rt.open(req.Params.RequestState, call, now)
-	if err != nil {
+	if err == errUnverified {
+		return mcp.NewToolResultError(v.Name + ": " + err.Error() + "; " + permitHint(ra.AgentID, ""))
+	} else if err != nil {
 		return mcp.NewToolResultError(v.Name + ": " + err.Error())
 	}
 	k := askKey{st.Agent, st.Request}
@@ -437,11 +513,18 @@ func (or *orchestrator) rounds(ctx context.Context, v *verbs.Verb, args any, req
 		case e.Code == verbs.CodeWrongState && strings.Contains(e.Message, "("+event.DecidedByTimeout+")"):
 			return mcp.NewToolResultError(fmt.Sprintf("%s: agent %s's permission request %s expired before this answer came: it was denied, and turn %d went on without it; read the turn with agent_output",
 				v.Name, st.Agent, st.Request, st.Turn))
-		case e.Code == verbs.CodeWrongState:
-			// Answered elsewhere first (agent_permit, the monitor):
-			// the call goes on without this answer.
+		case e.Code == verbs.CodeWrongState || e.Code == verbs.CodeNotFound:
+			// Answered elsewhere first (agent_permit, the monitor), or
+			// no longer pending (the agent restarted): the call goes on
+			// without this answer.
 		default:
-			return toolError(err)
+			// The answer did not reach the daemon, and the state is
+			// spent (consume): a fresh round asks again, so that the
+			// client's way on is not to call agent_run anew, which
+			// would send the turn's text again.
+			or.errLog.Printf("answering agent %s's permission request %s from an MRTR round: %v; it is asked again", k.agent, k.request, err)
+			return or.askRound(call, st.Agent, st.Turn, or.requestOf(ctx, k), deadline,
+				fmt.Sprintf("The answer given before could not be passed on (%s); answer again.", e.Message))
 		}
 	}
 	return or.waitTurn(ctx, w, call, ra, st.Turn, deadline, st.Request, false)
@@ -458,6 +541,12 @@ func (or *orchestrator) waitTurn(ctx context.Context, w *turnWatch, call string,
 	// restart, which has seen none of it).
 	or.rt.mu.Lock()
 	r, ended := or.rt.ended[agent][n]
+	if fresh {
+		// Sent after w began, the turn's end comes to w: a turn n that
+		// ended before is another agent's of the id (forgotten and
+		// reopened, the forget not yet seen).
+		ended = false
+	}
 	var ask *event.PermissionData
 	for k, p := range or.rt.pending {
 		if k.agent == agent && k.request != answered {
@@ -495,7 +584,7 @@ func (or *orchestrator) waitTurn(ctx context.Context, w *turnWatch, call string,
 		}
 	}
 	if ask != nil {
-		return or.askRound(call, agent, n, *ask, deadline)
+		return or.askRound(call, agent, n, *ask, deadline, "")
 	}
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -515,7 +604,7 @@ func (or *orchestrator) waitTurn(ctx context.Context, w *turnWatch, call string,
 				// behind (queued): either is in the call's way.
 				var p event.PermissionData
 				if json.Unmarshal(e.Data, &p) == nil && p.Decision == "" && p.RequestID != answered && e.Turn <= n {
-					return or.askRound(call, agent, n, p, deadline)
+					return or.askRound(call, agent, n, p, deadline, "")
 				}
 			case event.Result:
 				if e.Turn == n {
@@ -540,8 +629,28 @@ func cmp(a, b string) string {
 	return b
 }
 
-// askRound is the input_required result asking about request p of turn n.
-func (or *orchestrator) askRound(call, agent string, n int, p event.PermissionData, deadline time.Time) *mcp.CallToolResult {
+// requestOf is what is known of k, a request asked before: as the
+// followed events told it, else as agent_status tells it, else its id.
+func (or *orchestrator) requestOf(ctx context.Context, k askKey) event.PermissionData {
+	or.rt.mu.Lock()
+	p, ok := or.rt.pending[k]
+	or.rt.mu.Unlock()
+	if ok {
+		return p
+	}
+	if st, err := or.svc.Status(ctx, &verbs.StatusArgs{AgentID: k.agent}); err == nil {
+		for _, q := range st.PendingPermissions {
+			if q.RequestID == k.request {
+				return event.PermissionData{RequestID: q.RequestID, ExpiresAt: q.ExpiresAt, ToolCall: event.ToolCall{Title: cmp(q.Title, q.Tool)}}
+			}
+		}
+	}
+	return event.PermissionData{RequestID: k.request}
+}
+
+// askRound is the input_required result asking about request p of turn n;
+// note, if any, ends the question's message.
+func (or *orchestrator) askRound(call, agent string, n int, p event.PermissionData, deadline time.Time, note string) *mcp.CallToolResult {
 	k := askKey{agent, p.RequestID}
 	exp := time.Now().Add(stateGrace)
 	if t, err := time.Parse(time.RFC3339Nano, p.ExpiresAt); err == nil {
@@ -556,6 +665,9 @@ func (or *orchestrator) askRound(call, agent string, n int, p event.PermissionDa
 	}
 	params := askParams(k, p, "")
 	params.Mode = mcp.ElicitationModeForm
+	if note != "" {
+		params.Message += "\n" + note
+	}
 	return server.NewInputRequestBuilder(state).Elicit(key, params).ToolResult()
 }
 

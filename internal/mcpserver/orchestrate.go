@@ -190,6 +190,7 @@ func (or *orchestrator) called(res any) {
 		or.mu.Unlock()
 	case *verbs.ForgetResult:
 		or.forgotten(r.Forgotten)
+		or.rt.forget(r.Forgotten...)
 	}
 }
 
@@ -287,17 +288,11 @@ func (or *orchestrator) checkRequest(ctx context.Context, _ any, message any) er
 	var m struct {
 		Method string `json:"method"`
 		Params struct {
-			URI  string `json:"uri"`
-			Meta struct {
-				Version string `json:"io.modelcontextprotocol/protocolVersion"`
-			} `json:"_meta"`
+			URI string `json:"uri"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(raw, &m) != nil {
 		return nil
-	}
-	if mcp.IsModernProtocol(m.Params.Meta.Version) {
-		or.rt.sawModern() // server/discover too: no elicitation goes to it (elicit.go)
 	}
 	if mm := mcp.MCPMethod(m.Method); mm != mcp.MethodResourcesSubscribe && mm != mcp.MethodResourcesRead {
 		return nil
