@@ -523,9 +523,11 @@ func (or *orchestrator) intercept(line []byte) bool {
 }
 
 // protocolError is the error mcp-go answers a 2026-07-28 request with
-// whose _meta is not of its revision, as its request handler does before
-// any method (its check is not exported): a request the front serves
-// gets the same. nil: none.
+// whose _meta lacks what the revision requires (clientCapabilities), as
+// its request handler does before any method (its check is not exported):
+// a request the front serves gets the same. A version mcp-go does not
+// know is not modern() and reaches mcp-go, which refuses it (-32022);
+// the check here is for a caller that did not ask modern(). nil: none.
 func protocolError(ctx context.Context, id json.RawMessage, line []byte) any {
 	var w struct {
 		Params struct {
