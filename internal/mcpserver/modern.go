@@ -307,12 +307,14 @@ const (
 )
 
 // wire looks at a message mcp-go writes to a 2026-07-28 client: what
-// becomes of it, and after, what is to run once it went (or was dropped). A listen stream's acknowledgement gets the task ids agreed
+// becomes of it; before, what is to run as it is written, under the
+// writer's lock (it must not write); after, what is to run once it went
+// (or was dropped). A listen stream's acknowledgement gets the task ids agreed
 // and starts the stream; an untagged list change goes to the streams that
 // asked for it, tagged, and no further.
-func (or *orchestrator) wire(p []byte) (act wireAction, after func()) {
+func (or *orchestrator) wire(p []byte) (act wireAction, before, after func()) {
 	if !bytes.Contains(p, []byte(`"notifications/`)) || !or.isModern() {
-		return wirePass, nil
+		return wirePass, nil, nil
 	}
 	var m struct {
 		Method string                     `json:"method"`
@@ -320,7 +322,7 @@ func (or *orchestrator) wire(p []byte) (act wireAction, after func()) {
 	}
 	if bytes.Contains(p, ackMethod) {
 		if json.Unmarshal(p, &m) != nil {
-			return wirePass, nil
+			return wirePass, nil, nil
 		}
 		var meta map[string]json.RawMessage
 		var agreed struct {
@@ -331,7 +333,11 @@ func (or *orchestrator) wire(p []byte) (act wireAction, after func()) {
 		_ = json.Unmarshal(m.Params["notifications"], &agreed)
 		id := meta[metaSubscriptionID]
 		key := idKey(id)
-		// The stream is what mcp-go agreed to, from now on.
+		// The stream is what mcp-go agreed to, from its acknowledgement
+		// on: recorded as it is written, under the writer's lock, so that
+		// a notification of the stream is written after it, and none it
+		// should have had is missed (the client may act on the ack at
+		// once).
 		return wirePass, func() {
 			or.mu.Lock()
 			defer or.mu.Unlock()
@@ -342,28 +348,28 @@ func (or *orchestrator) wire(p []byte) (act wireAction, after func()) {
 			l := newListen(id, agreed.ResourcesListChanged, agreed.ResourceSubscriptions)
 			l.active = true
 			or.listens[key] = l
-		}
+		}, nil
 	}
 	if bytes.Contains(p, legacyTaskStatus) {
-		return wireDrop, nil // 2025-11-25's tasks are not this client's
+		return wireDrop, nil, nil // 2025-11-25's tasks are not this client's
 	}
 	for _, lc := range listChangedMethods {
 		if !bytes.Contains(p, lc) {
 			continue
 		}
 		if json.Unmarshal(p, &m) != nil {
-			return wirePass, nil
+			return wirePass, nil, nil
 		}
 		if _, tagged := m.Params["_meta"]; tagged {
-			return wirePass, nil
+			return wirePass, nil, nil
 		}
-		return wireDrop, func() {
+		return wireDrop, nil, func() {
 			if m.Method == string(mcp.MethodNotificationResourcesListChanged) {
 				or.notifyListens(m.Method, nil, func(l *listen) bool { return l.listChanged })
 			}
 		}
 	}
-	return wirePass, nil
+	return wirePass, nil, nil
 }
 
 // frontLineMax is the longest line front reads whole, to see if it is

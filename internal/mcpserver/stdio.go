@@ -75,7 +75,7 @@ type wireWriter struct {
 	w       io.Writer
 	written func(askKey, any)
 	// wire, when set, sees each message first (see orchestrator.wire).
-	wire func([]byte) (wireAction, func())
+	wire func([]byte) (act wireAction, before, after func())
 }
 
 // raw writes p as it is, whole.
@@ -89,10 +89,10 @@ func (ww *wireWriter) raw(p []byte) error {
 var elicitMethod = []byte(`"method":"` + string(mcp.MethodElicitationCreate) + `"`)
 
 func (ww *wireWriter) Write(p []byte) (int, error) {
-	var after func()
+	var before, after func()
 	if ww.wire != nil {
 		var act wireAction
-		act, after = ww.wire(p)
+		act, before, after = ww.wire(p)
 		if act == wireDrop {
 			if after != nil {
 				after()
@@ -101,6 +101,9 @@ func (ww *wireWriter) Write(p []byte) (int, error) {
 		}
 	}
 	ww.mu.Lock()
+	if before != nil {
+		before()
+	}
 	n, err := ww.w.Write(p)
 	ww.mu.Unlock()
 	if after != nil {

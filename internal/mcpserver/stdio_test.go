@@ -10,11 +10,11 @@ import (
 func TestWireWriter(t *testing.T) {
 	var out bytes.Buffer
 	ran := 0
-	ww := &wireWriter{w: &out, wire: func(p []byte) (wireAction, func()) {
+	ww := &wireWriter{w: &out, wire: func(p []byte) (wireAction, func(), func()) {
 		if bytes.Contains(p, []byte("drop")) {
-			return wireDrop, func() { ran++ }
+			return wireDrop, nil, func() { ran++ }
 		}
-		return wirePass, func() { ran++ }
+		return wirePass, func() { ran++ }, nil
 	}}
 	for _, p := range [][]byte{{}, nil, []byte("keep\n"), []byte("drop\n")} {
 		if n, err := ww.Write(p); n != len(p) || err != nil {
