@@ -39,7 +39,7 @@ func mcpCmd() *cli.Command {
 			"to its end or the next round (--elicit holds here too: an agent it does not ask about is asked in no round). The state is sealed with a key in the cache dir (mcp-state.key), so a retry reaches a kaimon mcp started since; one altered or used before is refused. " +
 			"Such a client subscribes with subscriptions/listen (resourceSubscriptions, resourcesListChanged): each notification is tagged with the stream's id. " +
 			"Declaring the tasks extension (io.modelcontextprotocol/tasks), its agent_run returns a task at once: tasks/get gives its state and, at the end, its result; " +
-			"tasks/update answers its input requests; tasks/cancel interrupts the turn; a listen stream with taskIds hears notifications/tasks.\n\n" +
+			"tasks/update answers its input requests; tasks/cancel interrupts the turn when it is the task's own (a task whose prompt still waits behind another turn is cancelled and that turn left alone); a listen stream with taskIds hears notifications/tasks.\n\n" +
 			"All of it follows the daemon's event stream; nothing polls.",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "progress", Usage: "interval of agent_run's progress notifications", Value: verbs.DefaultProgressSeconds * time.Second},

@@ -940,9 +940,16 @@ func (or *orchestrator) waitsFor(ctx context.Context, agent string) string {
 		return ""
 	}
 	p := st.PendingPermissions[0]
+	return waitingMessage(agent, p, "agent_permit with request_id "+p.RequestID)
+}
+
+// waitingMessage is a task's statusMessage while its agent waits on
+// permission request p, answered how: one sentence for both revisions'
+// tasks.
+func waitingMessage(agent string, p verbs.PendingPermission, how string) string {
 	what := p.Tool
 	if p.Title != "" && p.Title != p.Tool {
 		what += " (" + p.Title + ")"
 	}
-	return fmt.Sprintf("agent %s waits for permission to run %s: agent_permit with request_id %s (denied if unanswered by %s)", agent, what, p.RequestID, p.ExpiresAt)
+	return fmt.Sprintf("agent %s waits for permission to run %s: %s (denied if unanswered by %s)", agent, what, how, p.ExpiresAt)
 }

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log"
 	"strings"
@@ -243,15 +242,11 @@ func (or *orchestrator) decorateTask(ctx context.Context, t *mcp.Task) {
 	}
 	p := st.PendingPermissions[0]
 	t.Status = mcp.TaskStatusInputRequired
-	what := p.Tool
-	if p.Title != "" && p.Title != p.Tool {
-		what += " (" + p.Title + ")"
-	}
 	how := "agent_permit with request_id " + p.RequestID
 	if _, session := or.sessionContext(ctx); session != nil && clientElicits(session) && or.elicits(agent) {
 		how = "answer the elicitation, or " + how
 	}
-	t.StatusMessage = fmt.Sprintf("agent %s waits for permission to run %s: %s (denied at %s)", agent, what, how, p.ExpiresAt)
+	t.StatusMessage = waitingMessage(agent, p, how)
 }
 
 // afterCancelTask interrupts the turn of a task cancelled by tasks/cancel
