@@ -199,30 +199,7 @@ func TestACPAuggie(t *testing.T) {
 	perm = e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool {
 		return !d.Get("decision").Exists() && strings.Contains(d.Get("toolCall.rawInput.command").String(), "pended.txt")
 	})
-	var ir verbs.InterruptResult
-	e.okJSON(&ir, "interrupt", id)
-	if !ir.Interrupted {
-		t.Fatal("interrupt with a pending permission: false")
-	}
-	dec = e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool {
-		return d.Get("requestId").String() == gjson.GetBytes(perm.Data, "requestId").String() && d.Get("decision").Exists()
-	})
-	if gjson.GetBytes(dec.Data, "by").String() != "cancelled" {
-		t.Fatalf("the pending request after interrupt: %s", dec.Data)
-	}
-	var res event.Record
-	waitFor(t, "the result of turn "+itoa(turn), 30*time.Second, func() bool {
-		for _, r := range e.events(t, id) {
-			if r.Kind == event.Result && r.Turn == turn {
-				res = r
-				return true
-			}
-		}
-		return false
-	})
-	if sr := gjson.GetBytes(res.Data, "stopReason").String(); sr != "cancelled" {
-		t.Fatalf("the turn interrupted at its question ended %s", res.Data)
-	}
+	e.interruptAtPermission(t, id, turn, perm)
 	e.waitStatus(t, id, "idle")
 	if _, err := os.Stat(pended); !os.IsNotExist(err) {
 		t.Fatalf("the interrupted command ran: %v", err)

@@ -106,16 +106,7 @@ func TestACPCodex(t *testing.T) {
 	if !ir.Interrupted {
 		t.Fatal("interrupt: false")
 	}
-	var res event.Record
-	waitFor(t, "the slow turn's result", 30*time.Second, func() bool {
-		for _, r := range e.events(t, id) {
-			if r.Turn == turn && r.Kind == event.Result {
-				res = r
-				return true
-			}
-		}
-		return false
-	})
+	res := e.turnResult(t, id, turn)
 	if sr := gjson.GetBytes(res.Data, "stopReason").String(); sr != "cancelled" {
 		t.Fatalf("interrupted turn ended %s", res.Data)
 	}

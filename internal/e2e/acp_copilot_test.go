@@ -151,25 +151,7 @@ func TestACPCopilot(t *testing.T) {
 	perm = e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool {
 		return !d.Get("decision").Exists() && strings.Contains(d.Get("toolCall.rawInput.path").String(), "cp-outside.txt")
 	})
-	var ir verbs.InterruptResult
-	e.okJSON(&ir, "interrupt", id)
-	if !ir.Interrupted {
-		t.Fatal("interrupt with a pending permission: false")
-	}
-	dec = e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool {
-		return d.Get("requestId").String() == gjson.GetBytes(perm.Data, "requestId").String() && d.Get("decision").Exists()
-	})
-	if gjson.GetBytes(dec.Data, "by").String() != "cancelled" {
-		t.Fatalf("the pending request after interrupt: %s", dec.Data)
-	}
-	waitFor(t, "the cancelled result of turn "+turn, 30*time.Second, func() bool {
-		for _, r := range e.events(t, id) {
-			if r.Kind == event.Result && r.Turn == atoiT(t, turn) {
-				return gjson.GetBytes(r.Data, "stopReason").String() == "cancelled"
-			}
-		}
-		return false
-	})
+	e.interruptAtPermission(t, id, atoiT(t, turn), perm)
 	e.waitStatus(t, id, "idle")
 	if _, err := os.Stat(outside); !os.IsNotExist(err) {
 		t.Fatalf("a write outside the cwd happened: %v", err)

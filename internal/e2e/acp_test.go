@@ -655,3 +655,41 @@ func (e *acpEnv) interruptSlow(t *testing.T, id string, wait time.Duration) (int
 	}
 	return turn, res
 }
+
+// turnResult waits for the result event of turn and returns it.
+func (e *acpEnv) turnResult(t *testing.T, id string, turn int) event.Record {
+	t.Helper()
+	var res event.Record
+	waitFor(t, "the result of turn "+itoa(turn), 30*time.Second, func() bool {
+		for _, r := range e.events(t, id) {
+			if r.Turn == turn && r.Kind == event.Result {
+				res = r
+				return true
+			}
+		}
+		return false
+	})
+	return res
+}
+
+// interruptAtPermission interrupts agent id while its permission request
+// perm of turn waits, and fails unless the request is answered cancelled
+// and the turn ends cancelled.
+func (e *acpEnv) interruptAtPermission(t *testing.T, id string, turn int, perm event.Record) {
+	t.Helper()
+	var ir verbs.InterruptResult
+	e.okJSON(&ir, "interrupt", id)
+	if !ir.Interrupted {
+		t.Fatal("interrupt with a pending permission: false")
+	}
+	req := gjson.GetBytes(perm.Data, "requestId").String()
+	dec := e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool {
+		return d.Get("requestId").String() == req && d.Get("decision").Exists()
+	})
+	if gjson.GetBytes(dec.Data, "by").String() != "cancelled" {
+		t.Fatalf("the pending request after interrupt: %s", dec.Data)
+	}
+	if res := e.turnResult(t, id, turn); gjson.GetBytes(res.Data, "stopReason").String() != "cancelled" {
+		t.Fatalf("the turn interrupted at its question ended %s", res.Data)
+	}
+}

@@ -82,10 +82,7 @@ func BenchmarkACPAgentTurn(b *testing.B) {
 			defer withTools.stop()
 			cl := &client.Client{Paths: config.Paths{SockDir: filepath.Join(e.home, "sock"), CacheDir: filepath.Join(e.home, "cache", "agents")}, NoAutostart: true}
 			const prompt = "say exactly: ok"
-			sides := []struct {
-				name string
-				turn func()
-			}{
+			sides := []benchSide{
 				{"bare", func() {
 					if text := bare.turn(b, prompt); text == "" {
 						b.Fatal("bare turn: no text")
@@ -103,20 +100,7 @@ func BenchmarkACPAgentTurn(b *testing.B) {
 					}
 				}},
 			}
-			for _, s := range sides { // the first turn of each is not warm
-				s.turn()
-			}
-			took := map[string][]time.Duration{}
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				for k := range sides {
-					s := sides[(i+k)%len(sides)]
-					t0 := time.Now()
-					s.turn()
-					took[s.name] = append(took[s.name], time.Since(t0))
-				}
-			}
-			b.StopTimer()
+			took := interleave(b, sides, nil)
 			bm, tm, am := ms(median(took["bare"])), ms(median(took["tools"])), ms(median(took["api"]))
 			b.ReportMetric(bm, "bare-ms")
 			b.ReportMetric(tm, "tools-ms")

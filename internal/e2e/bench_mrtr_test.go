@@ -67,17 +67,14 @@ func BenchmarkMRTRRound(b *testing.B) {
 		n++
 		return "run command: touch " + filepath.Join(e.home, "outside-"+strconv.Itoa(n))
 	}
-	sides := []struct {
-		name  string
-		agent string
-		turn  func()
-	}{
-		{"permit", other, func() {
+	agentOf := []string{other, mine} // each side's agent, as sides orders them
+	sides := []benchSide{
+		{"permit", func() {
 			if _, err := cl.Run(ctx, &verbs.RunArgs{AgentID: other, Text: next()}); err != nil {
 				b.Fatal(err)
 			}
 		}},
-		{"mrtr", mine, func() {
+		{"mrtr", func() {
 			args := map[string]any{"agent_id": mine, "text": next()}
 			r := c.Tool("agent_run", args, nil)
 			if r.ResultType != "input_required" || len(r.InputRequests) != 1 {
@@ -90,19 +87,8 @@ func BenchmarkMRTRRound(b *testing.B) {
 			}
 		}},
 	}
-	for _, s := range sides { // the first turn of each is not warm
-		s.turn()
-	}
-	took := map[string][]time.Duration{}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for k := range sides {
-			s := sides[(i+k)%len(sides)]
-			s.turn()
-			took[s.name] = append(took[s.name], lastAnswerTook(b, e, s.agent))
-		}
-	}
-	b.StopTimer()
+	// The figure is the answer's time in the agent's log, not the call's.
+	took := interleave(b, sides, func(k int, _ time.Duration) time.Duration { return lastAnswerTook(b, e, agentOf[k]) })
 	pm, mm := ms(median(took["permit"])), ms(median(took["mrtr"]))
 	b.ReportMetric(pm, "permit-ms")
 	b.ReportMetric(mm, "mrtr-ms")

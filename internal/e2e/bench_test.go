@@ -88,10 +88,7 @@ func BenchmarkOverhead(b *testing.B) {
 		}
 		apiID, curlID, runID := agent(), agent(), agent()
 		body, _ := json.Marshal(verbs.RunArgs{AgentID: curlID, Text: "say exactly: ok"})
-		sides := []struct {
-			name string
-			turn func()
-		}{
+		sides := []benchSide{
 			{"bare", func() { c.turn(b, "say exactly: ok") }},
 			{"api", func() {
 				res, err := cl.Run(context.Background(), &verbs.RunArgs{AgentID: apiID, Text: "say exactly: ok"})
@@ -121,35 +118,52 @@ func BenchmarkOverhead(b *testing.B) {
 			id2 := e2.ok("open", e2.work)
 			defer e2.ok("close", id2)
 			cl2 := &client.Client{Paths: config.Paths{SockDir: filepath.Join(e2.home, "sock"), CacheDir: filepath.Join(e2.home, "cache", "agents")}, NoAutostart: true}
-			sides = append(sides[:2], struct {
-				name string
-				turn func()
-			}{"base", func() {
+			sides = append(sides[:2], benchSide{"base", func() {
 				res, err := cl2.Run(context.Background(), &verbs.RunArgs{AgentID: id2, Text: "say exactly: ok"})
 				if err != nil || res.Text != "ok" {
 					b.Fatalf("base run = %+v, %v", res, err)
 				}
 			}})
 		}
-		// A warm-up turn each: the first turn of an agent is not warm.
-		for _, s := range sides {
-			s.turn()
-		}
-		took := map[string][]time.Duration{}
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			for k := range sides {
-				s := sides[(i+k)%len(sides)]
-				t0 := time.Now()
-				s.turn()
-				took[s.name] = append(took[s.name], time.Since(t0))
-			}
-		}
-		b.StopTimer()
+		took := interleave(b, sides, nil)
 		for _, s := range sides {
 			b.ReportMetric(ms(median(took[s.name])), s.name+"-ms")
 		}
 	})
+}
+
+// benchSide is one side of a benchmark that compares ways of doing one
+// thing: its name, and one turn of it.
+type benchSide struct {
+	name string
+	turn func()
+}
+
+// interleave runs a warm-up turn of each side (an agent's first turn is
+// not warm), then b.N rounds of one turn of each, the order rotated each
+// round so that no side always follows another, timed alone. It returns
+// each side's figures by name: a turn's wall time, or what figure makes
+// of side k's turn that took wall (nil: the wall time).
+func interleave(b *testing.B, sides []benchSide, figure func(k int, wall time.Duration) time.Duration) map[string][]time.Duration {
+	for _, s := range sides {
+		s.turn()
+	}
+	took := map[string][]time.Duration{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k := range sides {
+			j := (i + k) % len(sides)
+			t0 := time.Now()
+			sides[j].turn()
+			d := time.Since(t0)
+			if figure != nil {
+				d = figure(j, d)
+			}
+			took[sides[j].name] = append(took[sides[j].name], d)
+		}
+	}
+	b.StopTimer()
+	return took
 }
 
 type bare struct {
