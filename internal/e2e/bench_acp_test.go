@@ -154,18 +154,7 @@ func toolsServer(b *testing.B) string {
 func startBareACP(b *testing.B, dir string, argv, env []string, model string, servers []sdk.McpServer) *bareACP {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	child, err := proc.Start(cmd)
-	if err != nil {
-		b.Fatal(err)
-	}
+	in, out, child := startPiped(b, cmd)
 	c := &bareACP{child: child, cl: &bareACPClient{}}
 	c.conn = sdk.NewClientSideConnection(c.cl, in, out)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -200,22 +200,30 @@ func agentPID(b *testing.B, e *kenv, id string) int {
 	return 0
 }
 
+// startPiped starts cmd in a process group of its own (proc.Start) with
+// pipes to its stdin and from its stdout.
+func startPiped(t testing.TB, cmd *exec.Cmd) (io.WriteCloser, io.ReadCloser, *proc.Child) {
+	t.Helper()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := proc.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, out, c
+}
+
 func startBareArgv(b *testing.B, e *kenv, args []string) *bare {
 	cmd := exec.Command(claudeBin, args...)
 	cmd.Dir = e.work
 	cmd.Env = e.env
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	outp, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := proc.Start(cmd)
-	if err != nil {
-		b.Fatal(err)
-	}
+	in, outp, c := startPiped(b, cmd)
 	br := &bare{child: c, in: in, out: bufio.NewReaderSize(outp, 1<<20)}
 	br.write(b, map[string]any{"type": "control_request", "request_id": "init", "request": map[string]any{"subtype": "initialize"}})
 	br.until(b, func(line []byte) bool { return gjson.GetBytes(line, "type").String() == "control_response" })

@@ -70,18 +70,7 @@ func startRawMCP(t testing.TB, e *kenv, caps map[string]any, args ...string) *ra
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "kaimon"), append([]string{"mcp"}, args...)...)
 	cmd.Dir, cmd.Env = e.work, e.env
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, err := proc.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, out, child := startPiped(t, cmd)
 	c := &rawMCP{t: t, child: child, in: in, Caps: caps, waiting: map[string]chan rawMessage{}, noted: make(chan struct{})}
 	t.Cleanup(c.Stop)
 	go c.read(out)
