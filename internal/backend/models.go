@@ -7,59 +7,25 @@ import (
 	"unicode"
 
 	"github.com/kaimon/kaimon/internal/agentbin"
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/suggest"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
-
-// ModelAliases are the claude CLI's model family aliases, each resolved by
-// the CLI to its latest model of that family. Any other claude-… id is
-// taken as given.
-var ModelAliases = []string{"sonnet", "opus", "haiku"}
 
 // moreAliases are the claude CLI's other model aliases, accepted as they
 // are and not offered by completion.
 var moreAliases = []string{"default", "opusplan", "sonnet[1m]", "opus[1m]", "haiku[1m]"}
 
-// ModelPrefix is the start of a model string that selects a backend other
-// than the claude CLI.
-type ModelPrefix struct {
-	Prefix  string // e.g. "acp:"
-	Backend string // e.g. "acp"
-	Doc     string // what follows the prefix, for help and completion
-}
-
-// The model prefixes, by name for the daemon's table of constructors.
-const (
-	PrefixACP    = "acp:"
-	PrefixOllama = "ollama:"
-	PrefixVMLX   = "vmlx:"
-	PrefixReplay = "replay:"
-)
-
-// ModelPrefixes are the design's backend prefixes, the one list the daemon
-// picks backends from (each has its constructor there: a test checks),
-// Lookup refuses other prefixes by, and completion offers.
-var ModelPrefixes = []ModelPrefix{
-	{Prefix: PrefixACP, Backend: "acp", Doc: "an ACP agent: acp:<agent>[:<model>]"},
-	{Prefix: PrefixOllama, Backend: "ollama", Doc: "a local model served by Ollama: ollama:<tag>"},
-	{Prefix: PrefixVMLX, Backend: "vmlx", Doc: "an MLX server's OpenAI-compatible API: vmlx:<tag>"},
-	{Prefix: PrefixReplay, Backend: "replay", Doc: "re-emit a recorded event log: replay:<path>"},
-}
-
-// Claude is what Lookup returns for a model without a prefix: the claude
-// CLI's.
-var Claude = ModelPrefix{Prefix: "", Backend: "claude", Doc: "the claude CLI: sonnet, opus, haiku or claude-…, with an optional /<effort>"}
-
 // PrefixOf returns the backend prefix model starts with; false for a claude
 // model.
-func PrefixOf(model string) (ModelPrefix, bool) {
+func PrefixOf(model string) (apitype.ModelPrefix, bool) {
 	model = strings.TrimSpace(model)
-	for _, p := range ModelPrefixes {
+	for _, p := range apitype.ModelPrefixes {
 		if strings.HasPrefix(model, p.Prefix) {
 			return p, true
 		}
 	}
-	return ModelPrefix{}, false
+	return apitype.ModelPrefix{}, false
 }
 
 // Lookup returns the backend model selects: its prefix's, or Claude for a
@@ -69,7 +35,7 @@ func PrefixOf(model string) (ModelPrefix, bool) {
 // to the claude CLI, and so to a paid API, as a model name. A claude model
 // never begins so: its names are aliases, claude-… ids (a hyphen before any
 // colon), and provider ids with dots or slashes.
-func Lookup(model string) (ModelPrefix, error) {
+func Lookup(model string) (apitype.ModelPrefix, error) {
 	if p, ok := PrefixOf(model); ok {
 		return p, nil
 	}
@@ -77,16 +43,16 @@ func Lookup(model string) (ModelPrefix, error) {
 	word, _, ok := strings.Cut(m, ":")
 	if !ok || !isWord(word) {
 		if err := checkClaudeModel(m); err != nil {
-			return ModelPrefix{}, err
+			return apitype.ModelPrefix{}, err
 		}
-		return Claude, nil
+		return apitype.Claude, nil
 	}
 	msg := fmt.Sprintf("unknown model prefix %q in model %q: the prefixes are %s, and a claude model has none (%s, claude-…)",
-		word+":", m, strings.Join(prefixList(), ", "), strings.Join(ModelAliases, ", "))
+		word+":", m, strings.Join(prefixList(), ", "), strings.Join(apitype.ModelAliases, ", "))
 	if guess := guessModel(word, m[len(word)+1:]); guess != "" {
 		msg += fmt.Sprintf("; did you mean %q?", guess)
 	}
-	return ModelPrefix{}, verbs.BadArg("%s", msg)
+	return apitype.ModelPrefix{}, verbs.BadArg("%s", msg)
 }
 
 // guessModel returns the model word:rest was likely meant to be: rest
@@ -95,17 +61,17 @@ func Lookup(model string) (ModelPrefix, error) {
 // near.
 func guessModel(word, rest string) string {
 	lower := strings.ToLower(word)
-	known := make([]string, len(ModelPrefixes))
-	for i, p := range ModelPrefixes {
+	known := make([]string, len(apitype.ModelPrefixes))
+	for i, p := range apitype.ModelPrefixes {
 		known[i] = strings.TrimSuffix(p.Prefix, ":")
 	}
 	if n := suggest.Nearest(lower, known, 0.7); n != "" {
 		return n + ":" + rest
 	}
 	if slices.Contains(agentbin.ACPNames, lower) {
-		return PrefixACP + lower + ":" + rest
+		return apitype.PrefixACP + lower + ":" + rest
 	}
-	if slices.Contains(ModelAliases, lower) {
+	if slices.Contains(apitype.ModelAliases, lower) {
 		return lower + "/" + rest
 	}
 	return ""
@@ -124,25 +90,25 @@ func checkClaudeModel(m string) error {
 		name = name[:i]
 	}
 	lower := strings.ToLower(name)
-	if name == "" || slices.Contains(ModelAliases, name) || slices.Contains(moreAliases, name) || strings.Contains(lower, "claude-") {
+	if name == "" || slices.Contains(apitype.ModelAliases, name) || slices.Contains(moreAliases, name) || strings.Contains(lower, "claude-") {
 		return nil
 	}
-	msg := fmt.Sprintf("model %q is not a claude model (an alias: %s, %s; or a claude-… id)", m, strings.Join(ModelAliases, ", "), strings.Join(moreAliases, ", "))
+	msg := fmt.Sprintf("model %q is not a claude model (an alias: %s, %s; or a claude-… id)", m, strings.Join(apitype.ModelAliases, ", "), strings.Join(moreAliases, ", "))
 	if p, ok := agentbin.LookupACP(lower); ok {
-		msg += fmt.Sprintf("; did you mean %q (the ACP agent %s)?", PrefixACP+p.Name, p.Title)
-	} else if n := suggest.Nearest(lower, append(append([]string{}, ModelAliases...), moreAliases...), 0.8); n != "" {
+		msg += fmt.Sprintf("; did you mean %q (the ACP agent %s)?", apitype.PrefixACP+p.Name, p.Title)
+	} else if n := suggest.Nearest(lower, append(append([]string{}, apitype.ModelAliases...), moreAliases...), 0.8); n != "" {
 		msg += fmt.Sprintf("; did you mean %q?", n+m[len(name):])
 	} else if !strings.HasPrefix(name, "-") && !strings.ContainsFunc(name, unicode.IsSpace) {
 		msg += fmt.Sprintf(": to run it on an ACP agent that serves it, write e.g. %s, %s or %s",
-			PrefixACP+"codex:"+name, PrefixACP+"copilot:"+name, PrefixACP+"opencode:PROVIDER/"+name)
+			apitype.PrefixACP+"codex:"+name, apitype.PrefixACP+"copilot:"+name, apitype.PrefixACP+"opencode:PROVIDER/"+name)
 	}
 	return verbs.BadArg("%s (`kaimon agents` lists what a model string can be)", msg)
 }
 
 // prefixList is ModelPrefixes' prefixes, in order.
 func prefixList() []string {
-	out := make([]string, len(ModelPrefixes))
-	for i, p := range ModelPrefixes {
+	out := make([]string, len(apitype.ModelPrefixes))
+	for i, p := range apitype.ModelPrefixes {
 		out[i] = p.Prefix
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -18,7 +19,7 @@ func TestPrefixOf(t *testing.T) {
 			t.Errorf("PrefixOf(%q) = %+v, %v; want backend %q", model, p, ok, want)
 		}
 	}
-	if p, _ := PrefixOf("acp:claude"); p.Prefix != PrefixACP {
+	if p, _ := PrefixOf("acp:claude"); p.Prefix != apitype.PrefixACP {
 		t.Errorf("acp:claude is not PrefixACP: %+v", p)
 	}
 }
@@ -67,7 +68,7 @@ func TestLookup(t *testing.T) {
 // what was likely meant and the model strings that would run it.
 func TestLookupRefusesNonClaudeModels(t *testing.T) {
 	for _, m := range []string{"", "sonnet", "opus/high", "haiku", "default", "opusplan", "sonnet[1m]", "claude-sonnet-5", "claude-opus-4-8[1m]/low", "us.anthropic.claude-sonnet-4-5-v1:0", "claude-sonnet-4@20250514"} {
-		if p, err := Lookup(m); err != nil || p != Claude {
+		if p, err := Lookup(m); err != nil || p != apitype.Claude {
 			t.Errorf("Lookup(%q) = %v, %v; want the claude CLI", m, p, err)
 		}
 	}

@@ -1,6 +1,9 @@
 package backend
 
-import "github.com/kaimon/kaimon/internal/event"
+import (
+	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/event"
+)
 
 // Turn is a user turn: its number and text.
 type Turn struct {
@@ -113,7 +116,7 @@ func (q *Turns) Retract(turn int) (evs []event.Event, next *Turn) {
 // Abort ends every turn in flight with a result of stopReason (the active
 // one first, then the queued ones, which never started), for when the agent
 // is gone and no result will come. msg is the results' error.
-func (q *Turns) Abort(stopReason, msg string) []event.Event {
+func (q *Turns) Abort(stopReason apitype.StopReason, msg string) []event.Event {
 	var evs []event.Event
 	for _, t := range q.queue {
 		evs = append(evs, event.New(event.Result, t.Number, event.ResultData{StopReason: stopReason, Error: msg}))

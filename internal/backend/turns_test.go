@@ -3,6 +3,7 @@ package backend
 import (
 	"testing"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -41,7 +42,7 @@ func TestTurns(t *testing.T) {
 		t.Fatalf("retract active: %v %s", next, kinds(evs))
 	}
 	q.Push(5, "five")
-	if got := kinds(q.Abort(event.StopError, "gone")); got != "result/4 result/5 " {
+	if got := kinds(q.Abort(apitype.StopError, "gone")); got != "result/4 result/5 " {
 		t.Fatalf("abort: %s", got)
 	}
 	if q.InFlight() != 0 || q.Current() != 4 {

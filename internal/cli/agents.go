@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaimon/kaimon/internal/agentbin"
-	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/config"
 )
 
@@ -95,7 +95,7 @@ func agentRows(c *cli.Context, ps []agentProgram) []AgentRow {
 			Found: f.status == checkOK, Path: f.path, From: f.from, Version: f.version,
 			Tested: p.prog.Tested, Package: p.prog.Package, Login: p.prog.Login, Configured: p.prog.Configured}
 		if p.env == agentbin.Claude.Env { // the claude CLI, not acp:claude
-			r.Model = strings.Join(backend.ModelAliases, ", ") + ", claude-…"
+			r.Model = strings.Join(apitype.ModelAliases, ", ") + ", claude-…"
 		} else {
 			r.Model += "[:MODEL]"
 		}
@@ -114,8 +114,8 @@ func agentRows(c *cli.Context, ps []agentProgram) []AgentRow {
 
 // modelForms are the forms of a model string, from the backends' table.
 func modelForms() []string {
-	out := []string{backend.Claude.Doc}
-	for _, p := range backend.ModelPrefixes {
+	out := []string{apitype.Claude.Doc}
+	for _, p := range apitype.ModelPrefixes {
 		out = append(out, p.Doc)
 	}
 	return out

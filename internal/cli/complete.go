@@ -15,7 +15,6 @@ import (
 
 	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/apitype"
-	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
@@ -717,7 +716,7 @@ func agentDesc(a verbs.ListEntry) string {
 // acp: the ACP agents, after alias/ the efforts.
 func modelCandidates(cur string) []candidate {
 	var out []candidate
-	for _, a := range backend.ModelAliases {
+	for _, a := range apitype.ModelAliases {
 		out = append(out, candidate{a, "claude"})
 		if strings.HasPrefix(cur, a+"/") {
 			for _, e := range verbs.Efforts {
@@ -725,16 +724,16 @@ func modelCandidates(cur string) []candidate {
 			}
 		}
 	}
-	for _, p := range backend.ModelPrefixes {
+	for _, p := range apitype.ModelPrefixes {
 		out = append(out, candidate{p.Prefix, p.Doc})
 	}
-	if strings.HasPrefix(cur, backend.PrefixACP) {
+	if strings.HasPrefix(cur, apitype.PrefixACP) {
 		for _, n := range agentbin.ACPNames {
-			out = append(out, candidate{backend.PrefixACP + n, "ACP agent " + n})
+			out = append(out, candidate{apitype.PrefixACP + n, "ACP agent " + n})
 		}
 		for _, p := range configuredACP() {
 			if _, builtin := agentbin.ACP[p.Name]; !builtin {
-				out = append(out, candidate{backend.PrefixACP + p.Name, "ACP agent " + p.Name + " (config)"})
+				out = append(out, candidate{apitype.PrefixACP + p.Name, "ACP agent " + p.Name + " (config)"})
 			}
 		}
 	}

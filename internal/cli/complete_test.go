@@ -15,7 +15,6 @@ import (
 
 	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/apitype"
-	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/fleet"
@@ -51,8 +50,8 @@ func TestCompleteWords(t *testing.T) {
 		kinds = append(kinds, string(k))
 	}
 	var models []string
-	models = append(models, backend.ModelAliases...)
-	for _, p := range backend.ModelPrefixes {
+	models = append(models, apitype.ModelAliases...)
+	for _, p := range apitype.ModelPrefixes {
 		models = append(models, p.Prefix)
 	}
 	prefixed := func(p string, vs []string) []string {

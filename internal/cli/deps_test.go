@@ -25,8 +25,9 @@ func deps(t *testing.T, pkg string) []string {
 // linked, used or not): the MCP server's, whose JSON Schema library
 // compiles five meta-schemas at init (kaimon mcp execs kaimon-agentd's
 // server instead), the ACP SDK and the backends that link it (kaimon
-// reads the agent programs from internal/agentbin instead), and the
-// daemon's own packages.
+// reads the agent programs from internal/agentbin instead), every
+// backend package (the model aliases and prefixes the CLI completes and
+// prints are internal/apitype's words), and the daemon's own packages.
 func TestCLIDeps(t *testing.T) {
 	banned := []string{
 		"github.com/mark3labs/mcp-go/server",
@@ -34,12 +35,12 @@ func TestCLIDeps(t *testing.T) {
 		"github.com/kaimon/kaimon/internal/mcpserver",
 		"github.com/kaimon/kaimon/internal/server",
 		"github.com/coder/acp-go-sdk",
-		"github.com/kaimon/kaimon/internal/backend/acp",
-		"github.com/kaimon/kaimon/internal/backend/claude",
+		"github.com/kaimon/kaimon/internal/backend",
+		"github.com/kaimon/kaimon/internal/backend/", // any package under it
 	}
 	for _, d := range deps(t, "github.com/kaimon/kaimon/cmd/kaimon") {
 		for _, b := range banned {
-			if d == b {
+			if d == b || strings.HasSuffix(b, "/") && strings.HasPrefix(d, b) {
 				t.Errorf("kaimon links %s: its init runs at every start of the CLI", d)
 			}
 		}

@@ -23,7 +23,6 @@ import (
 
 	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/apitype"
-	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/proc"
@@ -91,7 +90,7 @@ func agentPrograms(cfg config.Config, cfgFile string) []agentProgram {
 		}
 	}
 	fromConfig := func(p agentbin.Program) agentProgram {
-		return agentProgram{prog: p, name: p.Bin, cfgKey: p.ConfigKey, cfg: p.Bin, cfgFile: cfgFile, install: p.Install, model: backend.PrefixACP + p.Name}
+		return agentProgram{prog: p, name: p.Bin, cfgKey: p.ConfigKey, cfg: p.Bin, cfgFile: cfgFile, install: p.Install, model: apitype.PrefixACP + p.Name}
 	}
 	out := []agentProgram{program(agentbin.Claude, verbs.DefaultModel)}
 	for _, n := range agentbin.ACPNames {
@@ -99,7 +98,7 @@ func agentPrograms(cfg config.Config, cfgFile string) []agentProgram {
 			out = append(out, fromConfig(p))
 			continue
 		}
-		out = append(out, program(agentbin.ACP[n], backend.PrefixACP+n))
+		out = append(out, program(agentbin.ACP[n], apitype.PrefixACP+n))
 	}
 	for _, p := range extra {
 		out = append(out, fromConfig(p))

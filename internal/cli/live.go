@@ -18,6 +18,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/fleet"
@@ -381,7 +382,7 @@ wait:
 	}
 	if result != nil {
 		fmt.Fprintln(stderr, usageLine(result, time.Since(start)))
-		if err != nil && render.ResultOf(result).StopReason == event.StopCancelled {
+		if err != nil && render.ResultOf(result).StopReason == apitype.StopCancelled {
 			// The usage line said it: "■ turn 6 · cancelled". Once is
 			// enough, and a cancel is no failure to report (the exit code
 			// stays 3: the turn did not complete).
@@ -410,7 +411,7 @@ func usageLine(e *event.Envelope, elapsed time.Duration) string {
 	}
 	s += " · " + elapsed.Round(100*time.Millisecond).String()
 	switch {
-	case r.StopReason == event.StopCancelled:
+	case r.StopReason == apitype.StopCancelled:
 		return yellow.Sprint("■ " + s) // stopped as asked: not a failure
 	case r.Failed:
 		return red.Sprint("✗ " + s)

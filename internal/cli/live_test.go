@@ -10,6 +10,7 @@ import (
 
 	"github.com/fatih/color"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -108,9 +109,9 @@ func TestUsageLine(t *testing.T) {
 		t.Fatalf("usage line %q", got)
 	}
 	// A cancel (Ctrl-C) is not marked as a failure; an error is.
-	for stop, want := range map[string]string{
-		event.StopCancelled: "■ turn 2 · cancelled · tokens in 100, out 20 · 1.2s",
-		event.StopError:     "✗ turn 2 · error · tokens in 100, out 20 · 1.2s",
+	for stop, want := range map[apitype.StopReason]string{
+		apitype.StopCancelled: "■ turn 2 · cancelled · tokens in 100, out 20 · 1.2s",
+		apitype.StopError:     "✗ turn 2 · error · tokens in 100, out 20 · 1.2s",
 	} {
 		ev := event.New(event.Result, 2, event.ResultData{StopReason: stop, Usage: event.UsageFigures{InputTokens: 100, OutputTokens: 20}})
 		e := &event.Envelope{Kind: ev.Kind, Turn: 2, Data: ev.Data}

@@ -404,8 +404,8 @@ func (p *tailPrinter) watch(e *follow.Envelope) error {
 		}
 		var d event.ResultData
 		_ = json.Unmarshal(e.Data, &d)
-		if event.Failed(d.StopReason) {
-			msg := "stop reason " + d.StopReason
+		if d.StopReason.Failed() {
+			msg := "stop reason " + string(d.StopReason)
 			if d.Error != "" {
 				msg += ": " + d.Error
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fatih/color"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/follow"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -33,7 +34,7 @@ func turnEnvelopes(agent string, turn int) []*event.Envelope {
 		event.NewText(event.AssistantText, turn, true, "Tool said: "),
 		// A delta lost here: the complete block must show the whole text.
 		event.NewText(event.AssistantText, turn, false, "Tool said: hi. Done."),
-		event.New(event.Result, turn, event.ResultData{StopReason: event.StopEndTurn, Usage: event.UsageFigures{InputTokens: 200, OutputTokens: 40, CacheReadTokens: 20}}),
+		event.New(event.Result, turn, event.ResultData{StopReason: apitype.StopEndTurn, Usage: event.UsageFigures{InputTokens: 200, OutputTokens: 40, CacheReadTokens: 20}}),
 	}
 	var out []*event.Envelope
 	for i, ev := range evs {

@@ -211,10 +211,10 @@ func (p *pretty) print(e *event.Envelope) {
 			name = d.Update.ToolCallID
 		}
 		mark := green.Sprint("← " + name)
-		if d.Update.Status == "failed" {
+		if d.Update.Status == apitype.ToolFailed {
 			mark = red.Sprint("✗ " + name)
 		}
-		p.line(e, mark+" "+d.Update.Status+": "+render.Clip(render.ContentSummary(d.Update.Content), 160))
+		p.line(e, mark+" "+string(d.Update.Status)+": "+render.Clip(render.ContentSummary(d.Update.Content), 160))
 	case event.Result:
 		r := render.ResultOf(e)
 		u := r.Usage

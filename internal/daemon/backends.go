@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/acp"
 	"github.com/kaimon/kaimon/internal/backend/claude"
@@ -11,15 +12,15 @@ import (
 // constructor makes the backend of an agent whose model selects it.
 type constructor func(backend.Options, backend.Sink) (backend.Backend, error)
 
-// backends maps each prefix of backend.ModelPrefixes, and "" (a model
+// backends maps each prefix of apitype.ModelPrefixes, and "" (a model
 // without one: the claude CLI's), to its backend's constructor: the one
 // place a backend is picked (a test checks it covers the prefixes).
 var backends = map[string]constructor{
-	backend.Claude.Prefix: ctor(claude.New),
-	backend.PrefixACP:     ctor(acp.New),
-	backend.PrefixOllama:  ctor(local.New),
-	backend.PrefixVMLX:    ctor(local.New),
-	backend.PrefixReplay:  ctor(replay.New),
+	apitype.Claude.Prefix: ctor(claude.New),
+	apitype.PrefixACP:     ctor(acp.New),
+	apitype.PrefixOllama:  ctor(local.New),
+	apitype.PrefixVMLX:    ctor(local.New),
+	apitype.PrefixReplay:  ctor(replay.New),
 }
 
 // ctor makes a constructor of a backend's New, which returns its own

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -12,8 +13,8 @@ import (
 // Every model prefix, and a model without one, has its constructor, and
 // the table has no row the prefixes do not name.
 func TestEveryPrefixHasABackend(t *testing.T) {
-	want := map[string]bool{backend.Claude.Prefix: true}
-	for _, p := range backend.ModelPrefixes {
+	want := map[string]bool{apitype.Claude.Prefix: true}
+	for _, p := range apitype.ModelPrefixes {
 		want[p.Prefix] = true
 	}
 	for p := range want {
@@ -23,7 +24,7 @@ func TestEveryPrefixHasABackend(t *testing.T) {
 	}
 	for p := range backends {
 		if !want[p] {
-			t.Errorf("constructor of prefix %q, which backend.ModelPrefixes does not name", p)
+			t.Errorf("constructor of prefix %q, which apitype.ModelPrefixes does not name", p)
 		}
 	}
 }
@@ -47,11 +48,11 @@ func TestFactoryRefusesAnUnknownPrefix(t *testing.T) {
 // its model, instead of running under some default policy.
 func TestEveryBackendRefusesOptionsWithoutAPolicy(t *testing.T) {
 	t.Setenv("KAIMON_HOME", t.TempDir())
-	models := map[string]string{backend.Claude.Prefix: "sonnet"}
-	for _, p := range backend.ModelPrefixes {
+	models := map[string]string{apitype.Claude.Prefix: "sonnet"}
+	for _, p := range apitype.ModelPrefixes {
 		models[p.Prefix] = p.Prefix + "x"
 	}
-	models[backend.PrefixACP] = backend.PrefixACP + "opencode"
+	models[apitype.PrefixACP] = apitype.PrefixACP + "opencode"
 	for prefix, newB := range backends {
 		o := backend.Options{OpenArgs: verbs.OpenArgs{ID: "x", Cwd: t.TempDir(), Model: models[prefix]}, CacheDir: t.TempDir(),
 			Env: []string{"PATH=" + t.TempDir()}}

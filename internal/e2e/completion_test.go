@@ -15,7 +15,6 @@ import (
 
 	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/apitype"
-	"github.com/kaimon/kaimon/internal/backend"
 	kcli "github.com/kaimon/kaimon/internal/cli"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/proc"
@@ -321,8 +320,8 @@ func TestCompletionInRealShells(t *testing.T) {
 	for _, k := range event.Kinds {
 		kinds = append(kinds, string(k))
 	}
-	models = append(models, backend.ModelAliases...)
-	for _, p := range backend.ModelPrefixes {
+	models = append(models, apitype.ModelAliases...)
+	for _, p := range apitype.ModelPrefixes {
 		models = append(models, p.Prefix)
 	}
 	// Each case: the line typed before TAB, and the candidates every shell

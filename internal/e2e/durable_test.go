@@ -125,7 +125,7 @@ func TestCrashAndResume(t *testing.T) {
 	}
 	var res event.ResultData
 	json.Unmarshal(recs[len(recs)-2].Data, &res)
-	if strings.Join(tailKinds, " ") != "error result status" || recs[len(recs)-2].Turn != 2 || !event.Failed(res.StopReason) {
+	if strings.Join(tailKinds, " ") != "error result status" || recs[len(recs)-2].Turn != 2 || !res.StopReason.Failed() {
 		t.Fatalf("the log ends %v (result %s)", tailKinds, recs[len(recs)-2].Data)
 	}
 	// A script waiting on the lost turn is told at once that it failed.

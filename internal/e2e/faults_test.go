@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -138,7 +139,7 @@ func TestFaultDaemonTermMidTool(t *testing.T) {
 			json.Unmarshal(r.Data, &res)
 		}
 	}
-	if res.StopReason != event.StopCancelled {
+	if res.StopReason != apitype.StopCancelled {
 		t.Fatalf("turn 1 ended %+v, want cancelled; the log ends %s", res, kindsFrom(recs, max(0, len(recs)-4)))
 	}
 }
@@ -241,7 +242,7 @@ func TestFaultHungAgent(t *testing.T) {
 	recs := checkLogWhole(t, st.EventLog)
 	var res event.ResultData
 	json.Unmarshal(recs[len(recs)-3].Data, &res)
-	if k := kindsFrom(recs, len(recs)-3); k != "result status status" || res.StopReason != event.StopCancelled {
+	if k := kindsFrom(recs, len(recs)-3); k != "result status status" || res.StopReason != apitype.StopCancelled {
 		t.Fatalf("the log ends %s (%s)", k, recs[len(recs)-3].Data)
 	}
 }
@@ -284,7 +285,7 @@ func TestFaultAPIBreaksMidStream(t *testing.T) {
 			json.Unmarshal(r.Data, &res)
 		}
 	}
-	if !event.Failed(res.StopReason) {
+	if !res.StopReason.Failed() {
 		t.Fatalf("turn 2 ended %+v", res)
 	}
 }

@@ -248,13 +248,13 @@ func NewToolInputDelta(turn int, toolCallID, partialJSON string) Event {
 
 // ToolCall is the ACP tool call carried by tool_use.
 type ToolCall struct {
-	ToolCallID string          `json:"toolCallId"`
-	Title      string          `json:"title"`
-	Kind       string          `json:"kind"` // read|edit|delete|move|search|execute|think|fetch|other
-	Status     string          `json:"status"`
-	Content    []any           `json:"content"`
-	Locations  []any           `json:"locations"`
-	RawInput   json.RawMessage `json:"rawInput,omitempty"`
+	ToolCallID string             `json:"toolCallId"`
+	Title      string             `json:"title"`
+	Kind       string             `json:"kind"` // read|edit|delete|move|search|execute|think|fetch|other
+	Status     apitype.ToolStatus `json:"status"`
+	Content    []any              `json:"content"`
+	Locations  []any              `json:"locations"`
+	RawInput   json.RawMessage    `json:"rawInput,omitempty"`
 }
 
 // PlanData is plan's data: the agent's whole plan, replaced by each plan
@@ -277,9 +277,9 @@ type ToolUseData struct {
 
 // ToolResultUpdate is the ACP tool_call_update carried by tool_result.
 type ToolResultUpdate struct {
-	ToolCallID string `json:"toolCallId"`
-	Status     string `json:"status"` // completed|failed
-	Content    []any  `json:"content"`
+	ToolCallID string             `json:"toolCallId"`
+	Status     apitype.ToolStatus `json:"status"` // completed|failed
+	Content    []any              `json:"content"`
 }
 
 // ToolResultData is tool_result's data.
@@ -293,27 +293,12 @@ type ToolInputDeltaData struct {
 	PartialJSON string `json:"partialJson"`
 }
 
-// Stop reasons of a result. The ACP ones, plus "error" for a turn that failed
-// (API error, crash) so that a script can tell failure from completion.
-const (
-	StopEndTurn   = "end_turn"
-	StopMaxTokens = "max_tokens"
-	StopRefusal   = "refusal"
-	StopCancelled = "cancelled"
-	StopError     = "error"
-)
-
 // ResultData is result's data.
 type ResultData struct {
-	StopReason string       `json:"stopReason"`
-	Usage      UsageFigures `json:"usage"`
+	StopReason apitype.StopReason `json:"stopReason"`
+	Usage      UsageFigures       `json:"usage"`
 	// Error says why a turn with stopReason "error" failed.
 	Error string `json:"error,omitempty"`
-}
-
-// Failed reports whether a turn that ended with this stop reason failed.
-func Failed(stopReason string) bool {
-	return stopReason == StopError || stopReason == StopRefusal || stopReason == StopCancelled
 }
 
 // UsageData is usage's data.

@@ -19,7 +19,7 @@ func TestAuthoritative(t *testing.T) {
 		{NewText(Thought, 1, false, "x"), true},
 		{New(ToolInputDelta, 1, ToolInputDeltaData{ToolCallID: "t", PartialJSON: "{"}), false},
 		{New(ToolUse, 1, ToolUseData{}), true},
-		{New(Result, 1, ResultData{StopReason: StopEndTurn}), true},
+		{New(Result, 1, ResultData{StopReason: apitype.StopEndTurn}), true},
 		{Event{Kind: AssistantText, Turn: 1, Data: []byte(`{"content":{"type":"text","text":"no delta field"}}`)}, true},
 	}
 	for _, c := range cases {
@@ -52,8 +52,8 @@ func TestUsageAddAndFailed(t *testing.T) {
 	if u != (UsageFigures{InputTokens: 11, OutputTokens: 22, CacheReadTokens: 33, CacheCreationTokens: 44}) {
 		t.Errorf("Add = %+v", u)
 	}
-	for stop, failed := range map[string]bool{StopEndTurn: false, StopMaxTokens: false, StopError: true, StopCancelled: true, StopRefusal: true} {
-		if Failed(stop) != failed {
+	for stop, failed := range map[apitype.StopReason]bool{apitype.StopEndTurn: false, apitype.StopMaxTokens: false, apitype.StopError: true, apitype.StopCancelled: true, apitype.StopRefusal: true} {
+		if stop.Failed() != failed {
 			t.Errorf("Failed(%s) = %v", stop, !failed)
 		}
 	}
@@ -114,5 +114,37 @@ func TestEveryKindHasDocsAndDataTypes(t *testing.T) {
 	}
 	if len(Docs) != len(Kinds) || len(DataTypes) != len(Kinds) {
 		t.Errorf("%d Docs and %d DataTypes for %d kinds", len(Docs), len(DataTypes), len(Kinds))
+	}
+}
+
+// TestTypedWordsWire keeps the wire of the typed tool-call statuses and
+// stop reasons the bare ACP words the events have always carried.
+func TestTypedWordsWire(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want string
+	}{
+		{ToolCall{ToolCallID: "t1", Status: apitype.ToolPending, Content: []any{}, Locations: []any{}},
+			`{"toolCallId":"t1","title":"","kind":"","status":"pending","content":[],"locations":[]}`},
+		{ToolCall{ToolCallID: "t1", Status: apitype.ToolInProgress, Content: []any{}, Locations: []any{}},
+			`{"toolCallId":"t1","title":"","kind":"","status":"in_progress","content":[],"locations":[]}`},
+		{ToolResultUpdate{ToolCallID: "t1", Status: apitype.ToolCompleted, Content: []any{}},
+			`{"toolCallId":"t1","status":"completed","content":[]}`},
+		{ToolResultUpdate{ToolCallID: "t1", Status: apitype.ToolFailed, Content: []any{}},
+			`{"toolCallId":"t1","status":"failed","content":[]}`},
+		{ResultData{StopReason: apitype.StopEndTurn}, `{"stopReason":"end_turn","usage":{"inputTokens":0,"outputTokens":0,"cacheReadTokens":0,"cacheCreationTokens":0,"costUsd":0}}`},
+		{ResultData{StopReason: apitype.StopMaxTokens}, `{"stopReason":"max_tokens","usage":{"inputTokens":0,"outputTokens":0,"cacheReadTokens":0,"cacheCreationTokens":0,"costUsd":0}}`},
+		{ResultData{StopReason: apitype.StopRefusal}, `{"stopReason":"refusal","usage":{"inputTokens":0,"outputTokens":0,"cacheReadTokens":0,"cacheCreationTokens":0,"costUsd":0}}`},
+		{ResultData{StopReason: apitype.StopCancelled}, `{"stopReason":"cancelled","usage":{"inputTokens":0,"outputTokens":0,"cacheReadTokens":0,"cacheCreationTokens":0,"costUsd":0}}`},
+		{ResultData{StopReason: apitype.StopError, Error: "boom"}, `{"stopReason":"error","usage":{"inputTokens":0,"outputTokens":0,"cacheReadTokens":0,"cacheCreationTokens":0,"costUsd":0},"error":"boom"}`},
+	} {
+		b, err := json.Marshal(c.v)
+		if err != nil || string(b) != c.want {
+			t.Errorf("marshal %+v = %s, %v; want %s", c.v, b, err, c.want)
+		}
+	}
+	var d ToolResultData
+	if err := json.Unmarshal([]byte(`{"update":{"toolCallId":"t1","status":"failed","content":[]}}`), &d); err != nil || d.Update.Status != apitype.ToolFailed || !d.Update.Status.Ended() {
+		t.Errorf("unmarshal failed update = %+v, %v", d, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -26,7 +27,7 @@ func TestAppendEnvelopeSameLine(t *testing.T) {
 	ts := time.Date(2026, 12, 1, 5, 0, 0, 123, time.UTC)
 	for i, ev := range []event.Event{
 		event.NewText(event.AssistantText, 1, false, "a <reply> & \"more\"\n"),
-		event.New(event.Result, 1, event.ResultData{StopReason: event.StopEndTurn}),
+		event.New(event.Result, 1, event.ResultData{StopReason: apitype.StopEndTurn}),
 		{Kind: event.ToolResult, Turn: 2, Data: json.RawMessage("{\"update\": {\"toolCallId\": \"x\"}}")},
 	} {
 		env := ev.Stamp("id", uint64(i+1), ts)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
 )
@@ -27,7 +28,7 @@ func envelopes(agent string) []*event.Envelope {
 		evs = append(evs, event.NewText(event.AssistantText, 2, true, s), event.NewText(event.Thought, 2, false, s),
 			event.New(event.ToolUse, 2, event.ToolUseData{Call: event.ToolCall{ToolCallID: "tu" + s, Title: s, RawInput: json.RawMessage(`{"agent_id":"not me","seq":9}`)}}))
 	}
-	evs = append(evs, event.New(event.Result, 2, event.ResultData{StopReason: event.StopEndTurn}), event.New(event.Status, 0, event.StatusData{Status: "idle"}))
+	evs = append(evs, event.New(event.Result, 2, event.ResultData{StopReason: apitype.StopEndTurn}), event.New(event.Status, 0, event.StatusData{Status: "idle"}))
 	var out []*event.Envelope
 	for i, ev := range evs {
 		env := ev.Stamp(agent, uint64(i+1), ts.Add(time.Duration(i)*time.Millisecond))
@@ -277,7 +278,7 @@ func TestFollowerNoLogRenumberedIsNotALoss(t *testing.T) {
 		{2, event.NewText(event.AssistantText, 1, true, "a")},
 		// The daemon is killed; the next one ends the agent, from the ceiling.
 		{65537, event.NewError(1, "kaimon-agentd was lost", map[string]any{"reason": "daemon crashed", event.RenumberedKey: true})},
-		{65538, event.New(event.Result, 1, event.ResultData{StopReason: event.StopError})},
+		{65538, event.New(event.Result, 1, event.ResultData{StopReason: apitype.StopError})},
 		{65539, event.New(event.Status, 1, event.StatusData{Status: "dead"})},
 		{65540, event.New(event.Status, 1, event.StatusData{Status: "starting"})}, // --resume
 		{65542, event.NewText(event.AssistantText, 2, true, "b")},

@@ -21,7 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kaimon/kaimon/internal/agentbin"
-	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/schema"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -82,10 +82,10 @@ func HostsInstructions(hosts []string) string {
 // agentKinds names the agents agent_open's model chooses between, from
 // backend's table of model prefixes.
 func agentKinds() string {
-	kinds := []string{"the claude CLI (model " + strings.Join(backend.ModelAliases, ", ") + " or a claude model id; the default)"}
-	for _, p := range backend.ModelPrefixes {
+	kinds := []string{"the claude CLI (model " + strings.Join(apitype.ModelAliases, ", ") + " or a claude model id; the default)"}
+	for _, p := range apitype.ModelPrefixes {
 		k := p.Doc
-		if p.Prefix == backend.PrefixACP {
+		if p.Prefix == apitype.PrefixACP {
 			k += " (" + strings.Join(agentbin.ACPNames, ", ") + ")"
 		}
 		kinds = append(kinds, k)

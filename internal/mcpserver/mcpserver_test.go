@@ -16,7 +16,6 @@ import (
 
 	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/apitype"
-	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -389,7 +388,7 @@ func TestInstructionsNameEveryAgentKind(t *testing.T) {
 			t.Errorf("the instructions do not name %q: %s", want, Instructions)
 		}
 	}
-	for _, p := range backend.ModelPrefixes {
+	for _, p := range apitype.ModelPrefixes {
 		if !strings.Contains(Instructions, p.Prefix) {
 			t.Errorf("the instructions do not name the prefix %q: %s", p.Prefix, Instructions)
 		}

@@ -272,7 +272,7 @@ func TestRoundsElicitPolicy(t *testing.T) {
 }
 
 // resultEnvelope is the end of agent's turn n, with stop and why.
-func resultEnvelope(agent string, n int, stop, why string) Envelope {
+func resultEnvelope(agent string, n int, stop apitype.StopReason, why string) Envelope {
 	b, _ := json.Marshal(event.ResultData{StopReason: stop, Error: why})
 	return Envelope{Agent: agent, Kind: event.Result, Turn: n, Data: b}
 }
@@ -290,7 +290,7 @@ func TestRoundsForgotten(t *testing.T) {
 	or.srv = server.NewMCPServer("test", "0")
 	fill := func() {
 		for _, a := range []string{"ab12", "cd34"} {
-			or.rt.envelope(resultEnvelope(a, 1, event.StopError, "the old agent's failure"))
+			or.rt.envelope(resultEnvelope(a, 1, apitype.StopError, "the old agent's failure"))
 			or.rt.envelope(pendingEnvelope(a, "r1", 2))
 		}
 	}
@@ -322,7 +322,7 @@ func TestRoundsForgotten(t *testing.T) {
 	}
 	t.Run("sent after an old turn of the number ended", func(t *testing.T) {
 		or.rt.forget("ab12", "cd34")
-		or.rt.envelope(resultEnvelope("ab12", 1, event.StopError, "the old agent's failure"))
+		or.rt.envelope(resultEnvelope("ab12", 1, apitype.StopError, "the old agent's failure"))
 		fake.Returns("send", &verbs.SendResult{Turn: 1}, nil)
 		// The new agent's turn 1 does not end here: the call waits on it
 		// until its (short) timeout, rather than answer with the old end.

@@ -185,10 +185,10 @@ func renderFeed(id string, envs []event.Envelope, open *stream, width int) []str
 func toolLine(c event.ToolCall, res event.ToolResultUpdate, width int) string {
 	var mark string
 	switch res.Status {
-	case "completed":
-		mark = stOK.Render("✓ completed")
-	case "failed":
-		mark = stBad.Render("✗ failed")
+	case apitype.ToolCompleted:
+		mark = stOK.Render("✓ " + string(res.Status))
+	case apitype.ToolFailed:
+		mark = stBad.Render("✗ " + string(res.Status))
 	default:
 		mark = stRunning.Render("… running")
 	}

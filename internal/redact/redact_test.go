@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -140,7 +141,7 @@ func TestStreamSplitSecret(t *testing.T) {
 		chunks = append(chunks, full[i:min(i+3, len(full))])
 	}
 	evs := append(textDeltas(event.AssistantText, 2, chunks...), event.NewText(event.AssistantText, 2, false, full),
-		event.New(event.Result, 2, event.ResultData{StopReason: event.StopEndTurn}))
+		event.New(event.Result, 2, event.ResultData{StopReason: apitype.StopEndTurn}))
 	out := streamed(r, evs...)
 	deltas, block := joined(t, out, event.AssistantText)
 	want := "The key is [redacted ANTHROPIC_API_KEY], see?"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -26,7 +27,7 @@ type Result struct {
 	Failed bool
 	// Head is "✓ turn N STOP_REASON", or "✗ turn N failed (STOP_REASON: ERROR)".
 	Head       string
-	StopReason string
+	StopReason apitype.StopReason
 	Usage      event.UsageFigures
 }
 
@@ -34,8 +35,8 @@ type Result struct {
 func ResultOf(e *event.Envelope) Result {
 	var d event.ResultData
 	_ = json.Unmarshal(e.Data, &d)
-	if event.Failed(d.StopReason) {
-		msg := d.StopReason
+	if d.StopReason.Failed() {
+		msg := string(d.StopReason)
 		if d.Error != "" {
 			msg += ": " + d.Error
 		}

@@ -363,7 +363,7 @@ func (ag *Agent) send(text string, wait bool) (int, error) {
 	}
 	if err := be.Send(n, text); err != nil {
 		ag.publish(event.NewError(n, "sending turn: "+err.Error(), nil))
-		ag.publish(event.New(event.Result, n, event.ResultData{StopReason: event.StopError, Error: err.Error()}))
+		ag.publish(event.New(event.Result, n, event.ResultData{StopReason: apitype.StopError, Error: err.Error()}))
 		return 0, verbs.WrongState("agent %s: sending turn %d: %v", ag.id, n, err)
 	}
 	if wait {

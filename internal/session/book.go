@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -50,7 +51,7 @@ type turnRec struct {
 	blocks     []block
 	streaming  pieces // assistant text deltas of the open block
 	done       bool
-	stopReason string
+	stopReason apitype.StopReason
 	errMsg     string
 	usage      event.UsageFigures
 	titles     map[string]string // toolCallId → title, for result summaries

@@ -52,16 +52,16 @@ func (s *scripted) Send(turn int, text string) error {
 
 func (s *scripted) answer(turn int, text string) {
 	if strings.HasPrefix(text, "fail") {
-		s.sink.Emit(event.New(event.Result, turn, event.ResultData{StopReason: event.StopError, Error: "scripted failure"}))
+		s.sink.Emit(event.New(event.Result, turn, event.ResultData{StopReason: apitype.StopError, Error: "scripted failure"}))
 		return
 	}
 	if strings.HasPrefix(text, "cancel") { // as an interrupted turn ends
-		s.sink.Emit(event.New(event.Result, turn, event.ResultData{StopReason: event.StopCancelled}))
+		s.sink.Emit(event.New(event.Result, turn, event.ResultData{StopReason: apitype.StopCancelled}))
 		return
 	}
 	s.sink.Emit(event.NewText(event.AssistantText, turn, true, "re: "))
 	s.sink.Emit(event.NewText(event.AssistantText, turn, false, "re: "+text))
-	s.sink.Emit(event.New(event.Result, turn, event.ResultData{StopReason: event.StopEndTurn,
+	s.sink.Emit(event.New(event.Result, turn, event.ResultData{StopReason: apitype.StopEndTurn,
 		Usage: event.UsageFigures{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 10}}))
 }
 

@@ -89,7 +89,7 @@ func (ag *Agent) ask(ctx context.Context, req backend.PermissionRequest) backend
 		data.Options = backend.DefaultPermissionOptions
 	}
 	if data.ToolCall.Status == "" {
-		data.ToolCall.Status = "pending"
+		data.ToolCall.Status = apitype.ToolPending
 	}
 
 	var d backend.PermissionDecision

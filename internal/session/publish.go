@@ -243,7 +243,7 @@ func (ag *Agent) logFault(err error) {
 func failedResult(ev event.Event, err error) event.Event {
 	var d event.ResultData
 	_ = json.Unmarshal(ev.Data, &d)
-	d.StopReason = event.StopError
+	d.StopReason = apitype.StopError
 	d.Error = "event log: " + err.Error() + " (the turn's events are not all logged)"
 	return event.New(event.Result, ev.Turn, d)
 }

@@ -213,7 +213,7 @@ func TestCrashedAgentClosedOnLoad(t *testing.T) {
 	}
 	var res event.ResultData
 	json.Unmarshal(after[1].Data, &res)
-	if after[1].Turn != 1 || !event.Failed(res.StopReason) || !strings.Contains(res.Error, "kaimon-agentd was lost") {
+	if after[1].Turn != 1 || !res.StopReason.Failed() || !strings.Contains(res.Error, "kaimon-agentd was lost") {
 		t.Errorf("closing result = %+v %s", after[1], after[1].Data)
 	}
 	if !strings.Contains(string(after[0].Data), "while this agent was working on turn 1") || !strings.Contains(string(after[0].Data), "--resume") || !strings.Contains(string(after[2].Data), `"dead"`) {

@@ -106,7 +106,7 @@ func (ag *Agent) closeLost(was string) {
 	// reader does not take the jump for envelopes lost.
 	ag.publish(event.NewError(turn, msg, map[string]any{"reason": ReasonDaemonCrashed, event.RenumberedKey: true}))
 	for _, n := range tail.Unfinished {
-		ag.publish(event.New(event.Result, n, event.ResultData{StopReason: event.StopError,
+		ag.publish(event.New(event.Result, n, event.ResultData{StopReason: apitype.StopError,
 			Error: "kaimon-agentd was lost during the turn (the daemon crashed or was killed)"}))
 	}
 	ag.die(ReasonDaemonCrashed, nil)

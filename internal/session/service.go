@@ -462,7 +462,8 @@ func (m *Manager) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, 
 		ch := ag.changedLocked()
 		logStart := ag.logStart
 		var done bool
-		var text, stop, msg string
+		var text, msg string
+		var stop apitype.StopReason
 		if t != nil {
 			done, text, stop, msg = t.done, t.lastMessage(), t.stopReason, t.errMsg
 		}

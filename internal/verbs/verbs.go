@@ -1236,14 +1236,14 @@ func DiskFault(what string, err error, output string) *Error {
 // last message: the one place that says what a turn's end makes of a run,
 // for the daemon's agent_run and for a CLI that lost agent_run's answer
 // with a host's link and read the turn's end from the agent's events.
-func RunEnded(id string, n int, stop, msg, text string) (*RunResult, error) {
+func RunEnded(id string, n int, stop apitype.StopReason, msg, text string) (*RunResult, error) {
 	switch {
-	case stop == event.StopCancelled && msg == "":
+	case stop == apitype.StopCancelled && msg == "":
 		// An interrupt asked for: the turn did not go wrong.
 		return nil, &Error{Code: CodeTurnFailed, Message: fmt.Sprintf("agent %s turn %d was cancelled (interrupted)", id, n), Text: text}
-	case event.Failed(stop):
+	case stop.Failed():
 		if msg == "" {
-			msg = "stop reason " + stop
+			msg = "stop reason " + string(stop)
 		}
 		return nil, &Error{Code: CodeTurnFailed, Message: fmt.Sprintf("agent %s turn %d failed: %s", id, n, msg), Text: text}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/testutil/backendtest"
@@ -89,7 +90,7 @@ func TestAgentClosesStdout(t *testing.T) {
 		if ev.Kind == event.Result && ev.Turn == 1 {
 			var r event.ResultData
 			_ = json.Unmarshal(ev.Data, &r)
-			failed = r.StopReason == event.StopError
+			failed = r.StopReason == apitype.StopError
 		}
 	}
 	if !failed {
@@ -163,7 +164,7 @@ func TestFallbackArgsAgentWorks(t *testing.T) {
 			if ev.Kind == event.Result && ev.Turn == 1 {
 				var r event.ResultData
 				_ = json.Unmarshal(ev.Data, &r)
-				if r.StopReason != event.StopEndTurn {
+				if r.StopReason != apitype.StopEndTurn {
 					t.Fatalf("turn 1 ended %s: %s", r.StopReason, r.Error)
 				}
 				return

@@ -11,13 +11,14 @@ import (
 	"unicode"
 
 	"github.com/kaimon/kaimon/internal/agentbin"
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/host"
 	"github.com/kaimon/kaimon/internal/suggest"
 )
 
 // Prefix is the model prefix that selects this backend.
-const Prefix = backend.PrefixACP
+const Prefix = apitype.PrefixACP
 
 // Agent is one ACP agent program kaimon knows how to drive: its program
 // (agentbin's row: name, binary, variable, install hint) and how to talk

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kaimon/kaimon/internal/agentbin"
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/testutil/backendtest"
@@ -72,7 +73,7 @@ func TestConfiguredAgentRuns(t *testing.T) {
 			if ev.Kind == event.Result && ev.Turn == 1 {
 				var r event.ResultData
 				_ = json.Unmarshal(ev.Data, &r)
-				if r.StopReason != event.StopEndTurn {
+				if r.StopReason != apitype.StopEndTurn {
 					t.Fatalf("turn 1 ended %s: %s", r.StopReason, r.Error)
 				}
 				return

@@ -9,6 +9,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/policy"
@@ -240,7 +241,7 @@ func (m *Mapper) toolUpdate(u sdk.ToolCallUpdate) []event.Event {
 	id := string(u.ToolCallId)
 	c, known := m.calls[id]
 	if !known {
-		c = &toolCall{call: event.ToolCall{ToolCallID: id, Content: []any{}, Locations: []any{}, Status: "pending"}, turnOf: m.Current()}
+		c = &toolCall{call: event.ToolCall{ToolCallID: id, Content: []any{}, Locations: []any{}, Status: apitype.ToolPending}, turnOf: m.Current()}
 		m.calls[id] = c
 	}
 	if name := metaToolName(u.Meta); name != "" {
@@ -259,7 +260,7 @@ func (m *Mapper) toolUpdate(u sdk.ToolCallUpdate) []event.Event {
 		c.call.Kind = "other"
 	}
 	if u.Status != nil && *u.Status != "" {
-		c.call.Status = string(*u.Status)
+		c.call.Status = apitype.ToolStatus(*u.Status)
 	}
 	if len(u.Locations) > 0 {
 		c.call.Locations = jsonList(u.Locations)
@@ -283,7 +284,7 @@ func (m *Mapper) toolUpdate(u sdk.ToolCallUpdate) []event.Event {
 	if c.input != "" {
 		c.call.RawInput = json.RawMessage(c.input)
 	}
-	if s := c.call.Status; (s == "completed" || s == "failed") && !c.ended {
+	if s := c.call.Status; s.Ended() && !c.ended {
 		c.ended = true
 		content := jsonList(u.Content)
 		if len(content) == 0 {
@@ -309,7 +310,7 @@ func (m *Mapper) Permission(tc sdk.ToolCallUpdate) ([]event.Event, event.ToolCal
 	c, known := m.calls[id]
 	if !known {
 		evs = m.closeBlock()
-		pending := sdk.ToolCallStatus("pending")
+		pending := sdk.ToolCallStatus(apitype.ToolPending)
 		upd := tc
 		if upd.Status == nil {
 			upd.Status = &pending
@@ -337,7 +338,7 @@ func (m *Mapper) Permission(tc sdk.ToolCallUpdate) ([]event.Event, event.ToolCal
 	if len(tc.Locations) > 0 {
 		call.Locations = jsonList(tc.Locations)
 	}
-	call.Status = "pending"
+	call.Status = apitype.ToolPending
 	return evs, call, policy.NativeToolName(c.name, c.call.Kind)
 }
 
@@ -346,7 +347,7 @@ func (m *Mapper) Permission(tc sdk.ToolCallUpdate) ([]event.Event, event.ToolCal
 // as a tool call (no tool_use, no tool_result), and the events that come
 // before it (the open block closed).
 func (m *Mapper) Question(tc sdk.ToolCallUpdate) ([]event.Event, event.ToolCall) {
-	call := event.ToolCall{ToolCallID: string(tc.ToolCallId), Kind: "other", Status: "pending", Content: []any{}, Locations: []any{}}
+	call := event.ToolCall{ToolCallID: string(tc.ToolCallId), Kind: "other", Status: apitype.ToolPending, Content: []any{}, Locations: []any{}}
 	if t := tc.Title; t != nil {
 		call.Title = *t
 	}
@@ -413,9 +414,9 @@ func (m *Mapper) sinceLast(cur event.UsageFigures) event.UsageFigures {
 func (m *Mapper) Fail(msg string, data any) (evs []event.Event, next *Turn) {
 	turn := m.Current()
 	evs = m.closeBlock()
-	stop := event.StopError
+	stop := apitype.StopError
 	if m.Interrupted(turn) {
-		stop = event.StopCancelled
+		stop = apitype.StopCancelled
 	} else {
 		evs = append(evs, event.NewError(turn, msg, data))
 	}
@@ -427,7 +428,7 @@ func (m *Mapper) Fail(msg string, data any) (evs []event.Event, next *Turn) {
 
 // Abort ends every turn in flight with stopReason (the process is gone):
 // the block in progress is closed first.
-func (m *Mapper) Abort(stopReason, msg string) []event.Event {
+func (m *Mapper) Abort(stopReason apitype.StopReason, msg string) []event.Event {
 	m.metaUsage, m.metaUsed = event.UsageFigures{}, false
 	return append(m.closeBlock(), m.Turns.Abort(stopReason, msg)...)
 }
@@ -480,16 +481,16 @@ func num(v any) int64 {
 }
 
 // stopReason maps ACP's stop reasons to kaimon's.
-func stopReason(s string) string {
+func stopReason(s string) apitype.StopReason {
 	switch s {
 	case "max_tokens", "max_turn_requests":
-		return event.StopMaxTokens
+		return apitype.StopMaxTokens
 	case "refusal":
-		return event.StopRefusal
+		return apitype.StopRefusal
 	case "cancelled":
-		return event.StopCancelled
+		return apitype.StopCancelled
 	default:
-		return event.StopEndTurn
+		return apitype.StopEndTurn
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/tidwall/gjson"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -85,6 +86,6 @@ func FuzzMapper(f *testing.F) {
 		}
 		evs, _ := m.Fail("failed", nil)
 		checkEvents(t, evs)
-		checkEvents(t, m.Abort(event.StopError, "gone"))
+		checkEvents(t, m.Abort(apitype.StopError, "gone"))
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/policy"
 )
@@ -52,7 +53,7 @@ func ParseModel(model, effort string) (name, eff string, err error) {
 	name = strings.TrimSpace(model)
 	if p, err := backend.Lookup(name); err != nil {
 		return "", "", err
-	} else if p != backend.Claude {
+	} else if p != apitype.Claude {
 		return "", "", fmt.Errorf("model %q is the %s backend's, not a claude model: an agent keeps its backend; close it and open one with that model", model, p.Backend)
 	}
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {

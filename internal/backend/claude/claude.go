@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/kaimon/kaimon/internal/agentbin"
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/host"
 	"github.com/kaimon/kaimon/internal/event"
@@ -509,7 +510,7 @@ func (b *Backend) submit(t Turn, report bool) error {
 	if !b.life.Exited() {
 		if report {
 			b.sink.Emit(event.NewError(t.Number, err.Error(), nil))
-			b.sink.Emit(event.New(event.Result, t.Number, event.ResultData{StopReason: event.StopError, Error: err.Error()}))
+			b.sink.Emit(event.New(event.Result, t.Number, event.ResultData{StopReason: apitype.StopError, Error: err.Error()}))
 		}
 		var evs []event.Event
 		evs, next = b.m.Retract(t.Number)

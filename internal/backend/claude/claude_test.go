@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
@@ -212,7 +213,7 @@ func TestBackendTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := a.sink.waitResult(t, 1, turnTimeout)
-	if r.StopReason != event.StopEndTurn {
+	if r.StopReason != apitype.StopEndTurn {
 		t.Fatalf("turn 1 stopReason %q: %s", r.StopReason, dump(a.sink.turn(1)))
 	}
 	want := event.UsageFigures{InputTokens: fakeapi.InputTokens, OutputTokens: fakeapi.OutputTokens, CacheReadTokens: fakeapi.CacheReadTokens}
@@ -262,7 +263,7 @@ func TestBackendTurns(t *testing.T) {
 	if err := a.b.Send(2, "please use a tool"); err != nil {
 		t.Fatal(err)
 	}
-	if r := a.sink.waitResult(t, 2, turnTimeout); r.StopReason != event.StopEndTurn {
+	if r := a.sink.waitResult(t, 2, turnTimeout); r.StopReason != apitype.StopEndTurn {
 		t.Fatalf("turn 2 stopReason %q", r.StopReason)
 	}
 	evs = a.sink.turn(2)
@@ -352,7 +353,7 @@ func TestBackendInterrupt(t *testing.T) {
 		t.Fatalf("Interrupt = %v, %v", ok, err)
 	}
 	r := a.sink.waitResult(t, 1, 10*time.Second)
-	if r.StopReason != event.StopCancelled {
+	if r.StopReason != apitype.StopCancelled {
 		t.Fatalf("interrupted turn stopReason %q:\n%s", r.StopReason, dump(a.sink.turn(1)))
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -361,7 +362,7 @@ func TestBackendInterrupt(t *testing.T) {
 	if err := a.b.Send(2, "hello again"); err != nil {
 		t.Fatal(err)
 	}
-	if r := a.sink.waitResult(t, 2, turnTimeout); r.StopReason != event.StopEndTurn {
+	if r := a.sink.waitResult(t, 2, turnTimeout); r.StopReason != apitype.StopEndTurn {
 		t.Fatalf("turn after the interrupt: %q", r.StopReason)
 	}
 	if got := authoritativeText(a.sink.turn(2)); !strings.HasPrefix(got, "Hello from fakeapi") {
@@ -391,11 +392,11 @@ func TestBackendQueuedWhileBusy(t *testing.T) {
 	if ok, err := a.b.Interrupt(context.Background()); !ok || err != nil {
 		t.Fatalf("Interrupt = %v, %v", ok, err)
 	}
-	if r := a.sink.waitResult(t, 1, 10*time.Second); r.StopReason != event.StopCancelled {
+	if r := a.sink.waitResult(t, 1, 10*time.Second); r.StopReason != apitype.StopCancelled {
 		t.Errorf("turn 1 %q", r.StopReason)
 	}
 	for turn := 2; turn <= 4; turn++ {
-		if r := a.sink.waitResult(t, turn, turnTimeout); r.StopReason != event.StopEndTurn {
+		if r := a.sink.waitResult(t, turn, turnTimeout); r.StopReason != apitype.StopEndTurn {
 			t.Errorf("turn %d %q", turn, r.StopReason)
 		}
 		evs := a.sink.turn(turn)
@@ -456,7 +457,7 @@ func TestBackendSetModel(t *testing.T) {
 	if err := a.b.Send(1, "which model?"); err != nil {
 		t.Fatal(err)
 	}
-	if r := a.sink.waitResult(t, 1, turnTimeout); r.StopReason != event.StopEndTurn {
+	if r := a.sink.waitResult(t, 1, turnTimeout); r.StopReason != apitype.StopEndTurn {
 		t.Fatalf("stopReason %q", r.StopReason)
 	}
 	var model string
@@ -479,7 +480,7 @@ func TestBackendFailingTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := a.sink.waitResult(t, 1, turnTimeout)
-	if r.StopReason != event.StopError || r.Error == "" {
+	if r.StopReason != apitype.StopError || r.Error == "" {
 		t.Fatalf("result %+v:\n%s", r, dump(a.sink.turn(1)))
 	}
 	var errEv event.ErrorData
@@ -495,7 +496,7 @@ func TestBackendFailingTurn(t *testing.T) {
 	if err := a.b.Send(2, "hello"); err != nil {
 		t.Fatal(err)
 	}
-	if r := a.sink.waitResult(t, 2, turnTimeout); r.StopReason != event.StopEndTurn {
+	if r := a.sink.waitResult(t, 2, turnTimeout); r.StopReason != apitype.StopEndTurn {
 		t.Errorf("turn after a failure: %q", r.StopReason)
 	}
 }
@@ -534,7 +535,7 @@ func TestBackendCloseLeavesNoProcess(t *testing.T) {
 		t.Errorf("process group %d still there: %v", id.PID, err)
 	}
 	evs := a.sink.turn(1)
-	if last := evs[len(evs)-1]; last.Kind != event.Result || gjson.GetBytes(last.Data, "stopReason").String() != event.StopCancelled {
+	if last := evs[len(evs)-1]; last.Kind != event.Result || apitype.StopReason(gjson.GetBytes(last.Data, "stopReason").String()) != apitype.StopCancelled {
 		t.Errorf("turn in flight at Close ended with %s %s", last.Kind, last.Data)
 	}
 	if err := a.b.Close(); err != nil {
@@ -578,7 +579,7 @@ func TestBackendProcessDies(t *testing.T) {
 		t.Errorf("error event %s", errEv.Data)
 	}
 	for _, turn := range []int{1, 2} {
-		if r := a.sink.waitResult(t, turn, time.Second); r.StopReason != event.StopError {
+		if r := a.sink.waitResult(t, turn, time.Second); r.StopReason != apitype.StopError {
 			t.Errorf("turn %d ended %q", turn, r.StopReason)
 		}
 	}
@@ -730,7 +731,7 @@ func TestCLIClosesStdout(t *testing.T) {
 	if sink.err == nil || !strings.HasPrefix(sink.err.Error(), "claude closed its stdout but kept running, so kaimon stopped it") {
 		t.Fatalf("Exited(%v)", sink.err)
 	}
-	if r := sink.waitResult(t, 1, time.Second); r.StopReason != event.StopError {
+	if r := sink.waitResult(t, 1, time.Second); r.StopReason != apitype.StopError {
 		t.Errorf("turn 1 ended %q", r.StopReason)
 	}
 	// The grandchild, killed too, is reaped by init in its own time.
@@ -764,7 +765,7 @@ echo
 echo '{"type":"result","subtype":"success","is_error":false,"stop_reason":"end_turn"}'
 while read -r line; do :; done
 `)
-	if r := sink.waitResult(t, 1, 30*time.Second); r.StopReason != event.StopEndTurn {
+	if r := sink.waitResult(t, 1, 30*time.Second); r.StopReason != apitype.StopEndTurn {
 		t.Fatalf("turn 1 ended %q:\n%s", r.StopReason, dump(sink.turn(1)))
 	}
 	var found bool

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 )
@@ -330,9 +331,9 @@ func (m *Mapper) user(v gjson.Result) []event.Event {
 		if b.Get("type").String() != "tool_result" {
 			return true
 		}
-		status := "completed"
+		status := apitype.ToolCompleted
 		if b.Get("is_error").Bool() {
-			status = "failed"
+			status = apitype.ToolFailed
 		}
 		evs = append(evs, event.New(event.ToolResult, turn, event.ToolResultData{Update: event.ToolResultUpdate{
 			ToolCallID: b.Get("tool_use_id").String(),
@@ -356,7 +357,7 @@ func (m *Mapper) result(v gjson.Result) ([]event.Event, int, *Turn) {
 	switch {
 	case subtype == "error_during_execution" &&
 		(strings.HasPrefix(v.Get("terminal_reason").String(), "aborted") || m.Interrupted(turn)):
-		res.StopReason = event.StopCancelled
+		res.StopReason = apitype.StopCancelled
 	case subtype == "success" && !v.Get("is_error").Bool():
 		res.StopReason = stopReason(v.Get("stop_reason").String())
 	default:
@@ -365,7 +366,7 @@ func (m *Mapper) result(v gjson.Result) ([]event.Event, int, *Turn) {
 			"subtype":          subtype,
 			"api_error_status": v.Get("api_error_status").Value(),
 		}))
-		res.StopReason, res.Error = event.StopError, msg
+		res.StopReason, res.Error = apitype.StopError, msg
 	}
 	evs = append(evs, event.New(event.Result, turn, res))
 
@@ -403,14 +404,14 @@ func resultUsage(v gjson.Result) event.UsageFigures {
 }
 
 // stopReason maps the API's stop_reason of a successful turn to ACP's.
-func stopReason(s string) string {
+func stopReason(s string) apitype.StopReason {
 	switch s {
 	case "max_tokens", "model_context_window_exceeded":
-		return event.StopMaxTokens
+		return apitype.StopMaxTokens
 	case "refusal":
-		return event.StopRefusal
+		return apitype.StopRefusal
 	default: // end_turn, tool_use, stop_sequence, pause_turn, none
-		return event.StopEndTurn
+		return apitype.StopEndTurn
 	}
 }
 
@@ -458,7 +459,7 @@ func toolCall(id, name, rawInput string) event.ToolCall {
 		ToolCallID: id,
 		Title:      name,
 		Kind:       ToolKind(name),
-		Status:     "in_progress",
+		Status:     apitype.ToolInProgress,
 		Content:    []any{},
 		Locations:  []any{},
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -444,7 +445,7 @@ func TestInterruptFixture(t *testing.T) {
 		t.Errorf("turn 1 kinds %v, want %v", got, want1)
 	}
 	res := r.ofKind(1, event.Result)
-	if got := gjson.GetBytes(res[0].Data, "stopReason").String(); got != event.StopCancelled {
+	if got := gjson.GetBytes(res[0].Data, "stopReason").String(); got != string(apitype.StopCancelled) {
 		t.Errorf("interrupted turn stopReason %q, want cancelled", got)
 	}
 	if len(r.ofKind(1, event.Error)) != 0 {
@@ -456,7 +457,7 @@ func TestInterruptFixture(t *testing.T) {
 	if got := r.turnSigs(2); !reflect.DeepEqual(got, want2) {
 		t.Errorf("turn 2 kinds %v, want %v", got, want2)
 	}
-	if got := gjson.GetBytes(r.ofKind(2, event.Result)[0].Data, "stopReason").String(); got != event.StopEndTurn {
+	if got := gjson.GetBytes(r.ofKind(2, event.Result)[0].Data, "stopReason").String(); got != string(apitype.StopEndTurn) {
 		t.Errorf("turn 2 stopReason %q", got)
 	}
 	if got := gjson.GetBytes(r.ofKind(2, event.AssistantText)[3].Data, "content.text").String(); got != "Hello from fakeapi (request #19)." {
@@ -491,14 +492,14 @@ func TestInterruptWithoutMark(t *testing.T) {
 			last = ev
 		}
 	}
-	if last.Kind != event.Result || gjson.GetBytes(last.Data, "stopReason").String() != event.StopCancelled {
+	if last.Kind != event.Result || gjson.GetBytes(last.Data, "stopReason").String() != string(apitype.StopCancelled) {
 		t.Fatalf("last event %s %s", last.Kind, last.Data)
 	}
 }
 
 func TestSigintFixture(t *testing.T) {
 	r := runFixture(t, "cli-sigint")
-	if got := gjson.GetBytes(r.ofKind(1, event.Result)[0].Data, "stopReason").String(); got != event.StopCancelled {
+	if got := gjson.GetBytes(r.ofKind(1, event.Result)[0].Data, "stopReason").String(); got != string(apitype.StopCancelled) {
 		t.Errorf("stopReason %q", got)
 	}
 	// The process died with turn 2 queued: it never started.
@@ -508,7 +509,7 @@ func TestSigintFixture(t *testing.T) {
 	if got := r.turnSigs(2); !reflect.DeepEqual(got, []string{"user_text", "turn_started"}) {
 		t.Errorf("turn 2 kinds %v", got)
 	}
-	evs := r.m.Abort(event.StopError, "claude exited with code 130")
+	evs := r.m.Abort(apitype.StopError, "claude exited with code 130")
 	if len(evs) != 1 || evs[0].Turn != 2 || string(evs[0].Data) != `{"stopReason":"error","usage":{"inputTokens":0,"outputTokens":0,"cacheReadTokens":0,"cacheCreationTokens":0,"costUsd":0},"error":"claude exited with code 130"}` {
 		t.Errorf("abort %v", evs)
 	}
@@ -529,7 +530,7 @@ func TestServerDownFixture(t *testing.T) {
 		t.Errorf("error\n  %s\nwant\n  %s", got, want)
 	}
 	res := r.ofKind(1, event.Result)[0]
-	if gjson.GetBytes(res.Data, "stopReason").String() != event.StopError || gjson.GetBytes(res.Data, "error").String() != msg {
+	if gjson.GetBytes(res.Data, "stopReason").String() != string(apitype.StopError) || gjson.GetBytes(res.Data, "error").String() != msg {
 		t.Errorf("result %s", res.Data)
 	}
 }
@@ -934,10 +935,10 @@ func TestClaude2_1_328Interrupt(t *testing.T) {
 		}
 		return u, stop
 	}
-	if u, stop := usage(1); u != (event.UsageFigures{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 10}) || stop != event.StopEndTurn {
+	if u, stop := usage(1); u != (event.UsageFigures{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 10}) || stop != string(apitype.StopEndTurn) {
 		t.Errorf("turn 1: %+v %s", u, stop)
 	}
-	if u, stop := usage(2); u != (event.UsageFigures{InputTokens: 100, OutputTokens: 7, CacheReadTokens: 10}) || stop != event.StopCancelled {
+	if u, stop := usage(2); u != (event.UsageFigures{InputTokens: 100, OutputTokens: 7, CacheReadTokens: 10}) || stop != string(apitype.StopCancelled) {
 		t.Errorf("interrupted turn 2: usage %+v (want model_usage_since_last_result's), stop %s", u, stop)
 	}
 	if strings.Join(ctl, " ") != "init-1 int-1" {

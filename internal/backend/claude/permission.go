@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 )
 
@@ -37,7 +38,7 @@ func (b *Backend) startAsk(req ControlRequest, turn int) {
 			input = "{}"
 		}
 		call := toolCall(r.Get("tool_use_id").String(), tool, input)
-		call.Status = "pending"
+		call.Status = apitype.ToolPending
 		d := b.opts.Ask(ctx, backend.PermissionRequest{Turn: turn, Tool: tool, Call: call})
 		ans := permissionAnswer{Behavior: "deny", Message: d.Message}
 		if d.Allow {

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/proc"
@@ -305,7 +306,7 @@ func (p *Process) Ended(hungUp bool, hangup string) string {
 // Turns is a backend's mapper as the exit report needs it.
 type Turns interface {
 	Current() int
-	Abort(stopReason, msg string) []event.Event
+	Abort(stopReason apitype.StopReason, msg string) []event.Event
 }
 
 // Report emits the end of a process that was ready, under the caller's
@@ -316,14 +317,14 @@ type Turns interface {
 // returned error quotes the stderr too.
 func (p *Process) Report(sink backend.Sink, m Turns, closing bool, msg string) error {
 	if closing {
-		for _, ev := range m.Abort(event.StopCancelled, "the agent was closed") {
+		for _, ev := range m.Abort(apitype.StopCancelled, "the agent was closed") {
 			sink.Emit(ev)
 		}
 		return nil
 	}
 	tail := p.StderrTail()
 	sink.Emit(event.NewError(m.Current(), msg, map[string]any{"exitCode": p.Child.ExitCode(), "stderrTail": tail}))
-	for _, ev := range m.Abort(event.StopError, msg) {
+	for _, ev := range m.Abort(apitype.StopError, msg) {
 		sink.Emit(ev)
 	}
 	if tail != "" {

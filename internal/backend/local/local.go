@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/host"
 	"github.com/kaimon/kaimon/internal/config"
@@ -293,13 +294,13 @@ func (b *Backend) messages() []Message {
 // fails, or the turn is interrupted.
 func (b *Backend) runTurn(ctx context.Context, t backend.Turn) {
 	var usage event.UsageFigures
-	stop, failure := event.StopEndTurn, ""
+	stop, failure := apitype.StopEndTurn, ""
 	if err := b.addMessage(Message{Role: "user", Content: t.Text}); err != nil {
-		stop, failure = event.StopError, err.Error()
+		stop, failure = apitype.StopError, err.Error()
 	}
-	for round := 1; failure == "" && stop != event.StopCancelled; round++ {
+	for round := 1; failure == "" && stop != apitype.StopCancelled; round++ {
 		if round > b.rounds {
-			stop, failure = event.StopError, fmt.Sprintf("the turn needed more than %d model requests (local_max_rounds in the config file): kaimon stopped its tool loop", b.rounds)
+			stop, failure = apitype.StopError, fmt.Sprintf("the turn needed more than %d model requests (local_max_rounds in the config file): kaimon stopped its tool loop", b.rounds)
 			b.emit(event.NewError(t.Number, failure, map[string]any{"rounds": b.rounds}))
 			break
 		}
@@ -310,9 +311,9 @@ func (b *Backend) runTurn(ctx context.Context, t backend.Turn) {
 			s.close()
 			why := "the turn was interrupted"
 			if ctx.Err() != nil {
-				stop = event.StopCancelled
+				stop = apitype.StopCancelled
 			} else {
-				stop, failure = event.StopError, fmt.Sprintf("%s:%s: %v", b.family, b.model(), err)
+				stop, failure = apitype.StopError, fmt.Sprintf("%s:%s: %v", b.family, b.model(), err)
 				b.emit(event.NewError(t.Number, failure, nil))
 				why = "the model's reply broke off"
 			}
@@ -325,7 +326,7 @@ func (b *Backend) runTurn(ctx context.Context, t backend.Turn) {
 			res.Calls[i].ID = s.id(i, t.Number)
 		}
 		if err := b.addMessage(Message{Role: "assistant", Content: res.Content, Thinking: res.Thinking, Calls: res.Calls}); err != nil {
-			stop, failure = event.StopError, err.Error()
+			stop, failure = apitype.StopError, err.Error()
 			break
 		}
 		for _, c := range res.Calls {
@@ -343,20 +344,20 @@ func (b *Backend) runTurn(ctx context.Context, t backend.Turn) {
 			} else {
 				text, ok = b.call(ctx, t.Number, c)
 			}
-			status := "completed"
+			status := apitype.ToolCompleted
 			if !ok {
-				status = "failed"
+				status = apitype.ToolFailed
 			}
 			b.emit(event.New(event.ToolResult, t.Number, event.ToolResultData{Update: event.ToolResultUpdate{
 				ToolCallID: c.ID, Status: status,
 				Content: []any{contentBlock{Type: "content", Content: event.Text{Type: "text", Text: text}}}}}))
 			if err := b.addMessage(Message{Role: "tool", Content: text, ToolCallID: c.ID, ToolName: c.Name}); err != nil {
-				stop, failure = event.StopError, err.Error()
+				stop, failure = apitype.StopError, err.Error()
 				break
 			}
 		}
 		if ctx.Err() != nil {
-			stop = event.StopCancelled
+			stop = apitype.StopCancelled
 		}
 	}
 	b.endTurn(t.Number, stop, failure, usage)
@@ -364,7 +365,7 @@ func (b *Backend) runTurn(ctx context.Context, t backend.Turn) {
 
 // endTurn emits the turn's usage and result and starts the next queued
 // turn.
-func (b *Backend) endTurn(turn int, stop, failure string, usage event.UsageFigures) {
+func (b *Backend) endTurn(turn int, stop apitype.StopReason, failure string, usage event.UsageFigures) {
 	b.emitMu.Lock()
 	defer b.emitMu.Unlock()
 	if b.closing {
@@ -375,9 +376,9 @@ func (b *Backend) endTurn(turn int, stop, failure string, usage event.UsageFigur
 		syncErr = b.hist.sync()
 	}
 	if syncErr != nil && failure == "" {
-		stop, failure = event.StopError, "conversation file: "+syncErr.Error()
+		stop, failure = apitype.StopError, "conversation file: "+syncErr.Error()
 	}
-	if stop == event.StopCancelled && failure == "" {
+	if stop == apitype.StopCancelled && failure == "" {
 		failure = "interrupted"
 	}
 	b.sink.Emit(event.New(event.Usage, turn, event.UsageData{Usage: usage}))
@@ -401,14 +402,14 @@ type contentBlock struct {
 }
 
 // stopReason maps Ollama's done_reason and OpenAI's finish_reason.
-func stopReason(s string) string {
+func stopReason(s string) apitype.StopReason {
 	switch s {
 	case "length":
-		return event.StopMaxTokens
+		return apitype.StopMaxTokens
 	case "content_filter":
-		return event.StopRefusal
+		return apitype.StopRefusal
 	default: // stop, tool_calls, load, unload, ""
-		return event.StopEndTurn
+		return apitype.StopEndTurn
 	}
 }
 
@@ -419,7 +420,7 @@ func toolCall(c ToolCall, full bool) event.ToolCall {
 	if d, ok := toolByName(c.Name); ok {
 		kind = d.Kind
 	}
-	tc := event.ToolCall{ToolCallID: c.ID, Title: c.Name, Kind: kind, Status: "in_progress", Content: []any{}, Locations: []any{}}
+	tc := event.ToolCall{ToolCallID: c.ID, Title: c.Name, Kind: kind, Status: apitype.ToolInProgress, Content: []any{}, Locations: []any{}}
 	if full {
 		tc.RawInput = c.Arguments
 		if len(tc.RawInput) == 0 {
@@ -530,7 +531,7 @@ func (s *roundSink) abandon(why string) {
 	sort.Ints(idx)
 	for _, i := range idx {
 		s.b.emit(event.New(event.ToolResult, s.turn, event.ToolResultData{Update: event.ToolResultUpdate{
-			ToolCallID: s.ids[i], Status: "failed",
+			ToolCallID: s.ids[i], Status: apitype.ToolFailed,
 			Content: []any{contentBlock{Type: "content", Content: event.Text{Type: "text", Text: "not run: " + why}}}}}))
 	}
 }
@@ -616,7 +617,7 @@ func (b *Backend) Close() error {
 			b.hist = nil
 		}
 		if started {
-			for _, ev := range b.turns.Abort(event.StopCancelled, "the agent was closed") {
+			for _, ev := range b.turns.Abort(apitype.StopCancelled, "the agent was closed") {
 				b.sink.Emit(ev)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/confine"
@@ -225,7 +226,7 @@ func TestTextAndThought(t *testing.T) {
 				!strings.HasPrefix(texts[len(texts)-1].Get("content.text").String(), "Hello from fake") {
 				t.Fatalf("text events: %v", texts)
 			}
-			if r := result(t, evs); r.StopReason != event.StopEndTurn || r.Usage.InputTokens == 0 || r.Usage.OutputTokens == 0 {
+			if r := result(t, evs); r.StopReason != apitype.StopEndTurn || r.Usage.InputTokens == 0 || r.Usage.OutputTokens == 0 {
 				t.Fatalf("result: %+v", r)
 			}
 			evs = a.turn(t, 2, "please think")
@@ -379,7 +380,7 @@ func TestFailures(t *testing.T) {
 		t.Run(srv.family, func(t *testing.T) {
 			a := open(t, srv, backend.Options{}, 1)
 			evs := a.turn(t, 1, "please fail midway")
-			if r := result(t, evs); r.StopReason != event.StopError || !strings.Contains(r.Error, fakescript.MidwayMessage) {
+			if r := result(t, evs); r.StopReason != apitype.StopError || !strings.Contains(r.Error, fakescript.MidwayMessage) {
 				t.Fatalf("mid-stream failure: %+v\n%s", r, dump(evs))
 			}
 			if len(ofKind(evs, event.Error)) != 1 {
@@ -390,16 +391,16 @@ func TestFailures(t *testing.T) {
 				t.Fatalf("partial text: %v", tx)
 			}
 			evs = a.turn(t, 2, "please fail")
-			if r := result(t, evs); r.StopReason != event.StopError || !strings.Contains(r.Error, fakescript.FailMessage) {
+			if r := result(t, evs); r.StopReason != apitype.StopError || !strings.Contains(r.Error, fakescript.FailMessage) {
 				t.Fatalf("HTTP failure: %+v", r)
 			}
 			// One round allowed: a tool call needs two.
 			evs = a.turn(t, 3, `call tool: list_dir {}`)
-			if r := result(t, evs); r.StopReason != event.StopError || !strings.Contains(r.Error, "local_max_rounds") {
+			if r := result(t, evs); r.StopReason != apitype.StopError || !strings.Contains(r.Error, "local_max_rounds") {
 				t.Fatalf("rounds: %+v\n%s", r, dump(evs))
 			}
 			// The agent goes on.
-			if r := result(t, a.turn(t, 4, "hello")); r.StopReason != event.StopEndTurn {
+			if r := result(t, a.turn(t, 4, "hello")); r.StopReason != apitype.StopEndTurn {
 				t.Fatalf("after failures: %+v", r)
 			}
 		})
@@ -449,7 +450,7 @@ func TestInterrupt(t *testing.T) {
 			if ok, err := a.b.Interrupt(context.Background()); !ok || err != nil {
 				t.Fatalf("interrupt: %v %v", ok, err)
 			}
-			if r := result(t, a.s.waitResult(t, 1)); r.StopReason != event.StopCancelled {
+			if r := result(t, a.s.waitResult(t, 1)); r.StopReason != apitype.StopCancelled {
 				t.Fatalf("interrupted stream: %+v", r)
 			}
 			// Mid-tool: the sleep's process group is gone at once.
@@ -467,7 +468,7 @@ func TestInterrupt(t *testing.T) {
 				t.Fatalf("interrupt: %v %v", ok, err)
 			}
 			evs := a.s.waitResult(t, 2)
-			if r := result(t, evs); r.StopReason != event.StopCancelled {
+			if r := result(t, evs); r.StopReason != apitype.StopCancelled {
 				t.Fatalf("interrupted tool: %+v", r)
 			}
 			if r := ofKind(evs, event.ToolResult); len(r) != 1 || r[0].Get("update.status").String() != "failed" {
@@ -478,7 +479,7 @@ func TestInterrupt(t *testing.T) {
 			}
 			// The conversation stays well formed: the next turn works
 			// and carries the interrupted call's result.
-			if r := result(t, a.turn(t, 3, "hello")); r.StopReason != event.StopEndTurn {
+			if r := result(t, a.turn(t, 3, "hello")); r.StopReason != apitype.StopEndTurn {
 				t.Fatalf("after interrupt: %+v", r)
 			}
 		})

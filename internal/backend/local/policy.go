@@ -6,6 +6,7 @@ package local
 import (
 	"context"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/policy"
@@ -108,7 +109,7 @@ func (g *gate) allow(ctx context.Context, turn int, t toolDef, call event.ToolCa
 	if g.ask == nil {
 		return false, "nobody can answer a permission request for " + t.Name
 	}
-	call.Status = "pending"
+	call.Status = apitype.ToolPending
 	d := g.ask(ctx, backend.PermissionRequest{Turn: turn, Tool: t.Native, Call: call})
 	return d.Allow, d.Message
 }

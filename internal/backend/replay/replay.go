@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 )
@@ -142,9 +143,9 @@ func (b *Backend) run(ctx context.Context, n, i int) event.Event {
 	if i >= len(b.rec.Turns) {
 		msg := fmt.Sprintf("the recording has no turn %d: its %d turn(s) have all been replayed (%s); open the agent again, without --resume, to replay it from the start",
 			i+1, len(b.rec.Turns), b.rec.Path)
-		return event.New(event.Result, n, event.ResultData{StopReason: event.StopError, Error: msg})
+		return event.New(event.Result, n, event.ResultData{StopReason: apitype.StopError, Error: msg})
 	}
-	cancelled := event.New(event.Result, n, event.ResultData{StopReason: event.StopCancelled})
+	cancelled := event.New(event.Result, n, event.ResultData{StopReason: apitype.StopCancelled})
 	t := &b.rec.Turns[i]
 	prev := t.Start
 	announced := map[string]bool{}
@@ -176,7 +177,7 @@ func (b *Backend) run(ctx context.Context, n, i int) event.Event {
 		}
 	}
 	msg := fmt.Sprintf("the recording's turn %d ends without a result (the recorded agent stopped mid-turn)", t.Number)
-	return event.New(event.Result, n, event.ResultData{StopReason: event.StopError, Error: msg})
+	return event.New(event.Result, n, event.ResultData{StopReason: apitype.StopError, Error: msg})
 }
 
 // synthesize is what a live agent streams before authoritative event ev:
@@ -234,7 +235,7 @@ func (b *Backend) finish(res event.Event) {
 	b.cancel = nil
 	if b.closed {
 		b.turns.Pop()
-		for _, ev := range b.turns.Abort(event.StopCancelled, "the agent was closed") {
+		for _, ev := range b.turns.Abort(apitype.StopCancelled, "the agent was closed") {
 			b.sink.Emit(ev)
 		}
 		return
@@ -290,7 +291,7 @@ func (b *Backend) Close() error {
 		b.mu.Unlock()
 		b.wg.Wait()
 		b.mu.Lock()
-		for _, ev := range b.turns.Abort(event.StopCancelled, "the agent was closed") {
+		for _, ev := range b.turns.Abort(apitype.StopCancelled, "the agent was closed") {
 			b.sink.Emit(ev)
 		}
 		b.mu.Unlock()

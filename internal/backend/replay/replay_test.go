@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/eventlog"
@@ -376,7 +377,7 @@ func TestReplayResumeRenumberAndOutOfTurns(t *testing.T) {
 	if err := json.Unmarshal(last.Data, &d); err != nil {
 		t.Fatal(err)
 	}
-	if last.Kind != event.Result || last.Turn != 8 || d.StopReason != event.StopError || !strings.Contains(d.Error, "the recording has no turn 3") {
+	if last.Kind != event.Result || last.Turn != 8 || d.StopReason != apitype.StopError || !strings.Contains(d.Error, "the recording has no turn 3") {
 		t.Fatalf("turn 8 ended with %s/%d %s", last.Kind, last.Turn, last.Data)
 	}
 	if got := b.Info().SessionID; got != "replay@2" {
@@ -475,7 +476,7 @@ func TestReplayInterrupt(t *testing.T) {
 		t.Fatalf("interrupt mid-turn: %v, %v", ok, err)
 	}
 	evs := s.wait("two results", results(2))
-	var stops []string
+	var stops []apitype.StopReason
 	for _, ev := range evs {
 		if ev.Kind == event.Result {
 			var d event.ResultData
@@ -486,7 +487,7 @@ func TestReplayInterrupt(t *testing.T) {
 			t.Fatalf("turn 1 went on after the interrupt:\n%s", dump(evs))
 		}
 	}
-	if !slices.Equal(stops, []string{event.StopCancelled, "end_turn"}) {
+	if !slices.Equal(stops, []apitype.StopReason{apitype.StopCancelled, "end_turn"}) {
 		t.Fatalf("results %v:\n%s", stops, dump(evs))
 	}
 }
