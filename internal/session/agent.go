@@ -141,7 +141,10 @@ func (m *Manager) newAgent(id string) *Agent {
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-func newID() string {
+// randomID draws an agent id: 8 hex digits, short enough for a person to
+// read and type. It is not unique by itself (4 bytes: a collision is
+// likely among some 77,000 ids); freshID checks each one drawn.
+func randomID() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
