@@ -60,6 +60,14 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 	if err != nil {
 		return nil, err
 	}
+	if old == nil && exists(ag.files().Record) {
+		// A record this daemon did not load (unreadable, or of a
+		// newer format: its log says which): an open would
+		// overwrite it.
+		m.unreserve(ag, old)
+		return nil, verbs.WrongState("agent_open: %s is the record of an agent %s that this daemon could not load (its log, %s, says why): "+
+			"give another id, or move the record away", ag.files().Record, id, m.paths.DaemonLog())
+	}
 	if a.ID == "" && old != nil {
 		// A drawn id that a dead agent took between freshID and here:
 		// its slot is not this open's to take over.
