@@ -35,8 +35,11 @@ import (
 // A goroutine holding one of them may take a later one, never an earlier
 // one: publishOne saves the record (saveMu) with pubMu held, when an
 // agent's seq passes the ceiling on disk, so a save must never take
-// pubMu. Agent.qmu (the publish queue) and Manager.faultMu are leaves:
-// nothing else is taken while either is held. The agent's drain
+// pubMu. Agent.qmu (the publish queue), Manager.faultMu and pidFile.mu
+// (the live children, taken by start and die with none of the others
+// held) are leaves: nothing else is taken while one is held.
+// TestLockOrderStress runs open, close, forget and status at once under
+// -race, for the detector and a deadlock to find a break of this order. The agent's drain
 // (draining, queue.go) is not a mutex but a baton: its holder publishes,
 // and takes pubMu and mu per event (publishOne), and Manager.mu with
 // nothing else held (fanOut). A result's fsync is made with pubMu held
@@ -141,7 +144,10 @@ func (m *Manager) newAgent(id string) *Agent {
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-func newID() string {
+// randomID draws an agent id: 8 hex digits, short enough for a person to
+// read and type. It is not unique by itself (4 bytes: a collision is
+// likely among some 77,000 ids); freshID checks each one drawn.
+func randomID() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -42,4 +44,45 @@ func (m *Manager) checkID(id string) error {
 		return verbs.BadArg("agent_open: id %q is reserved: its files would overwrite the daemon's own in %s (reserved ids: %s)", id, m.paths.CacheDir, strings.Join(r, ", "))
 	}
 	return nil
+}
+
+// idDraws is how many ids freshID draws before it gives up: with 8 hex
+// digits, a cache dir would need billions of agents for even two draws in
+// a row to collide, so running out says the source is broken.
+const idDraws = 16
+
+// freshID draws an id for an open that named none (m.newID): one whose
+// slot is empty and that no file of config.AgentFileKinds in the cache dir
+// is of. A drawn id of a dead agent would otherwise reopen its slot, and
+// one of a forgotten agent whose log was kept would continue that log.
+// reserve still refuses an id an open took since (reserveFresh).
+func (m *Manager) freshID() (string, error) {
+	for range idDraws {
+		id := m.newID()
+		if !idRE.MatchString(id) || slices.Contains(reservedIDs(m.paths), id) {
+			continue
+		}
+		if !m.idUsed(id) {
+			return id, nil
+		}
+	}
+	return "", verbs.Errorf(verbs.CodeInternal, "agent_open: no unused agent id in %d draws; give one (kaimon open --id ID)", idDraws)
+}
+
+// idUsed says whether id has a slot, a forget at it, or any file in the
+// cache dir. A file that cannot be looked at counts as used.
+func (m *Manager) idUsed(id string) bool {
+	m.mu.Lock()
+	used := m.agents[id] != nil || m.forgetting[id]
+	m.mu.Unlock()
+	if used {
+		return true
+	}
+	f := m.paths.Agent(id)
+	for _, k := range config.AgentFileKinds {
+		if _, err := os.Lstat(f.Path(k)); !errors.Is(err, os.ErrNotExist) {
+			return true
+		}
+	}
+	return false
 }

@@ -60,7 +60,10 @@ type Manager struct {
 	cfg     config.Config
 	env     []string
 	factory Factory
-	pids    *pidFile
+	// newID draws an id for an open that gives none (randomID; a test's
+	// own); freshID checks what it draws.
+	newID func() string
+	pids  *pidFile
 	// acpAgents are the config's acp_agents, resolved once (every open's
 	// backend.Options.ACPAgents).
 	acpAgents []agentbin.Program
@@ -108,7 +111,7 @@ func New(paths config.Paths, cfg config.Config, env []string, factory Factory) (
 	reap(paths.PidFile())
 	removeStale(paths)
 	m := &Manager{
-		paths: paths, cfg: cfg, env: env, factory: factory,
+		paths: paths, cfg: cfg, env: env, factory: factory, newID: randomID,
 		acpAgents:     cfg.ACPAgents.Programs(),
 		pids:          &pidFile{path: paths.PidFile(), tmp: paths.PidFileTemp(), live: map[string]proc.Identity{}},
 		agents:        map[string]*Agent{},

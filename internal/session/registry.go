@@ -31,6 +31,11 @@ import (
 // option (with the model as last switched), the vendor's session, its
 // counters, and its state.
 type Record struct {
+	// Version is the record's format, RecordVersion when written. A
+	// record without it is of the format before versions were written,
+	// which is version 1's: it loads as it is.
+	Version int `json:"version,omitempty"`
+
 	// OpenArgs are the agent's id and agent_open options as applied (cwd
 	// absolute, defaults filled in), the model as last switched.
 	verbs.OpenArgs
@@ -56,6 +61,11 @@ type Record struct {
 	Git *gitwt.Info `json:"git,omitempty"`
 }
 
+// RecordVersion is the format of the records this daemon writes, and the
+// newest it reads. A change that an older daemon would misread (a field
+// it would drop on its next save, or read otherwise) raises it.
+const RecordVersion = 1
+
 // Reasons a dead agent ended, as agent_status reports them.
 const (
 	ReasonClosed        = "closed"
@@ -70,6 +80,7 @@ const (
 
 // writeRecord replaces the record file atomically and durably.
 func writeRecord(path string, r *Record) error {
+	r.Version = RecordVersion
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -105,9 +116,18 @@ func readRecords(paths config.Paths) (recs []*Record, bad []error) {
 			continue
 		}
 		var r Record
-		if err := json.Unmarshal(b, &r); err != nil || r.ID != id {
-			if err == nil {
+		if err := json.Unmarshal(b, &r); err != nil || r.ID != id || r.Version > RecordVersion {
+			switch {
+			case err != nil:
+			case r.ID != id:
 				err = errors.New("its id does not match its file name")
+			default:
+				// Loaded, its next save would write it in this
+				// format, dropping what the newer one added: it
+				// is not loaded, and an open of its id is refused
+				// (Open), so that nothing overwrites it.
+				err = fmt.Errorf("its format is version %d, newer than this kaimon-agentd reads (%d): "+
+					"run the kaimon that wrote it", r.Version, RecordVersion)
 			}
 			bad = append(bad, fmt.Errorf("agent record %s: %w (left as it is)", path, err))
 			continue

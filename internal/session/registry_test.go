@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -502,5 +503,61 @@ func BenchmarkWriteRecord(b *testing.B) {
 		if err := writeRecord(path, r); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A record of the format before versions (no version field) loads as it
+// did, and the next save writes the version; one of a newer format than
+// this daemon knows is not loaded, and an open of its id is refused, so
+// that nothing writes over what a newer kaimon kept.
+func TestRecordVersion(t *testing.T) {
+	dir := t.TempDir()
+	paths := config.Paths{CacheDir: dir + "/cache", SockDir: dir + "/sock", ConfigFile: dir + "/c.json", WorktreeDir: dir + "/worktrees"}
+	if err := os.MkdirAll(paths.CacheDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := `{"id":"old","model":"claude","cwd":"/tmp","session_id":"s1","created_at":"2026-01-02T03:04:05Z",` +
+		`"last_activity":"2026-01-02T03:04:05Z","turn":3,"usage":{},"status":"dead","reason":"closed"}`
+	newer := fmt.Sprintf(`{"version":%d,"id":"newer","model":"claude","cwd":"/tmp","created_at":"2026-01-02T03:04:05Z",`+
+		`"last_activity":"2026-01-02T03:04:05Z","turn":1,"usage":{},"status":"dead","what_next_adds":1}`, RecordVersion+1)
+	for id, rec := range map[string]string{"old": old, "newer": newer} {
+		if err := os.WriteFile(paths.Agent(id).Record, []byte(rec), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, bad := readRecords(paths)
+	if len(recs) != 1 || recs[0].ID != "old" || recs[0].Version != 0 || recs[0].SessionID != "s1" || recs[0].Turn != 3 {
+		t.Fatalf("records read: %+v", recs)
+	}
+	if len(bad) != 1 || !strings.Contains(bad[0].Error(), fmt.Sprintf("version %d, newer than this kaimon-agentd reads (%d)", RecordVersion+1, RecordVersion)) {
+		t.Fatalf("bad = %v, want the newer record's, saying its version", bad)
+	}
+
+	r := &rig{paths: paths}
+	m, err := New(paths, config.Defaults(), nil, func(o backend.Options, sink backend.Sink) (backend.Backend, error) {
+		return &scripted{sink: sink}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.m = m
+	t.Cleanup(m.Shutdown)
+	st, err := m.Status(bg, &verbs.StatusArgs{AgentID: "old"})
+	if err != nil || st.Status != apitype.Dead || st.Turn != 3 || st.SessionID != "s1" {
+		t.Fatalf("the old record's agent: %+v %v", st, err)
+	}
+	var ve *verbs.Error
+	if _, err := m.Open(bg, &verbs.OpenArgs{Cwd: t.TempDir(), ID: "newer"}); !errors.As(err, &ve) || ve.Code != verbs.CodeWrongState {
+		t.Fatalf("open over the newer record: err = %v, want wrong_state", err)
+	}
+	if b, _ := os.ReadFile(paths.Agent("newer").Record); string(b) != newer {
+		t.Errorf("the newer record changed:\n%s", b)
+	}
+	// Reopened, the old agent's record is written in this format.
+	r.open(t, "old")
+	var got Record
+	b, _ := os.ReadFile(paths.Agent("old").Record)
+	if err := json.Unmarshal(b, &got); err != nil || got.Version != RecordVersion {
+		t.Errorf("record after a save: version %d (%v), want %d", got.Version, err, RecordVersion)
 	}
 }

@@ -40,7 +40,10 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 		if a.Resume {
 			return nil, verbs.BadArg("agent_open: resume needs the id of the dead agent to resume (kaimon open --id ID --resume)")
 		}
-		id = newID()
+		var err error
+		if id, err = m.freshID(); err != nil {
+			return nil, err
+		}
 	} else if err := m.checkID(id); err != nil {
 		return nil, err
 	}
@@ -56,6 +59,20 @@ func (m *Manager) Open(ctx context.Context, a *verbs.OpenArgs) (*verbs.OpenResul
 	old, err := m.reserve(ag)
 	if err != nil {
 		return nil, err
+	}
+	if old == nil && exists(ag.files().Record) {
+		// A record this daemon did not load (unreadable, or of a
+		// newer format: its log says which): an open would
+		// overwrite it.
+		m.unreserve(ag, old)
+		return nil, verbs.WrongState("agent_open: %s is the record of an agent %s that this daemon could not load (its log, %s, says why): "+
+			"give another id, or move the record away", ag.files().Record, id, m.paths.DaemonLog())
+	}
+	if a.ID == "" && old != nil {
+		// A drawn id that a dead agent took between freshID and here:
+		// its slot is not this open's to take over.
+		m.unreserve(ag, old)
+		return nil, verbs.WrongState("agent_open: the id drawn, %s, was taken meanwhile: open again", id)
 	}
 	if parent != nil && old != nil {
 		// A fork leaves nothing behind when it fails, which a slot of
