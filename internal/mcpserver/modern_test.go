@@ -24,6 +24,9 @@ type stdioClient struct {
 	out  chan map[string]json.RawMessage
 	or   *orchestrator
 	done chan error
+	// early holds the answers read while waiting for another's: mcp-go
+	// answers from a pool of workers, in no set order.
+	early map[string]map[string]json.RawMessage
 }
 
 func startStdio(t *testing.T, setup ...func(*orchestrator)) *stdioClient {
@@ -106,11 +109,15 @@ func (c *stdioClient) write(lines ...string) {
 	}
 }
 
-// response is the answer to request id (its JSON), the messages before it
-// passed over.
+// response is the answer to request id (its JSON), the notifications
+// before it passed over and other answers kept for their own call.
 func (c *stdioClient) response(id any) map[string]json.RawMessage {
 	c.t.Helper()
 	want, _ := json.Marshal(id)
+	if m, ok := c.early[string(want)]; ok {
+		delete(c.early, string(want))
+		return m
+	}
 	deadline := time.After(30 * time.Second)
 	for {
 		select {
@@ -118,9 +125,16 @@ func (c *stdioClient) response(id any) map[string]json.RawMessage {
 			if !ok {
 				c.t.Fatalf("the server ended before answering %s", want)
 			}
-			if _, isNote := m["method"]; !isNote && string(m["id"]) == string(want) {
+			if _, isNote := m["method"]; isNote || m["id"] == nil {
+				continue
+			}
+			if string(m["id"]) == string(want) {
 				return m
 			}
+			if c.early == nil {
+				c.early = map[string]map[string]json.RawMessage{}
+			}
+			c.early[string(m["id"])] = m
 		case <-deadline:
 			c.t.Fatalf("no answer to %s", want)
 		}
