@@ -58,6 +58,9 @@ type factory struct {
 	// service is what the verb commands call; nil: a client of the daemon
 	// (newClient).
 	service func(c *cli.Context) (verbs.Service, error)
+	// ios are the run's streams; nil: those runWith is given, as they are
+	// (newIOStreams).
+	ios *IOStreams
 }
 
 // factoryKey holds the factory in the app's Metadata, where each command
@@ -67,14 +70,17 @@ const factoryKey = "kaimon.factory"
 
 // runWith is Run with the factory f.
 func runWith(ctx context.Context, f factory, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if f.ios == nil {
+		f.ios = newIOStreams(stdin, stdout, stderr)
+	}
 	app := NewApp()
 	app.Metadata = map[string]any{factoryKey: f}
-	app.Reader, app.Writer, app.ErrWriter = stdin, stdout, stderr
+	app.Reader, app.Writer, app.ErrWriter = f.ios.In, f.ios.Out, f.ios.ErrOut
 	err := app.RunContext(ctx, interspersed(app, args))
 	if err == nil {
 		return ExitOK
 	}
-	return report(err, stderr)
+	return report(err, f.ios.ErrOut)
 }
 
 // report prints err for a person and maps it to an exit code.
@@ -150,7 +156,7 @@ func NewApp() *cli.App {
 			&cli.BoolFlag{Name: "no-color", Usage: "no colour in the output (as NO_COLOR=1 or TERM=dumb)"},
 			hostFlag,
 		},
-		Before: func(c *cli.Context) error { setColor(c.Bool("no-color")); return nil },
+		Before: func(c *cli.Context) error { setColor(c); return nil },
 		After:  closeFleet,
 		OnUsageError: func(c *cli.Context, err error, isSub bool) error {
 			return usagef("%v", err)
@@ -178,6 +184,24 @@ func service(c *cli.Context) (verbs.Service, error) {
 		return f.service(c)
 	}
 	return fleetOf(c)
+}
+
+// streamsOf returns the run's streams (factory.ios). A command run without
+// runWith (a test's bare App) gets its App's writers, as they are.
+func streamsOf(c *cli.Context) *IOStreams {
+	if f, _ := c.App.Metadata[factoryKey].(factory); f.ios != nil {
+		return f.ios
+	}
+	return newIOStreams(c.App.Reader, c.App.Writer, c.App.ErrWriter)
+}
+
+// setColor turns colour off for the run when --no-color says so; the
+// environment (NO_COLOR, TERM=dumb) and a stdout that is no terminal have
+// already (newIOStreams).
+func setColor(c *cli.Context) {
+	if c.Bool("no-color") {
+		streamsOf(c).setColor(false)
+	}
 }
 
 // newClient is the client of the chosen host's daemon (--host,

@@ -44,7 +44,7 @@ func listCmd() *cli.Command {
 					fmt.Fprintln(c.App.ErrWriter, "no agents (open one with `kaimon open DIR`)")
 					return
 				}
-				writeAgents(w, res.Agents, false)
+				writeAgents(w, streamsOf(c).pal, res.Agents, false)
 			})
 		},
 	})
@@ -66,7 +66,7 @@ func listAllHosts(c *cli.Context) error {
 	}
 	err = emit(c, res, func(w io.Writer) {
 		if len(res.Agents) > 0 {
-			writeAgents(w, res.Agents, true)
+			writeAgents(w, streamsOf(c).pal, res.Agents, true)
 		} else if fleet.Failed(res) == nil {
 			fmt.Fprintln(c.App.ErrWriter, "no agents on any host (open one with `kaimon open DIR`)")
 		}
@@ -102,8 +102,8 @@ func branchMark(st *verbs.AgentStatus) string {
 // writeAgents writes agent_list's table for people. It is aligned
 // uncolored and the status colored after: tabwriter counts a color's
 // escape bytes as width, which shifted every column after the status.
-// withHost puts each agent's host in a first column.
-func writeAgents(w io.Writer, agents []verbs.ListEntry, withHost bool) {
+// pal colours it; withHost puts each agent's host in a first column.
+func writeAgents(w io.Writer, pal *palette, agents []verbs.ListEntry, withHost bool) {
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	if withHost {
@@ -138,7 +138,7 @@ func writeAgents(w io.Writer, agents []verbs.ListEntry, withHost bool) {
 	at := strings.Index(lines[0], "STATUS") // where every row's status begins
 	for i, a := range agents {
 		l, plain := lines[i+1], statusText(&a.AgentStatus)
-		lines[i+1] = l[:at] + statusLine(&a.AgentStatus) + l[at+len(plain):]
+		lines[i+1] = l[:at] + pal.statusLine(&a.AgentStatus) + l[at+len(plain):]
 	}
 	io.WriteString(w, strings.Join(lines, ""))
 }

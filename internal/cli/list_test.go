@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fatih/color"
-
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -15,9 +13,8 @@ import (
 // columns after the status begin where their headings do, the status
 // keeps its color, and the reason of a dead agent follows its status.
 func TestWriteAgentsAlignedInColor(t *testing.T) {
-	was := color.NoColor
-	color.NoColor = false
-	t.Cleanup(func() { color.NoColor = was })
+	t.Parallel()
+	pal := newPalette(true)
 	agents := []verbs.ListEntry{
 		{AgentID: "aaaa1111", Host: "local", AgentStatus: verbs.AgentStatus{Status: "idle", Model: "sonnet", Cwd: "/p"}},
 		{AgentID: "build-box/bbbb2222", Host: "build-box", AgentStatus: verbs.AgentStatus{Status: "working", Model: "opus", Turn: 3, Cwd: "/q",
@@ -27,7 +24,7 @@ func TestWriteAgentsAlignedInColor(t *testing.T) {
 	// With and without list --all-hosts' HOST column.
 	for _, withHost := range []bool{false, true} {
 		var b strings.Builder
-		writeAgents(&b, agents, withHost)
+		writeAgents(&b, pal, agents, withHost)
 		out := b.String()
 		if !strings.Contains(out, "\x1b[") {
 			t.Fatalf("no color in %q", out)
@@ -60,6 +57,7 @@ func TestWriteAgentsAlignedInColor(t *testing.T) {
 // Every agent state of the wire has its colour: a state added to
 // apitype.AgentStates without one would show uncoloured in list and status.
 func TestEveryStateHasAColor(t *testing.T) {
+	t.Parallel()
 	for _, s := range apitype.AgentStates {
 		if _, ok := statusColors[s]; !ok {
 			t.Errorf("no colour for agent state %q", s)

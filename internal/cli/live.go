@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fatih/color"
-	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaimon/kaimon/internal/apitype"
@@ -25,16 +23,6 @@ import (
 	"github.com/kaimon/kaimon/internal/render"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
-
-// setColor turns colour off for the whole run when --no-color, NO_COLOR
-// (https://no-color.org: set and not empty) or TERM=dumb says so. It is the
-// one place that decides; fatih/color has already turned it off when
-// stdout is not a terminal.
-func setColor(noColor bool) {
-	if noColor || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
-		color.NoColor = true
-	}
-}
 
 // ExitDetached is kaimon run's exit code when a second Ctrl-C left the
 // turn running: 128 + SIGINT, as a shell reports a command Ctrl-C ended.
@@ -166,12 +154,6 @@ func lostDaemon(err error) (cause error, ok bool) {
 	return nil, false
 }
 
-// isTerminal says whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
-}
-
 // hintDelay is how long a run whose output is not a terminal goes before
 // it opens its stream for permission requests (and asks agent_status for
 // those already pending, so none is missed): most turns end quickly and
@@ -192,14 +174,15 @@ const resultWait = 5 * time.Second
 // throwaway (run -C) changes only the words: the caller closes the agent.
 func runTurn(c *cli.Context, cl verbs.Service, id, text string, timeout time.Duration, throwaway bool) error {
 	stdout, stderr := c.App.Writer, c.App.ErrWriter
-	live := !c.Bool("json") && isTerminal(stdout)
+	ios := streamsOf(c)
+	live := !c.Bool("json") && ios.IsStdoutTTY()
 	start := time.Now()
 	shown := shownID(c, id) // hints name the agent so that they can be pasted back
 	f := &follower{id: shown, text: text, start: start, live: live, errw: stderr,
-		p: newPretty(stdout, false), result: make(chan *event.Envelope, 1), done: make(chan struct{})}
+		p: newPretty(stdout, false, ios.pal), result: make(chan *event.Envelope, 1), done: make(chan struct{})}
 	f.p.run = true
 	if live {
-		f.p.startSpinner(stderr)
+		f.p.startSpinner(stderr, ios.canSpin())
 		f.p.busy(id, start)
 	}
 	fctx, stopFollow := context.WithCancel(c.Context)
@@ -381,7 +364,7 @@ wait:
 		fmt.Fprintln(stdout, final)
 	}
 	if result != nil {
-		fmt.Fprintln(stderr, usageLine(result, time.Since(start)))
+		fmt.Fprintln(stderr, usageLine(ios.pal, result, time.Since(start)))
 		if err != nil && render.ResultOf(result).StopReason == apitype.StopCancelled {
 			// The usage line said it: "■ turn 6 · cancelled". Once is
 			// enough, and a cancel is no failure to report (the exit code
@@ -402,7 +385,7 @@ type eventStreamer interface {
 }
 
 // usageLine is the one-line summary of a turn's result.
-func usageLine(e *event.Envelope, elapsed time.Duration) string {
+func usageLine(pal *palette, e *event.Envelope, elapsed time.Duration) string {
 	r := render.ResultOf(e)
 	u := r.Usage
 	s := fmt.Sprintf("turn %d · %s · tokens in %d, out %d", e.Turn, r.StopReason, u.InputTokens, u.OutputTokens)
@@ -412,11 +395,11 @@ func usageLine(e *event.Envelope, elapsed time.Duration) string {
 	s += " · " + elapsed.Round(100*time.Millisecond).String()
 	switch {
 	case r.StopReason == apitype.StopCancelled:
-		return yellow.Sprint("■ " + s) // stopped as asked: not a failure
+		return pal.yellow.Sprint("■ " + s) // stopped as asked: not a failure
 	case r.Failed:
-		return red.Sprint("✗ " + s)
+		return pal.red.Sprint("✗ " + s)
 	}
-	return faint.Sprint("✓ " + s)
+	return pal.faint.Sprint("✓ " + s)
 }
 
 // follower follows one run's turn on the agent's event stream.
@@ -509,7 +492,7 @@ func (f *follower) permission(e *event.Envelope) {
 	}
 	f.tell(d.RequestID)
 	if d.Decision == "" {
-		fmt.Fprintln(f.errw, permissionLines("kaimon: ", f.id, &d)) // f.id: qualified on another host
+		fmt.Fprintln(f.errw, f.p.pal.permissionLines("kaimon: ", f.id, &d)) // f.id: qualified on another host
 	}
 }
 
@@ -541,7 +524,7 @@ func (f *follower) openForHints(ctx context.Context, cl verbs.Service, open func
 			}
 			f.tell(p.RequestID)
 			d := event.PermissionData{RequestID: p.RequestID, ToolCall: event.ToolCall{Title: p.Title}, ExpiresAt: p.ExpiresAt}
-			fmt.Fprintln(f.errw, permissionLines("kaimon: ", f.id, &d))
+			fmt.Fprintln(f.errw, f.p.pal.permissionLines("kaimon: ", f.id, &d))
 		}
 	}
 	return w

@@ -37,7 +37,7 @@ func TestHintsOfPendingRequests(t *testing.T) {
 	defer srv.Close()
 
 	var errw bytes.Buffer
-	f := &follower{id: "a1", errw: &errw}
+	f := &follower{id: "a1", errw: &errw, p: newPretty(&errw, false, plain)}
 	f.tell("r2") // already told
 	opened := false
 	if w := f.openForHints(context.Background(), cl, func() *client.Watcher { opened = true; return nil }); w != nil || !opened {

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fatih/color"
-
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 )
@@ -18,9 +16,9 @@ import (
 // not get on stderr: no echo, turn header, status or result line; and it
 // knows the assistant's text block it showed last.
 func TestPrettyRun(t *testing.T) {
-	color.NoColor = true
+	t.Parallel()
 	var out bytes.Buffer
-	p := newPretty(&out, false)
+	p := newPretty(&out, false, plain)
 	p.run = true
 	for _, e := range turnEnvelopes("a1", 1) {
 		p.print(e)
@@ -40,20 +38,20 @@ Tool said: hi. Done.
 }
 
 func TestPermissionLines(t *testing.T) {
-	color.NoColor = true
+	t.Parallel()
 	ask := &event.PermissionData{RequestID: "p1", ToolCall: event.ToolCall{Title: "Bash", RawInput: []byte(`{"command":"touch /x"}`)},
 		ExpiresAt: "2026-01-01T00:00:00Z"}
 	want := "? agent a1 asks permission for Bash {\"command\":\"touch /x\"}\n" +
 		"  answer: kaimon permit a1 p1 allow   (or deny; waits until 2026-01-01T00:00:00Z)"
-	if got := permissionLines("? ", "a1", ask); got != want {
+	if got := plain.permissionLines("? ", "a1", ask); got != want {
 		t.Fatalf("question:\n%s\nwant:\n%s", got, want)
 	}
 	allowed := &event.PermissionData{RequestID: "p1", ToolCall: event.ToolCall{Title: "Bash"}, Decision: "allow", By: "user"}
-	if got := permissionLines("? ", "a1", allowed); got != "✓ permission for Bash allowed (user)" {
+	if got := plain.permissionLines("? ", "a1", allowed); got != "✓ permission for Bash allowed (user)" {
 		t.Fatalf("allowed: %q", got)
 	}
 	denied := &event.PermissionData{RequestID: "p1", ToolCall: event.ToolCall{Title: "Bash"}, Decision: "deny", By: "timeout", Message: "nobody answered"}
-	if got := permissionLines("? ", "a1", denied); got != "✗ permission for Bash denied (timeout): nobody answered" {
+	if got := plain.permissionLines("? ", "a1", denied); got != "✗ permission for Bash denied (timeout): nobody answered" {
 		t.Fatalf("denied: %q", got)
 	}
 }
@@ -62,12 +60,12 @@ func TestPermissionLines(t *testing.T) {
 // (after a line of text that has not ended, too), redrawn in place, and
 // erased before the next text is written.
 func TestSpinnerErasedBeforeText(t *testing.T) {
-	color.NoColor = true
+	t.Parallel()
 	var term bytes.Buffer // stdout and stderr are one terminal
-	p := newPretty(&term, false)
+	p := newPretty(&term, false, plain)
 	p.run = true
 	start := time.Now()
-	p.spin = &spinner{w: &term, quiet: start, since: map[string]time.Time{}, asks: map[string]map[string]bool{}}
+	p.spin = &spinner{w: &term, faint: plain.faint, quiet: start, since: map[string]time.Time{}, asks: map[string]map[string]bool{}}
 	p.busy("a1", start)
 	delta := func(s string) *event.Envelope {
 		ev := event.NewText(event.AssistantText, 1, true, s)
@@ -102,10 +100,10 @@ func TestSpinnerErasedBeforeText(t *testing.T) {
 }
 
 func TestUsageLine(t *testing.T) {
-	color.NoColor = true
+	t.Parallel()
 	ev := event.New(event.Result, 2, event.ResultData{StopReason: "end_turn", Usage: event.UsageFigures{InputTokens: 100, OutputTokens: 20}})
 	e := &event.Envelope{Kind: ev.Kind, Turn: 2, Data: ev.Data}
-	if got := usageLine(e, 1234*time.Millisecond); got != "✓ turn 2 · end_turn · tokens in 100, out 20 · 1.2s" {
+	if got := usageLine(plain, e, 1234*time.Millisecond); got != "✓ turn 2 · end_turn · tokens in 100, out 20 · 1.2s" {
 		t.Fatalf("usage line %q", got)
 	}
 	// A cancel (Ctrl-C) is not marked as a failure; an error is.
@@ -115,7 +113,7 @@ func TestUsageLine(t *testing.T) {
 	} {
 		ev := event.New(event.Result, 2, event.ResultData{StopReason: stop, Usage: event.UsageFigures{InputTokens: 100, OutputTokens: 20}})
 		e := &event.Envelope{Kind: ev.Kind, Turn: 2, Data: ev.Data}
-		if got := usageLine(e, 1234*time.Millisecond); got != want {
+		if got := usageLine(plain, e, 1234*time.Millisecond); got != want {
 			t.Errorf("usage line %q, want %q", got, want)
 		}
 	}
@@ -166,10 +164,10 @@ func TestCatchInterrupts(t *testing.T) {
 // TestSpinnerFitsTheLine: a spinner that would wrap past the terminal's
 // right margin is not drawn (its erasing would miss the wrapped part).
 func TestSpinnerFitsTheLine(t *testing.T) {
-	color.NoColor = true
+	t.Parallel()
 	var term bytes.Buffer
 	start := time.Now()
-	s := &spinner{w: &term, width: func() int { return 40 }, quiet: start, since: map[string]time.Time{"a1": start}, asks: map[string]map[string]bool{}}
+	s := &spinner{w: &term, faint: plain.faint, width: func() int { return 40 }, quiet: start, since: map[string]time.Time{"a1": start}, asks: map[string]map[string]bool{}}
 	s.draw(start.Add(time.Second), 30) // " ⠙ working 1s" is 13 columns: no room after 30 of 40
 	if term.Len() != 0 {
 		t.Fatalf("drawn past the margin: %q", term.String())

@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"os"
-
-	"github.com/fatih/color"
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaimon/kaimon/internal/fleet"
@@ -53,18 +50,18 @@ func monitorCmd() *cli.Command {
 			if names != nil {
 				f.Local.NoAutostart = true // the monitor never starts a daemon
 				if c.Bool("once") {
-					return monitor.OnceHosts(c.Context, f, names, c.App.Writer, c.App.ErrWriter, color.NoColor)
+					return monitor.OnceHosts(c.Context, f, names, c.App.Writer, c.App.ErrWriter, !streamsOf(c).ColorEnabled())
 				}
-				return monitor.RunHosts(c.Context, f, names, os.Stdin, c.App.Writer, color.NoColor)
+				return monitor.RunHosts(c.Context, f, names, streamsOf(c).In, c.App.Writer, !streamsOf(c).ColorEnabled())
 			}
 			cl, err := f.Client(c.Context, "")
 			if err != nil {
 				return err
 			}
 			if c.Bool("once") {
-				return monitor.Once(c.Context, cl, c.App.Writer, color.NoColor)
+				return monitor.Once(c.Context, cl, c.App.Writer, !streamsOf(c).ColorEnabled())
 			}
-			return monitor.Run(c.Context, cl, os.Stdin, c.App.Writer, color.NoColor)
+			return monitor.Run(c.Context, cl, streamsOf(c).In, c.App.Writer, !streamsOf(c).ColorEnabled())
 		},
 	}
 }

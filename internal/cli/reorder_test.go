@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/fatih/color"
 )
 
 func TestInterspersed(t *testing.T) {
@@ -47,8 +45,7 @@ func TestInterspersed(t *testing.T) {
 // A global flag after the command is taken, not refused as the command's
 // unknown flag ("flag provided but not defined: -no-color").
 func TestGlobalFlagAfterTheCommand(t *testing.T) {
-	was := color.NoColor // --no-color sets it for the process
-	t.Cleanup(func() { color.NoColor = was })
+	t.Parallel()
 	var out, errb strings.Builder
 	code := Run(context.Background(), []string{"kaimon", "completion", "bash", "--no-color"}, strings.NewReader(""), &out, &errb)
 	if code != ExitOK || !strings.Contains(out.String(), "complete") || errb.Len() > 0 {

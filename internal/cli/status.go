@@ -5,24 +5,15 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/fatih/color"
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
-// statusColors colour each agent state for people; a test checks that
-// every one of apitype.AgentStates has its colour.
-var statusColors = map[apitype.AgentState]*color.Color{
-	apitype.Starting: color.New(color.FgCyan),
-	apitype.Idle:     color.New(color.FgGreen),
-	apitype.Working:  color.New(color.FgYellow),
-	apitype.Dead:     color.New(color.Faint),
-}
-
-func statusColor(s apitype.AgentState) string {
-	if c, ok := statusColors[s]; ok {
+// statusColor is agent state s in its colour (statusColors).
+func (pal *palette) statusColor(s apitype.AgentState) string {
+	if c, ok := pal.states[s]; ok {
 		return c.Sprint(s)
 	}
 	return string(s)
@@ -38,11 +29,11 @@ func statusText(st *verbs.AgentStatus) string {
 	return string(st.Status)
 }
 
-func statusLine(st *verbs.AgentStatus) string {
+func (pal *palette) statusLine(st *verbs.AgentStatus) string {
 	if asksPermission(st) {
-		return color.MagentaString(statusText(st))
+		return pal.magenta.Sprint(statusText(st))
 	}
-	return statusColor(st.Status)
+	return pal.statusColor(st.Status)
 }
 
 // changes says, after an agent's branch, whether its worktree has
@@ -75,10 +66,11 @@ func statusCmd() *cli.Command {
 			if err != nil {
 				return fail(c, err)
 			}
+			pal := streamsOf(c).pal
 			return emit(c, st, func(w io.Writer) {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 				row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
-				row("status", statusLine(st))
+				row("status", pal.statusLine(st))
 				for _, p := range st.PendingPermissions {
 					row("permission", fmt.Sprintf("%s asks for %s (denied if unanswered by %s)", p.RequestID, p.Title, p.ExpiresAt))
 					row("", "answer: "+verbs.PermitCommand(shownID(c, c.Args().First()), p.RequestID, apitype.Allow)+"   (or "+string(apitype.Deny)+")")
@@ -105,7 +97,7 @@ func statusCmd() *cli.Command {
 					row("ended", st.Reason)
 				}
 				if st.RecordError != "" {
-					row("record", color.RedString(st.RecordError))
+					row("record", pal.red.Sprint(st.RecordError))
 				}
 				if st.Worktree != "" {
 					row("repository", st.Repository)

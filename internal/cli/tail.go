@@ -41,6 +41,9 @@ type tailOptions struct {
 	// for route to check; "" when none named one.
 	qualified string
 	Out, Err  io.Writer
+	// ios say how --pretty colours, and whether it shows a spinner; nil
+	// (a test's options): neither.
+	ios *IOStreams
 }
 
 func tailCmd() *cli.Command {
@@ -111,7 +114,7 @@ func tailCmd() *cli.Command {
 func tailOpts(c *cli.Context) (*tailOptions, error) {
 	o := &tailOptions{Channels: c.Args().Slice(), NoDeltas: c.Bool("no-deltas"), Turn: c.Int("turn"),
 		UntilResult: c.Bool("until-result"), Wait: c.Bool("wait"), Pretty: c.Bool("pretty"), AllHosts: c.Bool("all-hosts"),
-		Out: c.App.Writer, Err: c.App.ErrWriter}
+		Out: c.App.Writer, Err: c.App.ErrWriter, ios: streamsOf(c)}
 	if len(o.Channels) == 0 {
 		o.Channels = []string{"agent:"}
 	}
@@ -339,8 +342,12 @@ func newTailPrinter(o *tailOptions) *tailPrinter {
 	}
 	if o.Pretty {
 		single := len(o.Channels) == 1 && o.Channels[0] != "agent:"
-		p.pretty = newPretty(o.Out, !single)
-		p.pretty.startSpinner(o.Err) // only on a terminal
+		pal, spin := plain, false // a test's options: no colour, no spinner
+		if o.ios != nil {
+			pal, spin = o.ios.pal, o.ios.canSpin()
+		}
+		p.pretty = newPretty(o.Out, !single, pal)
+		p.pretty.startSpinner(o.Err, spin) // only on a terminal
 	}
 	return p
 }

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fatih/color"
-
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/follow"
@@ -44,7 +42,7 @@ func turnEnvelopes(agent string, turn int) []*event.Envelope {
 }
 
 func TestTailPretty(t *testing.T) {
-	color.NoColor = true
+	t.Parallel()
 	var out bytes.Buffer
 	p := newTailPrinter(&tailOptions{Channels: []string{"agent:a1"}, Pretty: true, Out: &out})
 	for _, e := range turnEnvelopes("a1", 1) {

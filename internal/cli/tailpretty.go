@@ -45,12 +45,13 @@ type pretty struct {
 	// far as it streamed), so that run prints its final text only once.
 	shown map[string]string
 
+	pal  *palette // the run's colours
 	spin *spinner // nil: no spinner
 	col  int      // columns written on w's current line, for the spinner
 }
 
-func newPretty(w io.Writer, multi bool) *pretty {
-	return &pretty{w: w, multi: multi, streamed: map[string]string{}, tools: map[string]string{}, shown: map[string]string{}}
+func newPretty(w io.Writer, multi bool, pal *palette) *pretty {
+	return &pretty{w: w, multi: multi, pal: pal, streamed: map[string]string{}, tools: map[string]string{}, shown: map[string]string{}}
 }
 
 // write puts s on the rendering's writer, the spinner erased first.
@@ -94,17 +95,6 @@ func advance(col int, s string) int {
 	return col
 }
 
-var (
-	faint  = color.New(color.Faint)
-	bold   = color.New(color.Bold)
-	cyan   = color.New(color.FgCyan)
-	green  = color.New(color.FgGreen)
-	red    = color.New(color.FgRed)
-	yellow = color.New(color.FgYellow)
-	italic = color.New(color.Faint, color.Italic)
-	warn   = color.New(color.FgYellow, color.Bold)
-)
-
 // endLine ends a line of streamed text, if one is open.
 func (p *pretty) endLine() {
 	p.mu.Lock()
@@ -123,7 +113,7 @@ func (p *pretty) prefix(e *event.Envelope) string {
 	if !p.multi {
 		return ""
 	}
-	return faint.Sprintf("[%s] ", e.AgentID)
+	return p.pal.faint.Sprintf("[%s] ", e.AgentID)
 }
 
 // line prints one whole line for e.
@@ -149,7 +139,7 @@ func (p *pretty) print(e *event.Envelope) {
 		_ = json.Unmarshal(e.Data, &d)
 		paint := fmt.Sprint
 		if e.Kind == event.Thought {
-			paint = italic.Sprint
+			paint = p.pal.italic.Sprint
 		}
 		key := e.AgentID + "/" + string(e.Kind)
 		if d.Delta {
@@ -157,7 +147,7 @@ func (p *pretty) print(e *event.Envelope) {
 				p.endLineLocked()
 				head := p.prefix(e)
 				if e.Kind == event.Thought {
-					head += italic.Sprint("thinking: ")
+					head += p.pal.italic.Sprint("thinking: ")
 				}
 				p.write(head)
 				p.open = key
@@ -184,15 +174,15 @@ func (p *pretty) print(e *event.Envelope) {
 		}
 		head := ""
 		if e.Kind == event.Thought {
-			head = italic.Sprint("thinking: ")
+			head = p.pal.italic.Sprint("thinking: ")
 		}
 		p.line(e, head+paint(d.Content.Text))
 	case event.UserText:
 		var d event.TextData
 		_ = json.Unmarshal(e.Data, &d)
-		p.line(e, bold.Sprint("> "+d.Content.Text))
+		p.line(e, p.pal.bold.Sprint("> "+d.Content.Text))
 	case event.TurnStarted:
-		p.line(e, faint.Sprintf("── turn %d ──", e.Turn))
+		p.line(e, p.pal.faint.Sprintf("── turn %d ──", e.Turn))
 	case event.ToolUse:
 		var d event.ToolUseData
 		_ = json.Unmarshal(e.Data, &d)
@@ -200,7 +190,7 @@ func (p *pretty) print(e *event.Envelope) {
 		if len(d.Call.RawInput) == 0 {
 			return // the announce; the complete call follows
 		}
-		p.line(e, cyan.Sprint("→ "+d.Call.Title)+" "+render.ToolInput(&d.Call, 160))
+		p.line(e, p.pal.cyan.Sprint("→ "+d.Call.Title)+" "+render.ToolInput(&d.Call, 160))
 	case event.ToolInputDelta:
 		// Liveness only; the complete tool_use follows.
 	case event.ToolResult:
@@ -210,18 +200,18 @@ func (p *pretty) print(e *event.Envelope) {
 		if name == "" {
 			name = d.Update.ToolCallID
 		}
-		mark := green.Sprint("← " + name)
+		mark := p.pal.green.Sprint("← " + name)
 		if d.Update.Status == apitype.ToolFailed {
-			mark = red.Sprint("✗ " + name)
+			mark = p.pal.red.Sprint("✗ " + name)
 		}
 		p.line(e, mark+" "+string(d.Update.Status)+": "+render.Clip(render.ContentSummary(d.Update.Content), 160))
 	case event.Result:
 		r := render.ResultOf(e)
 		u := r.Usage
-		usage := faint.Sprintf("tokens in %d, out %d, cache read %d, cache write %d", u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens)
-		paint := green.Sprint
+		usage := p.pal.faint.Sprintf("tokens in %d, out %d, cache read %d, cache write %d", u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens)
+		paint := p.pal.green.Sprint
 		if r.Failed {
-			paint = red.Sprint
+			paint = p.pal.red.Sprint
 		}
 		p.line(e, paint(r.Head)+"  "+usage)
 	case event.Usage:
@@ -229,14 +219,14 @@ func (p *pretty) print(e *event.Envelope) {
 	case event.Status:
 		var d event.StatusData
 		_ = json.Unmarshal(e.Data, &d)
-		p.line(e, faint.Sprint("· "+d.Status))
+		p.line(e, p.pal.faint.Sprint("· "+d.Status))
 	case event.Error:
 		var d event.ErrorData
 		_ = json.Unmarshal(e.Data, &d)
-		p.line(e, red.Sprint("error: "+d.Message))
+		p.line(e, p.pal.red.Sprint("error: "+d.Message))
 	case event.Plan:
 		var b strings.Builder
-		b.WriteString(yellow.Sprint("plan:"))
+		b.WriteString(p.pal.yellow.Sprint("plan:"))
 		for _, l := range render.PlanLines(e) {
 			b.WriteString("\n  " + l)
 		}
@@ -244,7 +234,7 @@ func (p *pretty) print(e *event.Envelope) {
 	case event.Permission:
 		var d event.PermissionData
 		_ = json.Unmarshal(e.Data, &d)
-		p.line(e, permissionLines("? ", e.AgentID, &d))
+		p.line(e, p.pal.permissionLines("? ", e.AgentID, &d))
 	default:
 		p.line(e, string(e.Kind)+" "+render.Clip(string(e.Data), 160))
 	}
@@ -254,25 +244,25 @@ func (p *pretty) print(e *event.Envelope) {
 // question, what the agent asks and the exact command that answers it;
 // for a decision, who decided what.
 // A question's first line begins with head.
-func permissionLines(head, id string, d *event.PermissionData) string {
+func (pal *palette) permissionLines(head, id string, d *event.PermissionData) string {
 	input := render.ToolInput(&d.ToolCall, 200)
 	switch d.Decision {
 	case "":
-		s := warn.Sprintf("%sagent %s asks permission for %s", head, id, d.ToolCall.Title)
+		s := pal.warn.Sprintf("%sagent %s asks permission for %s", head, id, d.ToolCall.Title)
 		if input != "" {
 			s += " " + input
 		}
-		s += "\n  answer: " + bold.Sprint(verbs.PermitCommand(id, d.RequestID, apitype.Allow)) + "   (or " + string(apitype.Deny)
+		s += "\n  answer: " + pal.bold.Sprint(verbs.PermitCommand(id, d.RequestID, apitype.Allow)) + "   (or " + string(apitype.Deny)
 		if d.ExpiresAt != "" {
 			s += "; waits until " + d.ExpiresAt
 		}
 		return s + ")"
 	case apitype.Allow:
-		return green.Sprintf("✓ permission for %s %s", d.ToolCall.Title, render.Decided(d)) + faint.Sprintf(" (%s)", d.By)
+		return pal.green.Sprintf("✓ permission for %s %s", d.ToolCall.Title, render.Decided(d)) + pal.faint.Sprintf(" (%s)", d.By)
 	default:
-		s := red.Sprintf("✗ permission for %s %s", d.ToolCall.Title, render.Decided(d)) + faint.Sprintf(" (%s)", d.By)
+		s := pal.red.Sprintf("✗ permission for %s %s", d.ToolCall.Title, render.Decided(d)) + pal.faint.Sprintf(" (%s)", d.By)
 		if d.Message != "" {
-			s += faint.Sprint(": " + render.Clip(d.Message, 160))
+			s += pal.faint.Sprint(": " + render.Clip(d.Message, 160))
 		}
 		return s
 	}
@@ -346,12 +336,6 @@ func (p *pretty) lastShown(id string) string {
 	return p.shown[id]
 }
 
-// spinnerTo says whether w can show a spinner: a terminal whose TERM is not
-// dumb, since the spinner draws and erases itself with cursor escapes.
-func spinnerTo(w io.Writer) bool {
-	return isTerminal(w) && os.Getenv("TERM") != "dumb"
-}
-
 // termWidth returns a function that reports w's terminal width, as it is
 // now (the terminal may be resized), or 0.
 func termWidth(w io.Writer) func() int {
@@ -370,10 +354,10 @@ func termWidth(w io.Writer) func() int {
 
 // startSpinner shows a spinner with the elapsed time on w while an agent is
 // in a turn and nothing has been rendered for a moment; it does nothing
-// unless w can show one (spinnerTo) and the rendering goes to a terminal
-// too (taken to be the same). stopSpinner ends it.
-func (p *pretty) startSpinner(w io.Writer) {
-	if !spinnerTo(w) || !isTerminal(p.w) {
+// unless can (IOStreams.canSpin: w and the rendering's writer are a
+// terminal that takes cursor escapes). stopSpinner ends it.
+func (p *pretty) startSpinner(w io.Writer, can bool) {
+	if !can {
 		return
 	}
 	p.mu.Lock()
@@ -381,7 +365,7 @@ func (p *pretty) startSpinner(w io.Writer) {
 	if p.spin != nil {
 		return
 	}
-	p.spin = &spinner{w: w, width: termWidth(w), quiet: time.Now(), since: map[string]time.Time{}, asks: map[string]map[string]bool{},
+	p.spin = &spinner{w: w, faint: p.pal.faint, width: termWidth(w), quiet: time.Now(), since: map[string]time.Time{}, asks: map[string]map[string]bool{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go p.spinLoop(p.spin)
 }
@@ -449,6 +433,7 @@ var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"
 // guarded by the renderer's lock.
 type spinner struct {
 	w     io.Writer
+	faint *color.Color
 	width func() int                 // the terminal's columns (0: unknown)
 	quiet time.Time                  // when the rendering last wrote
 	since map[string]time.Time       // agent → start of its turn in flight
@@ -529,7 +514,7 @@ func (s *spinner) draw(now time.Time, col int) {
 			}
 		}
 	}
-	text = faint.Sprint(text)
+	text = s.faint.Sprint(text)
 	if s.drawn {
 		io.WriteString(s.w, "\x1b8\x1b[K"+text)
 		return
