@@ -61,6 +61,11 @@ type factory struct {
 	// ios are the run's streams; nil: those runWith is given, as they are
 	// (newIOStreams).
 	ios *IOStreams
+	// clock is what a turn waits by; nil: the real one.
+	clock clock
+	// keys are a turn's Ctrl-Cs; nil: SIGINT, as Main routes it
+	// (catchInterrupts).
+	keys <-chan os.Signal
 }
 
 // factoryKey holds the factory in the app's Metadata, where each command

@@ -6,20 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http/httptrace"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/urfave/cli/v2"
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/fleet"
 	"github.com/kaimon/kaimon/internal/render"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -165,225 +161,6 @@ const hintDelay = 750 * time.Millisecond
 // to catch up with the turn's result before it prints what is left.
 const resultWait = 5 * time.Second
 
-// runTurn runs one turn of agent id with agent_run, whose return decides
-// what stdout gets and the exit code, exactly as without a terminal.
-// Beside it, it follows the agent's events from the moment it sends: on a
-// terminal (stdout, without --json) to render the turn as it happens, with
-// the usage on stderr at the end; otherwise only to tell of permission
-// requests on stderr. Ctrl-C interrupts the turn; a second one detaches.
-// throwaway (run -C) changes only the words: the caller closes the agent.
-func runTurn(c *cli.Context, cl verbs.Service, id, text string, timeout time.Duration, throwaway bool) error {
-	stdout, stderr := c.App.Writer, c.App.ErrWriter
-	ios := streamsOf(c)
-	live := !c.Bool("json") && ios.IsStdoutTTY()
-	start := time.Now()
-	shown := shownID(c, id) // hints name the agent so that they can be pasted back
-	f := &follower{id: shown, text: text, start: start, live: live, errw: stderr,
-		p: newPretty(stdout, false, ios.pal), result: make(chan *event.Envelope, 1), done: make(chan struct{})}
-	f.p.run = true
-	if live {
-		f.p.startSpinner(stderr, ios.canSpin())
-		f.p.busy(id, start)
-	}
-	fctx, stopFollow := context.WithCancel(c.Context)
-	// The stream starts at the agent's end as it is when the daemon takes
-	// the request: none of its history is read. The stream is a courtesy:
-	// without it the run goes on.
-	open := func() *client.Watcher {
-		es, ok := cl.(eventStreamer)
-		if !ok {
-			return nil
-		}
-		w, err := es.EventsFromNow(fctx, id)
-		if err != nil {
-			return nil
-		}
-		return w
-	}
-	if live {
-		// Rendering needs the turn from its first event: the stream is in
-		// force before the turn is sent (one round trip on the socket).
-		w := open()
-		go f.follow(fctx, func() *client.Watcher { return w })
-	} else {
-		// Piped, the stream only tells of permission requests: it opens
-		// after hintDelay, if the turn is still running then.
-		go f.follow(fctx, func() *client.Watcher { return f.openForHints(fctx, cl, open) })
-	}
-	endFollow := func() {
-		stopFollow()
-		<-f.done
-		f.p.stopSpinner()
-	}
-
-	sigs, release := catchInterrupts(c.Context)
-	defer release()
-	rctx, cancelRun := context.WithCancel(c.Context)
-	defer cancelRun()
-	type outcome struct {
-		res *verbs.RunResult
-		err error
-	}
-	ran := make(chan outcome, 1)
-	go func() {
-		res, err := cl.Run(rctx, &verbs.RunArgs{AgentID: id, Text: text, Timeout: timeout.Seconds()})
-		ran <- outcome{res, err}
-	}()
-	var out outcome
-	interrupted, detached := false, false
-	// sent is closed once the interrupt's request is on its way to the
-	// daemon (written, or failed): a detach waits for it, so that the
-	// interrupt the first Ctrl-C announced is not lost with this process
-	// when the second comes at once.
-	sent := make(chan struct{})
-wait:
-	for {
-		select {
-		case out = <-ran:
-			break wait
-		case <-sigs:
-			if live {
-				f.p.pastEcho()
-			}
-			if interrupted {
-				detached = true
-				cancelRun()
-				continue
-			}
-			interrupted = true
-			again := "Ctrl-C again to leave it running and detach"
-			if throwaway {
-				again = "Ctrl-C again to close it at once"
-			}
-			f.p.note(stderr, fmt.Sprintf("kaimon: interrupting the turn of agent %s (%s)", shown, again))
-			go func() {
-				var once sync.Once
-				wrote := func() { once.Do(func() { close(sent) }) }
-				defer wrote()
-				ictx, cancel := context.WithTimeout(c.Context, 30*time.Second)
-				defer cancel()
-				ictx = httptrace.WithClientTrace(ictx, &httptrace.ClientTrace{WroteRequest: func(w httptrace.WroteRequestInfo) {
-					if w.Err == nil { // a failed write may be retried; the request's end closes sent anyway
-						wrote()
-					}
-				}})
-				r, err := cl.Interrupt(ictx, &verbs.InterruptArgs{AgentID: id})
-				switch {
-				case err != nil:
-					f.p.note(stderr, "kaimon: interrupt: "+err.Error())
-				case !r.Interrupted:
-					f.p.note(stderr, "kaimon: nothing to interrupt; waiting for the turn to end")
-				}
-			}()
-		}
-	}
-	if detached {
-		select {
-		case <-sent:
-		case <-time.After(detachWait):
-		}
-		endFollow()
-		return &detachedError{id: shown}
-	}
-	res, err := out.res, out.err
-	// The link to the agent's host broke under agent_run: the turn goes
-	// on there, and is followed again (relink).
-	var relinked *event.Envelope
-	if le := (*fleet.LinkError)(nil); errors.As(err, &le) {
-		stopFollow()
-		<-f.done // the follower's stream broke with the link, or is ended
-		rctx, cancelRelink := context.WithCancel(c.Context)
-		type relinkOutcome struct {
-			res    *verbs.RunResult
-			result *event.Envelope
-			err    error
-		}
-		back := make(chan relinkOutcome, 1)
-		go func() {
-			r, e, err := f.relink(rctx, cl, le, start.Add(timeout), timeout)
-			back <- relinkOutcome{r, e, err}
-		}()
-		select {
-		case o := <-back:
-			cancelRelink()
-			res, relinked, err = o.res, o.result, o.err
-		case <-sigs:
-			// No interrupt can reach the host while its link is down:
-			// Ctrl-C leaves the turn running there, as a detach does.
-			cancelRelink()
-			<-back
-			if live {
-				f.p.pastEcho()
-			}
-			endFollow()
-			return &detachedError{id: shown}
-		}
-	}
-	if cause, lost := lostDaemon(err); lost {
-		err = &daemonLostError{id: id, err: cause}
-	}
-	var ve *verbs.Error
-	final, hasText := "", false
-	switch {
-	case err == nil:
-		final, hasText = res.Text, true
-	case errors.As(err, &ve) && ve.Text != "":
-		final, hasText = ve.Text, true
-	}
-	if !live {
-		endFollow()
-		if err != nil {
-			if hasText && !c.Bool("json") {
-				fmt.Fprintln(stdout, final)
-			}
-			return fail(c, err)
-		}
-		return emit(c, res, func(w io.Writer) { fmt.Fprintln(w, res.Text) })
-	}
-	// Live: let the stream catch up with the turn's result (not on a
-	// timeout, where the turn goes on), then complete what it showed.
-	result := relinked
-	if result == nil && (err == nil || ve != nil && ve.Code == verbs.CodeTurnFailed) {
-		t := time.NewTimer(resultWait)
-		select {
-		case result = <-f.result:
-		case <-f.done: // the stream ended: with the result, or without
-			select {
-			case result = <-f.result:
-			default:
-			}
-		case <-t.C:
-		}
-		t.Stop()
-	}
-	endFollow()
-	// The events name the agent as its daemon does: bare, on another
-	// host too.
-	_, bare, _ := fleet.SplitID(id)
-	if hasText && final != "" && !strings.HasPrefix(f.p.lastShown(bare), final) {
-		fmt.Fprintln(stdout, final)
-	}
-	if result != nil {
-		fmt.Fprintln(stderr, usageLine(ios.pal, result, time.Since(start)))
-		if err != nil && render.ResultOf(result).StopReason == apitype.StopCancelled {
-			// The usage line said it: "■ turn 6 · cancelled". Once is
-			// enough, and a cancel is no failure to report (the exit code
-			// stays 3: the turn did not complete).
-			return &jsonReported{err: err}
-		}
-	}
-	if err != nil {
-		return fail(c, err)
-	}
-	return nil
-}
-
-// eventStreamer is a service that streams an agent's events, as the
-// client of the daemon does; a test's fake service need not.
-type eventStreamer interface {
-	EventsFromNow(ctx context.Context, id string) (*client.Watcher, error)
-}
-
 // usageLine is the one-line summary of a turn's result.
 func usageLine(pal *palette, e *event.Envelope, elapsed time.Duration) string {
 	r := render.ResultOf(e)
@@ -411,8 +188,9 @@ type follower struct {
 	p        *pretty
 	turn     int                  // the run's turn, once its user_text is seen
 	result   chan *event.Envelope // the run's turn's result
-	done     chan struct{}
-	told     map[string]bool // (not live) permission requests told of, by id
+	stop     context.CancelFunc   // ends follow
+	done     chan struct{}        // closed when follow has ended
+	told     map[string]bool      // (not live) permission requests told of, by id
 	// seq is the last seq read: where the turn is followed again from
 	// after the link to its host broke (relink).
 	seq uint64
@@ -426,7 +204,7 @@ type follower struct {
 // could not be opened) until ctx ends. The run's turn is the one whose
 // user_text is the run's text, from then on: a turn sent while another
 // runs waits in a queue, and opens later.
-func (f *follower) follow(ctx context.Context, open func() *client.Watcher) {
+func (f *follower) follow(ctx context.Context, open func() Watcher) {
 	defer close(f.done)
 	w := open()
 	if w == nil {
@@ -441,7 +219,7 @@ func (f *follower) follow(ctx context.Context, open func() *client.Watcher) {
 
 // read reads w until the run's turn's result (returned), the agent's death
 // while relink follows the turn (died), or w's error.
-func (f *follower) read(w *client.Watcher) (result *event.Envelope, died bool, err error) {
+func (f *follower) read(w Watcher) (result *event.Envelope, died bool, err error) {
 	for {
 		e, err := w.Next()
 		if err != nil {
@@ -503,19 +281,12 @@ func (f *follower) tell(requestID string) {
 	f.told[requestID] = true
 }
 
-// openForHints is a piped run's stream: after hintDelay, if the turn still
-// runs, the stream opened by open (from the agent's end), and a hint for
+// openForHints is a piped run's stream, once hintDelay has passed with the
+// turn still running: the stream opened by open (from the agent's end), and a hint for
 // each request agent_status then says is pending (asked before the stream
 // began, so not on it; told without the tool's input, which status does
 // not carry). A request both pending and on the stream is told once.
-func (f *follower) openForHints(ctx context.Context, cl verbs.Service, open func() *client.Watcher) *client.Watcher {
-	t := time.NewTimer(hintDelay)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return nil
-	case <-t.C:
-	}
+func (f *follower) openForHints(ctx context.Context, cl verbs.Service, open func() Watcher) Watcher {
 	w := open()
 	if st, err := cl.Status(ctx, &verbs.StatusArgs{AgentID: f.id}); err == nil {
 		for _, p := range st.PendingPermissions {

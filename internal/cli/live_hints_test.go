@@ -15,7 +15,7 @@ import (
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
-// A piped run's stream opens after hintDelay; a request that agent_status
+// A piped run's stream, opened once hintDelay has passed: a request that agent_status
 // then says is pending is told of from the status, once, and one already
 // told of is not told again.
 func TestHintsOfPendingRequests(t *testing.T) {
@@ -40,7 +40,7 @@ func TestHintsOfPendingRequests(t *testing.T) {
 	f := &follower{id: "a1", errw: &errw, p: newPretty(&errw, false, plain)}
 	f.tell("r2") // already told
 	opened := false
-	if w := f.openForHints(context.Background(), cl, func() *client.Watcher { opened = true; return nil }); w != nil || !opened {
+	if w := f.openForHints(context.Background(), cl, func() Watcher { opened = true; return nil }); w != nil || !opened {
 		t.Errorf("openForHints = %v, opened %v", w, opened)
 	}
 	out := errw.String()
