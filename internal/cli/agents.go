@@ -66,7 +66,7 @@ func agentsCmd() *cli.Command {
 			"the version it reports (--version), and the version kaimon's end-to-end tests drive. A missing program is not " +
 			"an error: only the agents you use need theirs. kaimon doctor checks the same programs. Last, the forms a model " +
 			"string takes (the claude CLI's, then each prefix's).",
-		Flags: []cli.Flag{jsonFlag},
+		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
 			if err := needArgs(c, 0, "no arguments"); err != nil {
 				return err

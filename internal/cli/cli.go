@@ -159,7 +159,7 @@ func NewApp() *cli.App {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "no-autostart", Usage: "fail instead of starting kaimon-agentd when it is not running", EnvVars: []string{"KAIMON_NO_AUTOSTART"}},
 			&cli.BoolFlag{Name: "no-color", Usage: "no colour in the output (as NO_COLOR=1 or TERM=dumb)"},
-			hostFlag,
+			hostFlag(),
 		},
 		Before: func(c *cli.Context) error { setColor(c); return nil },
 		After:  closeFleet,
@@ -231,7 +231,12 @@ func localClient(c *cli.Context) (*client.Client, error) {
 	return cl, nil
 }
 
-var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print exactly the verb's JSON return"}
+// jsonFlag is --json. A flag is made anew for each command tree: urfave/cli
+// writes what it parsed into the flag itself, so one shared by two runs
+// at once (tests side by side) would be a race.
+func jsonFlag() *cli.BoolFlag {
+	return &cli.BoolFlag{Name: "json", Usage: "print exactly the verb's JSON return"}
+}
 
 // verbCmd fills a command's name, help and positionals' usage from the
 // verb table.
@@ -247,7 +252,7 @@ func verbCmd(name string, cmd *cli.Command) *cli.Command {
 		desc = cmd.Description + "\n\n" + desc
 	}
 	cmd.Description = desc
-	cmd.Flags = append(cmd.Flags, jsonFlag)
+	cmd.Flags = append(cmd.Flags, jsonFlag())
 	return cmd
 }
 

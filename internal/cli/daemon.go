@@ -60,7 +60,7 @@ func daemonCmd() *cli.Command {
 			},
 			{
 				Name: "status", Usage: "Show whether kaimon-agentd runs (exit 1 if not)",
-				Flags: []cli.Flag{jsonFlag},
+				Flags: []cli.Flag{jsonFlag()},
 				Action: func(c *cli.Context) error {
 					cl, err := newClient(c)
 					if err != nil {

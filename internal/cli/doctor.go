@@ -117,7 +117,7 @@ func doctorCmd() *cli.Command {
 			"program is a warning (one is enough, and replay:, ollama: and vmlx: models need none). A daemon that is not " +
 			"running is information (the first command that needs it starts it), a warning with --no-autostart. " +
 			"It never starts the daemon.",
-		Flags: []cli.Flag{jsonFlag},
+		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
 			if err := needArgs(c, 0, "no arguments"); err != nil {
 				return err

@@ -21,9 +21,11 @@ import (
 // hostFlag picks the host a command drives. KAIMON_HOST is read by hand,
 // not as the flag's EnvVars: only a --host given on the line contradicts an
 // id qualified with another host, while KAIMON_HOST is a default that such
-// an id overrides.
-var hostFlag = &cli.StringFlag{Name: "host", Usage: "the host to drive, `NAME|URL`: a name of kaimon host ls, local (this machine, the default) " +
-	"or ssh://[USER@]HOST[:PORT]; else KAIMON_HOST", DefaultText: "local"}
+// an id overrides. Made anew for each command tree, as jsonFlag is.
+func hostFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "host", Usage: "the host to drive, `NAME|URL`: a name of kaimon host ls, local (this machine, the default) " +
+		"or ssh://[USER@]HOST[:PORT]; else KAIMON_HOST", DefaultText: "local"}
+}
 
 // fleetKey holds the run's fleet in the app's Metadata: one per run, so
 // that a host's first exchange happens once and its connections close at
@@ -153,7 +155,7 @@ func hostCmd() *cli.Command {
 				Description: "Prints NAME, URL and REMOTE_BIN, local (this machine) first. --check asks every host's daemon its " +
 					"status, in parallel, each within a bounded time (a dead link within 8 s): " +
 					"it says ok and the remote version, or the error; it exits 1 when any host failed.",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "check", Usage: "reach each host and show its kaimon-agentd's version"}, jsonFlag},
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "check", Usage: "reach each host and show its kaimon-agentd's version"}, jsonFlag()},
 				Action: func(c *cli.Context) error {
 					if err := needArgs(c, 0, "no arguments"); err != nil {
 						return err

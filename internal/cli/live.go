@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"

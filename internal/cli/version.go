@@ -77,7 +77,7 @@ func versionCmd() *cli.Command {
 		Description: "Prints this kaimon's version and commit, and those of the kaimon-agentd that runs now (it never starts one: " +
 			"\"not running\" is an answer). When they differ it warns on stderr: `kaimon daemon restart` makes the daemon run " +
 			"this version. `kaimon --version` prints this kaimon's version and commit alone.",
-		Flags: []cli.Flag{jsonFlag},
+		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
 			if err := needArgs(c, 0, "no arguments"); err != nil {
 				return err
