@@ -66,6 +66,8 @@ type factory struct {
 	// keys are a turn's Ctrl-Cs; nil: SIGINT, as Main routes it
 	// (catchInterrupts).
 	keys <-chan os.Signal
+	// trace is told each state a turn is in (turn.trace); nil: nothing.
+	trace func(turnState)
 }
 
 // factoryKey holds the factory in the app's Metadata, where each command

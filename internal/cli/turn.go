@@ -136,6 +136,9 @@ type turn struct {
 	timeout   time.Duration
 	throwaway bool // run -C: the words of a second Ctrl-C
 	live      bool // render the turn (stdout a terminal, no --json)
+	// trace, when not nil, is told each state the loop is in (a test's
+	// window on the machine).
+	trace func(turnState)
 
 	state turnState
 	start time.Time
@@ -171,7 +174,7 @@ func runTurn(c *cli.Context, cl verbs.Service, id, text string, timeout time.Dur
 		keys, release = f.keys, func() {}
 	}
 	defer release()
-	t := &turn{ctx: c.Context, svc: eventsOf(cl), cl: cl, ios: streamsOf(c), clock: f.clock, keys: keys,
+	t := &turn{ctx: c.Context, svc: eventsOf(cl), cl: cl, ios: streamsOf(c), clock: f.clock, keys: keys, trace: f.trace,
 		id: id, shown: shownID(c, id), text: text, timeout: timeout, throwaway: throwaway}
 	if t.clock == nil {
 		t.clock = realClock{}
@@ -241,7 +244,13 @@ func (t *turn) loop() {
 		t.cancelRun()
 		t.runs.Wait()
 	}()
-	for t.state != detached && t.state != ended {
+	for {
+		if t.trace != nil {
+			t.trace(t.state)
+		}
+		if t.state == detached || t.state == ended {
+			return
+		}
 		var (
 			answers <-chan ran
 			keys    <-chan os.Signal

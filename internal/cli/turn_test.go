@@ -160,6 +160,7 @@ type turnRun struct {
 	keys     chan os.Signal
 	out, err *bytes.Buffer
 	done     chan int
+	states   chan turnState // each the turn's loop is in
 }
 
 // startTurn runs `kaimon run` with args against a fake service and clock,
@@ -170,9 +171,10 @@ type turnRun struct {
 func startTurn(t *testing.T, tty, colour bool, args ...string) *turnRun {
 	t.Helper()
 	r := &turnRun{svc: newFakeTurns(), clock: newFakeClock(), keys: make(chan os.Signal, 2),
-		out: &bytes.Buffer{}, err: &bytes.Buffer{}, done: make(chan int, 1)}
+		out: &bytes.Buffer{}, err: &bytes.Buffer{}, done: make(chan int, 1), states: make(chan turnState, 64)}
 	ios := testStreams(r.out, r.err, tty, colour)
-	f := factory{service: func(c *cli.Context) (verbs.Service, error) { return r.svc, nil }, ios: ios, clock: r.clock, keys: r.keys}
+	f := factory{service: func(c *cli.Context) (verbs.Service, error) { return r.svc, nil }, ios: ios, clock: r.clock, keys: r.keys,
+		trace: func(s turnState) { r.states <- s }}
 	run := runCmd()
 	app := &cli.App{Name: "kaimon", HideHelp: true, HideVersion: true, Flags: run.Flags, Action: run.Action,
 		Metadata: map[string]any{factoryKey: f}, Writer: ios.Out, ErrWriter: ios.ErrOut,
@@ -311,13 +313,24 @@ func TestTurnDetachWaitsForTheInterrupt(t *testing.T) {
 	r.ctrlC()
 	<-r.svc.interrupts
 	r.ctrlC()
-	r.clock.waitArmed(t, detachWait)
-	select {
-	case code := <-r.done:
-		t.Fatalf("detached (exit %d) before the interrupt was written or detachWait passed", code)
-	default:
+	for s := range r.states {
+		if s == detaching {
+			break
+		}
+		if s == detached {
+			t.Fatal("detached without waiting for the interrupt's write or detachWait")
+		}
 	}
-	r.clock.Advance(detachWait)
+	r.clock.waitArmed(t, detachWait)
+	r.clock.Advance(detachWait) // hintDelay passes too: the loop may go round in detaching
+	for s := range r.states {
+		if s == detached {
+			break
+		}
+		if s != detaching {
+			t.Fatalf("after detachWait: %v, want detached", s)
+		}
+	}
 	if code, _, errs := r.end(t); code != ExitDetached || !strings.Contains(errs, "detached: agent a1 goes on") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
