@@ -42,6 +42,7 @@ func completeWords(words ...string) (values []string, directive string, asked bo
 }
 
 func TestCompleteWords(t *testing.T) {
+	t.Parallel()
 	var presets, modes, efforts, kinds []string
 	presets = append(presets, verbs.PresetNames...)
 	modes = append(modes, verbs.PermissionModes...)
@@ -164,6 +165,7 @@ func TestCompleteWords(t *testing.T) {
 // Every command and every flag of the tree is offered, with no list kept by
 // hand: commands added later are completed too.
 func TestCompleteCoversTheTree(t *testing.T) {
+	t.Parallel()
 	app := NewApp()
 	top, _, _ := completeWords("")
 	var walk func(path []string, cmds []*cli.Command, offered []string)
@@ -212,6 +214,7 @@ func TestCompleteCoversTheTree(t *testing.T) {
 // --host completes local and the configured hosts, before the command or
 // after it (where the CLI takes global flags too).
 func TestCompleteHosts(t *testing.T) {
+	t.Parallel()
 	for _, words := range [][]string{{"--host", ""}, {"--host=", ""}, {"list", "--host", ""}, {"status", "--host", ""}} {
 		k := &completer{app: NewApp(), hosts: func() map[string]fleet.Host {
 			return map[string]fleet.Host{"h2": {URL: "ssh://h2"}, "h1": {URL: "ssh://me@h1"}}
@@ -236,6 +239,7 @@ func TestCompleteHosts(t *testing.T) {
 // A global flag after the command is completed when none of the
 // command's fits, and its value is not taken for a positional.
 func TestCompleteGlobalFlagsAfterTheCommand(t *testing.T) {
+	t.Parallel()
 	k := &completer{app: NewApp(), hosts: func() map[string]fleet.Host { return map[string]fleet.Host{"h1": {URL: "ssh://h1"}} }}
 	values := func(words ...string) []string {
 		var got []string
@@ -262,6 +266,7 @@ func TestCompleteGlobalFlagsAfterTheCommand(t *testing.T) {
 
 // The daemon is asked only when an agent id is to be completed.
 func TestCompleteAsksTheDaemonOnlyForIDs(t *testing.T) {
+	t.Parallel()
 	for _, w := range [][]string{{""}, {"open", "-p", ""}, {"send", "-"}, {"daemon", ""}, {"send", "x", ""}} {
 		if _, _, asked := completeWords(w...); asked {
 			t.Errorf("%q asked the daemon for its agents", w)
@@ -377,6 +382,7 @@ func TestCompleteIDsFromRecordsWithoutDaemon(t *testing.T) {
 // qualified (the host is asked only then, and a host not configured is
 // asked nothing).
 func TestCompleteQualifiedIDs(t *testing.T) {
+	t.Parallel()
 	var asked []string
 	k := func() *completer {
 		return &completer{app: NewApp(), agents: testAgents, hosts: func() map[string]fleet.Host { return map[string]fleet.Host{"h1": {}, "h2": {}} },

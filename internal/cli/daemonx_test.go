@@ -67,6 +67,7 @@ func trim(s string) string {
 }
 
 func TestUnitEnvironment(t *testing.T) {
+	t.Parallel()
 	got, names := unitEnvironment([]string{
 		"PATH=/usr/bin", "HOME=/home/u", "KAIMON_HOME=/k", "ANTHROPIC_API_KEY=sk-1", "KAIMON_CLAUDE_BIN=",
 		"ANTHROPIC_MODEL=it's $x \\ \"q\"", "KAIMON_MULTI=a\nb", "PATH=/bin",
@@ -114,6 +115,7 @@ func (b *lockedBuffer) String() string {
 // create anew) between two polls: the old file's last lines must come out
 // before the new file's, and follow must leave no file open.
 func TestFollowRotation(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "agentd.log")
 	if err := os.WriteFile(path, []byte("one\n"), 0o600); err != nil {

@@ -29,6 +29,7 @@ func deps(t *testing.T, pkg string) []string {
 // backend package (the model aliases and prefixes the CLI completes and
 // prints are internal/apitype's words), and the daemon's own packages.
 func TestCLIDeps(t *testing.T) {
+	t.Parallel()
 	banned := []string{
 		"github.com/mark3labs/mcp-go/server",
 		"github.com/santhosh-tekuri/jsonschema/v6",
@@ -53,6 +54,7 @@ func TestCLIDeps(t *testing.T) {
 // of the client (the CLI's verbs, the monitor, `kaimon mcp`, and the
 // remote hosts to come) would otherwise link them too.
 func TestClientDeps(t *testing.T) {
+	t.Parallel()
 	banned := []string{
 		"github.com/kaimon/kaimon/internal/server",
 		"github.com/kaimon/kaimon/internal/bus",

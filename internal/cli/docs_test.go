@@ -230,6 +230,7 @@ func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
 // The exit codes of --help are a table: every meaning starts in one
 // column, 130's too.
 func TestExitCodesAligned(t *testing.T) {
+	t.Parallel()
 	col := -1
 	for _, l := range strings.Split(exitCodesText(), "\n")[1:] {
 		code := strings.Fields(l)[0]

@@ -14,6 +14,7 @@ import (
 // TestAgentProgramsHaveConfigKeys: every backend's program variable has its
 // row in config.ProgramBins, so that doctor and daemon.Run agree.
 func TestAgentProgramsHaveConfigKeys(t *testing.T) {
+	t.Parallel()
 	cfg := config.Config{ClaudeBin: "/c", OpencodeBin: "/o", ClaudeACPBin: "/ca", GeminiBin: "/g",
 		CodexACPBin: "/x", QwenBin: "/q", CopilotBin: "/p", KiloBin: "/k", AuggieBin: "/a"}
 	for _, p := range agentPrograms(cfg, "/k/config.json") {

@@ -19,6 +19,7 @@ import (
 // then says is pending is told of from the status, once, and one already
 // told of is not told again.
 func TestHintsOfPendingRequests(t *testing.T) {
+	t.Parallel()
 	cl := &client.Client{Paths: config.Paths{SockDir: t.TempDir()}, NoAutostart: true}
 	ln, err := net.Listen("unix", cl.Paths.Socket())
 	if err != nil {

@@ -183,6 +183,7 @@ func TestSpinnerFitsTheLine(t *testing.T) {
 }
 
 func TestAdvance(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		col  int
 		s    string

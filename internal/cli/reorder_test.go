@@ -8,6 +8,7 @@ import (
 )
 
 func TestInterspersed(t *testing.T) {
+	t.Parallel()
 	app := NewApp()
 	cases := []struct{ in, want string }{
 		{"kaimon run ID TEXT --timeout 1m", "kaimon run --timeout 1m -- ID TEXT"},
@@ -45,7 +46,6 @@ func TestInterspersed(t *testing.T) {
 // A global flag after the command is taken, not refused as the command's
 // unknown flag ("flag provided but not defined: -no-color").
 func TestGlobalFlagAfterTheCommand(t *testing.T) {
-	t.Parallel()
 	var out, errb strings.Builder
 	code := Run(context.Background(), []string{"kaimon", "completion", "bash", "--no-color"}, strings.NewReader(""), &out, &errb)
 	if code != ExitOK || !strings.Contains(out.String(), "complete") || errb.Len() > 0 {

@@ -73,6 +73,7 @@ Tool said: hi. Done.
 }
 
 func TestTailFiltersAndUntilResult(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	o := &tailOptions{Channels: []string{"agent:a1"}, Out: &out, NoDeltas: true, Kinds: map[event.Kind]bool{event.AssistantText: true, event.Result: true}, UntilResult: true, Turn: 2}
 	p := newTailPrinter(o)
@@ -111,6 +112,7 @@ func TestTailFiltersAndUntilResult(t *testing.T) {
 // 3 when the awaited result is not there, judged by the newest of the
 // replay's last status and the daemon's answer.
 func TestTailDeadAgentEnds(t *testing.T) {
+	t.Parallel()
 	status := func(s string, turn int) *event.Envelope {
 		return &event.Envelope{Kind: event.Status, Turn: turn, AgentID: "a1", Data: []byte(`{"status":"` + s + `"}`)}
 	}

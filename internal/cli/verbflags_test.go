@@ -32,6 +32,7 @@ var alsoTakes = map[string]string{"run": "agent_open"}
 // no flag and takes no positional the table does not know. An Enum's
 // values are in its flag's help.
 func TestFlagsMatchTable(t *testing.T) {
+	t.Parallel()
 	app := NewApp()
 	for _, v := range verbs.All {
 		cmd := findCommand(app.Commands, v.CLI)
@@ -197,6 +198,7 @@ func argField(args any, name string) reflect.Value {
 // The commands that are not verbs say their positionals for completion in
 // otherPositionals: every one of them that takes positionals is there.
 func TestOtherPositionalsKnown(t *testing.T) {
+	t.Parallel()
 	for _, c := range NewApp().Commands {
 		if v := verbs.ByName(c.Name); (v != nil && v.CLI == c.Name) || c.Hidden {
 			continue

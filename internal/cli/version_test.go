@@ -3,6 +3,7 @@ package cli
 import "testing"
 
 func TestBuildDiffers(t *testing.T) {
+	t.Parallel()
 	const c1, c2 = "0123456789abcdef0123456789abcdef01234567", "89abcdef0123456789abcdef0123456789abcdef"
 	for _, tc := range []struct {
 		name string
