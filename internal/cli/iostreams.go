@@ -59,6 +59,12 @@ func (s *IOStreams) ColorEnabled() bool { return s.color }
 // since the spinner draws and erases itself with cursor escapes.
 func (s *IOStreams) canSpin() bool { return s.errTTY && s.outTTY && !s.dumb }
 
+// areTheProcess says whether the streams are the process's own (Main's):
+// then a command may hand them on by exec (kaimon mcp).
+func (s *IOStreams) areTheProcess() bool {
+	return s.In == io.Reader(os.Stdin) && s.Out == io.Writer(os.Stdout) && s.ErrOut == io.Writer(os.Stderr)
+}
+
 // isTerminal says whether w is a terminal.
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)

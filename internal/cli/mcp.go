@@ -69,7 +69,7 @@ func mcpCmd() *cli.Command {
 			if cl.NoAutostart {
 				env = append(withoutEnv(env, "KAIMON_NO_AUTOSTART"), "KAIMON_NO_AUTOSTART=1")
 			}
-			if c.App.Reader == os.Stdin && c.App.Writer == os.Stdout && c.App.ErrWriter == os.Stderr {
+			if streamsOf(c).areTheProcess() {
 				// The same process goes on as the server: the MCP client's
 				// signals, pipes and wait reach it as they reached kaimon.
 				err := syscall.Exec(bin, argv, env)

@@ -23,8 +23,8 @@ import (
 // `kaimon run` alike: assistant text flows as its deltas arrive, thoughts
 // dimmed, a tool call is one line and its result another, a permission
 // request stands out with the command that answers it, and a turn ends with
-// its stop reason and usage. Colour only where fatih/color allows it (a
-// terminal; NO_COLOR, --no-color and TERM=dumb turn it off). With a spinner
+// its stop reason and usage. Colour as its palette says (the run's
+// IOStreams: a terminal; NO_COLOR, --no-color and TERM=dumb turn it off). With a spinner
 // (see startSpinner), a turn whose agent is silent shows one on stderr.
 //
 // Its methods may be called from several goroutines: one lock orders the

@@ -419,3 +419,29 @@ func TestTurnLiveCtrlC(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%q\nwant:\n%q", code, out, errs, want)
 	}
 }
+
+// On a terminal a permission request shows with the exact command that
+// answers it, and its answer with who gave it; the turn goes on to its end.
+func TestTurnLivePermission(t *testing.T) {
+	t.Parallel()
+	r := startTurn(t, true, false, "a1", "go")
+	<-r.svc.runCtx
+	for _, e := range []event.Event{
+		event.NewText(event.UserText, 1, false, "go"),
+		event.New(event.Permission, 1, event.PermissionData{RequestID: "r1", ToolCall: event.ToolCall{Title: "Bash", RawInput: []byte(`{"command":"touch /x"}`)}}),
+		event.New(event.Permission, 1, event.PermissionData{RequestID: "r1", ToolCall: event.ToolCall{Title: "Bash"}, Decision: apitype.Deny, By: "user"}),
+		event.NewText(event.AssistantText, 1, false, "Tool said: no."),
+		event.New(event.Result, 1, event.ResultData{StopReason: apitype.StopEndTurn}),
+	} {
+		r.svc.events <- &event.Envelope{Kind: e.Kind, Turn: 1, Data: e.Data, AgentID: "a1"}
+	}
+	r.svc.answers <- ran{res: &verbs.RunResult{Text: "Tool said: no."}}
+	code, out, errs := r.end(t)
+	want := "? agent a1 asks permission for Bash {\"command\":\"touch /x\"}\n" +
+		"  answer: " + verbs.PermitCommand("a1", "r1", apitype.Allow) + "   (or deny)\n" +
+		"✗ permission for Bash denied (user)\n" +
+		"Tool said: no.\n"
+	if code != ExitOK || out != want || !strings.HasPrefix(errs, "✓ turn 1 · end_turn") {
+		t.Fatalf("exit %d, stdout:\n%q\nwant:\n%q\nstderr %q", code, out, want, errs)
+	}
+}
