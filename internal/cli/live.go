@@ -181,8 +181,7 @@ func usageLine(pal *palette, e *event.Envelope, elapsed time.Duration) string {
 // follower follows one run's turn on the agent's event stream.
 type follower struct {
 	id, text string
-	start    time.Time // when the run sent, for the elapsed time
-	live     bool      // render the turn; else only tell of permission requests
+	live     bool // render the turn; else only tell of permission requests
 	errw     io.Writer
 	p        *pretty
 	turn     int                  // the run's turn, once its user_text is seen

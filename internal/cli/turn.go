@@ -28,6 +28,9 @@ type Watcher interface {
 	Close() error
 }
 
+// The client's stream is a Watcher (as the fleet's, which is the client's).
+var _ Watcher = (*client.Watcher)(nil)
+
 // turnService is what a turn needs of the service: the verbs, and the
 // agent's events from its end as it is now (client.EventsFromNow).
 type turnService interface {
@@ -81,7 +84,19 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 
 // turnState is where a turn on the command line is; a turn moves through
 // them on its events (agent_run's answer, the stream's result), keys
-// (Ctrl-C) and time (the clock's), one at a time, in turn.loop.
+// (Ctrl-C) and time (the clock's), one at a time, in turn.loop:
+//
+//	running      answer        → ended, catchingUp (live), relinking (the link broke)
+//	running      Ctrl-C        → interrupting (agent_interrupt sent)
+//	interrupting answer        → as from running
+//	interrupting Ctrl-C        → detaching (agent_run given up)
+//	detaching    written       → detached (the interrupt's request is on its way)
+//	detaching    detachWait    → detached
+//	relinking    relinked      → ended, catchingUp (live)
+//	relinking    Ctrl-C        → detached
+//	catchingUp   result, end of stream, resultWait → ended
+//
+// A piped turn's hintDelay opens its stream in whichever state it comes.
 type turnState int
 
 const (
@@ -189,7 +204,7 @@ func runTurn(c *cli.Context, cl verbs.Service, id, text string, timeout time.Dur
 func (t *turn) launch() {
 	stdout, stderr := t.ios.Out, t.ios.ErrOut
 	t.start = t.clock.Now()
-	t.f = &follower{id: t.shown, text: t.text, start: t.start, live: t.live, errw: stderr,
+	t.f = &follower{id: t.shown, text: t.text, live: t.live, errw: stderr,
 		p: newPretty(stdout, false, t.ios.pal), result: make(chan *event.Envelope, 1), done: make(chan struct{})}
 	t.f.p.run = true
 	fctx, stopFollow := context.WithCancel(t.ctx)
