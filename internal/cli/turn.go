@@ -184,24 +184,29 @@ type turn struct {
 // throwaway (run -C) changes only the words: the caller closes the agent.
 func runTurn(c *cli.Context, cl verbs.Service, id, text string, timeout time.Duration, throwaway bool) error {
 	f, _ := c.App.Metadata[factoryKey].(factory)
-	keys, release := catchInterrupts(c.Context)
-	if f.keys != nil {
-		keys, release = f.keys, func() {}
-	}
-	defer release()
-	t := &turn{ctx: c.Context, svc: eventsOf(cl), cl: cl, ios: streamsOf(c), clock: f.clock, keys: keys, trace: f.trace,
+	t := &turn{ctx: c.Context, svc: eventsOf(cl), cl: cl, ios: streamsOf(c), clock: f.clock, trace: f.trace,
 		id: id, shown: shownID(c, id), text: text, timeout: timeout, throwaway: throwaway}
 	if t.clock == nil {
 		t.clock = realClock{}
 	}
 	t.live = !c.Bool("json") && t.ios.IsStdoutTTY()
-	t.launch()
+	t.follow()
+	// Ctrl-C is the turn's from when it is sent; before (a live stream
+	// opening), it ends kaimon as anywhere else.
+	keys, release := catchInterrupts(c.Context)
+	if f.keys != nil {
+		keys, release = f.keys, func() {}
+	}
+	defer release()
+	t.keys = keys
+	t.send()
 	t.loop()
 	return t.finish(c)
 }
 
-// launch starts the follower and agent_run, in state running.
-func (t *turn) launch() {
+// follow starts the follower: live, on a stream in force before the turn
+// is sent; piped, on one that opens after hintDelay.
+func (t *turn) follow() {
 	stdout, stderr := t.ios.Out, t.ios.ErrOut
 	t.start = t.clock.Now()
 	t.f = &follower{id: t.shown, text: t.text, live: t.live, errw: stderr,
@@ -240,6 +245,10 @@ func (t *turn) launch() {
 			return t.f.openForHints(fctx, t.svc, open)
 		})
 	}
+}
+
+// send starts agent_run, in state running.
+func (t *turn) send() {
 	rctx, cancel := context.WithCancel(t.ctx)
 	t.cancelRun = cancel
 	t.answers = make(chan ran, 1)
