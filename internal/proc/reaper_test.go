@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kaimon/kaimon/internal/procstat"
 )
 
 // subreaper makes the test process a subreaper, as kaimon-agentd is, for
@@ -67,7 +69,7 @@ func TestLeftoversOfALeaderKilledFromOutside(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			if !gone(k.PID) {
-				t.Errorf("%s: the leader's descendant %d is left (running: %v)", name, k.PID, Running(k.PID))
+				t.Errorf("%s: the leader's descendant %d is left (running: %v)", name, k.PID, procstat.Running(k.PID))
 				syscall.Kill(k.PID, syscall.SIGKILL)
 			}
 		}
