@@ -17,12 +17,11 @@ import (
 	"time"
 
 	"github.com/kaimon/kaimon/internal/client"
-	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
-// The daemon in this process, on a socket in a temporary home, with a
+// The daemon in this process, from a Config of a temporary home, with a
 // replay agent (examples/hello.events.jsonl): it opens the agent, runs a
 // turn whose events stream to a client, closes it, and shuts down when
 // its context ends, leaving no socket bound, no descriptor open, its lock
@@ -33,16 +32,15 @@ func TestDaemonSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	t.Setenv("KAIMON_HOME", home)
-	for _, v := range []string{"KAIMON_SOCK_DIR", "KAIMON_CACHE_DIR", "KAIMON_CONFIG"} {
-		t.Setenv(v, "")
-	}
 	log.SetOutput(io.Discard) // the daemon's own log
 	t.Cleanup(func() { log.SetOutput(os.Stderr) })
-	paths, err := config.Resolve()
+	// Its environment is given, not this process's (which it neither
+	// reads nor changes).
+	cfg, err := LoadConfig([]string{"KAIMON_HOME=" + home})
 	if err != nil {
 		t.Fatal(err)
 	}
+	paths := cfg.Paths
 	// The runtime's signal loop, once started, lives as long as the
 	// process: start it before counting, as kaimon-agentd's main does
 	// (signal.NotifyContext) before Run, which notifies SIGCHLD.
@@ -54,7 +52,7 @@ func TestDaemonSmoke(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx) }()
+	go func() { done <- Run(ctx, cfg) }()
 	cl := &client.Client{Paths: paths, NoAutostart: true}
 	waitUp(t, cl, done)
 
