@@ -64,7 +64,7 @@ type agentProgram struct {
 	prog    agentbin.Program // its catalogue row (or acp_agents entry)
 	name    string           // on PATH
 	env     string           // the variable that names it instead ("" for a configured agent)
-	cfgKey  string           // the config file's key that names it (daemon.Run exports it as env)
+	cfgKey  string           // the config file's key that names it (the daemon's agents get it as env)
 	cfg     string           // that key's value, "" when unset
 	cfgFile string           // the config file
 	install string

@@ -180,7 +180,7 @@ type ProgramBin struct {
 // ProgramBins maps each program of agentbin's table to its config key's
 // value: the daemon puts each value set in the file into its agents'
 // environment as its variable (unless the variable is set there:
-// daemon.AgentEnv), which is how the backends, which read only the
+// daemon.Config.AgentEnv), which is how the backends, which read only the
 // variables, see the file; `kaimon doctor` reads it to say where a
 // program's path came from.
 func (c Config) ProgramBins() []ProgramBin {
