@@ -90,15 +90,7 @@ func TestTwoDaemonsInOneProcess(t *testing.T) {
 	if now := os.Environ(); !slices.Equal(now, environ) {
 		t.Errorf("the daemons changed the process's environment:\nbefore %q\nafter  %q", environ, now)
 	}
-	bound := time.After(10 * time.Second)
-	for runtime.NumGoroutine() > g0 {
-		select {
-		case <-bound:
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines after the daemons stopped, %d before:\n%s", runtime.NumGoroutine(), g0, buf[:runtime.Stack(buf, true)])
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	goroutinesSettle(t, g0)
 }
 
 func ping(ctx context.Context, t *testing.T, cl *client.Client) *apitype.DaemonStatus {
