@@ -308,10 +308,11 @@ const DefaultLocalMaxRounds = 24
 // DefaultPermissionTimeout is permission_timeout's default, in seconds.
 const DefaultPermissionTimeout = 300
 
-// ApplyEnv sets in c what the environment getenv reads overrides of the
-// file and the daemon reads itself (rather than handing it on to its
-// agents in their environment): KAIMON_PERMISSION_TIMEOUT (seconds), when
-// set to a positive number, over permission_timeout. The daemon does it
+// ApplyEnv applies to c the variables of the environment getenv reads
+// that override a key of the file and that the daemon reads itself, rather
+// than handing them on to its agents in their environment:
+// KAIMON_PERMISSION_TIMEOUT (seconds), when set to a positive number,
+// over permission_timeout. The daemon does it
 // once, where its Config is built (daemon.LoadConfig), so that nothing it
 // runs reads the process's environment later.
 func (c *Config) ApplyEnv(getenv func(string) string) {
