@@ -9,7 +9,6 @@ package daemontest
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -26,9 +25,10 @@ import (
 // returns a client of it, which never starts one. Each path cfg leaves
 // empty is one in a temporary directory of the test's, laid out as under
 // KAIMON_HOME (the socket dir short enough for a unix socket); a zero File
-// is config.Defaults(); a nil Env is this process's environment, as a
-// daemon started from this shell would have. Nothing of the process's is
-// changed, so two of them run side by side, each with its own settings.
+// is config.Defaults(). Env is the daemon's whole environment, none of
+// this process's: give PATH for an agent whose program is looked up on
+// it. Nothing of the process's is read or changed, so two of them run
+// side by side, each with its own settings.
 //
 // The daemon is up when New returns, and stops when the test ends: its
 // live agents closed, its sockets gone, its directories removed with the
@@ -52,9 +52,6 @@ func New(t testing.TB, cfg daemon.Config) *client.Client {
 	}
 	if reflect.ValueOf(cfg.File).IsZero() {
 		cfg.File = config.Defaults()
-	}
-	if cfg.Env == nil {
-		cfg.Env = os.Environ()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
