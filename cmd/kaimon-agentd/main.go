@@ -44,7 +44,12 @@ func main() {
 		log.Printf("%v", err)
 		os.Exit(1)
 	}
-	err := daemon.Run(ctx)
+	// The one read of the environment and the config file: Run and
+	// what it runs read neither.
+	cfg, err := daemon.LoadConfig(os.Environ())
+	if err == nil {
+		err = daemon.Run(ctx, cfg)
+	}
 	stopProfile()
 	if err != nil {
 		log.Printf("%v", err)
@@ -57,7 +62,9 @@ func main() {
 // chose, being there), then changes to "/": the daemon outlives that
 // directory, must not hold its file system busy, and must read nothing
 // relative against it. A relative path an API caller sends is refused
-// (session), not taken from here. The CPU profile is already open.
+// (session), not taken from here. The CPU profile is already open; the
+// daemon's Config is built after (daemon.LoadConfig), of the absolute
+// values.
 func leaveDir() error {
 	if err := config.AbsEnv(); err != nil {
 		return err

@@ -27,7 +27,10 @@ func deps(t *testing.T, pkg string) []string {
 // server instead), the ACP SDK and the backends that link it (kaimon
 // reads the agent programs from internal/agentbin instead), every
 // backend package (the model aliases and prefixes the CLI completes and
-// prints are internal/apitype's words), and the daemon's own packages.
+// prints are internal/apitype's words), and the daemon's own packages:
+// internal/proc among them, the supervision of agent children (its exit
+// waiter, its subreaper), of which the CLI needs only words and a look
+// at /proc (internal/procstat).
 func TestCLIDeps(t *testing.T) {
 	t.Parallel()
 	banned := []string{
@@ -38,6 +41,8 @@ func TestCLIDeps(t *testing.T) {
 		"github.com/coder/acp-go-sdk",
 		"github.com/kaimon/kaimon/internal/backend",
 		"github.com/kaimon/kaimon/internal/backend/", // any package under it
+		"github.com/kaimon/kaimon/internal/proc",
+		"github.com/kaimon/kaimon/internal/proc/",
 	}
 	for _, d := range deps(t, "github.com/kaimon/kaimon/cmd/kaimon") {
 		for _, b := range banned {

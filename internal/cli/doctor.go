@@ -25,7 +25,7 @@ import (
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/config"
-	"github.com/kaimon/kaimon/internal/proc"
+	"github.com/kaimon/kaimon/internal/procstat"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -64,7 +64,7 @@ type agentProgram struct {
 	prog    agentbin.Program // its catalogue row (or acp_agents entry)
 	name    string           // on PATH
 	env     string           // the variable that names it instead ("" for a configured agent)
-	cfgKey  string           // the config file's key that names it (daemon.Run exports it as env)
+	cfgKey  string           // the config file's key that names it (the daemon's agents get it as env)
 	cfg     string           // that key's value, "" when unset
 	cfgFile string           // the config file
 	install string
@@ -347,29 +347,52 @@ func findPrograms(ctx context.Context, ps []agentProgram) []foundProgram {
 // killed with its group when it overstays versionWait, and returns the first
 // line it printed; for a program that prints none (claude-agent-acp serves
 // ACP and knows no --version), the version of the npm package it belongs to.
+// It starts the program with os/exec, not internal/proc, whose supervision
+// (the daemon's exit waiter and subreaper) the kaimon binary does not link:
+// a process group, signalled whole, is all a short-lived probe needs.
 func programVersion(ctx context.Context, path string) (string, error) {
 	var buf bytes.Buffer
 	cmd := exec.Command(path, "--version")
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	// Bounded even if something the program left holds our pipe.
 	cmd.WaitDelay = time.Second
-	child, err := proc.Start(cmd)
-	if err != nil {
+	// Its own group, and SIGTERM should kaimon die meanwhile, as
+	// internal/proc starts the daemon's children.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
 		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// stop ends the group gently, then hard after a second, and waits
+	// for the program's exit.
+	stop := func() {
+		pgid := cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case <-done:
+			_ = syscall.Kill(-pgid, syscall.SIGKILL) // what it left in its group
+		case <-t.C:
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-done
+		}
 	}
 	timer := time.NewTimer(versionWait)
 	defer timer.Stop()
+	var err error
 	select {
-	case <-child.Done():
+	case err = <-done:
 	case <-timer.C:
-		child.Stop(time.Second)
+		stop()
 		return "", fmt.Errorf("no answer within %s (stopped)", versionWait)
 	case <-ctx.Done():
-		child.Stop(time.Second)
+		stop()
 		return "", ctx.Err()
 	}
-	if err := child.Err(); err != nil && !errors.Is(err, exec.ErrWaitDelay) {
-		return "", fmt.Errorf("%s: %s", child.ExitDescription(), firstLine(buf.String()))
+	if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
+		return "", fmt.Errorf("%s: %s", procstat.ExitDescription(cmd.ProcessState), firstLine(buf.String()))
 	}
 	if v := firstLine(buf.String()); v != "" {
 		return v, nil

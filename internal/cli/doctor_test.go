@@ -12,7 +12,8 @@ import (
 )
 
 // TestAgentProgramsHaveConfigKeys: every backend's program variable has its
-// row in config.ProgramBins, so that doctor and daemon.Run agree.
+// row in config.ProgramBins, so that doctor and the daemon (which gives
+// its agents those rows: daemon.Config.AgentEnv) agree.
 func TestAgentProgramsHaveConfigKeys(t *testing.T) {
 	t.Parallel()
 	cfg := config.Config{ClaudeBin: "/c", OpencodeBin: "/o", ClaudeACPBin: "/ca", GeminiBin: "/g",

@@ -23,7 +23,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/config"
-	"github.com/kaimon/kaimon/internal/proc"
+	"github.com/kaimon/kaimon/internal/procstat"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -295,7 +295,7 @@ func (c *Client) StartDaemon(ctx context.Context) error {
 	// Its own session, and no agent's tag: a kaimon run by an agent's
 	// tool must not start a daemon that dies with that agent.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	cmd.Env = proc.WithoutTag(os.Environ())
+	cmd.Env = procstat.WithoutTag(os.Environ())
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", bin, err)
 	}
@@ -378,7 +378,7 @@ func (c *Client) StopDaemon(ctx context.Context) (*apitype.DaemonStatus, error) 
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for proc.Running(st.PID) {
+	for procstat.Running(st.PID) {
 		select {
 		case <-deadline.C:
 			return st, fmt.Errorf("kaimon-agentd (pid %d) did not exit within %s of being asked to stop; see %s, or end it with `kill %d`",

@@ -17,7 +17,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/config"
-	"github.com/kaimon/kaimon/internal/proc"
+	"github.com/kaimon/kaimon/internal/procstat"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -142,8 +142,8 @@ func TestStopDaemonWaitsForTheProcess(t *testing.T) {
 	if d := time.Since(start); d < exitAfter {
 		t.Fatalf("StopDaemon returned after %s, before the process exited", d)
 	}
-	if proc.Running(child.Process.Pid) {
-		t.Fatal("proc.Running says a zombie runs")
+	if procstat.Running(child.Process.Pid) {
+		t.Fatal("procstat.Running says a zombie runs")
 	}
 
 	// No daemon: nothing to stop, and none is started.

@@ -68,9 +68,13 @@ func (p Paths) DaemonLog() string { return filepath.Join(p.CacheDir, "agentd.log
 // environment, and it must reach the daemon the user's shell started rather
 // than start a second one elsewhere. Without HOME, the passwd entry names
 // the home directory.
-func Resolve() (Paths, error) {
+func Resolve() (Paths, error) { return ResolveEnv(os.Getenv) }
+
+// ResolveEnv is Resolve from the environment getenv reads: a daemon's
+// (daemon.LoadConfig), which need not be this process's.
+func ResolveEnv(getenv func(string) string) (Paths, error) {
 	var p Paths
-	if h := os.Getenv(homeVar); h != "" {
+	if h := getenv(homeVar); h != "" {
 		h, err := absDir(homeVar, h)
 		if err != nil {
 			return p, err
@@ -82,7 +86,7 @@ func Resolve() (Paths, error) {
 			WorktreeDir: filepath.Join(h, "worktrees"),
 		}
 	} else {
-		home, err := homeDir()
+		home, err := homeDir(getenv)
 		if err != nil {
 			return p, err
 		}
@@ -96,7 +100,7 @@ func Resolve() (Paths, error) {
 	// Each absolute, whatever it came from (a relative HOME too): see
 	// abspath.go.
 	for _, set := range p.overrides() {
-		if v := os.Getenv(set.env); v != "" {
+		if v := getenv(set.env); v != "" {
 			*set.field = v
 		}
 		abs, err := absDir(set.env, *set.field)
@@ -105,7 +109,7 @@ func Resolve() (Paths, error) {
 		}
 		*set.field = abs
 	}
-	if os.Getenv(homeVar) == "" && os.Getenv("KAIMON_SOCK_DIR") == "" && len(p.EventsSocket()) > maxSocketPath {
+	if getenv(homeVar) == "" && getenv("KAIMON_SOCK_DIR") == "" && len(p.EventsSocket()) > maxSocketPath {
 		return p, fmt.Errorf("the socket path %s is longer than a unix socket allows (%d bytes): set KAIMON_SOCK_DIR to a shorter directory", p.EventsSocket(), maxSocketPath)
 	}
 	return p, nil
@@ -153,8 +157,8 @@ func defaultSockDir(runUser string, uid int, home string) string {
 
 // homeDir is $HOME, else the passwd entry's home directory: a client
 // started with an empty environment still finds the user's paths.
-func homeDir() (string, error) {
-	if h := os.Getenv("HOME"); h != "" {
+func homeDir(getenv func(string) string) (string, error) {
+	if h := getenv("HOME"); h != "" {
 		return h, nil
 	}
 	u, err := user.Current()
@@ -174,9 +178,10 @@ type ProgramBin struct {
 }
 
 // ProgramBins maps each program of agentbin's table to its config key's
-// value: daemon.Run exports each value set in the file as its variable
-// (unless the variable is set), which is how the backends, which read only
-// the variables, see the file; `kaimon doctor` reads it to say where a
+// value: the daemon puts each value set in the file into its agents'
+// environment as its variable (unless the variable is set there:
+// daemon.Config.AgentEnv), which is how the backends, which read only the
+// variables, see the file; `kaimon doctor` reads it to say where a
 // program's path came from.
 func (c Config) ProgramBins() []ProgramBin {
 	values := c.binFields()
@@ -303,14 +308,23 @@ const DefaultLocalMaxRounds = 24
 // DefaultPermissionTimeout is permission_timeout's default, in seconds.
 const DefaultPermissionTimeout = 300
 
+// ApplyEnv applies to c the variables of the environment getenv reads
+// that override a key of the file and that the daemon reads itself, rather
+// than handing them on to its agents in their environment:
+// KAIMON_PERMISSION_TIMEOUT (seconds), when set to a positive number,
+// over permission_timeout. The daemon does it
+// once, where its Config is built (daemon.LoadConfig), so that nothing it
+// runs reads the process's environment later.
+func (c *Config) ApplyEnv(getenv func(string) string) {
+	if v, err := strconv.ParseFloat(getenv("KAIMON_PERMISSION_TIMEOUT"), 64); err == nil && v > 0 {
+		c.PermissionTimeout = v
+	}
+}
+
 // PermissionWait is how long a permission request waits for an answer:
-// KAIMON_PERMISSION_TIMEOUT (seconds) when set to a positive number, else
-// permission_timeout, else the default.
+// permission_timeout (with ApplyEnv's override), else the default.
 func (c Config) PermissionWait() time.Duration {
 	secs := c.PermissionTimeout
-	if v, err := strconv.ParseFloat(os.Getenv("KAIMON_PERMISSION_TIMEOUT"), 64); err == nil && v > 0 {
-		secs = v
-	}
 	if secs <= 0 {
 		secs = DefaultPermissionTimeout
 	}

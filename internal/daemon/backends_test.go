@@ -7,6 +7,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -17,12 +18,13 @@ func TestEveryPrefixHasABackend(t *testing.T) {
 	for _, p := range apitype.ModelPrefixes {
 		want[p.Prefix] = true
 	}
+	table := backends(config.Defaults())
 	for p := range want {
-		if backends[p] == nil {
+		if table[p] == nil {
 			t.Errorf("prefix %q has no constructor", p)
 		}
 	}
-	for p := range backends {
+	for p := range table {
 		if !want[p] {
 			t.Errorf("constructor of prefix %q, which apitype.ModelPrefixes does not name", p)
 		}
@@ -30,12 +32,11 @@ func TestEveryPrefixHasABackend(t *testing.T) {
 }
 
 // An unknown prefix is refused before the claude backend looks for its
-// program: with no claude CLI anywhere, the error is about the prefix.
+// program: with no claude CLI in the agent's environment (the backends
+// read no other), the error is about the prefix.
 func TestFactoryRefusesAnUnknownPrefix(t *testing.T) {
 	o := backend.Options{OpenArgs: verbs.OpenArgs{ID: "x", Cwd: t.TempDir(), Model: "bogus:thing"}, Env: []string{"PATH=" + t.TempDir(), "KAIMON_CLAUDE_BIN="}}
-	t.Setenv("PATH", t.TempDir())
-	t.Setenv("KAIMON_CLAUDE_BIN", "")
-	_, err := Factory(o, nil)
+	_, err := factory(config.Defaults())(o, nil)
 	var ve *verbs.Error
 	if !errors.As(err, &ve) || ve.Code != verbs.CodeBadArgument || !strings.Contains(ve.Message, `unknown model prefix "bogus:"`) ||
 		strings.Contains(ve.Message, "claude CLI is not") {
@@ -47,13 +48,12 @@ func TestFactoryRefusesAnUnknownPrefix(t *testing.T) {
 // backend of the table refuses them, before it looks for its program or
 // its model, instead of running under some default policy.
 func TestEveryBackendRefusesOptionsWithoutAPolicy(t *testing.T) {
-	t.Setenv("KAIMON_HOME", t.TempDir())
 	models := map[string]string{apitype.Claude.Prefix: "sonnet"}
 	for _, p := range apitype.ModelPrefixes {
 		models[p.Prefix] = p.Prefix + "x"
 	}
 	models[apitype.PrefixACP] = apitype.PrefixACP + "opencode"
-	for prefix, newB := range backends {
+	for prefix, newB := range backends(config.Defaults()) {
 		o := backend.Options{OpenArgs: verbs.OpenArgs{ID: "x", Cwd: t.TempDir(), Model: models[prefix]}, CacheDir: t.TempDir(),
 			Env: []string{"PATH=" + t.TempDir()}}
 		if _, err := newB(o, nil); err == nil || !strings.Contains(err.Error(), "without a resolved permission policy") {

@@ -1,6 +1,7 @@
-// Package daemon wires kaimon-agentd together: paths and config, the
-// single-instance lock, the session manager with its backends, and the
-// control API, until its context is cancelled.
+// Package daemon wires kaimon-agentd together from a Config (its paths,
+// config file and environment, config.go): the single-instance lock, the
+// session manager with its backends, and the control API, until its
+// context is cancelled.
 package daemon
 
 import (
@@ -18,25 +19,14 @@ import (
 	"github.com/kaimon/kaimon/internal/session"
 )
 
-// Run serves until ctx is cancelled, then closes every live agent (whole
-// process groups, gently then hard) and returns nil.
-func Run(ctx context.Context) error {
-	paths, err := config.Resolve()
-	if err != nil {
-		return err
-	}
-	cfg, err := config.Load(paths.ConfigFile)
-	if err != nil {
-		return err
-	}
-	// Before the config's programs are set below: what the daemon was
-	// started with is what a client can compare with its own environment.
-	envPrint := config.EnvFingerprints(os.Environ())
-	for _, b := range cfg.ProgramBins() {
-		if b.Value != "" && os.Getenv(b.Env) == "" {
-			os.Setenv(b.Env, b.Value)
-		}
-	}
+// Run serves with cfg until ctx is cancelled, then closes every live agent
+// (whole process groups, gently then hard) and returns nil.
+func Run(ctx context.Context, cfg Config) error {
+	paths := cfg.Paths
+	// What the daemon was started with, without the config file's
+	// programs its agents get besides: what a client can compare with its
+	// own environment.
+	envPrint := config.EnvFingerprints(cfg.Env)
 	if err := os.MkdirAll(paths.SockDir, 0o700); err != nil {
 		return fmt.Errorf("creating socket dir: %w", err)
 	}
@@ -62,15 +52,15 @@ func Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := session.New(paths, cfg, os.Environ(), Factory)
+	mgr, err := session.New(paths, cfg.File, cfg.AgentEnv(), factory(cfg.File))
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	// The event bus (ZeroMQ) and the in-process hub of the API's event
 	// streams get every envelope, after it is logged.
-	queues := bus.Options{QueueBytes: cfg.BusQueueBytes}
-	events, err := bus.Listen(bus.Endpoints(paths.EventsSocket(), cfg.BusEndpoints), queues)
+	queues := bus.Options{QueueBytes: cfg.File.BusQueueBytes}
+	events, err := bus.Listen(bus.Endpoints(paths.EventsSocket(), cfg.File.BusEndpoints), queues)
 	if err != nil {
 		ln.Close()
 		return err

@@ -380,17 +380,16 @@ func BenchmarkRelayInProcess(b *testing.B) {
 // inProcessDaemon runs daemon.Run for e in this process, so that it can be
 // profiled, and returns the function that stops it.
 func inProcessDaemon(b *testing.B, e *kenv) (stop func()) {
-	// daemon.Run takes its paths and its agents' environment from the
-	// process's: make them the installation's for the run.
-	b.Setenv("XDG_RUNTIME_DIR", "")
-	for _, kv := range e.env {
-		k, v, _ := strings.Cut(kv, "=")
-		b.Setenv(k, v)
+	// The installation's environment, as the daemon a kaimon of it
+	// starts is given: its paths and its agents' environment.
+	cfg, err := daemon.LoadConfig(e.env)
+	if err != nil {
+		b.Fatal(err)
 	}
 	log.SetOutput(io.Discard)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- daemon.Run(ctx) }()
+	go func() { done <- daemon.Run(ctx, cfg) }()
 	waitFor(b, "the in-process daemon", 10*time.Second, func() bool {
 		_, err := e.client().Ping(context.Background())
 		return err == nil

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/kaimon/kaimon/internal/config"
-	"github.com/kaimon/kaimon/internal/proc"
+	"github.com/kaimon/kaimon/internal/procstat"
 	"github.com/kaimon/kaimon/internal/testutil/agents"
 	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
 )
@@ -238,7 +238,7 @@ func processesWithEnv(kv string) []int {
 		if err != nil || !bytes.HasPrefix(b, needle) && !bytes.Contains(b, append([]byte{0}, needle...)) {
 			continue
 		}
-		if proc.Running(pid) {
+		if procstat.Running(pid) {
 			out = append(out, pid)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/proc"
+	"github.com/kaimon/kaimon/internal/procstat"
 	"github.com/kaimon/kaimon/internal/testutil/fakeollama"
 	"github.com/kaimon/kaimon/internal/testutil/fakeopenai"
 	"github.com/kaimon/kaimon/internal/verbs"
@@ -186,11 +186,11 @@ func TestLocalAgents(t *testing.T) {
 				b, _ := os.ReadFile(pidFile)
 				p, err := strconv.Atoi(strings.TrimSpace(string(b)))
 				pid = p
-				return err == nil && p > 0 && proc.Running(p)
+				return err == nil && p > 0 && procstat.Running(p)
 			})
 			e.ok("interrupt", id)
 			e.waitStatus(t, id, "idle")
-			if proc.Running(pid) {
+			if procstat.Running(pid) {
 				t.Fatalf("the interrupted bash (pid %d) still runs", pid)
 			}
 			recs := e.events(t, id)

@@ -8,7 +8,6 @@ package proc
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -17,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/kaimon/kaimon/internal/procstat"
 )
 
 // Identity names one process instance: its pid and the start time the kernel
@@ -24,49 +25,6 @@ import (
 type Identity struct {
 	PID       int    `json:"pid"`
 	StartTime uint64 `json:"start_time"`
-}
-
-// StartTime reads pid's start time from /proc.
-func StartTime(pid int) (uint64, error) {
-	f, err := statFields(strconv.Itoa(pid))
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseUint(f[19], 10, 64)
-}
-
-// statFields returns the fields of /proc/<pid>/stat after the command
-// name: f[0] is field 3 (state), f[2] field 5 (process group), f[19]
-// field 22 (start time).
-func statFields(pid string) ([]string, error) {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return nil, err
-	}
-	// The command name (field 2) is in parentheses and may hold spaces:
-	// count fields after its closing parenthesis.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return nil, fmt.Errorf("malformed /proc/%s/stat", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return nil, fmt.Errorf("short /proc/%s/stat", pid)
-	}
-	return f, nil
-}
-
-// Running says whether process pid exists and is not a zombie.
-func Running(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	f, err := statFields(strconv.Itoa(pid))
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
-	}
-	return f[0] != "Z" && f[0] != "X"
 }
 
 // groupLive says whether a process of group pgid still runs. Zombies do
@@ -85,7 +43,7 @@ func groupLive(pgid int) bool {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
 			continue
 		}
-		if f, err := statFields(e.Name()); err == nil && f[2] == want && f[0] != "Z" && f[0] != "X" {
+		if f, err := procstat.Fields(e.Name()); err == nil && f[2] == want && !procstat.Gone(f[0]) {
 			return true
 		}
 	}
@@ -94,7 +52,7 @@ func groupLive(pgid int) bool {
 
 // Alive reports whether id still names the same running process.
 func (id Identity) Alive() bool {
-	st, err := StartTime(id.PID)
+	st, err := procstat.StartTime(id.PID)
 	return err == nil && st == id.StartTime
 }
 
@@ -119,7 +77,7 @@ type Child struct {
 	exited bool
 	onExit []func()
 
-	// tag is the value of TagEnv in the child's environment, which every
+	// tag is the value of procstat.TagEnv in the child's environment, which every
 	// descendant inherits: it finds them once they are re-parented.
 	tag string
 	// stopping is set when Stop begins: the exit is then kaimon's doing,
@@ -134,7 +92,7 @@ type Child struct {
 // tied to the OS thread that forks, which the Go runtime keeps alive
 // unless a goroutine locked to it exits; kaimon locks none.
 //
-// The child's environment gets TagEnv, unique to it, so that its
+// The child's environment gets procstat.TagEnv, unique to it, so that its
 // descendants are found after it died and they were re-parented (to this
 // process when it is a subreaper, to init otherwise): when the child
 // exits without Stop (killed from outside, crashed), what it left is
@@ -164,7 +122,7 @@ func Start(cmd *exec.Cmd) (*Child, error) {
 	// is kept for its exit state for the child's life, and copies of
 	// them (a kilobyte of headers each, for a claude agent) need not be.
 	cmd.Env, cmd.Args, cmd.SysProcAttr = nil, nil, nil
-	c.ID.StartTime, _ = StartTime(c.ID.PID)
+	c.ID.StartTime, _ = procstat.StartTime(c.ID.PID)
 	if !exits.watch(c.ID.PID, c.reap) {
 		go c.reap() // no pidfds: Wait blocks in waitid, as before
 	}
@@ -357,16 +315,11 @@ func KillGroup(id Identity, grace time.Duration) bool {
 // ErrExited is returned for operations on a process that has exited.
 var ErrExited = errors.New("process has exited")
 
-// ExitDescription says how the process ended, for error messages: "exit
-// code N" or "killed by signal N (name)". Valid after Done.
+// ExitDescription says how the process ended, for error messages
+// (procstat.ExitDescription). Valid after Done.
 func (c *Child) ExitDescription() string {
 	<-c.done
-	if ps := c.Cmd.ProcessState; ps != nil {
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return fmt.Sprintf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
-		}
-	}
-	return fmt.Sprintf("exit code %d", c.ExitCode())
+	return procstat.ExitDescription(c.Cmd.ProcessState)
 }
 
 // LogTail returns the end of what was appended to the log at path since

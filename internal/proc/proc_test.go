@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kaimon/kaimon/internal/procstat"
 )
 
 // startPrinting starts sh -c script, which prints a pid first, and returns
@@ -61,7 +63,7 @@ func TestStopKillsTheWholeGroup(t *testing.T) {
 
 func TestIdentityRefusesAReusedPid(t *testing.T) {
 	self := Identity{PID: os.Getpid()}
-	st, err := StartTime(self.PID)
+	st, err := procstat.StartTime(self.PID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,10 +147,10 @@ func TestStopReachesDescendantsInTheirOwnGroup(t *testing.T) {
 		}
 		stop(c)
 		deadline := time.Now().Add(2 * time.Second)
-		for Running(pid) && time.Now().Before(deadline) {
+		for procstat.Running(pid) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		if Running(pid) {
+		if procstat.Running(pid) {
 			t.Errorf("%s left the descendant %d running", name, pid)
 			syscall.Kill(pid, syscall.SIGKILL)
 		}

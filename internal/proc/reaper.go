@@ -32,10 +32,45 @@ var started = struct {
 // would take os/exec's children from their Cmd.Wait. A child that this
 // process starts must therefore go through Start, or stay in this
 // process's group (os/exec's default).
+//
+// The state is the process's, and there is one reaper for it however
+// many daemons run in the process (tests run two): each call holds it,
+// and the last stop ends it, so that one daemon's shutdown does not leave
+// another's orphans to init.
 func BecomeSubreaper() (stop func(), err error) {
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return func() {}, fmt.Errorf("becoming a child subreaper: %w", err)
+	subreaping.Lock()
+	defer subreaping.Unlock()
+	if subreaping.holders == 0 {
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			return func() {}, fmt.Errorf("becoming a child subreaper: %w", err)
+		}
+		subreaping.stop = startReaper()
 	}
+	subreaping.holders++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			subreaping.Lock()
+			defer subreaping.Unlock()
+			if subreaping.holders--; subreaping.holders == 0 {
+				subreaping.stop()
+				_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+			}
+		})
+	}, nil
+}
+
+// subreaping counts the holders of the subreaper state (BecomeSubreaper),
+// with what stops its reaper.
+var subreaping struct {
+	sync.Mutex
+	holders int
+	stop    func()
+}
+
+// startReaper reaps the adopted orphans now and at every SIGCHLD, until
+// the function it returns is called (which waits for it to end).
+func startReaper() (stop func()) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGCHLD)
 	quit := make(chan struct{})
@@ -52,15 +87,11 @@ func BecomeSubreaper() (stop func(), err error) {
 			}
 		}
 	}()
-	var once sync.Once
 	return func() {
-		once.Do(func() {
-			signal.Stop(sigs)
-			close(quit)
-			<-done
-			_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-		})
-	}, nil
+		signal.Stop(sigs)
+		close(quit)
+		<-done
+	}
 }
 
 // reapOrphans waits for every zombie child of this process that is an

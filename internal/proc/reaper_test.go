@@ -8,6 +8,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kaimon/kaimon/internal/procstat"
 )
 
 // subreaper makes the test process a subreaper, as kaimon-agentd is, for
@@ -67,7 +72,7 @@ func TestLeftoversOfALeaderKilledFromOutside(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			if !gone(k.PID) {
-				t.Errorf("%s: the leader's descendant %d is left (running: %v)", name, k.PID, Running(k.PID))
+				t.Errorf("%s: the leader's descendant %d is left (running: %v)", name, k.PID, procstat.Running(k.PID))
 				syscall.Kill(k.PID, syscall.SIGKILL)
 			}
 		}
@@ -129,5 +134,38 @@ func TestReaperLeavesOsExecItsChildren(t *testing.T) {
 			t.Fatalf("zombie children left unreaped: %v", zombies)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The subreaper state is the process's: two holders (two daemons in one
+// test process) share it, and only the last one's stop ends it.
+func TestSubreaperHeldByEach(t *testing.T) {
+	is := func() bool {
+		t.Helper()
+		var v int32
+		if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&v)), 0, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		return v != 0
+	}
+	if is() {
+		t.Fatal("a subreaper before the test")
+	}
+	stop1, err := BecomeSubreaper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop2, err := BecomeSubreaper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop1()
+	stop1() // a second stop of the same holder changes nothing
+	if !is() {
+		t.Fatal("one holder's stop ended the subreaper state the other holds")
+	}
+	stop2()
+	if is() {
+		t.Fatal("still a subreaper after every holder stopped")
 	}
 }

@@ -5,21 +5,12 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
-)
 
-// TagEnv is the environment variable Start gives each child, with a value
-// unique to that child: its descendants inherit it, and it is what still
-// ties them to the child once the child died and they were re-parented
-// (to this process when it is a subreaper, to init otherwise), where the
-// parent chain, the process group and the session no longer do (the
-// claude CLI runs each Bash tool in a session of its own). A descendant
-// that clears its environment (env -i) is found only while the chain
-// through it stands.
-const TagEnv = "KAIMON_PROC_TAG"
+	"github.com/kaimon/kaimon/internal/procstat"
+)
 
 // LeftoverGrace is how long what a child left behind when it died on its
 // own may take to exit on SIGTERM before it is killed.
@@ -27,33 +18,19 @@ const LeftoverGrace = 3 * time.Second
 
 var tagSeq atomic.Uint64
 
-// newTag returns a value of TagEnv no other child of any process has: this
+// newTag returns a value of procstat.TagEnv no other child of any process has: this
 // process's pid and start time, and a sequence number.
 func newTag() string {
 	self := os.Getpid()
-	st, _ := StartTime(self)
+	st, _ := procstat.StartTime(self)
 	return fmt.Sprintf("%d.%d.%d", self, st, tagSeq.Add(1))
 }
 
-// withTag returns env with TagEnv set to tag alone: a child started by an
+// withTag returns env with procstat.TagEnv set to tag alone: a child started by an
 // agent's descendant (a daemon started from a tool) has one already, and
 // getenv takes the first.
 func withTag(env []string, tag string) []string {
-	return append(WithoutTag(env), TagEnv+"="+tag)
-}
-
-// WithoutTag is env less any TagEnv: what a process started to outlive
-// the one that starts it (the daemon, autostarted by a kaimon that an
-// agent's tool runs) must be given, or it is taken for that agent's
-// leftover and stopped with it.
-func WithoutTag(env []string) []string {
-	out := make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, TagEnv+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
+	return append(procstat.WithoutTag(env), procstat.TagEnv+"="+tag)
 }
 
 // procEntry is one process as /proc/<pid>/stat shows it.
@@ -76,7 +53,7 @@ func procTable() []procEntry {
 		if err != nil {
 			continue
 		}
-		f, err := statFields(e.Name())
+		f, err := procstat.Fields(e.Name())
 		if err != nil {
 			continue
 		}
@@ -107,7 +84,7 @@ func below(table []procEntry, pid int) []Identity {
 	return out
 }
 
-// tagged lists the live processes whose environment holds TagEnv=tag and
+// tagged lists the live processes whose environment holds procstat.TagEnv=tag and
 // whose parent is this process or one of its ancestors (where an orphan is
 // re-parented: the nearest subreaper, or init), with every process below
 // them. Only those parents' children are read for the tag: a tagged
@@ -132,10 +109,10 @@ func taggedIn(table []procEntry, tag string) []Identity {
 		adopters[p] = true
 	}
 	adopters[1] = true
-	needle := []byte(TagEnv + "=" + tag + "\x00")
+	needle := []byte(procstat.TagEnv + "=" + tag + "\x00")
 	var out []Identity
 	for _, e := range table {
-		if !adopters[e.ppid] || e.state == "Z" || e.state == "X" || startedLive(e.id.PID) {
+		if !adopters[e.ppid] || procstat.Gone(e.state) || startedLive(e.id.PID) {
 			continue
 		}
 		env, err := os.ReadFile("/proc/" + strconv.Itoa(e.id.PID) + "/environ")
@@ -193,7 +170,7 @@ func stopTagged(tag string, grace time.Duration) {
 // anyRunning says whether a process of ids still runs (a zombie does not).
 func anyRunning(ids []Identity) bool {
 	for _, id := range ids {
-		if id.Alive() && Running(id.PID) {
+		if id.Alive() && procstat.Running(id.PID) {
 			return true
 		}
 	}

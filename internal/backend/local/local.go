@@ -88,18 +88,14 @@ type Backend struct {
 	calls     atomic.Int64 // numbers the calls a server sends without an id
 }
 
-// New makes the backend of o.Model, reading the model server's settings
-// from the config file and the daemon's environment (o.Env).
-func New(o backend.Options, sink backend.Sink) (*Backend, error) {
+// New makes the backend of o.Model, with the model server's settings from
+// cfg, the config file as the daemon read it when it started, and from the
+// daemon's environment (o.Env): never this process's, which another
+// daemon in it (a test's) may not share.
+func New(cfg config.Config, o backend.Options, sink backend.Sink) (*Backend, error) {
 	family, tag, err := ParseModel(o.Model)
 	if err != nil {
 		return nil, verbs.BadArg("%v", err)
-	}
-	cfg := config.Defaults()
-	if paths, err := config.Resolve(); err == nil {
-		if cfg, err = config.Load(paths.ConfigFile); err != nil {
-			return nil, err
-		}
 	}
 	getenv := func(k string) string { return host.LookupEnv(o.Env, k) }
 	var api chatAPI

@@ -19,7 +19,7 @@ import (
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/confine"
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/proc"
+	"github.com/kaimon/kaimon/internal/procstat"
 	"github.com/kaimon/kaimon/internal/testutil/backendtest"
 	"github.com/kaimon/kaimon/internal/testutil/fakeollama"
 	"github.com/kaimon/kaimon/internal/testutil/fakeopenai"
@@ -474,7 +474,7 @@ func TestInterrupt(t *testing.T) {
 			if r := ofKind(evs, event.ToolResult); len(r) != 1 || r[0].Get("update.status").String() != "failed" {
 				t.Fatalf("interrupted tool's result: %v", r)
 			}
-			if proc.Running(pid) {
+			if procstat.Running(pid) {
 				t.Fatalf("bash %d still runs after the interrupt", pid)
 			}
 			// The conversation stays well formed: the next turn works
@@ -676,7 +676,7 @@ func TestTools(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "pid"))
 	var pid int
-	if _, err := fmt.Sscan(strings.TrimSpace(string(b)), &pid); err != nil || proc.Running(pid) {
+	if _, err := fmt.Sscan(strings.TrimSpace(string(b)), &pid); err != nil || procstat.Running(pid) {
 		t.Fatalf("timed-out bash %d still runs (%v)", pid, err)
 	}
 	if out, err := run("bash", toolArgs{Command: "echo oops >&2; exit 3"}); err == nil || err.Error() != "exit code 3" || out != "oops\n" {

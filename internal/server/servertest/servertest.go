@@ -30,7 +30,7 @@ func New(t testing.TB, svc verbs.Service) *client.Client {
 // the client adds no environment hint to the errors it gets.
 func Serve(t testing.TB, s *server.Server) *client.Client {
 	t.Helper()
-	dir := socketDir(t)
+	dir := TempDir(t)
 	paths := config.Paths{CacheDir: filepath.Join(dir, "cache"), SockDir: filepath.Join(dir, "sock")}
 	if err := os.MkdirAll(paths.CacheDir, 0o700); err != nil {
 		t.Fatal(err)
@@ -59,10 +59,11 @@ func Serve(t testing.TB, s *server.Server) *client.Client {
 	return cl
 }
 
-// socketDir is t.TempDir(), unless a long test name makes the socket's
-// path too long for a unix socket (108 bytes): then a shorter directory
-// of the system's temporary one, removed with the test as well.
-func socketDir(t testing.TB) string {
+// TempDir is t.TempDir(), unless a long test name makes the path of a
+// socket dir in it (<dir>/sock) too long for a unix socket (108 bytes):
+// then a shorter directory of the system's temporary one, removed with
+// the test as well. (internal/daemon/daemontest keeps its daemon there.)
+func TempDir(t testing.TB) string {
 	dir := t.TempDir()
 	if len(config.Paths{SockDir: filepath.Join(dir, "sock")}.EventsSocket()) < 100 {
 		return dir

@@ -1,4 +1,4 @@
-package daemon
+package daemontest_test
 
 import (
 	"bufio"
@@ -16,33 +16,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kaimon/kaimon/internal/client"
-	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/daemon"
+	"github.com/kaimon/kaimon/internal/daemon/daemontest"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
-// The daemon in this process, on a socket in a temporary home, with a
+// The daemon in this process, from a Config of a temporary home, with a
 // replay agent (examples/hello.events.jsonl): it opens the agent, runs a
 // turn whose events stream to a client, closes it, and shuts down when
-// its context ends, leaving no socket bound, no descriptor open, its lock
-// free and no goroutine of its own behind.
+// the test that started it ends (New's cleanup), leaving no socket bound,
+// no descriptor open, its lock free and no goroutine of its own behind.
 func TestDaemonSmoke(t *testing.T) {
-	example, err := filepath.Abs("../../examples/hello.events.jsonl")
+	example, err := filepath.Abs("../../../examples/hello.events.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	t.Setenv("KAIMON_HOME", home)
-	for _, v := range []string{"KAIMON_SOCK_DIR", "KAIMON_CACHE_DIR", "KAIMON_CONFIG"} {
-		t.Setenv(v, "")
-	}
 	log.SetOutput(io.Discard) // the daemon's own log
 	t.Cleanup(func() { log.SetOutput(os.Stderr) })
-	paths, err := config.Resolve()
+	// Its environment is given, not this process's (which it neither
+	// reads nor changes).
+	cfg, err := daemon.LoadConfig([]string{"KAIMON_HOME=" + home})
 	if err != nil {
 		t.Fatal(err)
 	}
+	paths := cfg.Paths
 	// The runtime's signal loop, once started, lives as long as the
 	// process: start it before counting, as kaimon-agentd's main does
 	// (signal.NotifyContext) before Run, which notifies SIGCHLD.
@@ -51,57 +50,50 @@ func TestDaemonSmoke(t *testing.T) {
 	signal.Stop(sigs)
 	fds0, g0 := openFDs(t), runtime.NumGoroutine()
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx) }()
-	cl := &client.Client{Paths: paths, NoAutostart: true}
-	waitUp(t, cl, done)
-
-	tctx, tcancel := context.WithTimeout(ctx, 60*time.Second)
-	defer tcancel()
-	o, err := cl.Open(tctx, &verbs.OpenArgs{Cwd: t.TempDir(), Model: "replay:" + example + "?speed=0"})
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	w, err := cl.EventsFromNow(tctx, o.AgentID)
-	if err != nil {
-		t.Fatalf("events: %v", err)
-	}
-	res, err := cl.Run(tctx, &verbs.RunArgs{AgentID: o.AgentID, Text: "hello there"})
-	const want = "Hello from fakeapi (request #1)."
-	if err != nil || res.Text != want {
-		t.Fatalf("run: %+v, %v; want the recorded text %q", res, err, want)
-	}
-	var streamed strings.Builder
-	for {
-		e, err := w.Next()
+	t.Run("serve", func(t *testing.T) {
+		cl := daemontest.New(t, cfg)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		o, err := cl.Open(ctx, &verbs.OpenArgs{Cwd: t.TempDir(), Model: "replay:" + example + "?speed=0"})
 		if err != nil {
-			t.Fatalf("the stream ended before the turn's result: %v", err)
+			t.Fatalf("open: %v", err)
 		}
-		if e.Kind == event.AssistantText {
-			streamed.WriteString(string(e.Data))
+		w, err := cl.EventsFromNow(ctx, o.AgentID)
+		if err != nil {
+			t.Fatalf("events: %v", err)
 		}
-		if e.Kind == event.Result && e.Turn == 1 {
-			break
+		res, err := cl.Run(ctx, &verbs.RunArgs{AgentID: o.AgentID, Text: "hello there"})
+		const want = "Hello from fakeapi (request #1)."
+		if err != nil || res.Text != want {
+			t.Fatalf("run: %+v, %v; want the recorded text %q", res, err, want)
 		}
-	}
-	w.Close()
-	if !strings.Contains(streamed.String(), "Hello") {
-		t.Errorf("the stream carried no assistant text: %q", streamed.String())
-	}
-	if c, err := cl.Close(tctx, &verbs.CloseArgs{AgentID: o.AgentID}); err != nil || !c.Closed {
-		t.Fatalf("close: %+v, %v", c, err)
-	}
-	if st, err := cl.Status(tctx, &verbs.StatusArgs{AgentID: o.AgentID}); err != nil || st.Status != "dead" || st.Turn != 1 {
-		t.Fatalf("status after close: %+v, %v", st, err)
-	}
+		var streamed strings.Builder
+		for {
+			e, err := w.Next()
+			if err != nil {
+				t.Fatalf("the stream ended before the turn's result: %v", err)
+			}
+			if e.Kind == event.AssistantText {
+				streamed.WriteString(string(e.Data))
+			}
+			if e.Kind == event.Result && e.Turn == 1 {
+				break
+			}
+		}
+		w.Close()
+		if !strings.Contains(streamed.String(), "Hello") {
+			t.Errorf("the stream carried no assistant text: %q", streamed.String())
+		}
+		if c, err := cl.Close(ctx, &verbs.CloseArgs{AgentID: o.AgentID}); err != nil || !c.Closed {
+			t.Fatalf("close: %+v, %v", c, err)
+		}
+		if st, err := cl.Status(ctx, &verbs.StatusArgs{AgentID: o.AgentID}); err != nil || st.Status != "dead" || st.Turn != 1 {
+			t.Fatalf("status after close: %+v, %v", st, err)
+		}
+	})
 
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run returned %v after its context ended; want nil", err)
-	}
-	cl.CloseIdleConnections()
+	// The subtest's cleanups have stopped the daemon (Run returned nil,
+	// or they failed the subtest) and let go of the client's connections.
 	for _, s := range []string{paths.Socket(), paths.EventsSocket()} {
 		if _, err := os.Stat(s); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s is left behind (%v)", s, err)
@@ -122,29 +114,6 @@ func TestDaemonSmoke(t *testing.T) {
 		t.Errorf("the daemon's lock is still held: %v", err)
 	}
 	goroutinesSettle(t, g0)
-}
-
-// waitUp waits until the daemon answers, or fails the test if Run ends
-// first. The daemon listens before it loads its agents, and answers once
-// it serves; its start is not timed here, only bounded.
-func waitUp(t *testing.T, cl *client.Client, done <-chan error) {
-	t.Helper()
-	bound := time.After(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := cl.Ping(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("Run ended before it answered: %v", err)
-		case <-bound:
-			t.Fatalf("the daemon does not answer: %v", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 }
 
 // openFDs maps this process's open descriptors to what they are.
@@ -197,7 +166,7 @@ func boundUnder(t *testing.T, dir string) []string {
 }
 
 // goroutinesSettle fails the test unless the goroutine count comes back
-// to what it was before the daemon ran. Goroutines that a closed
+// to what it was before the daemons ran. Goroutines that a closed
 // connection ends go on their own schedule: they are waited for, with a
 // bound, and the dump shows those left.
 func goroutinesSettle(t *testing.T, before int) {
@@ -207,7 +176,7 @@ func goroutinesSettle(t *testing.T, before int) {
 		select {
 		case <-bound:
 			buf := make([]byte, 1<<20)
-			t.Errorf("%d goroutines after the daemon stopped, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+			t.Errorf("%d goroutines after the daemons stopped, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 			return
 		case <-time.After(10 * time.Millisecond):
 		}
