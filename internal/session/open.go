@@ -49,11 +49,11 @@ const (
 	leaveNothing
 )
 
-// onStartFailure is, per kind, what a failure at start keeps (the README's
-// "Opening an agent" promise; a failure before start, in the options or
-// in making the backend, leaves nothing of an open's making, whatever its
-// kind). A fork has no conversation of its own yet to keep: the forked
-// agent still has it.
+// onStartFailure is, per kind, what a failure at start keeps: the README's
+// table under "Dead agents are kept until you let them go". A failure
+// before start, in the options or in making the backend, leaves nothing
+// of an open's making, whatever its kind. A fork has no conversation of
+// its own yet to keep: the forked agent still has it.
 var onStartFailure = map[openKind]startFailed{
 	openFresh:  keepDead,
 	openReopen: keepDead,
