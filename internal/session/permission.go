@@ -36,25 +36,26 @@ func (m *Manager) SetDoor(d Door) {
 	m.door = d
 }
 
-// attach readies a claimed slot's options for its backend: the permission
-// asker, and the door with a fresh token.
-func (m *Manager) attach(ag *Agent) {
+// attach readies opts, a claimed slot's options, for its backend: the
+// permission asker, and the door with a fresh token. It returns them, for
+// the open to keep in ag.opts and give the backend; ag's own options are
+// not touched, so that what the open holds is the one copy.
+func (m *Manager) attach(ag *Agent, opts backend.Options) backend.Options {
 	m.mu.Lock()
 	d := m.door
 	m.mu.Unlock()
-	ag.mu.Lock()
-	defer ag.mu.Unlock()
-	ag.opts.Ask = ag.ask
-	ag.opts.Door = nil
+	opts.Ask = ag.ask
+	opts.Door = nil
 	var door []redact.Secret
 	if d != nil {
-		ag.opts.Door = &backend.Door{URL: d.URL(), Token: d.Admit(ag.opts)}
-		door = append(door, redact.Secret{Name: redact.DoorToken, Value: ag.opts.Door.Token, Whole: true})
+		opts.Door = &backend.Door{URL: d.URL(), Token: d.Admit(opts)}
+		door = append(door, redact.Secret{Name: redact.DoorToken, Value: opts.Door.Token, Whole: true})
 	}
 	// From the environment the agent is given (the backends add only
 	// kaimon's own variables to it) and its token: what it may print.
-	ag.opts.Redact = redact.New(ag.opts.Env, door...)
-	ag.redact.Store(ag.opts.Redact.Stream())
+	opts.Redact = redact.New(opts.Env, door...)
+	ag.redact.Store(opts.Redact.Stream())
+	return opts
 }
 
 // detach undoes attach for a dead agent: its token no longer opens the

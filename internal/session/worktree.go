@@ -101,11 +101,11 @@ func (m *Manager) newWorktree(ctx context.Context, id string, a *verbs.OpenArgs)
 // removeWorktree removes the worktree an open of agent id made, and its
 // branch, for an open that failed after making it, and says whether it
 // did.
-func (m *Manager) removeWorktree(id string, info *gitwt.Info) bool {
+func (m *Manager) removeWorktree(ctx context.Context, id string, info *gitwt.Info) bool {
 	r := info.RepoOf()
 	unlock := gitwt.Lock(r.CommonDir)
 	defer unlock()
-	if err := r.Discard(context.Background(), info.Worktree, info.Branch, info.BaseCommit); err != nil {
+	if err := r.Discard(ctx, info.Worktree, info.Branch, info.BaseCommit); err != nil {
 		log.Printf("removing the worktree %s of a failed open: %v", info.Worktree, err)
 		return false // its opening note stays: the next daemon tries again
 	}
@@ -175,7 +175,7 @@ func (m *Manager) sweepOpenings() {
 			m.doneOpening(id)
 			continue
 		}
-		if m.removeWorktree(id, &info) {
+		if m.removeWorktree(context.Background(), id, &info) {
 			log.Printf("removed the worktree %s that an interrupted open of agent %s left, and its branch %s unless it moved since", info.Worktree, id, info.Branch)
 		}
 	}
