@@ -325,6 +325,8 @@ type tailPrinter struct {
 	// out batches plain output: it is flushed when the bus has nothing
 	// more ready (Follower.Idle), before a note on stderr, and at the end.
 	out *bufio.Writer
+	// line is a merged stream's line being made (tailHost.write).
+	line []byte
 	// inTurn is the turn in flight per agent, as far as seen.
 	inTurn map[string]int
 	// only is the one agent tail is about ("" for a prefix); status is

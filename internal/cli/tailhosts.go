@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kaimon/kaimon/internal/apitype"
@@ -74,36 +72,15 @@ func (h *tailHost) pretty(agent string) string {
 	return h.name + "/" + agent
 }
 
-// agentField is where the daemon's encoding (event.AppendEnvelope) puts
-// the agent id: after the data, at the end.
-var agentField = []byte(`,"agent_id":"`)
-
-// write writes e's bytes to w with the host's field first and the agent
-// id qualified. The daemon's shape is edited in place; anything else is
-// decoded and encoded again (never the daemon's, but a stream is read as
-// JSON, not trusted to a shape).
-func (h *tailHost) write(w io.Writer, e *follow.Envelope) error {
-	raw := e.Raw
-	a := bytes.LastIndex(raw, agentField)
-	if len(raw) > 1 && raw[0] == '{' && a > 0 && bytes.HasPrefix(raw[a+len(agentField):], []byte(e.Agent+`"`)) {
-		a += len(agentField)
-		w.Write(h.tag)
-		w.Write(raw[1:a])
-		io.WriteString(w, h.qual)
-		_, err := w.Write(raw[a:])
-		return err
+// write writes e's bytes to p's output with the host's field first and
+// the agent id qualified (follow.Envelope.AppendHosted).
+func (h *tailHost) write(p *tailPrinter, e *follow.Envelope) error {
+	var err error
+	if p.line, err = e.AppendHosted(p.line[:0], h.name, h.shown(e.Agent)); err != nil {
+		return fmt.Errorf("host %s: %w", h.name, err)
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return fmt.Errorf("host %s: envelope of agent %s seq %d: %w", h.name, e.Agent, e.Seq, err)
-	}
-	m["host"], _ = json.Marshal(h.name)
-	m["agent_id"], _ = json.Marshal(h.shown(e.Agent))
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
+	p.line = append(p.line, '\n')
+	_, err = p.out.Write(p.line)
 	return err
 }
 
@@ -126,7 +103,7 @@ func runTailRemote(ctx context.Context, o *tailOptions, f *fleet.Fleet) error {
 		defer p.pretty.stopSpinner()
 	}
 	h := newTailHost(o.Host, false)
-	opts := follow.RemoteOptions{Retry: p.retrying(h)}
+	opts := follow.RemoteOptions{Broke: p.retrying(h)}
 	var agent *verbs.AgentStatus
 	if id := o.agent(); id != "" && (o.Replay || o.UntilResult) {
 		p.only = id
@@ -243,26 +220,30 @@ func (p *tailPrinter) emitFrom(h *tailHost, e *follow.Envelope) error {
 		p.pretty.print(env)
 		return nil
 	}
-	if err := h.write(p.out, e); err != nil {
-		return err
-	}
-	return p.out.WriteByte('\n')
+	return h.write(p, e)
 }
 
-// rejoinMax bounds the wait between attempts to reach a host that could
-// not be reached when the tail started.
-const rejoinMax = 30 * time.Second
+// How long a merged tail waits for a host it lost: one not reached is
+// asked again from 1 s, doubling up to 30 s (each attempt may cost an ssh
+// connect timeout), and may start the host's daemon, as the tail's first
+// attempt did; this machine's daemon gone away is looked for every second
+// (a Ping on a local socket is cheap, and so the agents a new daemon opens
+// are joined from their start) and never started: a tail is no reason to.
+var (
+	tailUnreachable = follow.Retry{Every: time.Second, Max: 30 * time.Second, Start: true}
+	tailLocalGone   = follow.Retry{Every: time.Second}
+)
 
 // runTailAll merges this machine and every configured host into one
-// stream. The hosts are reached in parallel; one that cannot be reached
-// is reported on stderr and tried again in the background (from 1 s,
-// doubling, up to rejoinMax), its agents followed from when it answers;
-// the tail ends with exit 1 at once only when no host at all answered.
-// A host whose stream breaks later is reconnected by follow.Remote and
-// resumed by seq: nothing authoritative is lost; so is this machine's
-// daemon once it is back (run). A follower that ends (a host that
-// refuses the request) is reported, the others go on; the tail exits 1
-// once all have ended.
+// stream (follow.Merge). The hosts are reached in parallel; one that
+// cannot be reached is reported on stderr and tried again in the
+// background, its agents followed from when it answers; the tail ends
+// with exit 1 at once only when no host at all answered. A host whose
+// stream breaks later is reconnected by follow.Remote and resumed by
+// seq: nothing authoritative is lost; so is this machine's daemon once
+// it is back, each of its agents resumed from its log where it was. A
+// host that refuses the request is reported and the others go on; the
+// tail exits 1 once all have ended.
 func runTailAll(ctx context.Context, o *tailOptions, f *fleet.Fleet) error {
 	names, err := f.All()
 	if err != nil {
@@ -274,252 +255,95 @@ func runTailAll(ctx context.Context, o *tailOptions, f *fleet.Fleet) error {
 		p.pretty.multi = true
 		defer p.pretty.stopSpinner()
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	m := &tailMerge{p: p, cancel: cancel}
-	type started struct {
-		h   *tailHost
-		fw  *follow.Follower
-		err error
-	}
-	first := make([]started, len(names))
-	var wg sync.WaitGroup
+	ch := o.Channels[0]
+	shown := map[string]*tailHost{}
+	hosts := make([]follow.Host, len(names))
 	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := started{h: newTailHost(name, true)}
-			cl, err := f.Client(ctx, name)
-			if err == nil {
-				s.fw, err = m.start(ctx, s.h, cl)
-			}
-			s.err = err
-			first[i] = s
-		}()
-	}
-	wg.Wait()
-	var failed []error
-	for _, s := range first {
-		if s.err != nil {
-			failed = append(failed, fleet.Named(s.h.name, s.err))
-		}
-	}
-	if len(failed) == len(names) {
-		return errors.Join(failed...)
-	}
-	var run sync.WaitGroup
-	for _, s := range first {
-		run.Add(1)
-		go func() {
-			defer run.Done()
-			if s.err != nil {
-				m.note("kaimon: tail: %v; trying again in the background, its agents followed from when it answers\n", fleet.Named(s.h.name, s.err))
-				s.fw = m.rejoin(ctx, f, s.h)
-				if s.fw == nil {
-					return
+		shown[name] = newTailHost(name, true)
+		hosts[i] = follow.Host{Name: name, Unreachable: tailUnreachable,
+			Dial: func(ctx context.Context, a follow.Attempt) (*follow.Follower, error) {
+				fw, err := dialTail(ctx, f, name, ch, a)
+				if err != nil {
+					return nil, fleet.Named(name, err)
 				}
-			}
-			m.run(ctx, f, s.h, s.fw)
-		}()
-	}
-	run.Wait()
-	if ctx.Err() != nil && m.err == nil {
-		return p.end(nil) // interrupted: a normal end
-	}
-	if m.err != nil {
-		return p.end(m.err)
-	}
-	p.end(nil)
-	return errors.New("every host's stream ended (see above)")
-}
-
-// tailMerge is the printer shared by the followers of a merged tail.
-type tailMerge struct {
-	mu     sync.Mutex
-	p      *tailPrinter
-	cancel context.CancelFunc
-	err    error // the first error of output, which ends every follower
-}
-
-// start starts host h's follower: the bus on this machine, GET
-// /v1/events through cl elsewhere. Either is in force when it returns.
-func (m *tailMerge) start(ctx context.Context, h *tailHost, cl *client.Client) (*follow.Follower, error) {
-	ch := m.p.o.Channels[0]
-	if fleet.IsLocal(h.name) {
-		if _, err := cl.Up(ctx); err != nil {
-			return nil, err
-		}
-		return follow.Dial(ctx, cl, []string{ch})
-	}
-	return follow.Remote(ctx, cl, ch, follow.RemoteOptions{Retry: func(err error, attempt int) {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		m.p.retrying(h)(err, attempt)
-	}})
-}
-
-// rejoin tries to reach host h until it answers (its follower) or ctx
-// ends (nil).
-func (m *tailMerge) rejoin(ctx context.Context, f *fleet.Fleet, h *tailHost) *follow.Follower {
-	wait := time.Second
-	for {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-		wait = min(2*wait, rejoinMax)
-		cl, err := f.Client(ctx, h.name) // a failure is not kept: this tries again
-		if err != nil {
-			continue
-		}
-		if fw, err := m.start(ctx, h, cl); err == nil {
-			m.note("kaimon: tail: host %s answers: its agents are followed from now\n", h.name)
-			return fw
+				return fw, nil
+			}}
+		if fleet.IsLocal(name) {
+			hosts[i].Gone = tailLocalGone
 		}
 	}
+	err = follow.Merge(ctx, hosts, follow.Sink{
+		NeedOne: true,
+		Emit:    func(host string, e *follow.Envelope) error { return p.emitFrom(shown[host], e) },
+		Note:    func(n follow.Note) { p.note(shown[n.Host], n) },
+		Lost: func(host, agent string, from, to uint64, n int) {
+			p.lost(shown[host], agent, from, to, n)
+		},
+		Bad: func(host, agent string, b eventlog.Bad) {
+			p.flush()
+			fmt.Fprintf(p.o.Err, "kaimon: tail: agent %s: event log %v; skipped\n", shown[host].shown(agent), b)
+		},
+		Idle: p.flush,
+	})
+	if errors.Is(err, follow.ErrEnded) {
+		p.end(nil)
+		return errors.New("every host's stream ended (see above)")
+	}
+	return p.end(err)
 }
 
-// run hands host h's envelopes to the printer until ctx ends, output
-// fails (which ends every host's) or h's stream ends (said on stderr).
-// This machine's daemon going away is not an end: it is followed again
-// once it is back (rejoinLocal).
-func (m *tailMerge) run(ctx context.Context, f *fleet.Fleet, h *tailHost, fw *follow.Follower) {
-	for fw != nil {
-		m.hook(h, fw)
-		err := fw.Run(ctx, m.emitter(h))
-		lasts := fw.Lasts() // before Close, which lets the joins go
-		fw.Close()
-		var se *follow.SourceError
+// dialTail starts the follower of host name for a merged tail: the bus
+// on this machine (its daemon started if a allows, else only asked), GET
+// /v1/events through ssh elsewhere, resumed where a says.
+func dialTail(ctx context.Context, f *fleet.Fleet, name, ch string, a follow.Attempt) (*follow.Follower, error) {
+	cl, err := f.Client(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !fleet.IsLocal(name) {
+		return follow.Remote(ctx, cl, ch, follow.RemoteOptions{Since: a.Since, Broke: a.Broke, Mended: a.Mended})
+	}
+	if a.Start {
+		_, err = cl.Up(ctx)
+	} else {
+		_, err = cl.Ping(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return follow.Dial(ctx, cl, []string{ch})
+}
+
+// note tells on stderr what became of host h's connection.
+func (p *tailPrinter) note(h *tailHost, n follow.Note) {
+	var msg string
+	switch n.Kind {
+	case follow.Unreachable:
+		msg = fmt.Sprintf("%v; trying again in the background, its agents followed from when it answers", n.Err)
+	case follow.Connected:
 		switch {
-		case ctx.Err() != nil:
-			return
-		case errors.As(err, &se) && fleet.IsLocal(h.name):
-			m.note("kaimon: tail: this machine's daemon went away (%v); its agents are followed again when it is back\n", se.Err)
-			fw = m.rejoinLocal(ctx, f, h, lasts)
-		case errors.As(err, &se):
-			m.note("kaimon: tail: the stream ended (%v); the other hosts' go on\n", fleet.Named(h.name, se.Err))
-			return
-		case err != nil:
-			m.failed(err)
-			return
+		case n.After == follow.Unreachable:
+			msg = fmt.Sprintf("host %s answers: its agents are followed from now", h.name)
+		case n.After == follow.Gone && fleet.IsLocal(h.name):
+			msg = "this machine's daemon is back: its agents are followed again from where they were"
+		case n.After == follow.Gone:
+			msg = fmt.Sprintf("host %s is back: its agents are followed again from where they were", h.name)
 		}
-	}
-}
-
-// emitter is what hands host h's envelopes to the shared printer; its
-// errors are outputErrors.
-func (m *tailMerge) emitter(h *tailHost) follow.Emit {
-	return func(e *follow.Envelope) error {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if err := m.p.emitFrom(h, e); err != nil {
-			return &outputError{err}
+	case follow.Broke:
+		p.retrying(h)(n.Err, n.Attempt)
+	case follow.Gone:
+		if fleet.IsLocal(h.name) {
+			msg = fmt.Sprintf("this machine's daemon went away (%v); its agents are followed again when it is back", n.Err)
+		} else {
+			msg = fmt.Sprintf("%v; its agents are followed again when it is back", fleet.Named(h.name, n.Err))
 		}
-		return nil
+	case follow.Ended:
+		msg = fmt.Sprintf("the stream ended (%v); the other hosts' go on", fleet.Named(h.name, n.Err))
+	case follow.LogError:
+		msg = fmt.Sprintf("agent %s: %v; its stream goes on from here", h.shown(n.Agent), n.Err)
 	}
-}
-
-// outputError is an error of the merged tail's output, which ends every
-// host's follow; it reads as the error it wraps.
-type outputError struct{ err error }
-
-func (e *outputError) Error() string { return e.err.Error() }
-func (e *outputError) Unwrap() error { return e.err }
-
-// hook sets what fw tells the printer besides envelopes: before any
-// Replay or Run, as each agent's join takes them when it starts.
-func (m *tailMerge) hook(h *tailHost, fw *follow.Follower) {
-	fw.Lost = func(agent string, from, to uint64, n int) {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		m.p.lost(h, agent, from, to, n)
+	if msg != "" {
+		p.flush()
+		fmt.Fprintf(p.o.Err, "kaimon: tail: %s\n", msg)
 	}
-	fw.Idle = func() error {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return m.p.flush()
-	}
-	fw.Bad = func(agent string, b eventlog.Bad) {
-		m.note("kaimon: tail: agent %s: event log %v; skipped\n", h.shown(agent), b)
-	}
-	// A log of this machine that cannot be read to fill a gap: say so and
-	// go on, as one host's fault must not end the others' stream.
-	fw.LogError = func(agent string, err error) error {
-		m.note("kaimon: tail: agent %s: %v; its stream goes on from here\n", h.shown(agent), err)
-		return nil
-	}
-}
-
-// failed ends every host's follow with err, the first error of output.
-func (m *tailMerge) failed(err error) {
-	m.mu.Lock()
-	if m.err == nil {
-		m.err = err
-	}
-	m.mu.Unlock()
-	m.cancel()
-}
-
-// rejoinLocal waits for this machine's daemon to be back (it never starts
-// one: a tail is no reason to) and follows it again, each agent seen
-// before resumed after the seq it was at (lasts): what its log gained
-// meanwhile (a lost daemon's ending, which the next one writes) is
-// printed first, so nothing authoritative falls in the break. It asks
-// every rejoinLocalEvery, a Ping on a local socket being cheap, so that
-// the agents a new daemon opens are joined from their start. Nil when
-// ctx ends first, or output failed.
-func (m *tailMerge) rejoinLocal(ctx context.Context, f *fleet.Fleet, h *tailHost, lasts map[string]uint64) *follow.Follower {
-	tick := time.NewTicker(rejoinLocalEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		cl, err := f.Client(ctx, h.name)
-		if err != nil {
-			continue
-		}
-		if _, err := cl.Ping(ctx); err != nil {
-			continue
-		}
-		fw, err := follow.Dial(ctx, cl, []string{m.p.o.Channels[0]})
-		if err != nil {
-			continue
-		}
-		m.hook(h, fw)
-		emit := m.emitter(h)
-		for agent, seq := range lasts {
-			err := fw.Replay(agent, seq, emit)
-			switch {
-			case ctx.Err() != nil:
-				fw.Close()
-				return nil
-			case errors.As(err, new(*outputError)):
-				fw.Close()
-				m.failed(err)
-				return nil
-			case err != nil:
-				m.note("kaimon: tail: agent %s: %v; its stream goes on from here\n", h.shown(agent), err)
-			}
-		}
-		m.note("kaimon: tail: this machine's daemon is back: its agents are followed again from where they were\n")
-		return fw
-	}
-}
-
-// rejoinLocalEvery is how often a merged tail asks whether this machine's
-// daemon is back.
-const rejoinLocalEvery = time.Second
-
-// note writes a line on stderr, after what output holds.
-func (m *tailMerge) note(format string, a ...any) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.p.flush()
-	fmt.Fprintf(m.p.o.Err, format, a...)
 }

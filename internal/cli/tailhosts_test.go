@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/fatih/color"
@@ -11,49 +13,63 @@ import (
 	"github.com/kaimon/kaimon/internal/follow"
 )
 
-// A merged stream's line is the daemon's bytes with the host's field in
-// front and the agent id qualified: the same JSON as decoding, adding
-// both and encoding again, for this machine's agents (host local, the id
-// bare: it routes here) and a host's.
+// A merged stream's line is the envelope with the host's field in front
+// and the agent id qualified (follow's tests try the shapes): this
+// machine's agents with host local and the id bare (it routes here), a
+// host's qualified, one line each.
 func TestTailHostWrite(t *testing.T) {
-	env := &event.Envelope{Kind: event.AssistantText, Turn: 2, Data: json.RawMessage(`{"delta":true,"content":{"type":"text","text":"\"agent_id\":\"x\""}}`),
+	env := &event.Envelope{Kind: event.AssistantText, Turn: 2, Data: json.RawMessage(`{"delta":true,"content":{"type":"text","text":"hi"}}`),
 		AgentID: "a1", Seq: 7}
 	e, err := follow.Encode(env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ host, agent string }{{"local", "a1"}, {"h1", "h1/a1"}} {
-		var b bytes.Buffer
-		if err := newTailHost(tc.host, true).write(&b, e); err != nil {
+	var b bytes.Buffer
+	p := newTailPrinter(&tailOptions{Channels: []string{"agent:"}, AllHosts: true, Out: &b})
+	for _, host := range []string{"local", "h1"} {
+		if err := p.emitFrom(newTailHost(host, true), e); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.HasPrefix(b.Bytes(), []byte(`{"host":"`+tc.host+`","kind":`)) {
-			t.Errorf("host %s: %s, want the host first", tc.host, b.Bytes())
-		}
+	}
+	p.flush()
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	for i, tc := range []struct{ host, agent string }{{"local", "a1"}, {"h1", "h1/a1"}} {
 		var got struct {
 			Host string `json:"host"`
 			event.Envelope
 		}
-		if err := json.Unmarshal(b.Bytes(), &got); err != nil {
-			t.Fatalf("host %s: %s: %v", tc.host, b.Bytes(), err)
+		if i >= len(lines) || json.Unmarshal([]byte(lines[i]), &got) != nil {
+			t.Fatalf("output %q: no line %d", b.String(), i)
 		}
 		if got.Host != tc.host || got.AgentID != tc.agent || got.Seq != 7 || got.Turn != 2 || !bytes.Equal(got.Data, env.Data) {
-			t.Errorf("host %s: %s", tc.host, b.Bytes())
-		}
-		// Another shape (fields moved) is decoded and encoded again, with
-		// the same result.
-		moved := &follow.Envelope{Agent: "a1", Seq: 7, Kind: env.Kind, Turn: 2,
-			Raw: []byte(`{"agent_id":"a1","seq":7,"kind":"assistant_text","turn":2,"data":` + string(env.Data) + `,"ts":"2026-01-01T00:00:00Z"}`)}
-		b.Reset()
-		if err := newTailHost(tc.host, true).write(&b, moved); err != nil {
-			t.Fatal(err)
-		}
-		got.Host, got.AgentID = "", ""
-		if err := json.Unmarshal(b.Bytes(), &got); err != nil || got.Host != tc.host || got.AgentID != tc.agent {
-			t.Errorf("host %s, another shape: %s (%v)", tc.host, b.Bytes(), err)
+			t.Errorf("host %s: %s", tc.host, lines[i])
 		}
 	}
 }
+
+// Output that fails (a closed pipe) is the tail's error, not dropped.
+func TestTailHostWriteError(t *testing.T) {
+	e, err := follow.Encode(&event.Envelope{Kind: event.Status, Data: json.RawMessage(`{"status":"idle"}`), AgentID: "a1", Seq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newTailPrinter(&tailOptions{Channels: []string{"agent:"}, AllHosts: true, Out: failingWriter{}})
+	h := newTailHost("h1", true)
+	for range 10_000 { // past the printer's buffer
+		if err = p.emitFrom(h, e); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, errBrokenPipe) {
+		t.Fatalf("writing to a broken output: %v, want its error", err)
+	}
+}
+
+var errBrokenPipe = errors.New("broken pipe")
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errBrokenPipe }
 
 // --pretty in a merged stream shows each line's host with its agent, this
 // machine's as local/ID.

@@ -90,8 +90,8 @@ func TestStreamResumesAcrossCuts(t *testing.T) {
 		retries int
 		lost    int
 	)
-	f, err := follow.Remote(ctx, cl, "agent:", follow.RemoteOptions{Since: map[string]uint64{a: start[a], b: start[b]}, MaxBackoff: 200 * time.Millisecond,
-		Retry: func(err error, attempt int) {
+	f, err := follow.Remote(ctx, cl, "agent:", follow.RemoteOptions{Since: map[string]uint64{a: start[a], b: start[b]}, Backoff: follow.Retry{Every: 50 * time.Millisecond, Max: 200 * time.Millisecond},
+		Broke: func(err error, attempt int) {
 			mu.Lock()
 			retries++
 			mu.Unlock()

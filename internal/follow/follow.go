@@ -37,6 +37,53 @@ type Envelope struct {
 	// until emit returns.
 	Raw  []byte
 	Data []byte
+	// agentAt and agentEnd are where the agent id's JSON string stands
+	// in Raw, quotes included, as the parser found it; 0, 0 when it is
+	// not known.
+	agentAt, agentEnd int
+}
+
+// AppendHosted appends e to dst as a stream of many hosts shows it: a
+// "host" field first, and agent (the id qualified with its host) in place
+// of its agent id, the rest e's bytes as they are. An envelope whose agent
+// id the parser did not place (or that has a host field already) is
+// decoded and encoded again instead: a stream is read as JSON, not trusted
+// to a shape.
+func (e *Envelope) AppendHosted(dst []byte, host, agent string) ([]byte, error) {
+	if e.agentEnd > e.agentAt && e.agentAt > 0 && len(e.Raw) > 1 && e.Raw[0] == '{' {
+		dst = append(dst, `{"host":`...)
+		dst = appendString(dst, host)
+		dst = append(dst, ',')
+		dst = append(dst, e.Raw[1:e.agentAt]...)
+		dst = appendString(dst, agent)
+		return append(dst, e.Raw[e.agentEnd:]...), nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(e.Raw, &m); err != nil {
+		return dst, fmt.Errorf("envelope of agent %s seq %d: %w", e.Agent, e.Seq, err)
+	}
+	m["host"], _ = json.Marshal(host)
+	m["agent_id"], _ = json.Marshal(agent)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}
+
+// appendString appends s as a JSON string: between quotes as it is when
+// nothing in it needs escaping (printable ASCII without a quote or a
+// backslash, as ids and host names are), else as encoding/json has it.
+func appendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			b, _ := json.Marshal(s)
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // Decode decodes the whole envelope, for a consumer that renders it.

@@ -60,6 +60,7 @@ func parseFast(raw []byte, e *Envelope) (agent []byte, ok bool) {
 		return nil, false
 	}
 	tail := data[a+len(tailAgent):]
+	at := len(raw) - len(tail) - 1 // the agent id's opening quote, tailAgent's last byte
 	data = data[:a]
 	i = bytes.IndexByte(tail, '"')
 	if i <= 0 || bytes.IndexByte(tail[:i], '\\') >= 0 {
@@ -78,6 +79,7 @@ func parseFast(raw []byte, e *Envelope) (agent []byte, ok bool) {
 		return nil, false
 	}
 	e.Seq, e.Kind, e.Turn, e.Raw, e.Data = seq, kindOf(kind), int(turn), raw, data
+	e.agentAt, e.agentEnd = at, at+1+len(agent)+1
 	return agent, true
 }
 
@@ -120,6 +122,12 @@ func parseSlow(raw []byte, e *Envelope) (agent []byte, ok bool) {
 	}
 	d := r.Get("data")
 	e.Seq, e.Kind, e.Turn, e.Raw = r.Get("seq").Uint(), event.Kind(r.Get("kind").Str), int(r.Get("turn").Int()), raw
+	// Where the agent id's value stands, for Hosted: unknown (0) when
+	// gjson does not say, or when a host field is there already.
+	e.agentAt, e.agentEnd = 0, 0
+	if a.Index > 0 && string(raw[a.Index:min(a.Index+len(a.Raw), len(raw))]) == a.Raw && !r.Get("host").Exists() {
+		e.agentAt, e.agentEnd = a.Index, a.Index+len(a.Raw)
+	}
 	e.Data = nil
 	if d.Exists() {
 		e.Data = []byte(d.Raw)

@@ -20,15 +20,22 @@ type RemoteOptions struct {
 	// Since is where the consumer already is: per agent, the last seq it
 	// has. Those agents start after it.
 	Since map[string]uint64
-	// Retry, if set, hears of each attempt to reconnect after the stream
+	// Broke, if set, hears of each attempt to reconnect after the stream
 	// broke: the error that broke it (or that the last attempt met) and
 	// the attempt's number, from 1. A consumer says there that it is
 	// reconnecting to that host.
-	Retry func(err error, attempt int)
-	// MaxBackoff bounds the wait between attempts (from 50ms, doubling);
-	// default 2s.
-	MaxBackoff time.Duration
+	Broke func(err error, attempt int)
+	// Mended, if set, hears that the stream is open again after it broke.
+	Mended func()
+	// Backoff is how the stream is opened again after it broke; the zero
+	// Retry is DefaultBackoff.
+	Backoff Retry
 }
+
+// DefaultBackoff opens a broken stream again soon, then every 2 s: a
+// daemon restarted answers within a second or two, and a host whose link
+// is down costs one request every 2 s.
+var DefaultBackoff = Retry{Every: 50 * time.Millisecond, Max: 2 * time.Second}
 
 // Remote follows channel ("agent:" for every agent, "agent:ID" for those
 // whose ids start with ID) of cl's daemon through its control API (GET
@@ -41,7 +48,7 @@ type RemoteOptions struct {
 //
 // When the connection breaks (the ssh master killed, the daemon
 // restarted), the follower reconnects, waiting longer between attempts up
-// to MaxBackoff, until ctx ends, and resumes each agent after the last seq
+// to its Backoff's Max, until ctx ends, and resumes each agent after the last seq
 // it handed on: the consumer sees every authoritative event once, in seq
 // order per agent, across any number of breaks. An answer of the daemon
 // that refuses the request (a bad channel) ends it instead, as an error
@@ -53,8 +60,8 @@ type RemoteOptions struct {
 // appears later, even while the connection is broken, is followed from
 // its first event.
 func Remote(ctx context.Context, cl *client.Client, channel string, opts RemoteOptions) (*Follower, error) {
-	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = 2 * time.Second
+	if opts.Backoff.Never() {
+		opts.Backoff = DefaultBackoff
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &remoteSource{ctx: ctx, cancel: cancel, cl: cl, opts: opts, last: map[string]*uint64{}}
@@ -134,24 +141,21 @@ func (s *remoteSource) Next() ([]byte, error) {
 // reconnect opens the stream again after the last seqs handed on, waiting
 // between attempts, until ctx ends or the daemon refuses.
 func (s *remoteSource) reconnect() error {
-	wait := 50 * time.Millisecond
 	err := s.broke
 	for attempt := 1; ; attempt++ {
-		if s.opts.Retry != nil {
-			s.opts.Retry(err, attempt)
+		if s.opts.Broke != nil {
+			s.opts.Broke(err, attempt)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-s.ctx.Done():
-			t.Stop()
+		if !s.opts.Backoff.sleep(s.ctx, attempt) {
 			return s.ctx.Err()
-		case <-t.C:
 		}
-		wait = min(2*wait, s.opts.MaxBackoff)
 		var w *client.Watcher
 		w, err = s.cl.Stream(s.ctx, s.query())
 		if err == nil {
 			s.opened(w)
+			if s.opts.Mended != nil {
+				s.opts.Mended()
+			}
 			return nil
 		}
 		if s.ctx.Err() != nil {

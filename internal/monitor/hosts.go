@@ -7,12 +7,12 @@ import (
 	"io"
 	"os"
 	"sync"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
 
 	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/fleet"
 	"github.com/kaimon/kaimon/internal/follow"
@@ -139,92 +139,27 @@ func RunHosts(ctx context.Context, f *fleet.Fleet, names []string, in io.Reader,
 		programOptions(out, noColor)...)
 }
 
-// followHosts runs one follower per host until ctx ends, each handing the
-// model its host's envelopes with their ids qualified.
+// followHosts follows every host of names until ctx ends: this
+// machine's bus, and another host's event stream through ssh
+// (follow.Remote, which reconnects a broken connection and resumes each
+// agent by seq), each reached again whenever it cannot be.
 func followHosts(ctx context.Context, f *fleet.Fleet, names []string, send func(tea.Msg)) {
-	var wg sync.WaitGroup
-	for _, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			send := hostSend(name, send)
-			if fleet.IsLocal(name) {
+	hosts := make([]follow.Host, len(names))
+	for i, name := range names {
+		if fleet.IsLocal(name) {
+			hosts[i] = busHost(name, func(ctx context.Context) (*client.Client, error) { return f.Client(ctx, name) })
+			continue
+		}
+		hosts[i] = follow.Host{Name: name, Unreachable: remoteRetry, Gone: remoteRetry,
+			Dial: func(ctx context.Context, a follow.Attempt) (*follow.Follower, error) {
 				cl, err := f.Client(ctx, name)
 				if err != nil {
-					send(DisconnectedMsg{Err: err})
-					return
+					return nil, err
 				}
-				followBus(ctx, cl, send)
-				return
-			}
-			followRemote(ctx, f, name, send)
-		}()
+				return follow.Remote(ctx, cl, "agent:", follow.RemoteOptions{Since: a.Since, Broke: a.Broke, Mended: a.Mended})
+			}}
 	}
-	wg.Wait()
-}
-
-// hostSend is send for host name's follower: the ids it hands on
-// qualified, its connection news marked with its host.
-func hostSend(name string, send func(tea.Msg)) func(tea.Msg) {
-	return func(msg tea.Msg) {
-		switch m := msg.(type) {
-		case EnvelopeMsg:
-			m.Env.AgentID = qualify(name, m.Env.AgentID)
-			msg = m
-		case ConnectedMsg:
-			m.Host = name
-			msg = m
-		case DisconnectedMsg:
-			m.Host = name
-			msg = m
-		}
-		send(msg)
-	}
-}
-
-// remoteRetryMax bounds the wait between attempts to reach a host that
-// does not answer: each attempt may cost an ssh connect timeout.
-const remoteRetryMax = 10 * time.Second
-
-// followRemote follows host name's daemon through its event stream
-// (follow.Remote, which reconnects a broken connection and resumes each
-// agent by seq), and reaches it again whenever it cannot, until ctx ends.
-func followRemote(ctx context.Context, f *fleet.Fleet, name string, send func(tea.Msg)) {
-	keepFollowing(ctx, send, remoteRetryMax, func() error { return followRemoteOnce(ctx, f, name, send) })
-}
-
-func followRemoteOnce(ctx context.Context, f *fleet.Fleet, name string, send func(tea.Msg)) error {
-	cl, err := f.Client(ctx, name)
-	if err != nil {
-		return err
-	}
-	// broke is set by Retry, in Run's goroutine: the stream broke and is
-	// being reconnected; the next envelope says it is back.
-	broke := false
-	fw, err := follow.Remote(ctx, cl, "agent:", follow.RemoteOptions{Retry: func(err error, attempt int) {
-		if attempt == 1 {
-			broke = true
-			send(DisconnectedMsg{Err: fleet.Cause(err)})
-		}
-	}})
-	if err != nil {
-		return fleet.Cause(err)
-	}
-	defer fw.Close()
-	send(ConnectedMsg{})
-	err = fw.Run(ctx, func(e *follow.Envelope) error {
-		if broke {
-			broke = false
-			send(ConnectedMsg{})
-		}
-		env, err := e.Decode()
-		if err != nil {
-			return nil // not for the monitor to stop on
-		}
-		send(EnvelopeMsg{Env: *env})
-		return nil
-	})
-	return fleet.Cause(err)
+	feed(ctx, hosts, true, send)
 }
 
 var _ Daemon = (*fleetDaemon)(nil)

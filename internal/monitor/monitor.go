@@ -23,6 +23,7 @@ import (
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/fleet"
 	"github.com/kaimon/kaimon/internal/follow"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -164,7 +165,9 @@ func Run(ctx context.Context, cl *client.Client, in io.Reader, out io.Writer, no
 	}
 	cl.NoAutostart = true
 	return runProgram(ctx, New(clientDaemon{cl}, home()), in, out,
-		func(ctx context.Context, send func(tea.Msg)) { followBus(ctx, cl, send) },
+		func(ctx context.Context, send func(tea.Msg)) {
+			feed(ctx, []follow.Host{busHost("", func(context.Context) (*client.Client, error) { return cl, nil })}, false, send)
+		},
 		programOptions(out, noColor)...)
 }
 
@@ -225,66 +228,66 @@ func (q quitOnFeedPanic) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return quitOnFeedPanic{m}, cmd
 }
 
-// retryEvery is how often a monitor whose daemon is down looks for it.
-const retryEvery = 500 * time.Millisecond
+// The monitor's feed is a follow.Merge of its hosts (one, this machine's,
+// for a monitor of one daemon): each host's envelopes handed to the model
+// as they come, and its connection's news as ConnectedMsg and
+// DisconnectedMsg.
 
-// followBus keeps a subscription to the bus and hands the model what it reads,
-// reconnecting whenever the daemon goes away, until ctx ends.
-func followBus(ctx context.Context, cl *client.Client, send func(tea.Msg)) {
-	keepFollowing(ctx, send, retryEvery, func() error { return followOnce(ctx, cl, send) })
+// How long the monitor waits for a host it lost: this machine's daemon
+// is looked for every half second (a Ping on a local socket, which never
+// starts one); another host, from half a second up to 10 s, each attempt
+// an ssh connection that may start the daemon there, as any command's.
+var (
+	localRetry  = follow.Retry{Every: 500 * time.Millisecond}
+	remoteRetry = follow.Retry{Every: 500 * time.Millisecond, Max: 10 * time.Second, Start: true}
+)
+
+// busHost is host name (this machine's daemon) as the monitor follows it:
+// its bus, subscribed to every agent's channel as `kaimon tail` does. The
+// follower joins each agent's live stream with its log: when the bus
+// drops envelopes for a slow reader, the authoritative ones are read back
+// from the log, in order, so no status or result goes missing.
+func busHost(name string, clientOf func(context.Context) (*client.Client, error)) follow.Host {
+	return follow.Host{Name: name, Unreachable: localRetry, Gone: localRetry,
+		Dial: func(ctx context.Context, _ follow.Attempt) (*follow.Follower, error) {
+			cl, err := clientOf(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := cl.Ping(ctx); err != nil {
+				return nil, errors.New("no answer on " + cl.Paths.Socket())
+			}
+			return follow.Dial(ctx, cl, []string{"agent:"})
+		}}
 }
 
-// keepFollowing runs once again and again until ctx ends: after each end
-// it tells the model it is disconnected and waits before the next try,
-// retryEvery at first, doubling up to most (retryEvery itself: no growth).
-func keepFollowing(ctx context.Context, send func(tea.Msg), most time.Duration, once func() error) {
-	wait := retryEvery
-	for {
-		err := once()
-		if ctx.Err() != nil {
-			return
-		}
-		send(DisconnectedMsg{Err: err})
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, most)
-	}
-}
-
-// followOnce subscribes to every agent's channel as `kaimon tail` does,
-// says so once the subscription is in force (the model then reads the
-// list: nothing published after that is missed), and forwards envelopes
-// until the bus goes away. The follower joins each agent's live stream
-// with its log, as tail's: when the bus drops envelopes for a slow
-// reader, the authoritative ones are read back from the log, in order,
-// so no status or result goes missing.
-func followOnce(ctx context.Context, cl *client.Client, send func(tea.Msg)) error {
-	if _, err := cl.Ping(ctx); err != nil {
-		return errors.New("no answer on " + cl.Paths.Socket())
-	}
-	f, err := follow.Dial(ctx, cl, []string{"agent:"})
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	// A log that cannot be read to fill a gap: show what came, and start
-	// that agent's join afresh.
-	f.LogError = func(string, error) error { return nil }
-	send(ConnectedMsg{})
-	err = f.Run(ctx, func(e *follow.Envelope) error {
-		env, err := e.Decode()
-		if err != nil {
-			return nil // not for the monitor to stop on
-		}
-		send(EnvelopeMsg{Env: *env})
-		return nil
+// feed follows hosts into the model until ctx ends. qualified says the
+// model shows several hosts: each envelope's agent id is then qualified
+// with its host (local/ID for this machine's).
+func feed(ctx context.Context, hosts []follow.Host, qualified bool, send func(tea.Msg)) {
+	follow.Merge(ctx, hosts, follow.Sink{
+		Emit: func(host string, e *follow.Envelope) error {
+			env, err := e.Decode()
+			if err != nil {
+				return nil // not for the monitor to stop on
+			}
+			if qualified {
+				env.AgentID = qualify(host, env.AgentID)
+			}
+			send(EnvelopeMsg{Env: *env})
+			return nil
+		},
+		Note: func(n follow.Note) {
+			switch n.Kind {
+			case follow.Connected:
+				send(ConnectedMsg{Host: n.Host})
+			case follow.Unreachable, follow.Gone, follow.Ended:
+				send(DisconnectedMsg{Host: n.Host, Err: fleet.Cause(n.Err)})
+			case follow.Broke:
+				if n.Attempt == 1 {
+					send(DisconnectedMsg{Host: n.Host, Err: fleet.Cause(n.Err)})
+				}
+			}
+		},
 	})
-	var se *follow.SourceError
-	if errors.As(err, &se) {
-		return fmt.Errorf("the event bus went away: %w", se.Err)
-	}
-	return err
 }
