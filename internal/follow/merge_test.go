@@ -56,7 +56,7 @@ func TestAppendHosted(t *testing.T) {
 	}
 	for _, raw := range []string{
 		`{"agent_id":"a1","seq":7,"kind":"assistant_text","turn":2,"data":{"agent_id":"not me"},"ts":"t"}`, // moved
-		`{"kind":"status","turn":0,"data":{},"agent_id":"a\u0031","seq":1,"ts":"t"}`,                    // escaped
+		`{"kind":"status","turn":0,"data":{},"agent_id":"a\u0031","seq":1,"ts":"t"}`,                       // escaped
 		`{"kind":"status","turn":0,"data":{},"agent_id":"a1","seq":1,"ts":"t","extra":[1,{"agent_id":2}]}`,
 		`{"host":"elsewhere","kind":"status","turn":0,"data":{},"agent_id":"a1","seq":1}`, // a host already: replaced, not doubled
 	} {
@@ -152,7 +152,9 @@ type recorder struct {
 	ch    chan struct{}
 }
 
-func newRecorder() *recorder { return &recorder{seqs: map[string][]uint64{}, ch: make(chan struct{}, 1000)} }
+func newRecorder() *recorder {
+	return &recorder{seqs: map[string][]uint64{}, ch: make(chan struct{}, 1000)}
+}
 
 func (r *recorder) sink() Sink {
 	return Sink{
