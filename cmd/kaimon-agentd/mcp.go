@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
+	"time"
 
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/fleet"
@@ -78,65 +78,68 @@ func mcpService(cl *client.Client) (verbs.Service, string, error) {
 	return f, mcpserver.HostsInstructions(fleet.Names(hosts)), nil
 }
 
-// followLocal follows every agent of this machine's daemon through its
-// control API's stream (follow.Remote), which reconnects when the daemon
-// restarts and resumes each agent where it was.
+// followLocal follows every agent of this machine's daemon.
 func followLocal(cl *client.Client) func(context.Context, func(mcpserver.Envelope)) error {
 	return func(ctx context.Context, emit func(mcpserver.Envelope)) error {
-		return followHost(ctx, cl, emit, func(id string) string { return id })
+		return followHosts(ctx, []string{fleet.Local}, func(context.Context, string) (*client.Client, error) { return cl, nil }, emit)
 	}
 }
 
 // followFleet follows every agent of every host (a qualified id for those
-// of other hosts, as the fleet's tools take them). A host that cannot be
-// reached when the server starts is not followed: its agents' permission
-// requests and changes are not reported, and the server says so.
+// of other hosts, as the fleet's tools take them).
 func followFleet(f *fleet.Fleet) func(context.Context, func(mcpserver.Envelope)) error {
 	return func(ctx context.Context, emit func(mcpserver.Envelope)) error {
 		names, err := f.All()
 		if err != nil {
 			return err
 		}
-		var mu sync.Mutex // emit is called from one host at a time
-		var wg sync.WaitGroup
-		for _, name := range names {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				cl, err := f.Client(ctx, name)
-				if err == nil {
-					err = followHost(ctx, cl, func(e mcpserver.Envelope) {
-						mu.Lock()
-						defer mu.Unlock()
-						emit(e)
-					}, func(id string) string {
-						if fleet.IsLocal(name) {
-							return id
-						}
-						return fleet.Qualify(name, id)
-					})
-				}
-				if err != nil && ctx.Err() == nil {
-					fmt.Fprintf(os.Stderr, "kaimon mcp: not following host %s's agents: %v\n", name, err)
-				}
-			}()
-		}
-		wg.Wait()
-		return nil
+		return followHosts(ctx, names, f.Client, emit)
 	}
 }
 
-func followHost(ctx context.Context, cl *client.Client, emit func(mcpserver.Envelope), shown func(string) string) error {
-	fw, err := follow.Remote(ctx, cl, "agent:", follow.RemoteOptions{})
-	if err != nil {
-		return err
+// mcpRetry is how kaimon mcp waits for a host it cannot reach (or whose
+// daemon refused its stream): from 1 s, doubling up to 30 s, for as long
+// as it serves. Each host, this machine's too, is followed through its
+// control API's stream (follow.Remote), which reconnects by itself when
+// the daemon restarts and resumes each agent where it was.
+var mcpRetry = follow.Retry{Every: time.Second, Max: 30 * time.Second}
+
+// followHosts follows the hosts names (follow.Merge) until ctx ends. A
+// host that cannot be reached is said on stderr, once, and followed once
+// it answers: until then its agents' permission requests and changes are
+// not reported.
+func followHosts(ctx context.Context, names []string, clientOf func(context.Context, string) (*client.Client, error), emit func(mcpserver.Envelope)) error {
+	hosts := make([]follow.Host, len(names))
+	for i, name := range names {
+		hosts[i] = follow.Host{Name: name, Unreachable: mcpRetry, Gone: mcpRetry,
+			Dial: func(ctx context.Context, a follow.Attempt) (*follow.Follower, error) {
+				cl, err := clientOf(ctx, name)
+				if err != nil {
+					return nil, err
+				}
+				return follow.Remote(ctx, cl, "agent:", follow.RemoteOptions{Since: a.Since})
+			}}
 	}
-	err = fw.Run(ctx, func(e *follow.Envelope) error {
-		emit(mcpserver.Envelope{Agent: shown(e.Agent), Kind: e.Kind, Turn: e.Turn, Data: e.Data})
-		return nil
+	return follow.Merge(ctx, hosts, follow.Sink{
+		Emit: func(host string, e *follow.Envelope) error {
+			agent := e.Agent
+			if !fleet.IsLocal(host) {
+				agent = fleet.Qualify(host, agent)
+			}
+			emit(mcpserver.Envelope{Agent: agent, Kind: e.Kind, Turn: e.Turn, Data: e.Data})
+			return nil
+		},
+		Note: func(n follow.Note) {
+			whose := "host " + n.Host + "'s"
+			if fleet.IsLocal(n.Host) {
+				whose = "this machine's daemon's"
+			}
+			switch {
+			case n.Kind == follow.Unreachable || n.Kind == follow.Gone:
+				fmt.Fprintf(os.Stderr, "kaimon mcp: not following %s agents for now: %v; trying again\n", whose, fleet.Cause(n.Err))
+			case n.Kind == follow.Connected && (n.After == follow.Unreachable || n.After == follow.Gone):
+				fmt.Fprintf(os.Stderr, "kaimon mcp: following %s agents again\n", whose)
+			}
+		},
 	})
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
 }
