@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fatih/color"
-
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/follow"
 )
@@ -18,6 +16,7 @@ import (
 // machine's agents with host local and the id bare (it routes here), a
 // host's qualified, one line each.
 func TestTailHostWrite(t *testing.T) {
+	t.Parallel()
 	env := &event.Envelope{Kind: event.AssistantText, Turn: 2, Data: json.RawMessage(`{"delta":true,"content":{"type":"text","text":"hi"}}`),
 		AgentID: "a1", Seq: 7}
 	e, err := follow.Encode(env)
@@ -49,6 +48,7 @@ func TestTailHostWrite(t *testing.T) {
 
 // Output that fails (a closed pipe) is the tail's error, not dropped.
 func TestTailHostWriteError(t *testing.T) {
+	t.Parallel()
 	e, err := follow.Encode(&event.Envelope{Kind: event.Status, Data: json.RawMessage(`{"status":"idle"}`), AgentID: "a1", Seq: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errBrokenPipe }
 // --pretty in a merged stream shows each line's host with its agent, this
 // machine's as local/ID.
 func TestTailHostsPretty(t *testing.T) {
-	color.NoColor = true
+	t.Parallel() // a printer without IOStreams renders with the plain palette: no global
 	var out bytes.Buffer
 	p := newTailPrinter(&tailOptions{Channels: []string{"agent:"}, Pretty: true, AllHosts: true, Out: &out})
 	for _, host := range []string{"h1", "local"} {
