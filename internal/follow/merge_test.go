@@ -363,3 +363,29 @@ func TestMergeEnds(t *testing.T) {
 		t.Fatalf("Merge = %v, want ErrEnded", err)
 	}
 }
+
+// BenchmarkAppendHosted: a merged stream's line spliced from the daemon's
+// bytes, beside decoding and encoding it again (what another shape costs).
+func BenchmarkAppendHosted(b *testing.B) {
+	env := event.NewText(event.AssistantText, 2, true, "a chunk of streamed text, as long as a model's usually are").Stamp("a1b2c3d4", 42, ts)
+	e, err := Encode(&env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	decoded := *e
+	decoded.agentAt, decoded.agentEnd = 0, 0 // as if the parser had not placed it
+	for _, bc := range []struct {
+		name string
+		e    *Envelope
+	}{{"spliced", e}, {"decoded", &decoded}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var line []byte
+			b.SetBytes(int64(len(e.Raw)))
+			for b.Loop() {
+				if line, err = bc.e.AppendHosted(line[:0], "h1", "h1/a1b2c3d4"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
