@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"bufio"
 	"io"
 	"os"
+	"sync"
+	"time"
 
 	"github.com/fatih/color"
 	"github.com/mattn/go-isatty"
+	"golang.org/x/sys/unix"
 
 	"github.com/kaimon/kaimon/internal/apitype"
 )
@@ -22,7 +26,7 @@ type IOStreams struct {
 	Out    io.Writer
 	ErrOut io.Writer
 
-	outTTY, errTTY bool
+	inTTY, outTTY, errTTY bool
 	// dumb is TERM=dumb: no colour, and no cursor escapes (the spinner).
 	dumb bool
 	// color is whether output is coloured, stdout's and stderr's alike
@@ -30,6 +34,18 @@ type IOStreams struct {
 	// stderr is coloured when the turn renders in colour on stdout).
 	color bool
 	pal   *palette
+
+	// lines are In's lines, once a command asks for them (Lines).
+	linesOnce sync.Once
+	lines     chan inputLine
+}
+
+// inputLine is a line read from In, and when it was read: an answer to a
+// question is a line read after the question was asked, not one typed
+// ahead.
+type inputLine struct {
+	text string
+	at   time.Time
 }
 
 // newIOStreams are the streams of a run with in, out and errOut, each a
@@ -38,7 +54,7 @@ type IOStreams struct {
 // (https://no-color.org) is empty. --no-color turns it off (setColor).
 func newIOStreams(in io.Reader, out, errOut io.Writer) *IOStreams {
 	s := &IOStreams{In: in, Out: out, ErrOut: errOut,
-		outTTY: isTerminal(out), errTTY: isTerminal(errOut), dumb: os.Getenv("TERM") == "dumb"}
+		inTTY: isTerminal(in), outTTY: isTerminal(out), errTTY: isTerminal(errOut), dumb: os.Getenv("TERM") == "dumb"}
 	s.setColor(s.outTTY && !s.dumb && os.Getenv("NO_COLOR") == "")
 	return s
 }
@@ -46,6 +62,38 @@ func newIOStreams(in io.Reader, out, errOut io.Writer) *IOStreams {
 func (s *IOStreams) setColor(on bool) {
 	s.color = on
 	s.pal = newPalette(on)
+}
+
+// IsStdinTTY says whether In is a terminal: a person who can answer a
+// question there.
+func (s *IOStreams) IsStdinTTY() bool { return s.inTTY }
+
+// Lines reads In line by line from the first call on (one reader for the
+// run, shared by whoever asks: a turn's questions, a chat's prompt) and
+// hands each line on; the channel is closed at In's end (Ctrl-D on a
+// terminal). In is not read before: a command that asks nothing leaves it
+// alone (a run in the background of a shell is not stopped for reading
+// the terminal).
+func (s *IOStreams) Lines() <-chan inputLine {
+	s.linesOnce.Do(func() {
+		s.lines = make(chan inputLine)
+		go func() {
+			defer close(s.lines)
+			sc := bufio.NewScanner(s.In)
+			for sc.Scan() {
+				s.lines <- inputLine{text: sc.Text(), at: time.Now()}
+			}
+		}()
+	})
+	return s.lines
+}
+
+// dropTypedAhead discards what was typed on the terminal In and not read
+// yet: a question's answer is typed after it is asked.
+func (s *IOStreams) dropTypedAhead() {
+	if f, ok := s.In.(*os.File); ok && s.inTTY {
+		_ = unix.IoctlSetInt(int(f.Fd()), unix.TCFLSH, unix.TCIFLUSH)
+	}
 }
 
 // IsStdoutTTY says whether Out is a terminal.

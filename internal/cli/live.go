@@ -189,6 +189,7 @@ type follower struct {
 	stop     context.CancelFunc   // ends follow
 	done     chan struct{}        // closed when follow has ended
 	told     map[string]bool      // (not live) permission requests told of, by id
+	ask      *asker               // live, and asking here: the turn's asker
 	// seq is the last seq read: where the turn is followed again from
 	// after the link to its host broke (relink).
 	seq uint64
@@ -255,6 +256,13 @@ func (f *follower) read(w Watcher) (result *event.Envelope, died bool, err error
 // permission renders a permission event: live, every one; otherwise the
 // questions, on stderr.
 func (f *follower) permission(e *event.Envelope) {
+	if f.ask != nil {
+		var d event.PermissionData
+		if json.Unmarshal(e.Data, &d) == nil {
+			f.ask.take(e, &d)
+			return
+		}
+	}
 	if f.live {
 		f.p.print(e)
 		return

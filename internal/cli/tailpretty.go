@@ -48,6 +48,10 @@ type pretty struct {
 	pal  *palette // the run's colours
 	spin *spinner // nil: no spinner
 	col  int      // columns written on w's current line, for the spinner
+	// prompting says a question waits for its answer at the end of the
+	// current line (ask): the spinner keeps off it, and whatever is
+	// rendered meanwhile starts a line of its own.
+	prompting bool
 }
 
 func newPretty(w io.Writer, multi bool, pal *palette) *pretty {
@@ -103,9 +107,44 @@ func (p *pretty) endLine() {
 }
 
 func (p *pretty) endLineLocked() {
-	if p.open != "" {
+	if p.open != "" || p.prompting {
 		p.write("\n")
-		p.open = ""
+		p.open, p.prompting = "", false
+	}
+}
+
+// ask writes a question, its last line left open for the answer the
+// person types; answered says the answer came (its newline, the
+// terminal's echo, ended the line).
+func (p *pretty) ask(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.endLineLocked()
+	p.write(s)
+	p.prompting = true
+}
+
+// say writes s as a line of its own.
+func (p *pretty) say(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.endLineLocked()
+	p.write(s + "\n")
+}
+
+// waiting tells the spinner of e, a permission event, without rendering
+// it: the question is asked instead (asker).
+func (p *pretty) waiting(e *event.Envelope) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.track(e)
+}
+
+func (p *pretty) answered() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.prompting {
+		p.prompting, p.col = false, 0
 	}
 }
 
@@ -408,7 +447,9 @@ func (p *pretty) spinLoop(s *spinner) {
 			return
 		case now := <-tick.C:
 			p.mu.Lock()
-			s.draw(now, p.col)
+			if !p.prompting {
+				s.draw(now, p.col)
+			}
 			p.mu.Unlock()
 		}
 	}

@@ -96,6 +96,10 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 //	relinking    Ctrl-C        → detached
 //	catchingUp   result, end of stream, resultWait → ended
 //
+// While running or interrupting, a turn that asks its permission requests
+// here (asker) also takes them, the person's answers and agent_permit's
+// outcomes, without changing state.
+//
 // A piped turn's hintDelay opens its stream in whichever state it comes.
 type turnState int
 
@@ -151,6 +155,9 @@ type turn struct {
 	timeout   time.Duration
 	throwaway bool // run -C: the words of a second Ctrl-C
 	live      bool // render the turn (stdout a terminal, no --json)
+	// ask asks the turn's permission requests here (live, and stdin a
+	// terminal); nil: they are told with the command that answers them.
+	ask *asker
 	// trace, when not nil, is told each state the loop is in (a test's
 	// window on the machine).
 	trace func(turnState)
@@ -212,6 +219,10 @@ func (t *turn) follow() {
 	t.f = &follower{id: t.shown, text: t.text, live: t.live, errw: stderr,
 		p: newPretty(stdout, false, t.ios.pal), result: make(chan *event.Envelope, 1), done: make(chan struct{})}
 	t.f.p.run = true
+	if t.live && t.ios.IsStdinTTY() {
+		t.ask = newAsker(t.ctx, t.svc, t.id, t.shown, t.ios, t.f.p)
+		t.f.ask = t.ask
+	}
 	fctx, stopFollow := context.WithCancel(t.ctx)
 	t.f.stop = stopFollow
 	// The stream starts at the agent's end as it is when the daemon takes
@@ -282,10 +293,16 @@ func (t *turn) loop() {
 			relinks <-chan relinked
 			result  <-chan *event.Envelope
 			done    <-chan struct{}
+			asks    <-chan *event.PermissionData
+			lines   <-chan inputLine
+			permits <-chan error
 		)
 		switch t.state {
 		case running, interrupting:
 			answers, keys = t.answers, t.keys
+			if t.ask != nil {
+				asks, lines, permits = t.ask.asks, t.ask.lines(), t.ask.permits
+			}
 		case detaching:
 			sent = t.sent
 		case relinking:
@@ -324,6 +341,12 @@ func (t *turn) loop() {
 		case <-t.hint:
 			t.hint = nil
 			close(t.hinted)
+		case d := <-asks:
+			t.ask.got(d)
+		case l, ok := <-lines:
+			t.ask.answer(l, ok)
+		case err := <-permits:
+			t.ask.permitted(err)
 		}
 	}
 }

@@ -33,11 +33,49 @@ type fakeTurns struct {
 	watched       chan struct{} // a stream opened
 	status        verbs.AgentStatus
 	closed        chan string // agent_close's ids
+	permits       chan *verbs.PermitArgs
+}
+
+// syncBuffer is a run's stdout or stderr, read by a test while the run
+// writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// waitFor waits until the buffer holds s.
+func (b *syncBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(b.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %q in:\n%q", s, b.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func newFakeTurns() *fakeTurns {
 	return &fakeTurns{answers: make(chan ran, 1), interrupts: make(chan *verbs.InterruptArgs, 4), runCtx: make(chan context.Context, 1),
-		events: make(chan *event.Envelope, 64), watched: make(chan struct{}, 4), closed: make(chan string, 1)}
+		events: make(chan *event.Envelope, 64), watched: make(chan struct{}, 4), closed: make(chan string, 1),
+		permits: make(chan *verbs.PermitArgs, 4)}
+}
+
+func (f *fakeTurns) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.PermitResult, error) {
+	f.permits <- a
+	return &verbs.PermitResult{}, nil
 }
 
 func (f *fakeTurns) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, error) {
@@ -158,7 +196,7 @@ type turnRun struct {
 	svc      *fakeTurns
 	clock    *fakeClock
 	keys     chan os.Signal
-	out, err *bytes.Buffer
+	out, err *syncBuffer
 	done     chan int
 	states   chan turnState // each the turn's loop is in
 }
@@ -170,9 +208,19 @@ type turnRun struct {
 // VersionFlag, a race between two whole command lines at once.
 func startTurn(t *testing.T, tty, colour bool, args ...string) *turnRun {
 	t.Helper()
+	return startTurnIn(t, nil, tty, colour, args...)
+}
+
+// startTurnIn is startTurn with stdin a terminal that reads in, when in
+// is not nil.
+func startTurnIn(t *testing.T, in io.Reader, tty, colour bool, args ...string) *turnRun {
+	t.Helper()
 	r := &turnRun{svc: newFakeTurns(), clock: newFakeClock(), keys: make(chan os.Signal, 2),
-		out: &bytes.Buffer{}, err: &bytes.Buffer{}, done: make(chan int, 1), states: make(chan turnState, 64)}
+		out: &syncBuffer{}, err: &syncBuffer{}, done: make(chan int, 1), states: make(chan turnState, 64)}
 	ios := testStreams(r.out, r.err, tty, colour)
+	if in != nil {
+		ios.In, ios.inTTY = in, true
+	}
 	f := factory{service: func(c *cli.Context) (verbs.Service, error) { return r.svc, nil }, ios: ios, clock: r.clock, keys: r.keys,
 		trace: func(s turnState) { r.states <- s }}
 	run := runCmd()
@@ -443,5 +491,97 @@ func TestTurnLivePermission(t *testing.T) {
 		"Tool said: no.\n"
 	if code != ExitOK || out != want || !strings.HasPrefix(errs, "✓ turn 1 · end_turn") {
 		t.Fatalf("exit %d, stdout:\n%q\nwant:\n%q\nstderr %q", code, out, want, errs)
+	}
+}
+
+// permissionEvent is a permission event of agent a1's turn 1.
+func permissionEvent(d event.PermissionData) *event.Envelope {
+	e := event.New(event.Permission, 1, d)
+	return &event.Envelope{Kind: e.Kind, Turn: 1, Data: e.Data, AgentID: "a1"}
+}
+
+// On a terminal with stdin a terminal too, a permission request is asked
+// where the turn renders: an answer that is none asks again, y allows
+// (agent_permit, not always), and the request's outcome follows as the
+// stream brings it.
+func TestTurnAsksInline(t *testing.T) {
+	t.Parallel()
+	in, typed := io.Pipe()
+	defer typed.Close()
+	r := startTurnIn(t, in, true, false, "a1", "go")
+	<-r.svc.runCtx
+	r.svc.events <- &event.Envelope{Kind: event.UserText, Turn: 1, Data: event.NewText(event.UserText, 1, false, "go").Data, AgentID: "a1"}
+	ask := event.PermissionData{RequestID: "r1", ToolCall: event.ToolCall{Title: "Bash", RawInput: []byte(`{"command":"touch /x"}`)}}
+	r.svc.events <- permissionEvent(ask)
+	question := "? agent a1 asks permission for Bash {\"command\":\"touch /x\"}\n  allow? [y]es / [n]o / [a]lways "
+	r.out.waitFor(t, question)
+	io.WriteString(typed, "sure\n")
+	r.out.waitFor(t, "  answer y, n or a: ")
+	io.WriteString(typed, "y\n")
+	p := <-r.svc.permits
+	if p.AgentID != "a1" || p.RequestID != "r1" || p.Decision != apitype.Allow || p.Always {
+		t.Fatalf("permit %+v, want a1 r1 allow once", p)
+	}
+	ask.Decision, ask.By = apitype.Allow, "user"
+	r.svc.events <- permissionEvent(ask)
+	for _, e := range []event.Event{event.NewText(event.AssistantText, 1, false, "Done."), event.New(event.Result, 1, event.ResultData{StopReason: apitype.StopEndTurn})} {
+		r.svc.events <- &event.Envelope{Kind: e.Kind, Turn: 1, Data: e.Data, AgentID: "a1"}
+	}
+	r.svc.answers <- ran{res: &verbs.RunResult{Text: "Done."}}
+	code, out, errs := r.end(t)
+	// The terminal echoes what is typed: the test's pipe does not, so the
+	// lines the person typed are missing here.
+	want := question + "  answer y, n or a: " + "✓ permission for Bash allowed (user)\nDone.\n"
+	if code != ExitOK || out != want {
+		t.Fatalf("exit %d, stdout:\n%q\nwant:\n%q\nstderr %q", code, out, want, errs)
+	}
+}
+
+// A question decided elsewhere (kaimon permit, the monitor, the timeout)
+// is no longer asked: its outcome ends the question's line, and the next
+// request is asked; a line typed before a question is not its answer;
+// "a" allows for good; Ctrl-D (stdin's end) tells the rest as a run
+// without a terminal does, with the command that answers them.
+func TestTurnAskDecidedElsewhereAndEnds(t *testing.T) {
+	t.Parallel()
+	in, typed := io.Pipe()
+	r := startTurnIn(t, in, true, false, "a1", "go")
+	<-r.svc.runCtx
+	r.svc.events <- &event.Envelope{Kind: event.UserText, Turn: 1, Data: event.NewText(event.UserText, 1, false, "go").Data, AgentID: "a1"}
+	r1 := event.PermissionData{RequestID: "r1", ToolCall: event.ToolCall{Title: "Bash"}}
+	r2 := event.PermissionData{RequestID: "r2", ToolCall: event.ToolCall{Title: "Write"}}
+	r3 := event.PermissionData{RequestID: "r3", ToolCall: event.ToolCall{Title: "Edit"}, Options: []event.PermissionOption{{OptionID: "ok", Kind: "allow_once"}}}
+	r.svc.events <- permissionEvent(r1)
+	r.svc.events <- permissionEvent(r2)
+	r.out.waitFor(t, "for Bash\n  allow?")
+	r1.Decision, r1.By = apitype.Deny, "timeout"
+	r.svc.events <- permissionEvent(r1)
+	r.out.waitFor(t, "for Write\n  allow?")
+	io.WriteString(typed, "a\n")
+	if p := <-r.svc.permits; p.RequestID != "r2" || p.Decision != apitype.Allow || !p.Always {
+		t.Fatalf("permit %+v, want r2 allowed always", p)
+	}
+	io.WriteString(typed, "y\n") // typed ahead: read, and not the next question's answer
+	r.svc.events <- permissionEvent(r3)
+	r.out.waitFor(t, "for Edit\n  allow? [y]es / [n]o ")
+	typed.Close() // Ctrl-D
+	r.out.waitFor(t, verbs.PermitCommand("a1", "r3", apitype.Allow))
+	r.svc.answers <- ran{res: &verbs.RunResult{Text: "ok"}}
+	r.clock.waitArmed(t, resultWait)
+	r.clock.Advance(resultWait)
+	code, out, _ := r.end(t)
+	if code != ExitOK || strings.Count(out, "/ [a]lways") != 2 {
+		t.Fatalf("exit %d, stdout:\n%q", code, out)
+	}
+	if !strings.Contains(out, "allow? [y]es / [n]o / [a]lways \n✗ permission for Bash denied (timeout)\n") {
+		t.Fatalf("the outcome does not end the question's line:\n%q", out)
+	}
+	if strings.Contains(out, "for Edit\n  allow? [y]es / [n]o / [a]lways") {
+		t.Fatalf("always offered where the agent offers no such option:\n%q", out)
+	}
+	select {
+	case p := <-r.svc.permits:
+		t.Fatalf("a permit no one gave: %+v", p)
+	default:
 	}
 }

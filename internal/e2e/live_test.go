@@ -438,3 +438,38 @@ func TestLiveTailPretty(t *testing.T) {
 		t.Fatalf("the screen:\n%s", scr)
 	}
 }
+
+// TestLiveRunAsksInline: `kaimon run` on a terminal asks the agent's
+// permission request where the turn renders; y allows it (the real claude
+// CLI runs the command), n denies it. The transcript is the issue's:
+// a tool turn answered inline.
+func TestLiveRunAsksInline(t *testing.T) {
+	e := newEnv(t)
+	id := e.ok("open", e.work) // preset default: a command outside the directory asks
+	for _, tc := range []struct {
+		key     string
+		allowed bool
+	}{{"y", true}, {"n", false}} {
+		outside := filepath.Join(e.home, "outside-"+tc.key)
+		k := e.kaimonPty(t, e.ptyEnv("NO_COLOR=1"), "run", id, fakeapi.TriggerRunCommand+" touch "+outside)
+		k.waitOutput("allow? [y]es / [n]o")
+		if _, err := k.tty.Write([]byte(tc.key + "\r")); err != nil {
+			t.Fatal(err)
+		}
+		if code := k.wait(); code != 0 {
+			t.Fatalf("run exited %d:\n%s", code, k.output())
+		}
+		out := k.output()
+		t.Logf("the terminal (%s):\n%s", tc.key, screen(t, out))
+		word := map[bool]string{true: "✓ permission for Bash allowed (user)", false: "✗ permission for Bash denied (user)"}[tc.allowed]
+		if !strings.Contains(out, "? agent "+id+" asks permission for Bash") || !strings.Contains(out, word) {
+			t.Fatalf("the terminal does not ask, or not tell the answer %q:\n%q", word, out)
+		}
+		if strings.Contains(out, "kaimon permit") {
+			t.Fatalf("asked inline, yet told to answer elsewhere:\n%q", out)
+		}
+		if _, err := os.Stat(outside); (err == nil) != tc.allowed {
+			t.Fatalf("answered %s: the command ran: %v", tc.key, err == nil)
+		}
+	}
+}
