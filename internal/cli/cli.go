@@ -171,7 +171,7 @@ func NewApp() *cli.App {
 		ExitErrHandler: func(c *cli.Context, err error) {}, // report() maps errors to codes
 		Commands: []*cli.Command{
 			completeCmd(), // hidden: what the completion scripts call
-			openCmd(), sendCmd(), runCmd(), outputCmd(), statusCmd(), listCmd(),
+			openCmd(), sendCmd(), runCmd(), chatCmd(), outputCmd(), statusCmd(), listCmd(),
 			interruptCmd(), setModelCmd(), closeCmd(), forgetCmd(), diffCmd(), permitCmd(), mcpCmd(), daemonCmd(), completionCmd(), schemaCmd(),
 			tailCmd(),
 			versionCmd(), doctorCmd(), agentsCmd(),

@@ -488,6 +488,7 @@ type positionals struct {
 // otherPositionals are the positionals of the commands that are not verbs;
 // a verb's are the table's (verbPositionals).
 var otherPositionals = map[string]positionals{
+	"chat":       {specs: []valueSpec{{kind: valLiveIDs}}},
 	"completion": {specs: []valueSpec{{kind: valEnum, enum: shellCandidates()}}},
 	"schema":     {specs: []valueSpec{{kind: valEnum, enum: schemaCandidates()}}},
 	"tail":       {specs: []valueSpec{{kind: valChannels}}, variadic: true},

@@ -66,6 +66,7 @@ var examples = map[string]string{
 	"daemon logs":         "kaimon daemon logs -n 200 | grep refused",
 	"daemon install-unit": "kaimon daemon install-unit\nsystemctl --user daemon-reload && systemctl --user enable --now kaimon-agentd",
 	"version":             "kaimon version",
+	"chat":                "kaimon chat $id           # a line is a turn; Ctrl-C interrupts it, Ctrl-D leaves",
 	"monitor":             "kaimon monitor            # q quits, ? shows the keys\nkaimon monitor --once > agents.txt",
 	"doctor":              "kaimon doctor || echo 'fix the FAIL lines first'",
 	"agents":              "kaimon agents --json | jq -r '.agents[] | select(.found) | .model'",

@@ -38,6 +38,7 @@ type IOStreams struct {
 	// lines are In's lines, once a command asks for them (Lines).
 	linesOnce sync.Once
 	lines     chan inputLine
+	inEnded   chan struct{} // closed at In's end, once Lines reads it
 }
 
 // inputLine is a line read from In, and when it was read: an answer to a
@@ -75,17 +76,30 @@ func (s *IOStreams) IsStdinTTY() bool { return s.inTTY }
 // alone (a run in the background of a shell is not stopped for reading
 // the terminal).
 func (s *IOStreams) Lines() <-chan inputLine {
+	s.startLines()
+	return s.lines
+}
+
+// inputEnded is closed once In has ended (and Lines handed on every line
+// before its end but one at the most): Ctrl-D, for a chat that leaves
+// then even while a turn runs.
+func (s *IOStreams) inputEnded() <-chan struct{} {
+	s.startLines()
+	return s.inEnded
+}
+
+func (s *IOStreams) startLines() {
 	s.linesOnce.Do(func() {
-		s.lines = make(chan inputLine)
+		s.lines, s.inEnded = make(chan inputLine), make(chan struct{})
 		go func() {
 			defer close(s.lines)
+			defer close(s.inEnded)
 			sc := bufio.NewScanner(s.In)
 			for sc.Scan() {
 				s.lines <- inputLine{text: sc.Text(), at: time.Now()}
 			}
 		}()
 	})
-	return s.lines
 }
 
 // dropTypedAhead discards what was typed on the terminal In and not read

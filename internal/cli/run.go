@@ -31,8 +31,10 @@ func runCmd() *cli.Command {
 			"one that cannot be made again exits 5 (the agent may be working on there: `kaimon status HOST/ID`).\n" +
 			"With -C DIR (no ID) it opens an agent in DIR with the open flags, runs one turn, and closes it.\n\n" +
 			"On a terminal the turn renders as it happens: the text as it streams, thoughts dimmed, a line per tool call " +
-			"and its result, a permission request with the `kaimon permit` command that answers it, a spinner while " +
-			"the agent is silent, and the turn's usage on stderr at the end. Piped, stdout gets the final text alone.\n\n" +
+			"and its result, a permission request asked there when stdin is a terminal too (y allows, n denies, a allows " +
+			"for good; Ctrl-D tells it with the `kaimon permit` command instead, as without a terminal), a spinner while " +
+			"the agent is silent, and the turn's usage on stderr at the end. Piped, stdout gets the final text alone, " +
+			"and a permission request is told on stderr with the command that answers it.\n\n" +
 			"Ctrl-C interrupts the turn (exit 3 when it ends so); a second Ctrl-C leaves it running and exits 130. " +
 			"With -C the agent is closed either way: a second Ctrl-C closes it at once, a third stops waiting for that.",
 		Flags: flags,

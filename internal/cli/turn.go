@@ -88,8 +88,9 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 //
 //	running      answer        → ended, catchingUp (live), relinking (the link broke)
 //	running      Ctrl-C        → interrupting (agent_interrupt sent)
+//	running      leave         → detached
 //	interrupting answer        → as from running
-//	interrupting Ctrl-C        → detaching (agent_run given up)
+//	interrupting Ctrl-C, leave → detaching (agent_run given up)
 //	detaching    written       → detached (the interrupt's request is on its way)
 //	detaching    detachWait    → detached
 //	relinking    relinked      → ended, catchingUp (live)
@@ -158,6 +159,9 @@ type turn struct {
 	// ask asks the turn's permission requests here (live, and stdin a
 	// terminal); nil: they are told with the command that answers them.
 	ask *asker
+	// leave, when closed, leaves the turn running, as a detach without an
+	// interrupt: a chat's Ctrl-D (stdin's end).
+	leave <-chan struct{}
 	// trace, when not nil, is told each state the loop is in (a test's
 	// window on the machine).
 	trace func(turnState)
@@ -190,19 +194,33 @@ type turn struct {
 // requests on stderr. Ctrl-C interrupts the turn; a second one detaches.
 // throwaway (run -C) changes only the words: the caller closes the agent.
 func runTurn(c *cli.Context, cl verbs.Service, id, text string, timeout time.Duration, throwaway bool) error {
+	t := newTurn(c, cl, id, text, timeout)
+	t.throwaway = throwaway
+	// Ctrl-C is the turn's from when it is sent; before (a live stream
+	// opening), it ends kaimon as anywhere else.
+	return t.run(c, func() (<-chan os.Signal, func()) { return catchInterrupts(c.Context) })
+}
+
+// newTurn is a turn of agent id with text, not started.
+func newTurn(c *cli.Context, cl verbs.Service, id, text string, timeout time.Duration) *turn {
 	f, _ := c.App.Metadata[factoryKey].(factory)
 	t := &turn{ctx: c.Context, svc: eventsOf(cl), cl: cl, ios: streamsOf(c), clock: f.clock, trace: f.trace,
-		id: id, shown: shownID(c, id), text: text, timeout: timeout, throwaway: throwaway}
+		id: id, shown: shownID(c, id), text: text, timeout: timeout}
 	if t.clock == nil {
 		t.clock = realClock{}
 	}
 	t.live = !c.Bool("json") && t.ios.IsStdoutTTY()
+	return t
+}
+
+// run runs the turn to its end; catch gives its Ctrl-Cs (a test's keys
+// instead, when the factory has them), taken once the stream is open.
+func (t *turn) run(c *cli.Context, catch func() (<-chan os.Signal, func())) error {
 	t.follow()
-	// Ctrl-C is the turn's from when it is sent; before (a live stream
-	// opening), it ends kaimon as anywhere else.
-	keys, release := catchInterrupts(c.Context)
-	if f.keys != nil {
-		keys, release = f.keys, func() {}
+	f, _ := c.App.Metadata[factoryKey].(factory)
+	keys, release := f.keys, func() {}
+	if keys == nil {
+		keys, release = catch()
 	}
 	defer release()
 	t.keys = keys
@@ -296,10 +314,11 @@ func (t *turn) loop() {
 			asks    <-chan *event.PermissionData
 			lines   <-chan inputLine
 			permits <-chan error
+			leave   <-chan struct{}
 		)
 		switch t.state {
 		case running, interrupting:
-			answers, keys = t.answers, t.keys
+			answers, keys, leave = t.answers, t.keys, t.leave
 			if t.ask != nil {
 				asks, lines, permits = t.ask.asks, t.ask.lines(), t.ask.permits
 			}
@@ -347,6 +366,13 @@ func (t *turn) loop() {
 			t.ask.answer(l, ok)
 		case err := <-permits:
 			t.ask.permitted(err)
+		case <-leave:
+			t.leave = nil
+			if t.state == interrupting {
+				t.ctrlC() // an interrupt is on its way: as a second Ctrl-C
+			} else {
+				t.state = detached
+			}
 		}
 	}
 }

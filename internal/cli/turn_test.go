@@ -215,16 +215,25 @@ func startTurn(t *testing.T, tty, colour bool, args ...string) *turnRun {
 // is not nil.
 func startTurnIn(t *testing.T, in io.Reader, tty, colour bool, args ...string) *turnRun {
 	t.Helper()
+	return startCmd(t, runCmd(), in, tty, colour, nil, args...)
+}
+
+// startCmd is startTurnIn for command cmd, its service set up first by
+// setup, when not nil.
+func startCmd(t *testing.T, cmd *cli.Command, in io.Reader, tty, colour bool, setup func(*fakeTurns), args ...string) *turnRun {
+	t.Helper()
 	r := &turnRun{svc: newFakeTurns(), clock: newFakeClock(), keys: make(chan os.Signal, 2),
 		out: &syncBuffer{}, err: &syncBuffer{}, done: make(chan int, 1), states: make(chan turnState, 64)}
+	if setup != nil {
+		setup(r.svc)
+	}
 	ios := testStreams(r.out, r.err, tty, colour)
 	if in != nil {
 		ios.In, ios.inTTY = in, true
 	}
 	f := factory{service: func(c *cli.Context) (verbs.Service, error) { return r.svc, nil }, ios: ios, clock: r.clock, keys: r.keys,
 		trace: func(s turnState) { r.states <- s }}
-	run := runCmd()
-	app := &cli.App{Name: "kaimon", HideHelp: true, HideVersion: true, Flags: run.Flags, Action: run.Action,
+	app := &cli.App{Name: "kaimon", HideHelp: true, HideVersion: true, Flags: cmd.Flags, Action: cmd.Action,
 		Metadata: map[string]any{factoryKey: f}, Writer: ios.Out, ErrWriter: ios.ErrOut,
 		ExitErrHandler: func(*cli.Context, error) {}}
 	go func() {

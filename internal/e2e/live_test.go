@@ -473,3 +473,42 @@ func TestLiveRunAsksInline(t *testing.T) {
 		}
 	}
 }
+
+// TestChat: `kaimon chat ID` on a terminal, with the real claude CLI: three
+// turns, the second interrupted with Ctrl-C (the chat goes on), the third
+// a tool call; Ctrl-D leaves with the agent alive and idle.
+func TestChat(t *testing.T) {
+	e := newEnv(t)
+	id := e.ok("open", e.work)
+	k := e.kaimonPty(t, e.ptyEnv("NO_COLOR=1"), "chat", id)
+	type_ := func(s string) {
+		t.Helper()
+		if _, err := k.tty.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.waitOutput("> ")
+	type_("say exactly: first of three\r")
+	k.waitOutput("✓ turn 1")
+	type_(fakeapi.TriggerHold + "\r")
+	k.waitOutput(fakeapi.HoldFirst)
+	k.ctrlC()
+	k.waitOutput("■ turn 2 · cancelled")
+	waitFor(t, "the agent to be idle", 30*time.Second, func() bool { return e.statusOf(t, id).Status == "idle" })
+	type_(fakeapi.TriggerTool + "\r")
+	k.waitOutput("✓ turn 3")
+	type_("\x04") // Ctrl-D
+	if code := k.wait(); code != 0 {
+		t.Fatalf("chat exited %d:\n%s", code, k.output())
+	}
+	out := k.output()
+	t.Logf("the terminal:\n%s", screen(t, out))
+	for _, want := range []string{"first of three", "interrupting the turn of agent " + id, "← Bash completed: hi", "left the chat; agent " + id + " goes on"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the terminal lacks %q:\n%q", want, out)
+		}
+	}
+	if st := e.statusOf(t, id); st.Status != "idle" || st.Turn != 3 {
+		t.Fatalf("after the chat: %s at turn %d, want idle at 3", st.Status, st.Turn)
+	}
+}
