@@ -716,6 +716,18 @@ type DiffWriter interface {
 	WriteDiff(ctx context.Context, a *DiffArgs, w io.Writer) (*DiffResult, error)
 }
 
+// AgentResolver is a Service that takes a unique prefix of an agent id
+// wherever an id of an existing agent goes (the daemon's session
+// manager): ResolveAgentID is the whole id, an ambiguous prefix a
+// bad_argument error naming the ids it starts, and one of no agent a
+// not_found error. The daemon's routes that name an agent in their path
+// ask it before they read the agent's files; the verbs resolve in the
+// service itself, and a verb that returns an agent's id returns the
+// whole one.
+type AgentResolver interface {
+	ResolveAgentID(id string) (string, error)
+}
+
 // The bounds of a diff.
 const (
 	// DiffFileMax is the size over which an untracked file is named in a
