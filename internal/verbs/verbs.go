@@ -664,6 +664,9 @@ type AgentStatus struct {
 }
 
 // PendingPermission is a permission request waiting for agent_permit.
+// RequestID is its permission event's data.requestId: snake_case here as
+// all the verbs' JSON is, camelCase there as all the events' data is
+// (modelled on ACP's); neither is renamed, for the scripts that read them.
 type PendingPermission struct {
 	RequestID string `json:"request_id"`
 	Tool      string `json:"tool"`            // the tool's name, as allowed_tools names it
