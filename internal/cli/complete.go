@@ -513,11 +513,19 @@ func shellCandidates() []candidate {
 // verbPositionals are v's positionals as the table names them: an
 // argument's Enum or the agents it names, else what its placeholder names
 // (DIR, MODEL). With flags set, run -C DIR opens the agent whose id run
-// otherwise takes first.
-func verbPositionals(v *verbs.Verb, set map[string]bool) positionals {
+// otherwise takes first. The one a command line may leave out
+// (permit's REQUEST_ID) is left out of them where words, the
+// positionals typed so far, reach it: while it is being typed, the
+// values of the positional after it are offered in its place, and a word
+// that is one of them there fills that one instead.
+func verbPositionals(v *verbs.Verb, set map[string]bool, words []string) positionals {
 	var p positionals
-	for _, a := range v.PositionalArgs() {
+	args := v.PositionalArgs()
+	for i, a := range args {
 		if v.Name == "agent_run" && a.Name == "agent_id" && set[oneShotFlag] {
+			continue
+		}
+		if i == v.Skippable() && (len(words) == i || len(words) > i && slices.Contains(args[i+1].Enum, words[i])) {
 			continue
 		}
 		spec, ok := argSpec(*a)
@@ -534,7 +542,7 @@ func verbPositionals(v *verbs.Verb, set map[string]bool) positionals {
 func (k *completer) positionalSpec(lv *level) valueSpec {
 	var p positionals
 	if v := k.verbOf(lv); v != nil {
-		p = verbPositionals(v, lv.set)
+		p = verbPositionals(v, lv.set, lv.pos)
 	} else if lv.cmd == lv.top {
 		p = otherPositionals[lv.cmd.Name]
 	}

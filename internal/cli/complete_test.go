@@ -108,6 +108,9 @@ func TestCompleteWords(t *testing.T) {
 		{words: []string{"forget", ""}, want: []string{"dead1"}},
 		{words: []string{"forget", "dead1", ""}, want: []string{"dead1"}},
 		{words: []string{"permit", "live1", "req", ""}, want: apitype.Strings(apitype.Decisions)},
+		{words: []string{"permit", "live1", ""}, want: apitype.Strings(apitype.Decisions)}, // REQUEST_ID may be left out
+		{words: []string{"permit", "live1", "al"}, want: []string{"allow"}},
+		{words: []string{"permit", "live1", "allow", ""}}, // it was: nothing beyond
 		{words: []string{"permit", "--always", ""}, want: live},
 		{words: []string{"send", "live1", ""}},          // TEXT
 		{words: []string{"send", "live1", "hello", ""}}, // nothing beyond

@@ -72,7 +72,7 @@ func statusCmd() *cli.Command {
 				row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 				row("status", pal.statusLine(st))
 				for _, p := range st.PendingPermissions {
-					row("permission", fmt.Sprintf("%s asks for %s (denied if unanswered by %s)", p.RequestID, p.Title, p.ExpiresAt))
+					row("permission", fmt.Sprintf("%s asks for %s (denied if unanswered by %s)", p.RequestID, p.Asks(), p.ExpiresAt))
 					row("", "answer: "+verbs.PermitCommand(shownID(c, c.Args().First()), p.RequestID, apitype.Allow)+"   (or "+string(apitype.Deny)+")")
 				}
 				row("model", st.Model)

@@ -110,6 +110,10 @@ func TestVerbCommandsParse(t *testing.T) {
 		{args: []string{"permit", "a1", "r1", "allow", "--always"}, want: []call{{"agent_permit", &verbs.PermitArgs{AgentID: "a1", RequestID: "r1", Decision: apitype.Allow, Always: true}}}},
 		{args: []string{"permit", "a1", "r1", "deny"}, want: []call{{"agent_permit", &verbs.PermitArgs{AgentID: "a1", RequestID: "r1", Decision: apitype.Deny}}}},
 		{args: []string{"permit", "a1", "r1", "maybe"}},
+		// Without REQUEST_ID: the daemon answers the agent's one pending request.
+		{args: []string{"permit", "a1", "allow"}, want: []call{{"agent_permit", &verbs.PermitArgs{AgentID: "a1", Decision: apitype.Allow}}}},
+		{args: []string{"permit", "a1", "maybe"}},
+		{args: []string{"permit", "a1"}},
 
 		{args: []string{"forget", "a1", "--force", "--delete-branch"}, want: []call{{"agent_forget", &verbs.ForgetArgs{AgentIDs: []string{"a1"}, Force: true, DeleteBranch: true}}}},
 		{args: []string{"diff", "a1"}, want: []call{{"agent_diff", &verbs.DiffArgs{AgentID: "a1"}}}},

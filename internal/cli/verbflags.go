@@ -97,13 +97,28 @@ func tablePlaceholder(name string) string {
 	return ""
 }
 
-// needVerbArgs checks that the command line holds exactly the positionals
-// the table names for verb.
+// needVerbArgs checks that the command line holds the positionals the
+// table names for verb: all of them, or all but the one it may leave out
+// (verbs.Verb.PositionalsFor).
 func needVerbArgs(c *cli.Context, verb string) error {
 	v := verbs.ByName(verb)
+	if v.PositionalsFor(c.NArg()) != nil {
+		return nil
+	}
 	names := v.ArgsUsage()
 	if names == "" {
 		names = "no arguments"
 	}
-	return needArgs(c, len(v.Positional), names)
+	return usagef("%s takes %s (got %d argument(s))", c.Command.Name, names, c.NArg())
+}
+
+// verbWords maps the command line's positionals to the table's arguments
+// of verb they fill, by name; one left out is "". needVerbArgs has checked
+// that they fit.
+func verbWords(c *cli.Context, verb string) map[string]string {
+	out := map[string]string{}
+	for i, a := range verbs.ByName(verb).PositionalsFor(c.NArg()) {
+		out[a.Name] = c.Args().Get(i)
+	}
+	return out
 }

@@ -60,7 +60,7 @@ var Docs = map[Kind]KindDoc{
 		Data:    `{"message": "…", "data": null}`,
 	},
 	Permission: {
-		Meaning: "The agent asks to run a tool call: first without a decision, with the options offered and expiresAt; kaimon permit answers by requestId. A second event with the same requestId carries the decision (allow or deny), always, by (user, policy, timeout, cancelled) and a message. A call the preset decides has only the second event.",
+		Meaning: "The agent asks to run a tool call: first without a decision, with the options offered and expiresAt; kaimon permit answers by requestId (agent_permit's request_id, as agent_status lists it; left out, the agent's one pending request). A second event with the same requestId carries the decision (allow or deny), always, by (user, policy, timeout, cancelled) and a message. A call the preset decides has only the second event.",
 		Data:    `{"requestId": "…", "toolCall": {…}, "options": [{"optionId": "…", "name": "…", "kind": "allow_once"}], "expiresAt": "…", "decision": "allow", "always": false, "by": "user", "message": "…"}`,
 	},
 }

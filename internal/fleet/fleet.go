@@ -41,6 +41,16 @@ func Qualify(host, id string) string {
 	return host + "/" + id
 }
 
+// Requalify is the whole id whole of the agent that given named (a
+// unique prefix of it, resolved by its host's daemon), qualified as
+// given was: HOST/, local/ or bare.
+func Requalify(given, whole string) string {
+	if host, _, ok := SplitID(given); ok {
+		return host + "/" + whole
+	}
+	return whole
+}
+
 func isURL(s string) bool { return strings.Contains(s, "://") }
 
 // Fleet is the hosts one command may reach, and a verbs.Service that
@@ -588,8 +598,8 @@ func (f *Fleet) Close(ctx context.Context, a *verbs.CloseArgs) (*verbs.CloseResu
 	return r, err
 }
 
-// Diff asks the agent's host for what it changed; the id comes back
-// qualified as it was given, and so does the one that the line ending a
+// Diff asks the agent's host for what it changed; the (whole) id comes
+// back qualified as it was given, and so does the one that the line ending a
 // cut diff names (verbs.DiffCutNote), so that its command reaches the
 // agent's host.
 func (f *Fleet) Diff(ctx context.Context, a *verbs.DiffArgs) (*verbs.DiffResult, error) {
@@ -598,7 +608,7 @@ func (f *Fleet) Diff(ctx context.Context, a *verbs.DiffArgs) (*verbs.DiffResult,
 		if kept, ok := strings.CutSuffix(r.Diff, verbs.DiffCutNote(r.AgentID)); ok && r.Truncated {
 			r.Diff = kept + verbs.DiffCutNote(Qualify(host, r.AgentID))
 		}
-		r.AgentID = a.AgentID
+		r.AgentID = Requalify(a.AgentID, r.AgentID)
 	}
 	return r, err
 }
@@ -611,7 +621,7 @@ func (f *Fleet) WriteDiff(ctx context.Context, a *verbs.DiffArgs, w io.Writer) (
 			return s.(verbs.DiffWriter).WriteDiff(ctx, a, w) // a host's client
 		})
 	if err == nil {
-		r.AgentID = a.AgentID
+		r.AgentID = Requalify(a.AgentID, r.AgentID)
 	}
 	return r, err
 }

@@ -333,3 +333,18 @@ func TestURLsOnlyFromThePerson(t *testing.T) {
 		t.Errorf("Check of a huge URL: an error of %d bytes, want a short one", len(err.Error()))
 	}
 }
+
+// A diff asked by a prefix comes back with the whole id its host
+// resolved, qualified as the prefix was given.
+func TestRequalify(t *testing.T) {
+	for _, c := range [][3]string{
+		{"web/f98", "f98a0c1d", "web/f98a0c1d"},
+		{"local/f98", "f98a0c1d", "local/f98a0c1d"},
+		{"f98", "f98a0c1d", "f98a0c1d"},
+		{"f98a0c1d", "f98a0c1d", "f98a0c1d"},
+	} {
+		if got := Requalify(c[0], c[1]); got != c[2] {
+			t.Errorf("Requalify(%q, %q) = %q, want %q", c[0], c[1], got, c[2])
+		}
+	}
+}

@@ -369,13 +369,17 @@ func toolArgs(v *verbs.Verb, words []string) (args string, ok bool) {
 			return "", false
 		}
 	}
-	for _, a := range v.Args {
-		if len(pos) > 0 && (a.Required || len(a.RequiredUnless) > 0) && given[a.Name] == nil {
-			given[a.Name], pos = pos[0], pos[1:]
-		}
-	}
-	if len(pos) > 0 {
+	fill := v.PositionalsFor(len(pos))
+	if fill == nil {
 		return "", false
+	}
+	for i, a := range fill {
+		if a.Type == verbs.TArray {
+			list, _ := given[a.Name].([]string)
+			given[a.Name] = append(list, pos[i])
+		} else {
+			given[a.Name] = pos[i]
+		}
 	}
 	var b strings.Builder
 	for _, a := range v.Args {

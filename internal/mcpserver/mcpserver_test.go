@@ -371,6 +371,8 @@ func TestErrorsNameTheTools(t *testing.T) {
 		{"resume its conversation with `kaimon open --id ab12 --resume`", `resume its conversation with agent_open {"id":"ab12","resume":true}`},
 		{"stop the agent with `kaimon close ab12`", `stop the agent with agent_close {"agent_id":"ab12"}`},
 		{"answer with `kaimon permit ab12 r1 allow`", `answer with agent_permit {"agent_id":"ab12","request_id":"r1","decision":"allow"}`},
+		{"answer with `kaimon permit ab12 allow`", `answer with agent_permit {"agent_id":"ab12","decision":"allow"}`},
+		{"forget them with `kaimon forget ab12 cd34 --logs`", `forget them with agent_forget {"agent_ids":["ab12","cd34"],"logs":true}`},
 		// No verb, or words the verb does not take: as they were, or the tool named.
 		{"start it with `kaimon daemon start`", "start it with `kaimon daemon start`"},
 		{"try `kaimon close ab12 --colour red`", "try the agent_close tool (`kaimon close ab12 --colour red` in a shell)"},

@@ -16,9 +16,9 @@ import (
 // that is agent_diff's, with its status; how the diff ended comes after
 // it, in a trailer (apitype.DiffTrailer, or apitype.DiffErrorTrailer).
 func (s *Server) serveDiff(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if !verbs.ValidAgentID(id) {
-		writeErr(w, verbs.BadArg("agent id %q is not an agent id", id))
+	id, err := s.agentID(r)
+	if err != nil {
+		writeErr(w, err)
 		return
 	}
 	stat, err := flag(r.URL.Query(), "stat")

@@ -30,9 +30,9 @@ type BusStats interface{ Stats() apitype.BusStats }
 // does over the bus. A client too slow for its queue loses deltas only:
 // what the queue dropped is filled from the log when it was authoritative.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if !verbs.ValidAgentID(id) {
-		writeErr(w, verbs.BadArg("agent id %q is not an agent id", id))
+	id, err := s.agentID(r)
+	if err != nil {
+		writeErr(w, err)
 		return
 	}
 	q := r.URL.Query()

@@ -140,6 +140,30 @@ func (s *Server) serveVerb(v *verbs.Verb) http.HandlerFunc {
 	}
 }
 
+// agentID is the agent a route's path names ({id}): its whole id, when
+// the service resolves a unique prefix (verbs.AgentResolver), so that the
+// route reads that agent's files and follows its channel. An id the
+// service does not know is kept as given: an agent of an earlier daemon,
+// forgotten with its log kept, has its log read by its whole id.
+func (s *Server) agentID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if !verbs.ValidAgentID(id) {
+		return "", verbs.BadArg("agent id %q is not an agent id", id)
+	}
+	res, ok := s.Svc.(verbs.AgentResolver)
+	if !ok {
+		return id, nil
+	}
+	whole, err := res.ResolveAgentID(id)
+	if err != nil {
+		if verbs.AsError(err).Code == verbs.CodeNotFound {
+			return id, nil
+		}
+		return "", err
+	}
+	return whole, nil
+}
+
 // queryArgs turns query parameters into a JSON object typed by the table.
 func queryArgs(v *verbs.Verb, r *http.Request) ([]byte, error) {
 	obj := map[string]any{}

@@ -21,21 +21,21 @@ import (
 // agent that does not declare session/fork): there is no conversation of
 // its own yet to keep.
 
-// forkable is the agent that agent_open's fork names, checked before any
-// slot is reserved: it must be known, live or dead, and not the id the
-// fork is to get.
+// forkable is the agent that agent_open's fork names (its id or a unique
+// prefix of it), checked before any slot is reserved: it must be known,
+// live or dead, and not the id the fork is to get.
 func (m *Manager) forkable(a *verbs.OpenArgs, id string) (*Agent, error) {
 	if a.Resume {
 		return nil, verbs.BadArg("agent_open: fork and resume contradict each other: resume continues an agent's own conversation, fork continues a copy of it in a new agent; give one")
 	}
-	if id == a.Fork {
-		return nil, verbs.BadArg("agent_open: a fork gets an id of its own: give another id than %s, or none", a.Fork)
-	}
 	m.mu.Lock()
-	parent := m.agents[a.Fork]
+	parent, err := m.lookupLocked(a.Fork)
 	m.mu.Unlock()
-	if parent == nil {
-		return nil, verbs.NotFound("agent_open: no agent %q to fork: see `kaimon list` for the agents kaimon knows", a.Fork)
+	if err != nil {
+		return nil, verbs.Errorf(verbs.AsError(err).Code, "agent_open: fork: %s", err)
+	}
+	if id == parent.id {
+		return nil, verbs.BadArg("agent_open: a fork gets an id of its own: give another id than %s, or none", parent.id)
 	}
 	return parent, nil
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,4 +86,57 @@ func (m *Manager) idUsed(id string) bool {
 		}
 	}
 	return false
+}
+
+// prefixMatchesShown is how many of the agents an ambiguous prefix
+// matches its error names: enough to see which characters tell them
+// apart, without a wall of ids when the prefix is one character.
+const prefixMatchesShown = 10
+
+// ResolveAgentID is the whole id of the agent id names (lookupLocked),
+// for the routes that name an agent in their path (its events, its
+// diff), which then read its files by that id. It implements
+// verbs.AgentResolver.
+func (m *Manager) ResolveAgentID(id string) (string, error) {
+	ag, err := m.get(id)
+	if err != nil {
+		return "", err
+	}
+	return ag.id, nil
+}
+
+var _ verbs.AgentResolver = (*Manager)(nil)
+
+// lookupLocked is the one place an agent id given by a caller is
+// resolved: the agent of that id, or else the one agent whose id starts
+// with it, as git and docker take a unique prefix of an id. Every verb
+// about an existing agent comes here (through get), so the CLI, MCP, the
+// door and other hosts' clients all take a prefix; an id to create
+// (agent_open's id) is never resolved. A whole id wins over its being
+// the prefix of a longer one. A prefix of several is a bad_argument
+// naming them; of none, not_found. m.mu is held.
+func (m *Manager) lookupLocked(id string) (*Agent, error) {
+	if ag := m.agents[id]; ag != nil {
+		return ag, nil
+	}
+	var matches []string
+	for other := range m.agents {
+		if strings.HasPrefix(other, id) {
+			matches = append(matches, other)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return nil, verbs.NotFound("no agent %q: see `kaimon list` for the agents kaimon knows", id)
+	case 1:
+		return m.agents[matches[0]], nil
+	}
+	sort.Strings(matches)
+	shown := matches
+	more := ""
+	if len(shown) > prefixMatchesShown {
+		shown, more = shown[:prefixMatchesShown], fmt.Sprintf(" and %d more", len(matches)-prefixMatchesShown)
+	}
+	return nil, verbs.BadArg("agent id %q is ambiguous: it is the start of %d agents' ids (%s%s); type more of the id",
+		id, len(matches), strings.Join(shown, ", "), more)
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -94,5 +95,84 @@ func TestFreshIDGivesUp(t *testing.T) {
 	l, _ := r.m.List(bg, &verbs.ListArgs{})
 	if len(l.Agents) != 1 {
 		t.Errorf("agents after the refused open: %+v", l.Agents)
+	}
+}
+
+// An agent is named by its whole id or by a unique prefix of it, as git
+// and docker take one: a prefix of several is an error naming them, one
+// of none is the "no agent" error, and a whole id wins over its being the
+// start of a longer one.
+func TestPrefixNamesAnAgent(t *testing.T) {
+	r := newRig(t, 10)
+	for _, id := range []string{"f98a0c1d", "f9b2e310", "ab", "abcd1234"} {
+		r.open(t, id)
+	}
+	for _, c := range []struct {
+		given, want string
+		code        string
+		says        []string
+	}{
+		{given: "f98", want: "f98a0c1d"},
+		{given: "f9b2e310", want: "f9b2e310"},
+		{given: "abc", want: "abcd1234"},
+		{given: "ab", want: "ab"}, // whole, though also the start of abcd1234
+		{given: "f9", code: verbs.CodeBadArgument, says: []string{`agent id "f9" is ambiguous`, "f98a0c1d, f9b2e310", "type more"}},
+		{given: "a", code: verbs.CodeBadArgument, says: []string{"ab, abcd1234"}},
+		{given: "0f9", code: verbs.CodeNotFound, says: []string{`no agent "0f9"`, "kaimon list"}},
+		{given: "f98a0c1d0", code: verbs.CodeNotFound},
+	} {
+		got, err := r.m.ResolveAgentID(c.given)
+		if c.code == "" {
+			if err != nil || got != c.want {
+				t.Errorf("ResolveAgentID(%q) = %q, %v; want %q", c.given, got, err, c.want)
+			}
+			st, err := r.m.Status(bg, &verbs.StatusArgs{AgentID: c.given})
+			if err != nil || st.Status != apitype.Idle {
+				t.Errorf("status %s = %+v, %v", c.given, st, err)
+			}
+			continue
+		}
+		var ve *verbs.Error
+		if !errors.As(err, &ve) || ve.Code != c.code {
+			t.Errorf("ResolveAgentID(%q) = %q, %v; want a %s error", c.given, got, err, c.code)
+			continue
+		}
+		for _, s := range c.says {
+			if !strings.Contains(ve.Message, s) {
+				t.Errorf("ResolveAgentID(%q): %q does not say %q", c.given, ve.Message, s)
+			}
+		}
+		// Every verb about an agent resolves the same way.
+		if _, err := r.m.Close(bg, &verbs.CloseArgs{AgentID: c.given}); !errors.As(err, &ve) || ve.Code != c.code {
+			t.Errorf("close %s: %v; want a %s error", c.given, err, c.code)
+		}
+	}
+}
+
+// A verb given a prefix answers with the whole id wherever it returns
+// one; an open's id is an id to create, taken as it is, never resolved.
+func TestPrefixResultsNameTheWholeID(t *testing.T) {
+	r := newRig(t, 10)
+	id := r.open(t, "c0ffee42")
+	if _, err := r.m.Run(bg, decoded(&verbs.RunArgs{AgentID: "c0f", Text: "one"})); err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.m.Output(bg, decoded(&verbs.OutputArgs{AgentID: "c0f"}))
+	if err != nil || out.AgentID != id || out.Text != "re: one" {
+		t.Fatalf("output c0f = %+v, %v; want agent %s's", out, err, id)
+	}
+	// An open --id of a prefix makes that agent; the prefix then names it.
+	if got := r.open(t, "c0f"); got != "c0f" {
+		t.Fatalf("open --id c0f opened %q", got)
+	}
+	if got, err := r.m.ResolveAgentID("c0f"); err != nil || got != "c0f" {
+		t.Fatalf("c0f after opening it names %q, %v", got, err)
+	}
+	if _, err := r.m.Close(bg, &verbs.CloseArgs{AgentID: "c0ff"}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := r.m.Forget(bg, &verbs.ForgetArgs{AgentIDs: []string{"c0ff"}})
+	if err != nil || len(f.Forgotten) != 1 || f.Forgotten[0] != id {
+		t.Fatalf("forget c0ff = %+v, %v; want [%s]", f, err, id)
 	}
 }

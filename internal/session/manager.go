@@ -218,17 +218,15 @@ func (m *Manager) forget(ag *Agent, logs bool) bool {
 	return true
 }
 
+// get is the agent id names: its whole id, or a unique prefix of it
+// (lookupLocked).
 func (m *Manager) get(id string) (*Agent, error) {
 	if id == "" {
 		return nil, verbs.BadArg("agent_id is required")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ag := m.agents[id]
-	if ag == nil {
-		return nil, verbs.NotFound("no agent %q: see `kaimon list` for the agents kaimon knows", id)
-	}
-	return ag, nil
+	return m.lookupLocked(id)
 }
 
 // Shutdown closes every live agent, in parallel, and refuses new ones.

@@ -137,7 +137,7 @@ func TestFailedOpenLeaves(t *testing.T) {
 						args.Resume, args.Cwd = true, ""
 					}
 				case openFork:
-					parent = id + "-parent"
+					parent = "parent-" + id // not id + …: id would name it, as its prefix
 					o := verbs.OpenArgs{ID: parent, Cwd: cwd}
 					if c.worktree {
 						o.Worktree, o.Branch = true, "b-"+parent

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/kaimon/kaimon/internal/apitype"
@@ -155,15 +156,17 @@ func (m *Manager) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.Permi
 	if err != nil {
 		return nil, err
 	}
-	if a.RequestID == "" {
-		return nil, verbs.BadArg("agent_permit: request_id is required")
-	}
 	if !a.Decision.Valid() {
 		return nil, verbs.BadArg("agent_permit: decision must be %s, not %q", apitype.Join(apitype.Decisions, " or "), a.Decision)
 	}
 	allow := a.Decision == apitype.Allow
 	if a.Error != "" && allow {
 		return nil, verbs.BadArg("agent_permit: error goes with deny: it says why the answer could not be used")
+	}
+	if a.RequestID == "" {
+		if a.RequestID, err = m.onlyPending(ag.id, a.Decision); err != nil {
+			return nil, err
+		}
 	}
 	msg := "the user " + a.Decision.Past() + " this tool call"
 	if a.Error != "" {
@@ -192,4 +195,24 @@ func (m *Manager) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.Permi
 		ag.publish(event.NewError(turn, "permission request "+a.RequestID+": "+a.Error, nil))
 	}
 	return &verbs.PermitResult{Permitted: allow}, nil
+}
+
+// onlyPending is the request agent_permit answers when it names none:
+// agent id's one pending request. With none it is a wrong_state error;
+// with several, a bad_argument listing each with what it asks and the
+// command that answers it, since the answer must name one.
+func (m *Manager) onlyPending(id string, decision apitype.Decision) (string, error) {
+	pending := m.permits.Pending(id)
+	switch len(pending) {
+	case 0:
+		return "", verbs.WrongState("agent_permit: agent %s has no pending permission request (kaimon status %s shows what it is doing)", id, id)
+	case 1:
+		return pending[0].RequestID, nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "agent_permit: agent %s has %d pending permission requests: name the one to answer, with its request_id:", id, len(pending))
+	for _, p := range pending {
+		fmt.Fprintf(&b, "\n  %s asks for %s: %s", p.RequestID, p.Asks(), verbs.PermitCommand(id, p.RequestID, decision))
+	}
+	return "", verbs.BadArg("%s", b.String())
 }

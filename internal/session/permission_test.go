@@ -281,3 +281,48 @@ func TestPolicyResolvedAtOpen(t *testing.T) {
 		t.Errorf("open with an unknown preset: %v", err)
 	}
 }
+
+// agent_permit without a request id answers the agent's one pending
+// request; with none it is refused, and with several it is refused
+// listing each, with what it asks and the command that answers it.
+func TestPermitTheOnePending(t *testing.T) {
+	r := newPermRig(t)
+	o := r.open(t, verbs.OpenArgs{ID: "a1b2"})
+	if _, err := r.m.Permit(bg, &verbs.PermitArgs{AgentID: "a1", Decision: "allow"}); errCode(err) != verbs.CodeWrongState ||
+		!strings.Contains(err.Error(), "no pending permission request") {
+		t.Fatalf("permit with nothing pending: %v", err)
+	}
+	first := ask(o, bash(1))
+	p1 := r.rec.waitPending(t, 1)
+	ls := bash(1)
+	ls.Call.Title = "Bash: ls"
+	second := ask(o, ls)
+	p2 := r.rec.waitPending(t, 2)
+	_, err := r.m.Permit(bg, &verbs.PermitArgs{AgentID: "a1", Decision: "deny"})
+	if errCode(err) != verbs.CodeBadArgument {
+		t.Fatalf("permit with two pending: %v, want a bad_argument", err)
+	}
+	for _, s := range []string{"2 pending permission requests", "name the one",
+		p1.RequestID + " asks for Bash: kaimon permit a1b2 " + p1.RequestID + " deny",
+		p2.RequestID + " asks for Bash: ls: kaimon permit a1b2 " + p2.RequestID + " deny"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("the refusal %q does not say %q", err, s)
+		}
+	}
+	if res, err := r.m.Permit(bg, &verbs.PermitArgs{AgentID: "a1", RequestID: p1.RequestID, Decision: "deny"}); err != nil || res.Permitted {
+		t.Fatalf("permit %s deny = %+v, %v", p1.RequestID, res, err)
+	}
+	if d := <-first; d.Allow {
+		t.Fatalf("the first request: %+v", d)
+	}
+	// One left: no request id needed.
+	if res, err := r.m.Permit(bg, &verbs.PermitArgs{AgentID: "a1", Decision: "allow"}); err != nil || !res.Permitted {
+		t.Fatalf("permit a1 allow = %+v, %v", res, err)
+	}
+	if d := <-second; !d.Allow || d.By != event.DecidedByUser {
+		t.Fatalf("the second request: %+v", d)
+	}
+	if evs := r.rec.all(); len(evs) != 4 || evs[3].RequestID != p2.RequestID || evs[3].Decision != "allow" {
+		t.Fatalf("events %+v", evs)
+	}
+}

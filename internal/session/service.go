@@ -212,12 +212,14 @@ func (m *Manager) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.Forge
 	m.mu.Lock()
 	var picked []*Agent
 	seen := map[string]bool{}
-	for _, id := range a.AgentIDs {
-		ag := m.agents[id]
-		switch {
-		case ag == nil:
+	for _, given := range a.AgentIDs {
+		ag, err := m.lookupLocked(given)
+		if err != nil {
 			m.mu.Unlock()
-			return nil, verbs.NotFound("agent_forget: no agent %q: see `kaimon list`; nothing was forgotten", id)
+			return nil, verbs.Errorf(verbs.AsError(err).Code, "agent_forget: %s; nothing was forgotten", err)
+		}
+		id := ag.id
+		switch {
 		case ag.state() != apitype.Dead:
 			m.mu.Unlock()
 			st := ag.state()
@@ -391,22 +393,25 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 		bad    []string
 		read   bool
 	)
-	ag, err := m.get(a.AgentID)
+	id := a.AgentID
+	ag, err := m.get(id)
 	if err == nil {
+		id = ag.id
 		ag.flush() // what the agent emitted before the call is reflected
 		text, t, n, bad, status, read = ag.output(a.Turn, which, a.IncludeTools)
 	}
 	if !read {
 		// An agent of an earlier daemon (or a forgotten one whose log was
-		// kept) is read from its log.
+		// kept) is read from its log, by its whole id: no slot is left
+		// to resolve a prefix against.
 		var ve *verbs.Error
-		if err != nil && (!errors.As(err, &ve) || ve.Code != verbs.CodeNotFound || !idRE.MatchString(a.AgentID)) {
+		if err != nil && (!errors.As(err, &ve) || ve.Code != verbs.CodeNotFound || !idRE.MatchString(id)) {
 			return nil, err
 		}
-		b, lbad, serr := logBook(m.paths.Agent(a.AgentID).Events, -1, 0, nil)
+		b, lbad, serr := logBook(m.paths.Agent(id).Events, -1, 0, nil)
 		if serr != nil {
 			if err == nil {
-				err = verbs.NotFound("agent %s has no event log: %v", a.AgentID, serr)
+				err = verbs.NotFound("agent %s has no event log: %v", id, serr)
 			}
 			return nil, err
 		}
@@ -414,9 +419,9 @@ func (m *Manager) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.Outpu
 		bad = lbad
 	}
 	if a.Turn > 0 && t == nil {
-		return nil, verbs.NotFound("agent %s has no turn %d", a.AgentID, a.Turn)
+		return nil, verbs.NotFound("agent %s has no turn %d", id, a.Turn)
 	}
-	res := &verbs.OutputResult{AgentID: a.AgentID, Turn: n, Which: which, Status: status}
+	res := &verbs.OutputResult{AgentID: id, Turn: n, Which: which, Status: status}
 	if t != nil {
 		res.Done = t.done
 		res.Usage = t.usage
@@ -531,7 +536,7 @@ func (m *Manager) Interrupt(ctx context.Context, a *verbs.InterruptArgs) (*verbs
 		ag.publish(event.NewError(0, "interrupt failed: "+err.Error(), nil))
 		return nil, &verbs.Error{Code: verbs.CodeUnavailable, Message: fmt.Sprintf(
 			"agent %s: interrupt failed: %v; its turn may still be running: wait for it, or stop the agent with `kaimon close %s`",
-			a.AgentID, err, a.AgentID)}
+			ag.id, err, ag.id)}
 	}
 	return &verbs.InterruptResult{Interrupted: ok}, nil
 }

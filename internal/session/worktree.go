@@ -274,48 +274,49 @@ func addWorktreeStatuses(ctx context.Context, infos []*gitwt.Info, entries []ver
 // is stopped once that much has come: a diff of any size costs the
 // daemon that much memory and no more.
 func (m *Manager) Diff(ctx context.Context, a *verbs.DiffArgs) (*verbs.DiffResult, error) {
-	info, err := m.diffable(a.AgentID)
+	id, info, err := m.diffable(a.AgentID)
 	if err != nil {
 		return nil, err
 	}
 	cut := &cutWriter{max: verbs.DiffMax}
 	if err := gitwt.Diff(ctx, info.Worktree, info.BaseCommit, a.Stat, verbs.DiffFileMax, cut); err != nil && !errors.Is(err, errCut) {
-		return nil, diffError(a.AgentID, err)
+		return nil, diffError(id, err)
 	}
-	r := diffResult(a.AgentID, info)
-	r.Diff, r.Truncated = cut.text(a.AgentID)
+	r := diffResult(id, info)
+	r.Diff, r.Truncated = cut.text(id)
 	return r, nil
 }
 
 // WriteDiff implements verbs.DiffWriter: the agent's whole diff, written
 // to w as git makes it.
 func (m *Manager) WriteDiff(ctx context.Context, a *verbs.DiffArgs, w io.Writer) (*verbs.DiffResult, error) {
-	info, err := m.diffable(a.AgentID)
+	id, info, err := m.diffable(a.AgentID)
 	if err != nil {
 		return nil, err
 	}
 	if err := gitwt.Diff(ctx, info.Worktree, info.BaseCommit, a.Stat, verbs.DiffFileMax, w); err != nil {
-		return nil, diffError(a.AgentID, err)
+		return nil, diffError(id, err)
 	}
-	return diffResult(a.AgentID, info), nil
+	return diffResult(id, info), nil
 }
 
 var _ verbs.DiffWriter = (*Manager)(nil)
 
-// diffable is the worktree of agent id for agent_diff, or why it has none.
-func (m *Manager) diffable(id string) (*gitwt.Info, error) {
-	ag, err := m.get(id)
+// diffable is the whole id of the agent given names and its worktree,
+// for agent_diff, or why it has none.
+func (m *Manager) diffable(given string) (string, *gitwt.Info, error) {
+	ag, err := m.get(given)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	info := ag.worktree()
+	id, info := ag.id, ag.worktree()
 	if info == nil {
-		return nil, verbs.WrongState("agent_diff: agent %s has no worktree: only an agent opened with --worktree (agent_open worktree) has changes kaimon can tell apart from others'", id)
+		return "", nil, verbs.WrongState("agent_diff: agent %s has no worktree: only an agent opened with --worktree (agent_open worktree) has changes kaimon can tell apart from others'", id)
 	}
 	if _, err := os.Stat(info.Worktree); err != nil {
-		return nil, verbs.WrongState("agent_diff: agent %s's worktree %s is gone", id, info.Worktree)
+		return "", nil, verbs.WrongState("agent_diff: agent %s's worktree %s is gone", id, info.Worktree)
 	}
-	return info, nil
+	return id, info, nil
 }
 
 func diffResult(id string, info *gitwt.Info) *verbs.DiffResult {

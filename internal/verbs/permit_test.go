@@ -21,8 +21,12 @@ func TestDecodePermit(t *testing.T) {
 	if p := a.(*PermitArgs); p.AgentID != "a" || p.RequestID != "p1" || p.Decision != apitype.Allow || !p.Always {
 		t.Fatalf("decoded %+v", p)
 	}
+	// Without request_id: the agent's one pending request, which the
+	// daemon finds (session.Manager.Permit).
+	if a, err := v.Decode([]byte(`{"agent_id":"a","decision":"deny"}`)); err != nil || a.(*PermitArgs).RequestID != "" {
+		t.Fatalf("permit without request_id: %+v, %v", a, err)
+	}
 	for raw, want := range map[string]string{
-		`{"agent_id":"a","decision":"allow"}`:                                  "argument request_id is required",
 		`{"agent_id":"a","request_id":"p1"}`:                                   "argument decision is required",
 		`{"agent_id":"a","request_id":"p1","decision":"allow","always":"yes"}`: "argument always must be a boolean",
 		`{"agent_id":"a","request_id":"p1","decision":"allowed"}`:              `decision "allowed" is not one of allow, deny`,

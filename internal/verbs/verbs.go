@@ -163,7 +163,9 @@ type Verb struct {
 	Args    []Arg
 	// Positional names the arguments the CLI command takes as positional
 	// arguments, in their order; the others are its flags. Only the last
-	// may be optional or an array.
+	// may be an array; only the last may be optional, but for one that
+	// a command line may leave out whole (Skippable: agent_permit's
+	// request_id), the words after it moving up one.
 	Positional []string
 	// ReadOnly verbs change nothing; Destructive ones stop or remove
 	// something. MCP clients get both as tool annotations.
@@ -200,6 +202,51 @@ func (v *Verb) PositionalArgs() []*Arg {
 
 // IsPositional says whether the CLI takes argument name as a positional.
 func (v *Verb) IsPositional(name string) bool { return slices.Contains(v.Positional, name) }
+
+// Skippable is the index of the verb's optional positional that is not
+// last (agent_permit's request_id), or -1: a command line may leave it
+// out, and the words after it then fill the positionals after it.
+func (v *Verb) Skippable() int {
+	for i, a := range v.PositionalArgs() {
+		if i < len(v.Positional)-1 && a != nil && !a.Required {
+			return i
+		}
+	}
+	return -1
+}
+
+// PositionalsFor are the positionals that n words of a command line fill,
+// one a word, in order: every one; with one word fewer, every one but the
+// Skippable, or but an optional last; a last that is an array, as many
+// times as the words left for it. It is nil when n words fit none of
+// these: the one reading of a command line's positionals, for the CLI and
+// for the commands that errors quote.
+func (v *Verb) PositionalsFor(n int) []*Arg {
+	all := v.PositionalArgs()
+	if len(all) == 0 {
+		if n == 0 {
+			return all
+		}
+		return nil
+	}
+	last := all[len(all)-1]
+	optLast := !last.Required
+	switch skip := v.Skippable(); {
+	case last.Type == TArray && n >= len(all)-1 && (optLast || n >= len(all)):
+		out := all[:len(all)-1]
+		for range n - len(out) {
+			out = append(out, last)
+		}
+		return out
+	case n == len(all):
+		return all
+	case n == len(all)-1 && skip >= 0:
+		return slices.Delete(all, skip, skip+1)
+	case n == len(all)-1 && optLast:
+		return all[:n]
+	}
+	return nil
+}
 
 // ArgsUsage is the CLI command's positional arguments as its usage line
 // writes them ("ID TEXT", "[DIR]"), without those named in except; "" for
@@ -617,11 +664,23 @@ type AgentStatus struct {
 }
 
 // PendingPermission is a permission request waiting for agent_permit.
+// RequestID is its permission event's data.requestId: snake_case here as
+// all the verbs' JSON is, camelCase there as all the events' data is
+// (modelled on ACP's); neither is renamed, for the scripts that read them.
 type PendingPermission struct {
 	RequestID string `json:"request_id"`
 	Tool      string `json:"tool"`            // the tool's name, as allowed_tools names it
 	Title     string `json:"title,omitempty"` // the call, for people
 	ExpiresAt string `json:"expires_at"`      // denied by timeout then
+}
+
+// Asks is what the request asks for, for people: its call's title,
+// else its tool.
+func (p *PendingPermission) Asks() string {
+	if p.Title != "" {
+		return p.Title
+	}
+	return p.Tool
 }
 
 type SetModelResult struct {
@@ -714,6 +773,18 @@ type DiffWriter interface {
 	// the verb's (no such agent, no worktree); one after it, the diff's
 	// end.
 	WriteDiff(ctx context.Context, a *DiffArgs, w io.Writer) (*DiffResult, error)
+}
+
+// AgentResolver is a Service that takes a unique prefix of an agent id
+// wherever an id of an existing agent goes (the daemon's session
+// manager): ResolveAgentID is the whole id, an ambiguous prefix a
+// bad_argument error naming the ids it starts, and one of no agent a
+// not_found error. The daemon's routes that name an agent in their path
+// ask it before they read the agent's files; the verbs resolve in the
+// service itself, and a verb that returns an agent's id returns the
+// whole one.
+type AgentResolver interface {
+	ResolveAgentID(id string) (string, error)
 }
 
 // The bounds of a diff.
@@ -986,13 +1057,15 @@ var All = []*Verb{
 	verb(Verb{
 		Name: "agent_permit", CLI: "permit", Positional: []string{"agent_id", "request_id", "decision"},
 		Summary: "Answer an agent's permission request",
-		Doc: "Allows or denies a tool call an agent is waiting on: the permission event with this requestId on agent:<id> (and in its event log). " +
+		Doc: "Allows or denies a tool call an agent is waiting on: its pending permission request request_id, " +
+			"as agent_status lists it (pending_permissions) and as the permission event on agent:<id> names it (data.requestId). " +
+			"Without request_id it answers the agent's one pending request, and refuses, listing them, when there are several. " +
 			"A request nobody answers is denied after the daemon's permission timeout (permission_timeout in the config file, default 300 seconds). " +
 			"With always, the answer also holds for every later request of the same tool by this agent. Another permission event, carrying the decision, follows.",
 		Returns: `{"permitted": bool}`,
-		Example: "kaimon permit $id \"$request_id\" allow --always",
+		Example: "kaimon permit $id allow\nkaimon permit $id \"$request_id\" deny --always",
 		Args: []Arg{agentID,
-			{Name: "request_id", Type: TString, Required: true, Doc: "The requestId of the agent's pending permission event."},
+			{Name: "request_id", Type: TString, Doc: "The pending request to answer: its request_id in agent_status, the requestId of its permission event. Default: the agent's one pending request."},
 			{Name: "decision", Type: TString, Required: true, Enum: apitype.Strings(apitype.Decisions), Doc: "allow lets the tool call run; deny refuses it."},
 			{Name: "always", Type: TBoolean, Default: false, Doc: "Apply the decision to this agent's later requests for the same tool too."},
 			{Name: "error", Type: TString, Placeholder: "WHY", Doc: "With deny: the answer could not be used, and why (kaimon mcp gives it for an elicitation answered with content that does not fit its schema); an error event in the agent's log records it."}},

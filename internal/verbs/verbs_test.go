@@ -284,12 +284,52 @@ func TestValidAgentID(t *testing.T) {
 	}
 }
 
+// The words of a command line fill the positionals in order; one fewer
+// leaves out the Skippable one alone (kaimon permit ID allow).
+func TestPositionalsFor(t *testing.T) {
+	names := func(args []*Arg) string {
+		if args == nil {
+			return "-" // they do not fit
+		}
+		var out []string
+		for _, a := range args {
+			out = append(out, a.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, c := range []struct {
+		verb string
+		n    int
+		want string
+	}{
+		{"agent_permit", 3, "agent_id request_id decision"},
+		{"agent_permit", 2, "agent_id decision"},
+		{"agent_permit", 1, "-"},
+		{"agent_permit", 4, "-"},
+		{"agent_run", 2, "agent_id text"},
+		{"agent_run", 1, "-"},
+		{"agent_open", 1, "cwd"},
+		{"agent_open", 0, ""},
+		{"agent_open", 2, "-"},
+		{"agent_forget", 0, ""},
+		{"agent_forget", 2, "agent_ids agent_ids"},
+		{"agent_list", 0, ""},
+		{"agent_list", 1, "-"},
+	} {
+		if got := names(ByName(c.verb).PositionalsFor(c.n)); got != c.want {
+			t.Errorf("%s with %d words fills %q, want %q", c.verb, c.n, got, c.want)
+		}
+	}
+}
+
 // A verb's positionals are its own arguments, each once, and only the last
-// may be left out or repeated: otherwise the CLI could not tell which
-// position a word fills. Flag names are unique within a verb.
+// may be repeated, or left out but for one (Skippable) followed by
+// required ones alone: otherwise the CLI could not tell which position a
+// word fills. Flag names are unique within a verb.
 func TestCLIShape(t *testing.T) {
 	for _, v := range All {
 		pos := v.PositionalArgs()
+		optional := 0
 		for i, a := range pos {
 			if a == nil {
 				t.Errorf("%s: positional %q is not an argument", v.Name, v.Positional[i])
@@ -298,9 +338,15 @@ func TestCLIShape(t *testing.T) {
 			if slices.Index(v.Positional, a.Name) != i {
 				t.Errorf("%s: positional %s twice", v.Name, a.Name)
 			}
-			if i < len(pos)-1 && (!a.Required || a.Type == TArray) {
-				t.Errorf("%s: positional %s is optional or repeated but not last", v.Name, a.Name)
+			if i < len(pos)-1 && a.Type == TArray {
+				t.Errorf("%s: positional %s is repeated but not last", v.Name, a.Name)
 			}
+			if !a.Required {
+				optional++
+			}
+		}
+		if skip := v.Skippable(); skip >= 0 && optional > 1 {
+			t.Errorf("%s: positional %s may be left out, and so may %d others: the CLI could not tell which a word fills", v.Name, pos[skip].Name, optional-1)
 		}
 		flags := map[string]string{}
 		for _, a := range v.Args {
@@ -316,7 +362,7 @@ func TestCLIShape(t *testing.T) {
 		}
 	}
 	for verb, want := range map[string]string{"agent_open": "[DIR]", "agent_run": "ID TEXT", "agent_list": "",
-		"agent_permit": "ID REQUEST_ID allow|deny", "agent_forget": "[ID…]", "agent_set_model": "ID MODEL"} {
+		"agent_permit": "ID [REQUEST_ID] allow|deny", "agent_forget": "[ID…]", "agent_set_model": "ID MODEL"} {
 		if got := ByName(verb).ArgsUsage(); got != want {
 			t.Errorf("%s: ArgsUsage %q, want %q", verb, got, want)
 		}
