@@ -9,6 +9,7 @@
 #   sudo scripts/fleet-playground.sh
 #   kaimon host ls --check
 #   kaimon open --host h1 --model "$PLAY_MODEL" "$PLAY_H1"
+#   kaimon --host any open --model "$PLAY_MODEL" "$PLAY_ANY"   # the same path on every host
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" != 0 ]; then
@@ -32,9 +33,12 @@ for _ in $(seq 600); do
 	kill -0 "$tester" 2>/dev/null || { cat "$env_file.log" >&2; exit 1; }
 	sleep 0.5
 done
-echo "fleet playground: hosts h1 and h2; \$PLAY_MODEL is a replay agent; exit the shell to tear down"
+# The env file prints the banner (what the hosts are, the PLAY_ variables,
+# the fake model API's phrases) as it is sourced.
 if [ $# -gt 0 ]; then
 	bash -c "source '$env_file'; $*"
 else
-	bash --rcfile <(cat ~/.bashrc 2>/dev/null; cat "$env_file"; echo 'PS1="fleet$ "') -i
+	# set -e carries into the process substitution's subshell: a cat
+	# of a missing ~/.bashrc would end it before the env file's.
+	bash --rcfile <(if [ -r ~/.bashrc ]; then cat ~/.bashrc; fi; cat "$env_file"; echo 'PS1="fleet$ "') -i
 fi

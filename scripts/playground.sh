@@ -19,8 +19,8 @@
 # subshell, then cleans up the same way:
 #   scripts/playground.sh sh -c 'kaimon run -C . "please use a tool"'
 # The fake API answers by trigger phrases ("please use a tool", "please
-# think", "please be slow", "run command: CMD", ...): see the package doc of
-# internal/testutil/fakeapi.
+# think", "please be slow", "run command: CMD", ...): the banner lists
+# them, as `fakeapi -phrases` prints them from internal/testutil/fakeapi.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -77,6 +77,8 @@ mkdir -p "$HOME" "$tmp/project" "$TMPDIR"
 	echo "== kaimon playground in $tmp (fake model API at $url)"
 	echo "   to use it from another terminal while this one runs, paste:"
 	for v in "${vars[@]}"; do printf '   export %s=%q\n' "$v" "${!v}"; done
+	echo "== the fake model API answers a turn by the first of these phrases in it:"
+	"$bin/fakeapi" -phrases -indent '   '
 } >&2
 cd "$tmp/project"
 if [ $# -gt 0 ]; then

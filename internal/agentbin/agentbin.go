@@ -9,6 +9,8 @@
 // linking the backends (and with them the ACP SDK).
 package agentbin
 
+import "path/filepath"
+
 // Program is one agent program.
 type Program struct {
 	// Name is what kaimon calls the agent: "claude" for the claude CLI, an
@@ -45,18 +47,24 @@ type Program struct {
 	// NoVersionFlag: the program knows no --version (codex-acp exits 2
 	// on it), so kaimon agents and doctor read its npm package's version.
 	NoVersionFlag bool
-	// Install is how to get the program, for errors and doctor's hints.
+	// Install is how to get the program, for errors and doctor's hints:
+	// for a built-in program, npm's install of the version Tested.
 	Install string
 	// Configured: the row is the config file's (acp_agents.<Name>), its
 	// program named by ConfigKey alone.
 	Configured bool
 }
 
-func npm(pkg string) string { return "npm install -g " + pkg }
+// pinned is p with its Install: npm's install of the version kaimon tests
+// (Tested), never the latest, which kaimon may not drive yet.
+func pinned(p Program) Program {
+	p.Install = "npm install -g " + p.Package + "@" + p.Tested
+	return p
+}
 
 // Claude is the claude CLI, the backend of every model without a prefix.
-var Claude = Program{Name: "claude", Title: "Claude Code", Bin: "claude", Env: "KAIMON_CLAUDE_BIN", ConfigKey: "claude_bin",
-	Package: "@anthropic-ai/claude-code", Tested: "2.1.328", Login: "claude /login", Install: npm("@anthropic-ai/claude-code")}
+var Claude = pinned(Program{Name: "claude", Title: "Claude Code", Bin: "claude", Env: "KAIMON_CLAUDE_BIN", ConfigKey: "claude_bin",
+	Package: "@anthropic-ai/claude-code", Tested: "2.1.328", Login: "claude /login"})
 
 // ACPNames are the built-in ACP agents acp:<agent> names: the spec's three,
 // then the others in the order users asked for them.
@@ -64,30 +72,37 @@ var ACPNames = []string{"opencode", "claude", "gemini", "codex", "qwen", "copilo
 
 // ACP are the built-in ACP agents' programs, by agent name.
 var ACP = map[string]Program{
-	"opencode": {Name: "opencode", ID: "opencode", Title: "OpenCode", Bin: "opencode", Args: []string{"acp"},
+	"opencode": pinned(Program{Name: "opencode", ID: "opencode", Title: "OpenCode", Bin: "opencode", Args: []string{"acp"},
 		Env: "KAIMON_OPENCODE_BIN", ConfigKey: "opencode_bin",
-		Package: "opencode-ai", Tested: "1.18.33", Login: "opencode auth login", Install: npm("opencode-ai")},
-	"claude": {Name: "claude", ID: "claude-code-acp", Title: "Claude Code", Aliases: []string{"claude-code-acp", "claude-agent-acp"},
+		Package: "opencode-ai", Tested: "1.18.33", Login: "opencode auth login"}),
+	"claude": pinned(Program{Name: "claude", ID: "claude-code-acp", Title: "Claude Code", Aliases: []string{"claude-code-acp", "claude-agent-acp"},
 		Bin: "claude-agent-acp", Env: "KAIMON_CLAUDE_ACP_BIN", ConfigKey: "claude_acp_bin",
-		Package: "@zed-industries/claude-agent-acp", Tested: "0.23.1", Login: "claude /login", Install: npm("@zed-industries/claude-agent-acp")},
-	"gemini": {Name: "gemini", ID: "gemini", Title: "Gemini CLI", Bin: "gemini", Args: []string{"--acp"},
+		Package: "@zed-industries/claude-agent-acp", Tested: "0.23.1", Login: "claude /login"}),
+	"gemini": pinned(Program{Name: "gemini", ID: "gemini", Title: "Gemini CLI", Bin: "gemini", Args: []string{"--acp"},
 		Env: "KAIMON_GEMINI_BIN", ConfigKey: "gemini_bin",
-		Package: "@google/gemini-cli", Tested: "0.61.0", Login: "gemini", Install: npm("@google/gemini-cli")},
-	"codex": {Name: "codex", ID: "codex-acp", Title: "Codex", Aliases: []string{"codex-acp"},
+		Package: "@google/gemini-cli", Tested: "0.61.0", Login: "gemini"}),
+	"codex": pinned(Program{Name: "codex", ID: "codex-acp", Title: "Codex", Aliases: []string{"codex-acp"},
 		Bin: "codex-acp", Env: "KAIMON_CODEX_ACP_BIN", ConfigKey: "codex_acp_bin",
-		Package: "@zed-industries/codex-acp", Tested: "0.16.0", Login: "codex login", Install: npm("@zed-industries/codex-acp"), NoVersionFlag: true},
-	"qwen": {Name: "qwen", ID: "qwen-code", Title: "Qwen Code", Aliases: []string{"qwen-code"}, Bin: "qwen", Args: []string{"--acp"},
+		Package: "@zed-industries/codex-acp", Tested: "0.16.0", Login: "codex login", NoVersionFlag: true}),
+	"qwen": pinned(Program{Name: "qwen", ID: "qwen-code", Title: "Qwen Code", Aliases: []string{"qwen-code"}, Bin: "qwen", Args: []string{"--acp"},
 		Env: "KAIMON_QWEN_BIN", ConfigKey: "qwen_bin",
-		Package: "@qwen-code/qwen-code", Tested: "0.24.4", Login: "qwen", Install: npm("@qwen-code/qwen-code")},
-	"copilot": {Name: "copilot", ID: "github-copilot", Title: "GitHub Copilot", Aliases: []string{"github-copilot"}, Bin: "copilot", Args: []string{"--acp"},
+		Package: "@qwen-code/qwen-code", Tested: "0.24.4", Login: "qwen"}),
+	"copilot": pinned(Program{Name: "copilot", ID: "github-copilot", Title: "GitHub Copilot", Aliases: []string{"github-copilot"}, Bin: "copilot", Args: []string{"--acp"},
 		Env: "KAIMON_COPILOT_BIN", ConfigKey: "copilot_bin",
-		Package: "@github/copilot", Tested: "1.0.102", Login: "copilot login", Install: npm("@github/copilot")},
-	"kilo": {Name: "kilo", ID: "kilo", Title: "Kilo Code", Bin: "kilo", Args: []string{"acp"},
+		Package: "@github/copilot", Tested: "1.0.102", Login: "copilot login"}),
+	"kilo": pinned(Program{Name: "kilo", ID: "kilo", Title: "Kilo Code", Bin: "kilo", Args: []string{"acp"},
 		Env: "KAIMON_KILO_BIN", ConfigKey: "kilo_bin",
-		Package: "@kilocode/cli", Tested: "7.7.7", Login: "kilo auth login", Install: npm("@kilocode/cli")},
-	"auggie": {Name: "auggie", ID: "auggie", Title: "Auggie CLI", Bin: "auggie", Args: []string{"--acp"},
+		Package: "@kilocode/cli", Tested: "7.7.7", Login: "kilo auth login"}),
+	"auggie": pinned(Program{Name: "auggie", ID: "auggie", Title: "Auggie CLI", Bin: "auggie", Args: []string{"--acp"},
 		Env: "KAIMON_AUGGIE_BIN", ConfigKey: "auggie_bin",
-		Package: "@augmentcode/auggie", Tested: "0.36.0", Login: "auggie login", Install: npm("@augmentcode/auggie")},
+		Package: "@augmentcode/auggie", Tested: "0.36.0", Login: "auggie login"}),
+}
+
+// InCheckout is where `npm ci` in the kaimon checkout at root (as
+// scripts/demo.sh and scripts/playground.sh run it) puts the program: the
+// pinned version, which no PATH names.
+func (p Program) InCheckout(root string) string {
+	return filepath.Join(root, "node_modules", ".bin", p.Bin)
 }
 
 // All lists every program: the claude CLI, then the ACP agents in the

@@ -1,6 +1,9 @@
 package agentbin
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // The table is whole: every ACP name has its program and every program
 // its fields; no two programs share a variable or a key.
@@ -17,5 +20,10 @@ func TestTableIsWhole(t *testing.T) {
 			t.Errorf("program %s: variable %s or key %s is another program's too", p.Bin, p.Env, p.ConfigKey)
 		}
 		envs[p.Env], keys[p.ConfigKey] = true, true
+		// An install without a version gets whatever npm has last,
+		// which kaimon may not drive yet.
+		if want := p.Package + "@" + p.Tested; !strings.HasSuffix(p.Install, " "+want) {
+			t.Errorf("program %s: Install %q, want one of %s", p.Bin, p.Install, want)
+		}
 	}
 }

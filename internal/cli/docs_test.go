@@ -216,6 +216,7 @@ func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
 		{[]string{"hlep"}, "kaimon", `kaimon: unknown command "hlep"; did you mean "help"?`},
 		{[]string{"output", "x", "--whcih", "all"}, "kaimon output", `kaimon: flag provided but not defined: -whcih; did you mean "--which"?`},
 		{[]string{"status", "--bogus", "x"}, "kaimon status", `kaimon: flag provided but not defined: -bogus`},
+		{[]string{"list", "--al"}, "kaimon list", `kaimon: flag provided but not defined: -al; did you mean "--all-hosts"?`}, // the one flag it begins
 		{[]string{"run", "x", "hi", "--tiemout", "3"}, "kaimon run", `kaimon: flag provided but not defined: -tiemout; did you mean "--timeout"?`},
 		{[]string{"run", "--timeout", "30", "x", "hi"}, "kaimon run", `kaimon: --timeout takes a duration with its unit, as 90s or 5m (got "30"); did you mean "30s"?`},
 		{[]string{"run", "--timeout", "soon", "x", "hi"}, "kaimon run", `kaimon: --timeout takes a duration with its unit, as 90s or 5m (got "soon")`},

@@ -69,6 +69,10 @@ type agentProgram struct {
 	cfgFile string           // the config file
 	install string
 	model   string // a model string that uses it
+	// local is the pinned program in the kaimon checkout this kaimon was
+	// built in (agentbin.Program.InCheckout), "" when there is none: what
+	// scripts/demo.sh installs, and no PATH names.
+	local string
 }
 
 // agentPrograms lists the programs of every backend, as agentbin's table
@@ -79,7 +83,11 @@ type agentProgram struct {
 func agentPrograms(cfg config.Config, cfgFile string) []agentProgram {
 	program := func(p agentbin.Program, model string) agentProgram {
 		b, _ := cfg.ProgramBin(p.Env)
-		return agentProgram{prog: p, name: p.Bin, env: p.Env, cfgKey: b.Key, cfg: b.Value, cfgFile: cfgFile, install: p.Install, model: model}
+		ap := agentProgram{prog: p, name: p.Bin, env: p.Env, cfgKey: b.Key, cfg: b.Value, cfgFile: cfgFile, install: p.Install, model: model}
+		if root := checkoutRoot(); root != "" && isExecutable(p.InCheckout(root)) {
+			ap.local = p.InCheckout(root)
+		}
+		return ap
 	}
 	configured := map[string]agentbin.Program{}
 	var extra []agentbin.Program
@@ -234,6 +242,35 @@ func doctor(ctx context.Context, noAutostart bool) []Check {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// checkoutRoot is the kaimon checkout this kaimon runs from (bin/kaimon,
+// as scripts/build.sh builds it), "" when it runs from elsewhere: there
+// `npm ci` put the pinned agent programs.
+func checkoutRoot() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return checkoutOf(exe)
+}
+
+// checkoutOf is the checkout of the program exe, "" when exe is not in one.
+func checkoutOf(exe string) string {
+	exe, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		return ""
+	}
+	root := filepath.Dir(filepath.Dir(exe))
+	if !fileExists(filepath.Join(root, "package.json")) {
+		return ""
+	}
+	return root
+}
+
 // foundProgram is where an agent program was found and what it says of
 // itself: doctor's check and kaimon agents' row are both made from it.
 type foundProgram struct {
@@ -286,6 +323,25 @@ func findProgram(ctx context.Context, p agentProgram) foundProgram {
 		if path, err = exec.LookPath(p.name); err != nil && !errors.Is(err, exec.ErrDot) {
 			f.status, f.problem = checkWarn, "not found on PATH (needed only for --model "+p.model+")"
 			f.fix = "install it with `" + p.install + "`, or set " + p.env
+			if p.local != "" {
+				// The pinned one is here already (scripts/demo.sh put
+				// it there): the agents need only be pointed at it.
+				has, pin := npmPackageVersion(p.local), p.prog.Package+"@"+p.prog.Tested
+				switch has {
+				case pin:
+					has = "the pinned " + pin
+				case "":
+					has = p.prog.Package + " (kaimon tests " + p.prog.Tested + ")"
+				default:
+					has += " (kaimon tests " + p.prog.Tested + ": `npm ci` there installs it)"
+				}
+				f.problem += "; this kaimon checkout has " + has + " at " + p.local
+				f.fix = "to use it: `export " + p.env + "=" + p.local + "`"
+				if p.cfgKey != "" {
+					f.fix += " (or set " + p.cfgKey + " in " + p.cfgFile + ")"
+				}
+				f.fix += ", then `kaimon daemon restart` if kaimon-agentd runs"
+			}
 			return f
 		}
 		f.from = "PATH"

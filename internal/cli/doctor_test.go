@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -97,5 +99,61 @@ func TestDoctorRightAfterInstall(t *testing.T) {
 		if c := checks["daemon"]; c.Status != tc.daemonStatus || !strings.Contains(c.Detail, "not running") || !strings.Contains(c.Fix, "kaimon daemon start") {
 			t.Errorf("%v: daemon %+v, want %s saying how to start it", tc.args, c, tc.daemonStatus)
 		}
+	}
+}
+
+// TestDoctorPointsAtTheCheckout: after scripts/demo.sh the pinned claude
+// CLI is in the checkout's node_modules/.bin, which no PATH names; doctor
+// says where it is and how to point kaimon at it, and where there is none
+// it advises installing the pinned version, never the latest.
+func TestDoctorPointsAtTheCheckout(t *testing.T) {
+	root := t.TempDir()
+	pin := agentbin.Claude.Package + "@" + agentbin.Claude.Tested
+	pkg := filepath.Join(root, "node_modules", agentbin.Claude.Package)
+	for _, f := range []struct {
+		path, text string
+		mode       os.FileMode
+	}{
+		{filepath.Join(root, "package.json"), "{}", 0o644},
+		{filepath.Join(root, "bin", "kaimon"), "#!/bin/sh\n", 0o755},
+		{filepath.Join(pkg, "package.json"), `{"name":"` + agentbin.Claude.Package + `","version":"` + agentbin.Claude.Tested + `"}`, 0o644},
+		{filepath.Join(pkg, "cli.js"), "#!/bin/sh\necho " + agentbin.Claude.Tested + " '(Claude Code)'\n", 0o755},
+	} {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.path, []byte(f.text), f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	local := agentbin.Claude.InCheckout(root)
+	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..", agentbin.Claude.Package, "cli.js"), local); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkoutOf(filepath.Join(root, "bin", "kaimon")); got != root {
+		t.Errorf("the checkout of %s/bin/kaimon is %q", root, got)
+	}
+	if got := checkoutOf(filepath.Join(t.TempDir(), "kaimon")); got != "" {
+		t.Errorf("a kaimon outside a checkout has the checkout %q", got)
+	}
+
+	t.Setenv(agentbin.Claude.Env, "")
+	t.Setenv("PATH", t.TempDir())
+	p := agentPrograms(config.Config{}, "/k/config.json")[0]
+	p.local = ""
+	ch := checkAgent(context.Background(), p)
+	if ch.Status != checkWarn || !strings.Contains(ch.Fix, "npm install -g "+pin+"`") {
+		t.Errorf("no program anywhere: %+v, want a warning advising `npm install -g %s`", ch, pin)
+	}
+	p.local = local
+	ch = checkAgent(context.Background(), p)
+	if ch.Status != checkWarn || !strings.Contains(ch.Detail, "the pinned "+pin+" at "+local) {
+		t.Errorf("the pinned one in the checkout: detail %q (%s), want it named with its path", ch.Detail, ch.Status)
+	}
+	if want := "export " + agentbin.Claude.Env + "=" + local; !strings.Contains(ch.Fix, want) || strings.Contains(ch.Fix, "npm install") {
+		t.Errorf("the pinned one in the checkout: fix %q, want %q and no install", ch.Fix, want)
 	}
 }

@@ -12,10 +12,10 @@ import (
 func forgetCmd() *cli.Command {
 	return verbCmd("agent_forget", &cli.Command{
 		Description: "Forgets the dead agents named, or with --all-dead every dead agent; --older-than narrows either to those idle " +
-			"that long (alone, it selects every dead agent that old). Prints the ids forgotten, one a line.\n\n" +
-			"An agent opened with --worktree takes its worktree with it when the worktree is clean, and its branch when the branch is merged into its base " +
-			"(or with --delete-branch; otherwise the branch stays, said on stderr). One whose worktree has uncommitted changes or untracked files is kept, " +
-			"named on stderr with its worktree, and the exit code is 1; --force removes it anyway.",
+			"that long (alone, it selects every dead agent that old). Prints the ids forgotten, one a line. " +
+			// What becomes of worktrees and branches is the verb's doc,
+			// below: here only how the command says it.
+			"An agent kept for its worktree's changes is named on stderr with its worktree, and the exit code is 1; a branch kept is named on stderr.",
 		Flags: verbFlags("agent_forget"),
 		Action: func(c *cli.Context) error {
 			a := &verbs.ForgetArgs{AgentIDs: c.Args().Slice(), AllDead: c.Bool("all-dead"), OlderThan: c.String("older-than"), Logs: c.Bool("logs"),

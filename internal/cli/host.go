@@ -130,7 +130,7 @@ func hostCmd() *cli.Command {
 				ArgsUsage: "NAME URL",
 				Description: "NAME is 1 to 64 letters, digits, '-', '_' or '.' (not local or any); URL is ssh://[USER@]HOST[:PORT], " +
 					"an IPv6 HOST in brackets, or kube://[NAMESPACE/]POD[?container=NAME&context=NAME], a Kubernetes pod reached with " +
-					"`kubectl exec -i POD -- kaimon dial-stdio` (KAIMON_KUBECTL_COMMAND replaces kubectl). A name already there is refused: to replace it, rm it and add it again. " +
+					"`kubectl exec -i POD -- kaimon dial-stdio` (KAIMON_KUBECTL_COMMAND replaces kubectl). A name already there is refused (exit 1): to replace it, rm it and add it again. " +
 					"The kaimon run there is found on the remote PATH unless --remote-bin names it.",
 				Flags: []cli.Flag{&cli.StringFlag{Name: "remote-bin", Usage: "the kaimon to run on the host, `PATH`", DefaultText: "kaimon on the remote PATH"}},
 				Action: func(c *cli.Context) error {

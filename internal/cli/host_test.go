@@ -58,7 +58,7 @@ func TestHostCommands(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"host", "add", "h1", "ssh://other"}, 2, "kaimon host rm h1"},
+		{[]string{"host", "add", "h1", "ssh://other"}, 1, "host h1 is already configured (ssh://me@build1:2222): to replace it, `kaimon host rm h1` first"},
 		{[]string{"host", "add", "h3", "http://build3"}, 2, `unknown scheme "http"`},
 		{[]string{"host", "add", "h3", "ssh://"}, 2, "has no host"},
 		{[]string{"host", "add", "h3", "ssh://b:99999"}, 2, "not a number from 1 to 65535"},
@@ -81,6 +81,9 @@ func TestHostCommands(t *testing.T) {
 		code, out, errs := runIn(t, home, tc.args...)
 		if code != tc.code || !strings.Contains(errs, tc.want) {
 			t.Errorf("kaimon %s: exit %d, stderr %q; want exit %d and %q (stdout %q)", strings.Join(tc.args, " "), code, errs, tc.code, tc.want, out)
+		}
+		if usage := strings.Contains(errs, "--help' for usage"); usage != (tc.code == ExitUsage) {
+			t.Errorf("kaimon %s: exit %d, stderr %q: want the pointer to --help with exit 2 and only then", strings.Join(tc.args, " "), code, errs)
 		}
 		if after, _ := os.ReadFile(cfg); string(after) != string(before) {
 			t.Errorf("kaimon %s changed the config file:\n%s", strings.Join(tc.args, " "), after)

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/render"
@@ -170,7 +169,7 @@ func usageLine(pal *palette, e *event.Envelope, elapsed time.Duration) string {
 	}
 	s += " · " + elapsed.Round(100*time.Millisecond).String()
 	switch {
-	case r.StopReason == apitype.StopCancelled:
+	case r.Cancelled:
 		return pal.yellow.Sprint("■ " + s) // stopped as asked: not a failure
 	case r.Failed:
 		return pal.red.Sprint("✗ " + s)

@@ -249,7 +249,10 @@ func (p *pretty) print(e *event.Envelope) {
 		u := r.Usage
 		usage := p.pal.faint.Sprintf("tokens in %d, out %d, cache read %d, cache write %d", u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens)
 		paint := p.pal.green.Sprint
-		if r.Failed {
+		switch {
+		case r.Cancelled:
+			paint = p.pal.yellow.Sprint // stopped as asked, as run's usage line
+		case r.Failed:
 			paint = p.pal.red.Sprint
 		}
 		p.line(e, paint(r.Head)+"  "+usage)

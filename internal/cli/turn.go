@@ -13,7 +13,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/fleet"
@@ -513,7 +512,7 @@ func (t *turn) finish(c *cli.Context) error {
 	}
 	if t.result != nil {
 		fmt.Fprintln(stderr, usageLine(t.ios.pal, t.result, t.clock.Now().Sub(t.start)))
-		if err != nil && render.ResultOf(t.result).StopReason == apitype.StopCancelled {
+		if err != nil && render.ResultOf(t.result).Cancelled {
 			// The usage line said it: "■ turn 6 · cancelled". Once is
 			// enough, and a cancel is no failure to report (the exit code
 			// stays 3: the turn did not complete).

@@ -19,8 +19,15 @@ import (
 // own that is killed whole if it overstays d (go build runs below it).
 func runScript(t *testing.T, env []string, d time.Duration, script string, args ...string) result {
 	t.Helper()
+	return runScriptIn(t, env, "", d, script, args...)
+}
+
+// runScriptIn is runScript with stdin read from the string in.
+func runScriptIn(t *testing.T, env []string, in string, d time.Duration, script string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(filepath.Join(agents.RepoRoot(), "scripts", script), args...)
 	cmd.Dir, cmd.Env = t.TempDir(), env
+	cmd.Stdin = strings.NewReader(in)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	child, err := proc.Start(cmd)

@@ -15,7 +15,8 @@ import (
 // TestPlayground: scripts/playground.sh builds, serves the fake model API
 // and runs a command in the playground's environment (here a real claude
 // agent through kaimon, kaimon found on PATH), prints the variables that
-// reach the playground from another terminal, and leaves nothing behind
+// reach the playground from another terminal and the fake's phrases (from
+// its table, by fakeapi -phrases), and leaves nothing behind
 // when the command ends: no daemon, agent or fake API, no directory.
 func TestPlayground(t *testing.T) {
 	parallel(t)
@@ -41,6 +42,13 @@ func TestPlayground(t *testing.T) {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("playground.sh does not print %q:\n%s", want, r.stderr)
 		}
+	}
+	// The fake's phrases, as its binary prints them from its one table.
+	phrases, err := exec.Command(filepath.Join(bin, "fakeapi"), "-phrases", "-indent", "   ").Output()
+	if err != nil || !bytes.Contains(phrases, []byte("   please be slow ")) {
+		t.Errorf("fakeapi -phrases: %v\n%s", err, phrases)
+	} else if !strings.Contains(r.stderr, string(phrases)) {
+		t.Errorf("playground.sh does not print the fake's phrases:\n%s", r.stderr)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("playground.sh left %s behind (%v)", dir, err)

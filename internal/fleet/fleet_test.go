@@ -106,19 +106,20 @@ func TestHostsRoundTripKeepsOtherKeys(t *testing.T) {
 
 	before, _ := os.ReadFile(path)
 	for _, tc := range []struct {
-		name string
-		do   func() error
-		want string
+		name  string
+		do    func() error
+		usage bool // a usage error; else another (a name taken is no fault of the command line)
+		want  string
 	}{
-		{"existing name", func() error { return AddHost(path, "h1", Host{URL: "ssh://other"}) }, "kaimon host rm h1"},
-		{"bad name", func() error { return AddHost(path, "local", Host{URL: "ssh://x"}) }, "this machine"},
-		{"bad url", func() error { return AddHost(path, "h3", Host{URL: "ftp://x"}) }, "unknown scheme"},
-		{"unknown rm", func() error { return RemoveHost(path, "h9") }, "h1, h2"},
+		{"existing name", func() error { return AddHost(path, "h1", Host{URL: "ssh://other"}) }, false, "kaimon host rm h1"},
+		{"bad name", func() error { return AddHost(path, "local", Host{URL: "ssh://x"}) }, true, "this machine"},
+		{"bad url", func() error { return AddHost(path, "h3", Host{URL: "ftp://x"}) }, true, "unknown scheme"},
+		{"unknown rm", func() error { return RemoveHost(path, "h9") }, true, "h1, h2"},
 	} {
 		err := tc.do()
 		var ue *UsageError
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v; want a usage error containing %q", tc.name, err, tc.want)
+		if err == nil || errors.As(err, &ue) != tc.usage || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error containing %q, a usage error: %v", tc.name, err, tc.want, tc.usage)
 		}
 		if after, _ := os.ReadFile(path); string(after) != string(before) {
 			t.Errorf("%s changed the file:\n%s", tc.name, after)

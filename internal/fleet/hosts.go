@@ -207,7 +207,9 @@ func AddHost(path, name string, h Host) error {
 	}
 	return editHosts(path, func(hosts map[string]Host) error {
 		if old, ok := hosts[name]; ok {
-			return usagef("host %s is already configured (%s): to replace it, `kaimon host rm %s` then add it again", name, old.URL, name)
+			// Not a usage error: the command line is right, the
+			// name is taken.
+			return fmt.Errorf("host %s is already configured (%s): to replace it, `kaimon host rm %s` first, then add it again", name, old.URL, name)
 		}
 		hosts[name] = h
 		return nil

@@ -145,7 +145,10 @@ func renderFeed(id string, envs []event.Envelope, open *stream, width int) []str
 		case event.Result:
 			r := render.ResultOf(e)
 			style := stOK
-			if r.Failed {
+			switch {
+			case r.Cancelled:
+				style = stRunning // stopped as asked: yellow, as kaimon run's ■
+			case r.Failed:
 				style = stBad
 			}
 			add(style, "", fmt.Sprintf("%s  tokens in %d, out %d", r.Head, r.Usage.InputTokens, r.Usage.OutputTokens))

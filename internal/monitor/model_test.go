@@ -361,6 +361,11 @@ func TestPermission(t *testing.T) {
 	if r := h.row("a1"); strings.Contains(r, "permission") {
 		t.Errorf("row after the result = %q", r)
 	}
+	// The cancel (the interrupt's result) reads as kaimon run says it.
+	h.wantScreen("■ turn 1 cancelled")
+	if s := h.screen(); strings.Contains(s, "failed (cancelled)") {
+		t.Errorf("a cancelled turn reads as a failure:\n%s", s)
+	}
 	h.press("p")
 	h.wantScreen("no permission request is waiting")
 }

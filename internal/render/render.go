@@ -24,8 +24,12 @@ func Clip(s string, n int) string {
 
 // Result is a turn's result in words.
 type Result struct {
-	Failed bool
-	// Head is "✓ turn N STOP_REASON", or "✗ turn N failed (STOP_REASON: ERROR)".
+	// Failed: the turn did not complete (apitype.StopReason.Failed), a
+	// cancel included; Cancelled: it was stopped as asked, which is no
+	// failure to show as one (kaimon run's "■ … cancelled").
+	Failed, Cancelled bool
+	// Head is "✓ turn N STOP_REASON", "■ turn N cancelled", or "✗ turn N
+	// failed (STOP_REASON: ERROR)".
 	Head       string
 	StopReason apitype.StopReason
 	Usage      event.UsageFigures
@@ -35,6 +39,13 @@ type Result struct {
 func ResultOf(e *event.Envelope) Result {
 	var d event.ResultData
 	_ = json.Unmarshal(e.Data, &d)
+	if d.StopReason == apitype.StopCancelled {
+		head := fmt.Sprintf("■ turn %d cancelled", e.Turn)
+		if d.Error != "" {
+			head += " (" + d.Error + ")"
+		}
+		return Result{Failed: true, Cancelled: true, Head: head, StopReason: d.StopReason, Usage: d.Usage}
+	}
 	if d.StopReason.Failed() {
 		msg := string(d.StopReason)
 		if d.Error != "" {

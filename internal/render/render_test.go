@@ -22,6 +22,15 @@ func TestWords(t *testing.T) {
 	if !bad.Failed || bad.Head != "✗ turn 3 failed (error: overloaded)" {
 		t.Errorf("failed result %+v", bad)
 	}
+	// A cancel did not complete the turn, but is said as what it is,
+	// as kaimon run's usage line says it.
+	cancelled := ResultOf(env(event.Result, 4, event.ResultData{StopReason: apitype.StopCancelled}))
+	if !cancelled.Failed || !cancelled.Cancelled || cancelled.Head != "■ turn 4 cancelled" {
+		t.Errorf("cancelled result %+v", cancelled)
+	}
+	if bad.Cancelled || ok.Cancelled {
+		t.Errorf("only a cancel is cancelled: %+v %+v", ok, bad)
+	}
 	plan := PlanLines(env(event.Plan, 1, event.PlanData{Entries: []event.PlanEntry{{Content: "read", Status: "completed"}, {Content: "write", Status: "pending"}}}))
 	if strings.Join(plan, "|") != "[completed] read|[pending] write" {
 		t.Errorf("plan %q", plan)

@@ -98,6 +98,7 @@ type Agent struct {
 	reason    string          // why a dead agent ended
 	opts      backend.Options // the backend's, with the door and asker; its OpenArgs (as applied) are the record's
 	model     string          // as opened, or as last switched
+	resolved  string          // what the backend said model is (sonnet → claude-sonnet-5), "" before it said: see setInfoLocked
 	created   time.Time
 	activity  time.Time
 	turn      int // last turn assigned
@@ -222,7 +223,7 @@ func (ag *Agent) start(ctx context.Context, be backend.Backend) error {
 		m.pids.set(ag.id, po.Process())
 	}
 	ag.mu.Lock()
-	ag.info = be.Info()
+	ag.setInfoLocked(be.Info())
 	ag.mu.Unlock()
 	ag.saveMu.Lock()
 	ag.resuming = false
@@ -250,7 +251,7 @@ func (ag *Agent) Exited(err error) {
 	ag.flush()
 	ag.mu.Lock()
 	if ag.be != nil {
-		ag.info = ag.be.Info()
+		ag.setInfoLocked(ag.be.Info())
 	}
 	reason := ag.closedReq
 	ag.mu.Unlock()
@@ -480,18 +481,29 @@ func (ag *Agent) statusObj() verbs.AgentStatus {
 	return s
 }
 
+// setInfoLocked keeps what the backend says of its session, and the
+// model it says the agent's model is when that is news: a backend that
+// says only the model it was given (a resumed claude CLI before its first
+// turn) leaves the resolved one as it was, which status and list show and
+// the record keeps. ag.mu held.
+func (ag *Agent) setInfoLocked(info backend.Info) {
+	ag.info = info
+	if info.Model != "" && info.Model != ag.model {
+		ag.resolved = info.Model
+	}
+}
+
 // lifeStatus is agent_status as the agent itself knows it.
 func (ag *Agent) lifeStatus() verbs.AgentStatus {
 	ag.mu.Lock()
 	defer ag.mu.Unlock()
-	info := ag.info
 	if ag.be != nil && ag.status != apitype.Dead {
-		info = ag.be.Info()
-		ag.info = info
+		ag.setInfoLocked(ag.be.Info())
 	}
+	info := ag.info
 	model := ag.model
-	if info.Model != "" {
-		model = info.Model
+	if ag.resolved != "" {
+		model = ag.resolved
 	}
 	return verbs.AgentStatus{
 		Status: ag.status, Model: model, Cwd: ag.opts.Cwd, Turn: ag.turn,

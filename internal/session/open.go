@@ -219,19 +219,24 @@ func (m *Manager) prepare(ctx context.Context, p *openPlan, ag, old *Agent) (bac
 func (m *Manager) startOpened(ctx context.Context, p *openPlan, ag, old *Agent, be backend.Backend, wt *gitwt.Info) error {
 	// A reopened slot numbers on from its earlier life (seq from its
 	// ceiling, turns from the log, in start), and its usage sums the
-	// turns it numbers; a resumed one also keeps its created_at.
+	// turns it numbers; a resumed one also keeps its created_at, and the
+	// model its model resolved to (a resumed claude CLI says only the
+	// alias until its first turn).
 	now := time.Now()
-	created, usage, seq := now, event.UsageFigures{}, uint64(0)
+	created, usage, seq, model, resolved := now, event.UsageFigures{}, uint64(0), "", ""
 	if old != nil {
 		old.mu.Lock()
 		seq, usage = old.seqCeil, old.usage
 		if p.kind == openResume {
-			created = old.created
+			created, model, resolved = old.created, old.model, old.resolved
 		}
 		old.mu.Unlock()
 	}
 	ag.mu.Lock()
 	ag.created, ag.usage, ag.seq, ag.activity = created, usage, seq, now
+	if model == ag.model {
+		ag.resolved = resolved
+	}
 	ag.mu.Unlock()
 	ag.saveMu.Lock()
 	ag.resuming = p.kind == openResume

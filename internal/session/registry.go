@@ -40,6 +40,14 @@ type Record struct {
 	// absolute, defaults filled in), the model as last switched.
 	verbs.OpenArgs
 
+	// ResolvedModel is what the backend said the model is (sonnet →
+	// claude-sonnet-5), "" before it said or when it said the model
+	// itself: what status and list show of a dead or resumed agent. An
+	// older daemon drops it on its next save, which shows the alias
+	// until the agent's next turn, as before it was kept: no reason to
+	// refuse that daemon the record (RecordVersion).
+	ResolvedModel string `json:"resolved_model,omitempty"`
+
 	SessionID     string `json:"session_id,omitempty"`
 	Transcript    string `json:"transcript,omitempty"`
 	QueuesPrompts bool   `json:"queues_prompts,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -559,5 +560,84 @@ func TestRecordVersion(t *testing.T) {
 	b, _ := os.ReadFile(paths.Agent("old").Record)
 	if err := json.Unmarshal(b, &got); err != nil || got.Version != RecordVersion {
 		t.Errorf("record after a save: version %d (%v), want %d", got.Version, err, RecordVersion)
+	}
+}
+
+// resolving is a backend that says, as the claude CLI does, the model it
+// was given until a turn has run, then the id that alias resolved to.
+type resolving struct {
+	*scripted
+	given string
+	sent  atomic.Bool
+}
+
+func (b *resolving) Send(turn int, text string) error {
+	b.sent.Store(true)
+	return b.scripted.Send(turn, text)
+}
+
+func (b *resolving) Info() backend.Info {
+	i := b.scripted.Info()
+	i.Model = b.given
+	if b.sent.Load() && b.given == "sonnet" {
+		i.Model = "claude-sonnet-5"
+	}
+	return i
+}
+
+// The model an alias resolved to is what status and list show, and it
+// stays through a crash of the daemon and the resume after it, before the
+// resumed agent's first turn; the resume still asks for the alias.
+func TestResolvedModelSurvivesResume(t *testing.T) {
+	dir := t.TempDir()
+	paths := config.Paths{CacheDir: dir + "/cache", SockDir: dir + "/sock", ConfigFile: dir + "/c.json", WorktreeDir: dir + "/worktrees"}
+	var given []string
+	newManager := func() *Manager {
+		m, err := New(paths, config.Defaults(), nil, func(o backend.Options, sink backend.Sink) (backend.Backend, error) {
+			given = append(given, o.Model)
+			return &resolving{scripted: &scripted{sink: sink}, given: o.Model}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Shutdown)
+		return m
+	}
+	model := func(m *Manager, when string) {
+		t.Helper()
+		st, err := m.Status(bg, &verbs.StatusArgs{AgentID: "res"})
+		if err != nil || st.Model != "claude-sonnet-5" {
+			t.Errorf("%s: status model %q (%v), want claude-sonnet-5", when, st.Model, err)
+		}
+		l, err := m.List(bg, &verbs.ListArgs{})
+		if err != nil || len(l.Agents) != 1 || l.Agents[0].Model != "claude-sonnet-5" {
+			var models []string
+			for _, a := range l.Agents {
+				models = append(models, a.Model)
+			}
+			t.Errorf("%s: list's models %q (%v), want claude-sonnet-5", when, models, err)
+		}
+	}
+	m1 := newManager()
+	if _, err := m1.Open(bg, &verbs.OpenArgs{Cwd: t.TempDir(), ID: "res", Model: "sonnet"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m1.Run(bg, decoded(&verbs.RunArgs{AgentID: "res", Text: "one"})); err != nil {
+		t.Fatal(err)
+	}
+	m1.saves.Wait()
+	model(m1, "after a turn")
+	// m1 is not shut down before m2 starts: as after a SIGKILL.
+	m2 := newManager()
+	model(m2, "dead after the crash")
+	if _, err := m2.Open(bg, &verbs.OpenArgs{ID: "res", Resume: true}); err != nil {
+		t.Fatal(err)
+	}
+	model(m2, "resumed, before a turn")
+	if g := given[len(given)-1]; g != "sonnet" {
+		t.Errorf("the resume asked the backend for %q, want the alias sonnet", g)
+	}
+	if rec := readRecord(t, paths.CacheDir, "res"); rec.Model != "sonnet" || rec.ResolvedModel != "claude-sonnet-5" {
+		t.Errorf("record after the resume: model %q, resolved %q", rec.Model, rec.ResolvedModel)
 	}
 }

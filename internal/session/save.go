@@ -14,7 +14,7 @@ import (
 func (ag *Agent) fromRecord(r *Record) {
 	ag.mu.Lock()
 	defer ag.mu.Unlock()
-	ag.opts.OpenArgs, ag.model = r.OpenArgs, r.Model
+	ag.opts.OpenArgs, ag.model, ag.resolved = r.OpenArgs, r.Model, r.ResolvedModel
 	ag.created, ag.activity = r.CreatedAt, r.LastActivity
 	ag.turn, ag.usage = r.Turn, r.Usage
 	ag.seqCeil, ag.diskCeil = r.SeqCeiling, r.SeqCeiling
@@ -27,7 +27,7 @@ func (ag *Agent) fromRecord(r *Record) {
 // recordLocked is the agent's record as of now; ag.mu held.
 func (ag *Agent) recordLocked() *Record {
 	if ag.be != nil && ag.status != apitype.Dead {
-		ag.info = ag.be.Info()
+		ag.setInfoLocked(ag.be.Info())
 	}
 	r := &Record{
 		OpenArgs:  ag.opts.OpenArgs,
@@ -36,7 +36,7 @@ func (ag *Agent) recordLocked() *Record {
 		Turn: ag.turn, Usage: ag.usage, Status: ag.status, Reason: ag.reason,
 		SeqCeiling: ag.seqCeil, Git: ag.wt,
 	}
-	r.Model = ag.model
+	r.Model, r.ResolvedModel = ag.model, ag.resolved
 	if ag.status == apitype.Dead {
 		r.SeqCeiling = ag.seq // no more envelopes: the exact last one
 	}

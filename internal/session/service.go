@@ -478,7 +478,8 @@ func (m *Manager) SetModel(ctx context.Context, a *verbs.SetModelArgs) (*verbs.S
 			model = full
 		}
 		ag.mu.Lock()
-		ag.model = model
+		ag.model, ag.resolved = model, "" // the old model's
+		ag.setInfoLocked(be.Info())
 		ag.mu.Unlock()
 		ag.save()
 	}

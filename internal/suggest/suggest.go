@@ -4,15 +4,22 @@
 // daemon both link it.
 package suggest
 
-import "github.com/xrash/smetrics"
+import (
+	"strings"
+
+	"github.com/xrash/smetrics"
+)
 
 // Nearest returns the one of names nearest to name by Jaro-Winkler
 // similarity (xrash/smetrics, as urfave/cli's own suggestions, whose
 // message cannot be worded as ours) if it scores over near, else one that
 // is name with two neighbouring letters swapped (Jaro-Winkler scores a
-// swap in a short name, "rnu" for run, below a guess), else "".
+// swap in a short name, "rnu" for run, below a guess), else the one name
+// that begins with name, of two letters or more (Jaro-Winkler scores "al"
+// for all-hosts below a guess too: the letters it lacks outweigh the
+// prefix), else "".
 func Nearest(name string, names []string, near float64) string {
-	best, score, swapped := "", near, ""
+	best, score, swapped, prefixed, prefixes := "", near, "", "", 0
 	for _, n := range names {
 		if s := smetrics.JaroWinkler(name, n, 0.7, 4); s > score {
 			best, score = n, s
@@ -20,11 +27,19 @@ func Nearest(name string, names []string, near float64) string {
 		if swapped == "" && adjacentSwap(name, n) {
 			swapped = n
 		}
+		if len(name) >= 2 && len(n) > len(name) && strings.HasPrefix(n, name) && n != prefixed {
+			prefixed, prefixes = n, prefixes+1
+		}
 	}
-	if best == "" {
+	switch {
+	case best != "":
+		return best
+	case swapped != "":
 		return swapped
+	case prefixes == 1:
+		return prefixed
 	}
-	return best
+	return ""
 }
 
 // adjacentSwap says whether a is b with two neighbouring letters swapped.

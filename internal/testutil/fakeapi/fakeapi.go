@@ -19,7 +19,9 @@
 // message with role "user"; if its content is a string, that string;
 // otherwise its last text block that does not begin with "<" (the CLI
 // injects "<system-reminder>" blocks). Within that text, the trigger phrase
-// that occurs first (case-sensitive substring) selects the script:
+// that occurs first (case-sensitive substring) selects the script. [Phrases]
+// is their table for a person (the playgrounds print it); here each is
+// told chunk by chunk:
 //
 //   - (no trigger) default: text "Hello from fakeapi (request #N)." in two or
 //     more text_delta chunks, stop_reason end_turn. N counts the POST
@@ -116,7 +118,8 @@ const (
 	CacheReadTokens   = 10  // usage.cache_read_input_tokens
 )
 
-// Trigger phrases, matched as case-sensitive substrings of the last user text.
+// Trigger phrases, matched as case-sensitive substrings of the last user
+// text; each has its row in [Phrases], which script matches from.
 const (
 	TriggerThink      = "please think"
 	TriggerTool       = "please use a tool"
@@ -149,6 +152,12 @@ const (
 	ToolDescription = "Print hi"
 	HoldFirst       = "First half, "
 	HoldRest        = "second half."
+	// breakAfter is how many chunks "please break off" streams before
+	// it drops the connection.
+	breakAfter = 3
+	// defaultText is the reply to a message without a trigger, with the
+	// request's number.
+	defaultText = "Hello from fakeapi (request #%d)."
 )
 
 var streamChunksRE = regexp.MustCompile(`stream (\d+) chunks`)
@@ -453,28 +462,33 @@ func nextCommand(req *apiRequest) (string, bool) {
 	return "", false
 }
 
+// trigger finds the phrase of [Phrases] that occurs first in text: its
+// trigger ("stream" for "stream N chunks", with N) and the text after
+// it; "" when text has none.
+func trigger(text string) (best, rest string, streamN int) {
+	pos := -1
+	for _, p := range Phrases {
+		if i := strings.Index(text, p.trigger); p.trigger != "" && i >= 0 && (pos < 0 || i < pos) {
+			best, pos = p.trigger, i
+		}
+	}
+	if loc := streamChunksRE.FindStringSubmatchIndex(text); loc != nil && (pos < 0 || loc[0] < pos) {
+		if v, err := strconv.Atoi(text[loc[2]:loc[3]]); err == nil {
+			return "stream", "", v
+		}
+	}
+	if pos >= 0 {
+		rest = text[pos+len(best):]
+	}
+	return best, rest, 0
+}
+
 // script chooses the reply for a request.
 func script(text, toolResult string, followUp bool, n int) reply {
 	if followUp {
 		return reply{blocks: []block{textBlock("Tool said: " + toolResult + ". Done.")}, stopReason: "end_turn"}
 	}
-	best, pos := "", -1
-	for _, t := range []string{TriggerBreak, TriggerThink, TriggerTool, TriggerRunCommand, TriggerRunCommands, TriggerWriteFile,
-		TriggerRead, TriggerSlow, TriggerFail, TriggerSayExactly, TriggerCallTool, TriggerHold} {
-		if i := strings.Index(text, t); i >= 0 && (pos < 0 || i < pos) {
-			best, pos = t, i
-		}
-	}
-	var streamN int
-	if loc := streamChunksRE.FindStringSubmatchIndex(text); loc != nil && (pos < 0 || loc[0] < pos) {
-		if v, err := strconv.Atoi(text[loc[2]:loc[3]]); err == nil {
-			best, pos, streamN = "stream", loc[0], v
-		}
-	}
-	var rest string
-	if pos >= 0 && best != "stream" {
-		rest = text[pos+len(best):]
-	}
+	best, rest, streamN := trigger(text)
 	switch best {
 	case TriggerThink:
 		th := fixedBlock("thinking", "Let me think", " about this ", "briefly.")
@@ -505,7 +519,7 @@ func script(text, toolResult string, followUp bool, n int) reply {
 		return reply{fail: true}
 	case TriggerBreak:
 		b := block{kind: "text", n: 10, chunk: func(i int) string { return "part" + strconv.Itoa(i) + " " }}
-		return reply{blocks: []block{b}, stopReason: "end_turn", breakAt: 3, breakAll: strings.Contains(rest, "every time")}
+		return reply{blocks: []block{b}, stopReason: "end_turn", breakAt: breakAfter, breakAll: strings.Contains(rest, "every time")}
 	case TriggerSayExactly:
 		return reply{blocks: []block{textBlock(strings.TrimPrefix(rest, " "))}, stopReason: "end_turn"}
 	case TriggerHold:
@@ -516,7 +530,7 @@ func script(text, toolResult string, followUp bool, n int) reply {
 		name, input := fakescript.CallTool(rest)
 		return reply{blocks: []block{rawToolBlock(name, input)}, stopReason: "tool_use"}
 	}
-	return reply{blocks: []block{textBlock(fmt.Sprintf("Hello from fakeapi (request #%d).", n))}, stopReason: "end_turn"}
+	return reply{blocks: []block{textBlock(fmt.Sprintf(defaultText, n))}, stopReason: "end_turn"}
 }
 
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
