@@ -17,13 +17,15 @@ func monitorCmd() *cli.Command {
 			"Keys: ↑/↓ or j/k select; x closes a live agent or forgets a dead one (after y; a forgotten agent cannot be resumed); " +
 			"enter shows the agent's whole history, live (pgup/pgdn, g/G, / to search, n/N for the next/previous match, esc back); " +
 			"p answers a waiting permission " +
-			"(a allow, d deny); ? help; q quits.\n\n" +
+			"(a allow, d deny); s types a turn for the agent (enter sends it, queued behind a turn in flight; esc gives it up); " +
+			"i interrupts its turn; ? help; q quits. While the daemon cannot be reached its rows show their last known " +
+			"state with a ? (working?), counted as unknown, not live.\n\n" +
 			"--once prints the table once and exits, for scripts and screenshots:\n\n" +
 			"   kaimon monitor --once\n\n" +
 			"--all-hosts watches this machine and every host of `kaimon host ls` in one table, with a HOST column; " +
-			"another host's agents come through its daemon's event stream over ssh, and an action on a row (x, p) " +
+			"another host's agents come through its daemon's event stream over ssh, and an action on a row (x, p, s, i) " +
 			"goes to that agent's host. A host that cannot be reached is named in the header, its rows kept as last " +
-			"seen, until it answers again. --host NAME watches that one host the same way.",
+			"seen (with a ?), until it answers again. --host NAME watches that one host the same way.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "once", Usage: "print the agents table once (plain text unless on a terminal) and exit; exits 1 when the daemon is not running"},
 			&cli.BoolFlag{Name: "all-hosts", Usage: "watch this machine and every configured host in one table, with a HOST column"},

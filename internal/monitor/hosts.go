@@ -86,6 +86,22 @@ func (d *fleetDaemon) Permit(ctx context.Context, id, requestID string, decision
 	return err
 }
 
+func (d *fleetDaemon) Interrupt(ctx context.Context, id string) (bool, error) {
+	r, err := d.f.Interrupt(ctx, &verbs.InterruptArgs{AgentID: id})
+	if err != nil {
+		return false, err
+	}
+	return r.Interrupted, nil
+}
+
+func (d *fleetDaemon) Send(ctx context.Context, id, text string) (int, error) {
+	r, err := d.f.Send(ctx, &verbs.SendArgs{AgentID: id, Text: text})
+	if err != nil {
+		return 0, err
+	}
+	return r.Turn, nil
+}
+
 func (d *fleetDaemon) History(ctx context.Context, id string) ([]event.Envelope, error) {
 	host, bare, err := d.f.Route(id)
 	if err != nil {

@@ -31,6 +31,10 @@ type Daemon interface {
 	Close(ctx context.Context, id string) error
 	Forget(ctx context.Context, id string) error
 	Permit(ctx context.Context, id, requestID string, decision apitype.Decision) error
+	// Interrupt cancels the agent's turn in flight; false: none ran.
+	Interrupt(ctx context.Context, id string) (bool, error)
+	// Send queues a turn of text; its number.
+	Send(ctx context.Context, id, text string) (int, error)
 	// History is the agent's event log, every authoritative envelope.
 	History(ctx context.Context, id string) ([]event.Envelope, error)
 	// Output is agent_output's last_message of the agent's latest turn:
@@ -102,6 +106,9 @@ type agent struct {
 	backfilled bool
 	filling    bool
 	cache      feedCache
+	// stale says the agent's daemon cannot be reached: its row shows what
+	// was last known, which may be over (restale).
+	stale bool
 }
 
 // feedCache keeps an agent's feed rendered: View runs after every
@@ -153,6 +160,7 @@ const (
 	modeMain mode = iota
 	modeConfirm
 	modePermit
+	modeSend
 	modeHistory
 )
 
@@ -188,6 +196,9 @@ type Model struct {
 	showHelp bool
 
 	hist historyView
+	// compose is the turn being typed for the selected agent (modeSend).
+	compose textinput.Model
+	sendTo  string
 }
 
 // historyView is the history screen: the agent's whole log, kept live by
@@ -214,6 +225,8 @@ func New(d Daemon, home string) *Model {
 		width: 80, height: 24}
 	m.hist.search = textinput.New()
 	m.hist.search.Prompt = "/"
+	m.compose = textinput.New()
+	m.compose.Prompt = "> "
 	return m
 }
 
@@ -226,6 +239,7 @@ func tick() tea.Cmd {
 
 type keyMap struct {
 	Up, Down, Close, History, Permit, Help, Quit key.Binding
+	Interrupt, Send                              key.Binding
 	PgUp, PgDn, Top, Bottom, Search, Next, Prev  key.Binding
 	Back                                         key.Binding
 	Yes, No, Allow, Deny                         key.Binding
@@ -236,36 +250,40 @@ func defaultKeys() keyMap {
 		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(h, desc))
 	}
 	return keyMap{
-		Up:      b([]string{"up", "k"}, "↑/k", "up"),
-		Down:    b([]string{"down", "j"}, "↓/j", "down"),
-		Close:   b([]string{"x"}, "x", "close/forget"),
-		History: b([]string{"enter"}, "enter", "history"),
-		Permit:  b([]string{"p"}, "p", "permit"),
-		Help:    b([]string{"?"}, "?", "help"),
-		Quit:    b([]string{"q", "ctrl+c"}, "q", "quit"),
-		PgUp:    b([]string{"pgup", "b"}, "pgup", "page up"),
-		PgDn:    b([]string{"pgdown", "space", "f"}, "pgdn", "page down"),
-		Top:     b([]string{"g", "home"}, "g", "top"),
-		Bottom:  b([]string{"G", "end"}, "G", "bottom"),
-		Search:  b([]string{"/"}, "/", "search"),
-		Next:    b([]string{"n"}, "n", "next match"),
-		Prev:    b([]string{"N"}, "N", "previous match"),
-		Back:    b([]string{"esc"}, "esc", "back"),
-		Yes:     b([]string{"y"}, "y", "yes"),
-		No:      b([]string{"n", "esc"}, "n", "no"),
-		Allow:   b([]string{"a"}, "a", string(apitype.Allow)),
-		Deny:    b([]string{"d"}, "d", string(apitype.Deny)),
+		Up:        b([]string{"up", "k"}, "↑/k", "up"),
+		Down:      b([]string{"down", "j"}, "↓/j", "down"),
+		Close:     b([]string{"x"}, "x", "close/forget"),
+		History:   b([]string{"enter"}, "enter", "history"),
+		Permit:    b([]string{"p"}, "p", "permit"),
+		Interrupt: b([]string{"i"}, "i", "interrupt"),
+		Send:      b([]string{"s"}, "s", "send"),
+		Help:      b([]string{"?"}, "?", "help"),
+		Quit:      b([]string{"q", "ctrl+c"}, "q", "quit"),
+		PgUp:      b([]string{"pgup", "b"}, "pgup", "page up"),
+		PgDn:      b([]string{"pgdown", "space", "f"}, "pgdn", "page down"),
+		Top:       b([]string{"g", "home"}, "g", "top"),
+		Bottom:    b([]string{"G", "end"}, "G", "bottom"),
+		Search:    b([]string{"/"}, "/", "search"),
+		Next:      b([]string{"n"}, "n", "next match"),
+		Prev:      b([]string{"N"}, "N", "previous match"),
+		Back:      b([]string{"esc"}, "esc", "back"),
+		Yes:       b([]string{"y"}, "y", "yes"),
+		No:        b([]string{"n", "esc"}, "n", "no"),
+		Allow:     b([]string{"a"}, "a", string(apitype.Allow)),
+		Deny:      b([]string{"d"}, "d", string(apitype.Deny)),
 	}
 }
 
 // ShortHelp and FullHelp make keyMap a help.KeyMap.
 func (k keyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Up, k.Down, k.Close, k.History, k.Permit, k.Help, k.Quit}
+	// enter (history) is in the full help: the short one must fit 80
+	// columns with its acts and the way to the rest.
+	return []key.Binding{k.Permit, k.Send, k.Interrupt, k.Close, k.Help, k.Quit}
 }
 
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
-		{k.Up, k.Down, k.Close, k.Permit},
+		{k.Up, k.Down, k.Permit, k.Send, k.Interrupt, k.Close},
 		{k.History, k.PgUp, k.PgDn, k.Top, k.Bottom},
 		{k.Search, k.Next, k.Prev, k.Back, k.Help, k.Quit},
 	}
@@ -292,6 +310,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case ConnectedMsg:
 		m.connected, m.downErr = true, ""
 		delete(m.down, msg.Host)
+		m.restale()
 		// What was published while away is in the logs: feeds are read
 		// again (and joined by seq) when next shown.
 		for _, a := range m.agents {
@@ -311,6 +330,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 				m.down = map[string]string{}
 			}
 			m.down[msg.Host] = why
+			m.restale()
 			return nil
 		}
 		m.connected = false
@@ -318,6 +338,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		if msg.Err != nil {
 			m.downErr += " (" + firstLine(msg.Err.Error()) + ")"
 		}
+		m.restale()
 		return nil
 	case listMsg:
 		return m.applyList(msg)
@@ -391,7 +412,17 @@ func (m *Model) list() tea.Cmd {
 	}
 }
 
+// restale marks the rows whose daemon cannot be reached: every row when
+// the monitor's one daemon is gone, a host's rows when that host is.
+func (m *Model) restale() {
+	for _, a := range m.agents {
+		host, _, qualified := fleet.SplitID(a.AgentID)
+		a.stale = qualified && m.down[host] != "" || !qualified && !m.connected && m.downErr != ""
+	}
+}
+
 func (m *Model) applyList(msg listMsg) tea.Cmd {
+	defer m.restale()
 	m.listing = false
 	if msg.err != nil {
 		m.flash = "agent_list: " + firstLine(msg.err.Error())
@@ -788,6 +819,8 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 			err := d.Permit(ctx, id, req, decision)
 			return doneMsg{what: fmt.Sprintf("%s: %s %s", id, decision, req), err: err}
 		}
+	case modeSend:
+		return m.sendKey(k)
 	case modeHistory:
 		return m.historyKey(k)
 	}
@@ -818,6 +851,33 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		m.mode = modePermit
+	case key.Matches(k, m.keys.Interrupt):
+		a := m.selected()
+		if a == nil || a.AgentStatus.Status == apitype.Dead {
+			m.flash = "no live agent selected"
+			return nil
+		}
+		id, d := a.AgentID, m.d
+		m.flash = "interrupting " + id + "…"
+		return func() tea.Msg {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			ran, err := d.Interrupt(ctx, id)
+			if err == nil && !ran {
+				return doneMsg{what: id + ": nothing to interrupt"}
+			}
+			return doneMsg{what: "interrupted " + id, err: err}
+		}
+	case key.Matches(k, m.keys.Send):
+		a := m.selected()
+		if a == nil || a.AgentStatus.Status == apitype.Dead {
+			m.flash = "no live agent selected"
+			return nil
+		}
+		m.mode, m.sendTo, m.flash = modeSend, a.AgentID, ""
+		m.compose.Reset()
+		m.compose.SetWidth(max(m.width-len(a.AgentID)-12, 10))
+		return m.compose.Focus()
 	case key.Matches(k, m.keys.History):
 		a := m.selected()
 		if a == nil {
@@ -836,6 +896,35 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// sendKey takes a key while a turn is typed: enter sends it (agent_send:
+// it queues behind a turn in flight), esc gives it up.
+func (m *Model) sendKey(k tea.KeyPressMsg) tea.Cmd {
+	switch k.String() {
+	case "esc":
+		m.mode = modeMain
+		m.compose.Blur()
+		return nil
+	case "enter":
+		text := m.compose.Value()
+		m.mode = modeMain
+		m.compose.Blur()
+		if strings.TrimSpace(text) == "" {
+			return nil
+		}
+		id, d := m.sendTo, m.d
+		m.flash = "sending to " + id + "…"
+		return func() tea.Msg {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			turn, err := d.Send(ctx, id, text)
+			return doneMsg{what: fmt.Sprintf("sent turn %d to %s", turn, id), err: err}
+		}
+	}
+	var cmd tea.Cmd
+	m.compose, cmd = m.compose.Update(k)
+	return cmd
 }
 
 func (m *Model) move(by int) {

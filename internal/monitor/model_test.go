@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +53,14 @@ func (d *fakeDaemon) Permit(_ context.Context, id, req string, decision apitype.
 	d.record(fmt.Sprintf("permit %s %s %s", id, req, decision))
 	return nil
 }
+func (d *fakeDaemon) Interrupt(_ context.Context, id string) (bool, error) {
+	d.record("interrupt " + id)
+	return true, nil
+}
+func (d *fakeDaemon) Send(_ context.Context, id, text string) (int, error) {
+	d.record(fmt.Sprintf("send %s %q", id, text))
+	return 2, nil
+}
 func (d *fakeDaemon) History(_ context.Context, id string) ([]event.Envelope, error) {
 	return d.history[id], nil
 }
@@ -91,7 +100,7 @@ func (h *harness) send(msg tea.Msg) {
 }
 
 func (h *harness) run(cmd tea.Cmd) {
-	if cmd == nil || h.m.hist.typing { // the cursor's blink only waits
+	if cmd == nil || h.m.hist.typing || h.m.mode == modeSend { // the cursor's blink only waits
 		return
 	}
 	switch msg := cmd().(type) {
@@ -117,6 +126,8 @@ func (h *harness) press(keys ...string) {
 			msg = tea.KeyPressMsg{Code: tea.KeyEnter}
 		case "esc":
 			msg = tea.KeyPressMsg{Code: tea.KeyEscape}
+		case "space":
+			msg = tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
 		case "down":
 			msg = tea.KeyPressMsg{Code: tea.KeyDown}
 		case "up":
@@ -766,5 +777,61 @@ func TestModelColumnIsTheLists(t *testing.T) {
 	h.env("a1", event.Status, 1, event.StatusData{Status: "idle"})
 	if r := h.row("a1"); !strings.Contains(r, "claude-sonnet-5") {
 		t.Errorf("row after a turn = %q, want the model agent_list says", r)
+	}
+}
+
+// i interrupts the selected agent's turn; s types a turn for it, which
+// enter sends (esc gives it up, sending nothing); neither acts on a dead
+// agent.
+func TestInterruptAndSend(t *testing.T) {
+	h := newHarness(t, entry("a1", "working", 1), entry("d1", "dead", 1))
+	h.press("i")
+	h.wantScreen("interrupted a1")
+	h.press("s")
+	h.wantScreen("turn for a1 (enter sends, esc cancels)")
+	h.press("h", "i", "space", "t", "h", "e", "r", "e", "enter")
+	h.wantScreen("sent turn 2 to a1")
+	h.press("s", "x", "esc")
+	acts := func() []string { // the model's reads of output are not acts
+		return slices.DeleteFunc(slices.Clone(h.d.calls), func(c string) bool { return strings.HasPrefix(c, "output ") })
+	}
+	if want := []string{"interrupt a1", `send a1 "hi there"`}; !slices.Equal(acts(), want) {
+		t.Fatalf("calls %q, want %q", acts(), want)
+	}
+	h.press("down", "i")
+	h.wantScreen("no live agent selected")
+	h.press("s")
+	h.wantScreen("no live agent selected")
+	if len(acts()) != 2 {
+		t.Fatalf("acted on a dead agent: %q", acts())
+	}
+}
+
+// When the daemon is gone its rows are stale: their last known state with
+// a ?, counted as unknown rather than live, until it is back; in a
+// monitor of several hosts, only the rows of the host that is gone.
+func TestStaleRows(t *testing.T) {
+	h := newHarness(t, entry("a1", "working", 1))
+	h.wantScreen("1 agent, 1 live")
+	h.send(DisconnectedMsg{Err: errors.New("no answer")})
+	h.wantScreen("1 agent, 0 live, 1 unknown")
+	if r := h.row("a1"); !strings.Contains(r, "working?") {
+		t.Errorf("stale row %q", r)
+	}
+	h.send(ConnectedMsg{})
+	h.wantScreen("1 agent, 1 live")
+	if r := h.row("a1"); strings.Contains(r, "working?") {
+		t.Errorf("row after reconnect %q", r)
+	}
+
+	h = newHarness(t, entry("local/a1", "working", 1), entry("h1/b1", "idle", 1))
+	h.send(DisconnectedMsg{Host: "h1", Err: errors.New("ssh: no route")})
+	h.wantScreen("2 agents, 1 live, 1 unknown", "host h1 unreachable")
+	// A monitor of several hosts shows HOST, then the bare id.
+	if r := h.row("h1     b1"); !strings.Contains(r, "idle?") {
+		t.Errorf("the gone host's row %q:\n%s", r, h.screen())
+	}
+	if r := h.row("local  a1"); r == "" || strings.Contains(r, "?") {
+		t.Errorf("this machine's row %q", r)
 	}
 }

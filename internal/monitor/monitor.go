@@ -54,6 +54,22 @@ func (d clientDaemon) Permit(ctx context.Context, id, requestID string, decision
 	return err
 }
 
+func (d clientDaemon) Interrupt(ctx context.Context, id string) (bool, error) {
+	r, err := d.cl.Interrupt(ctx, &verbs.InterruptArgs{AgentID: id})
+	if err != nil {
+		return false, err
+	}
+	return r.Interrupted, nil
+}
+
+func (d clientDaemon) Send(ctx context.Context, id, text string) (int, error) {
+	r, err := d.cl.Send(ctx, &verbs.SendArgs{AgentID: id, Text: text})
+	if err != nil {
+		return 0, err
+	}
+	return r.Turn, nil
+}
+
 func (d clientDaemon) History(ctx context.Context, id string) ([]event.Envelope, error) {
 	w, err := d.cl.Events(ctx, id, 0, false)
 	if err != nil {

@@ -175,7 +175,12 @@ func tableLines(agents []*agent, sel, width int, now time.Time, home string) (he
 		dead := a.AgentStatus.Status == apitype.Dead
 		for i, c := range cols {
 			s := pad(c.cell(a, now, ws[i], home), ws[i], c.right)
-			if c.title == "STATUS" && !dead {
+			switch {
+			case c.title == "STATUS" && a.stale:
+				// What was last known, and may be over: the daemon
+				// that would say is gone.
+				s = stFaint.Render(pad(string(a.status())+"?", ws[i], c.right))
+			case c.title == "STATUS" && !dead:
 				s = statusStyles[a.status()].Render(s)
 			}
 			cells = append(cells, s)
@@ -287,9 +292,12 @@ func (m *Model) Render() string {
 	}
 	var out []string
 	// Header.
-	live := 0
+	live, unknown := 0, 0
 	for _, a := range m.agents {
-		if a.AgentStatus.Status != apitype.Dead {
+		switch {
+		case a.stale:
+			unknown++
+		case a.AgentStatus.Status != apitype.Dead:
 			live++
 		}
 	}
@@ -298,6 +306,9 @@ func (m *Model) Render() string {
 		noun = "agent"
 	}
 	head := stTitle.Render("kaimon monitor") + fmt.Sprintf("  %d %s, %d live", len(m.agents), noun, live)
+	if unknown > 0 {
+		head += fmt.Sprintf(", %d unknown", unknown)
+	}
 	if !m.connected {
 		state := m.downErr
 		if state == "" {
@@ -363,6 +374,8 @@ func (m *Model) Render() string {
 		foot = stPrompt.Render(fmt.Sprintf("forget dead agent %s? it can't be resumed after: y/n", m.confirm))
 	case m.mode == modeConfirm:
 		foot = stPrompt.Render(fmt.Sprintf("close agent %s? y/n", m.confirm))
+	case m.mode == modeSend:
+		foot = stPrompt.Render("turn for "+m.sendTo+" (enter sends, esc cancels): ") + m.compose.View()
 	case m.mode == modePermit && a != nil && len(a.pending) > 0:
 		p := a.pending[0].req
 		foot = stPrompt.Render(fmt.Sprintf("%s asks to run %s %s — %s %s esc=cancel", a.AgentID, p.ToolCall.Title, render.ToolInput(&p.ToolCall, 40),
