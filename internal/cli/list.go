@@ -10,49 +10,69 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/fleet"
+	"github.com/kaimon/kaimon/internal/render"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // allHosts is list's flag that lists every host's agents in one table.
 const allHosts = "all-hosts"
 
+// waiting is list's flag (the table's waiting) that lists the agents
+// waiting on a person: an inbox, a row per request.
+const waiting = "waiting"
+
 func listCmd() *cli.Command {
 	return verbCmd("agent_list", &cli.Command{
 		Description: "With --" + allHosts + " it lists the agents of this machine and of every configured host (kaimon host ls) in one table " +
 			"with a HOST column, their ids qualified as HOST/ID (bare on local). The hosts are asked at once, each within " +
 			fmt.Sprint(fleet.ListTimeout) + ": a host that fails is reported with its error on stderr (with --json, in \"hosts\") " +
-			"while the others' agents are listed, and the exit code is 1.",
-		Flags: []cli.Flag{&cli.BoolFlag{Name: allHosts, Usage: "list the agents of this machine and every configured host, with a HOST column"}},
+			"while the others' agents are listed, and the exit code is 1.\n\n" +
+			"With --" + waiting + " it is an inbox: a row per permission request an agent waits on, with what it asks, " +
+			"when it is denied if unanswered, and the `kaimon permit` line that answers it (with --" + allHosts + ", every host's).",
+		Flags: append(verbFlags("agent_list"), &cli.BoolFlag{Name: allHosts, Usage: "list the agents of this machine and every configured host, with a HOST column"}),
 		Action: func(c *cli.Context) error {
 			if err := needVerbArgs(c, "agent_list"); err != nil {
 				return err
 			}
+			a := &verbs.ListArgs{Waiting: c.Bool(waiting)}
 			if c.Bool(allHosts) {
-				return listAllHosts(c)
+				return listAllHosts(c, a)
 			}
 			cl, err := service(c)
 			if err != nil {
 				return err
 			}
-			res, err := cl.List(c.Context, &verbs.ListArgs{})
+			res, err := cl.List(c.Context, a)
 			if err != nil {
 				return fail(c, err)
 			}
-			return emit(c, res, func(w io.Writer) {
-				if len(res.Agents) == 0 {
-					fmt.Fprintln(c.App.ErrWriter, "no agents (open one with `kaimon open DIR`)")
-					return
-				}
-				writeAgents(w, streamsOf(c).pal, res.Agents, false)
-			})
+			return emit(c, res, func(w io.Writer) { writeList(c, w, a, res, false) })
 		},
 	})
 }
 
+// writeList writes agent_list's answer for people: the agents' table, or
+// with --waiting the requests they wait on.
+func writeList(c *cli.Context, w io.Writer, a *verbs.ListArgs, res *verbs.ListResult, withHost bool) {
+	switch {
+	case len(res.Agents) == 0 && a.Waiting:
+		fmt.Fprintln(c.App.ErrWriter, "no agent waits on a person")
+	case len(res.Agents) == 0 && withHost:
+		fmt.Fprintln(c.App.ErrWriter, "no agents on any host (open one with `kaimon open DIR`)")
+	case len(res.Agents) == 0:
+		fmt.Fprintln(c.App.ErrWriter, "no agents (open one with `kaimon open DIR`)")
+	case a.Waiting:
+		writeWaiting(w, streamsOf(c).pal, res.Agents)
+	default:
+		writeAgents(w, streamsOf(c).pal, res.Agents, withHost)
+	}
+}
+
 // listAllHosts is list --all-hosts: every host's agents, each host's error
 // on stderr (or in the JSON's hosts), exit 1 when any host failed.
-func listAllHosts(c *cli.Context) error {
+func listAllHosts(c *cli.Context, a *verbs.ListArgs) error {
 	if c.IsSet("host") {
 		return usagef("--%s lists every host: drop --host", allHosts)
 	}
@@ -60,15 +80,13 @@ func listAllHosts(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := f.ListAll(c.Context)
+	res, err := f.ListAll(c.Context, a)
 	if err != nil {
 		return fail(c, err)
 	}
 	err = emit(c, res, func(w io.Writer) {
-		if len(res.Agents) > 0 {
-			writeAgents(w, streamsOf(c).pal, res.Agents, true)
-		} else if fleet.Failed(res) == nil {
-			fmt.Fprintln(c.App.ErrWriter, "no agents on any host (open one with `kaimon open DIR`)")
+		if len(res.Agents) > 0 || fleet.Failed(res) == nil {
+			writeList(c, w, a, res, true)
 		}
 		for _, h := range res.Hosts {
 			if h.Error != "" {
@@ -83,6 +101,21 @@ func listAllHosts(c *cli.Context) error {
 		return &jsonReported{err: err} // said above, or in the JSON
 	}
 	return nil
+}
+
+// writeWaiting writes list --waiting's table: a row per pending request,
+// the agent as a command takes it (HOST/ID on another host), what it asks,
+// until when it waits (local time), and the line that allows it.
+func writeWaiting(w io.Writer, pal *palette, agents []verbs.ListEntry) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tASKS\tWAITS UNTIL\tANSWER")
+	for _, a := range agents {
+		for _, p := range a.PendingPermissions {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.AgentID, render.Clip(p.Asks(), 60), until(p.ExpiresAt),
+				verbs.PermitCommand(a.AgentID, p.RequestID, apitype.Allow)+"   (or "+string(apitype.Deny)+")")
+		}
+	}
+	tw.Flush()
 }
 
 // branchMark is an agent's branch for the list: "-" without a worktree,

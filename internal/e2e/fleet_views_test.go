@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -232,5 +233,63 @@ func TestFleetTailAllHostsReal(t *testing.T) {
 	})
 	if s := tail.stderr.String(); strings.Contains(s, "DATA RACE") {
 		t.Errorf("the merged tail raced:\n%s", s)
+	}
+}
+
+// TestFleetInbox: list --waiting --all-hosts is an inbox across hosts: a
+// row per permission request the agents of this machine and of h1 wait
+// on (the real claude CLI asking to touch a file outside its directory),
+// each with the permit line that answers it; a unique prefix of an id
+// names the agent on its host; permit without a request id answers an
+// agent's one request, after which the inbox lists the other alone.
+func TestFleetInbox(t *testing.T) {
+	fe := newFleetEnv(t)
+	local := fe.ok("open", fe.work)
+	h1 := "h1/" + bareID(t, "h1", fe.ok("--host", "h1", "open", fe.r.work["h1"]))
+	idle := fe.ok("open", fe.work) // waits on no one: not in the inbox
+	fe.ok("send", local, fakeapi.TriggerRunCommand+" touch "+filepath.Join(fe.home, "outside-local"))
+	fe.ok("send", h1, fakeapi.TriggerRunCommand+" touch "+filepath.Join(fe.r.home["h1"], "outside-h1"))
+	var res verbs.ListResult
+	waitFor(t, "both agents waiting on a person", 2*time.Minute, func() bool {
+		fe.okJSON(&res, "list", "--waiting", "--all-hosts")
+		return len(res.Agents) == 2
+	})
+	r := fe.kaimonWithin(time.Minute, "list", "--waiting", "--all-hosts")
+	t.Logf("kaimon list --waiting --all-hosts:\n%s", r.stdout)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "AGENT ") {
+		t.Fatalf("inbox: %s", r)
+	}
+	for _, id := range []string{local, h1} {
+		if !slices.ContainsFunc(lines[1:], func(l string) bool {
+			return strings.HasPrefix(l, id+" ") && strings.Contains(l, "touch") && strings.Contains(l, "kaimon permit "+id+" p")
+		}) {
+			t.Errorf("no inbox row for %s with its permit line:\n%s", id, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, idle) {
+		t.Errorf("the idle agent is in the inbox:\n%s", r.stdout)
+	}
+	// h1's agent by a prefix of its id, answered without its request id.
+	prefix := h1[:len("h1/")+5]
+	var st verbs.AgentStatus
+	fe.okJSON(&st, "status", prefix)
+	if len(st.PendingPermissions) != 1 {
+		t.Fatalf("status %s: %+v", prefix, st)
+	}
+	if out := fe.ok("permit", prefix, "allow"); out != "allowed" {
+		t.Fatalf("permit %s allow: %q", prefix, out)
+	}
+	waitFor(t, "h1's agent out of the inbox", time.Minute, func() bool {
+		fe.okJSON(&res, "list", "--waiting", "--all-hosts")
+		return len(res.Agents) == 1 && res.Agents[0].AgentID == local
+	})
+	fe.ok("permit", local, "deny")
+	waitFor(t, "an empty inbox", time.Minute, func() bool {
+		fe.okJSON(&res, "list", "--waiting", "--all-hosts")
+		return len(res.Agents) == 0
+	})
+	if r := fe.kaimonWithin(time.Minute, "list", "--waiting"); r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "no agent waits on a person") {
+		t.Fatalf("an empty inbox: %s", r)
 	}
 }

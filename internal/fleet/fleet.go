@@ -565,7 +565,7 @@ func (f *Fleet) SetModel(ctx context.Context, a *verbs.SetModelArgs) (*verbs.Set
 // host's (ListAll), failing only when every host failed.
 func (f *Fleet) List(ctx context.Context, a *verbs.ListArgs) (*verbs.ListResult, error) {
 	if f.AllHosts {
-		r, err := f.ListAll(ctx)
+		r, err := f.ListAll(ctx, a)
 		if err != nil {
 			return nil, err
 		}

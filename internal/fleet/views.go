@@ -39,7 +39,7 @@ type Answer struct {
 // ListEach asks every host of hosts for its agents at once, each within
 // ListTimeout, and returns the answers in hosts' order: what a list
 // across hosts, placement and the monitor of several hosts all ask.
-func (f *Fleet) ListEach(ctx context.Context, hosts []string) []Answer {
+func (f *Fleet) ListEach(ctx context.Context, hosts []string, a *verbs.ListArgs) []Answer {
 	out := make([]Answer, len(hosts))
 	var wg sync.WaitGroup
 	for i, h := range hosts {
@@ -47,14 +47,14 @@ func (f *Fleet) ListEach(ctx context.Context, hosts []string) []Answer {
 		go func() {
 			defer wg.Done()
 			out[i] = Answer{Host: h}
-			out[i].Res, out[i].Err = f.listOne(ctx, h)
+			out[i].Res, out[i].Err = f.listOne(ctx, h, a)
 		}()
 	}
 	wg.Wait()
 	return out
 }
 
-func (f *Fleet) listOne(ctx context.Context, host string) (*verbs.ListResult, error) {
+func (f *Fleet) listOne(ctx context.Context, host string, a *verbs.ListArgs) (*verbs.ListResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, ListTimeout)
 	defer cancel()
 	res, err := func() (*verbs.ListResult, error) {
@@ -62,7 +62,7 @@ func (f *Fleet) listOne(ctx context.Context, host string) (*verbs.ListResult, er
 		if err != nil {
 			return nil, err
 		}
-		return cl.List(ctx, &verbs.ListArgs{})
+		return cl.List(ctx, a)
 	}()
 	switch {
 	case err == nil:
@@ -78,13 +78,13 @@ func (f *Fleet) listOne(ctx context.Context, host string) (*verbs.ListResult, er
 // what each host answered. A host that fails is reported there, with its
 // error, and the others' agents are listed all the same; the error is
 // only for hosts that cannot be read from the config file.
-func (f *Fleet) ListAll(ctx context.Context) (*verbs.ListResult, error) {
+func (f *Fleet) ListAll(ctx context.Context, a *verbs.ListArgs) (*verbs.ListResult, error) {
 	hosts, err := f.All()
 	if err != nil {
 		return nil, err
 	}
 	out := &verbs.ListResult{Agents: []verbs.ListEntry{}}
-	for _, a := range f.ListEach(ctx, hosts) {
+	for _, a := range f.ListEach(ctx, hosts, a) {
 		ha := verbs.HostAnswer{Host: a.Host}
 		if a.Err != nil {
 			ha.Error = a.Err.Error()
@@ -162,7 +162,7 @@ func (f *Fleet) Place(ctx context.Context) (string, error) {
 	}
 	var loads []Load
 	var errs []error
-	for _, a := range f.ListEach(ctx, hosts) {
+	for _, a := range f.ListEach(ctx, hosts, &verbs.ListArgs{}) {
 		if a.Err != nil {
 			errs = append(errs, a.Err)
 			continue

@@ -80,7 +80,7 @@ func TestListAll(t *testing.T) {
 	local := (&servertest.Fake{}).Returns("list", entries(apitype.Idle), nil)
 	h1 := (&servertest.Fake{}).Returns("list", entries(apitype.Working, apitype.Dead), nil)
 	f := testFleet(t, local, h1)
-	res, err := f.ListAll(context.Background())
+	res, err := f.ListAll(context.Background(), &verbs.ListArgs{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestListAll(t *testing.T) {
 
 	// Without a configured host, this machine alone, and no error.
 	alone := &Fleet{Hosts: map[string]Host{}, Local: f.Local}
-	if l, err := alone.ListAll(context.Background()); err != nil || len(l.Agents) != 1 || l.Agents[0].AgentID != "a0" ||
+	if l, err := alone.ListAll(context.Background(), &verbs.ListArgs{}); err != nil || len(l.Agents) != 1 || l.Agents[0].AgentID != "a0" ||
 		len(l.Hosts) != 1 || l.Hosts[0] != (verbs.HostAnswer{Host: "local", Agents: 1}) || Failed(l) != nil {
 		t.Errorf("ListAll with no host configured: %+v %v", l, err)
 	}

@@ -45,7 +45,7 @@ func qualify(host, id string) string { return host + "/" + id }
 // answer keeps the rows of its last answer (its follower says, in the
 // header, that it is unreachable); only when none answers is it an error.
 func (d *fleetDaemon) List(ctx context.Context) ([]verbs.ListEntry, error) {
-	answers := d.f.ListEach(ctx, d.names)
+	answers := d.f.ListEach(ctx, d.names, &verbs.ListArgs{})
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.last == nil {

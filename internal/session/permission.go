@@ -1,7 +1,9 @@
 package session
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"strings"
@@ -116,9 +118,10 @@ func (ag *Agent) ask(ctx context.Context, req backend.PermissionRequest) backend
 
 	wait := m.PermitTimeout
 	expires := time.Now().Add(wait)
-	// The title (often the command asked for) is shown in the agent's
-	// status: redacted as the permission event is (publishRedacted).
-	id, ch := m.permits.Open(ag.id, req.Tool, ag.redactor().String(data.ToolCall.Title), expires)
+	// What is asked for (the title, often the command) is shown in the
+	// agent's status and the inbox: redacted as the permission event is
+	// (publishRedacted).
+	id, ch := m.permits.Open(ag.id, req.Tool, ag.redactor().String(asks(&data.ToolCall, req.Tool)), expires)
 	data.RequestID = id
 	data.ExpiresAt = expires.UTC().Format(time.RFC3339Nano)
 	ag.publish(event.New(event.Permission, req.Turn, data))
@@ -215,4 +218,43 @@ func (m *Manager) onlyPending(id string, decision apitype.Decision) (string, err
 		fmt.Fprintf(&b, "\n  %s asks for %s: %s", p.RequestID, p.Asks(), verbs.PermitCommand(id, p.RequestID, decision))
 	}
 	return "", verbs.BadArg("%s", b.String())
+}
+
+// asksKeys are the fields of a tool call's input that say what it does,
+// in the order they are looked for: the command a shell runs, the file
+// it writes or reads, the address it fetches, what it searches for.
+var asksKeys = []string{"command", "cmd", "file_path", "path", "url", "pattern", "query"}
+
+// asks is what a permission request asks for, for people (agent_status's
+// pending_permissions, list --waiting): the call's title, unless it only
+// names the tool (the claude CLI's Bash), else the tool and the telling
+// field of its input (Bash: git commit -m x), else its input as it came,
+// clipped.
+func asks(call *event.ToolCall, tool string) string {
+	if call.Title != "" && call.Title != tool {
+		return call.Title
+	}
+	name := cmp.Or(call.Title, tool)
+	var in map[string]json.RawMessage
+	if json.Unmarshal(call.RawInput, &in) == nil {
+		for _, k := range asksKeys {
+			var v string
+			if json.Unmarshal(in[k], &v) == nil && v != "" {
+				return name + ": " + clip(v, 200)
+			}
+		}
+	}
+	if len(call.RawInput) == 0 || string(call.RawInput) == "{}" || string(call.RawInput) == "null" {
+		return name
+	}
+	return name + " " + clip(string(call.RawInput), 200)
+}
+
+// clip is s on one line, at most n runes (an ellipsis where it was cut).
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

@@ -303,7 +303,7 @@ func TestPermitTheOnePending(t *testing.T) {
 		t.Fatalf("permit with two pending: %v, want a bad_argument", err)
 	}
 	for _, s := range []string{"2 pending permission requests", "name the one",
-		p1.RequestID + " asks for Bash: kaimon permit a1b2 " + p1.RequestID + " deny",
+		p1.RequestID + " asks for Bash: rm -rf x: kaimon permit a1b2 " + p1.RequestID + " deny",
 		p2.RequestID + " asks for Bash: ls: kaimon permit a1b2 " + p2.RequestID + " deny"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("the refusal %q does not say %q", err, s)
@@ -324,5 +324,25 @@ func TestPermitTheOnePending(t *testing.T) {
 	}
 	if evs := r.rec.all(); len(evs) != 4 || evs[3].RequestID != p2.RequestID || evs[3].Decision != "allow" {
 		t.Fatalf("events %+v", evs)
+	}
+}
+
+// What a pending request asks for reads as a person would say it: the
+// title when it says more than the tool's name, else the tool and what
+// its input does, else its input.
+func TestAsks(t *testing.T) {
+	for _, tc := range []struct {
+		title, input, want string
+	}{
+		{"git push origin main", `{"command":"git push origin main"}`, "git push origin main"},
+		{"Bash", `{"command":"git commit -m  \"x\"\n--amend","description":"Commit"}`, `Bash: git commit -m "x" --amend`},
+		{"", `{"file_path":"/etc/hosts","content":"x"}`, "Write: /etc/hosts"},
+		{"", `{"other":1}`, `Write {"other":1}`},
+		{"", ``, "Write"},
+	} {
+		call := event.ToolCall{Title: tc.title, RawInput: json.RawMessage(tc.input)}
+		if got := asks(&call, map[bool]string{true: "Bash", false: "Write"}[tc.title == "Bash"]); got != tc.want {
+			t.Errorf("asks(%q, %s) = %q, want %q", tc.title, tc.input, got, tc.want)
+		}
 	}
 }

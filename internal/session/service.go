@@ -500,7 +500,11 @@ func (m *Manager) List(ctx context.Context, a *verbs.ListArgs) (*verbs.ListResul
 		if ag.state() == "" {
 			continue // reserved by an open still being checked
 		}
-		res.Agents = append(res.Agents, verbs.ListEntry{AgentID: ag.id, AgentStatus: ag.statusObj()})
+		st := ag.statusObj()
+		if a.Waiting && len(st.PendingPermissions) == 0 {
+			continue
+		}
+		res.Agents = append(res.Agents, verbs.ListEntry{AgentID: ag.id, AgentStatus: st})
 		wts[ag.id] = ag.worktree()
 	}
 	sort.Slice(res.Agents, func(i, j int) bool {

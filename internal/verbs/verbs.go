@@ -548,7 +548,11 @@ type SetModelArgs struct {
 	Model   string `json:"model"`
 }
 
-type ListArgs struct{}
+type ListArgs struct {
+	// Waiting lists only the agents waiting on a person: a pending
+	// permission request.
+	Waiting bool `json:"waiting,omitempty"`
+}
 
 type InterruptArgs struct {
 	AgentID string `json:"agent_id"`
@@ -1037,6 +1041,8 @@ var All = []*Verb{
 		Returns: `{"agents": [ …status… ]}; across hosts (kaimon list --all-hosts, and kaimon mcp with hosts configured) each agent also carries "host" and its agent_id is qualified as HOST/ID (bare on local), ` +
 			`and "hosts": [{"host", "agents", "error"}] says what each host answered: its number of agents, or the error of a host that could not be asked, whose agents are then missing.`,
 		Example: "kaimon list --json | jq -r '.agents[].agent_id'",
+		Args: []Arg{{Name: "waiting", Type: TBoolean, Default: false,
+			Doc: "Only the agents waiting on a person: those with a pending permission request, which their pending_permissions name (an inbox)."}},
 	}, func(s Service) func(context.Context, *ListArgs) (*ListResult, error) { return s.List }),
 	verb(Verb{
 		Name: "agent_interrupt", CLI: "interrupt", Destructive: true, Positional: []string{"agent_id"},
