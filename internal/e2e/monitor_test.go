@@ -167,6 +167,21 @@ func TestMonitor(t *testing.T) {
 		return !strings.Contains(s, "history "+live) && strings.Contains(s, "STATUS") && row(s, dead) != ""
 	})
 
+	// s types a turn for the selected agent and sends it; i interrupts
+	// it: the row works, then the turn ends cancelled.
+	tm.keys("s")
+	tm.waitScreen("the turn prompt", func(s string) bool { return strings.Contains(s, "turn for "+live+" (enter sends") })
+	tm.keys(fakeapi.TriggerHold, "Enter")
+	tm.waitScreen("the sent turn working", func(s string) bool {
+		return strings.Contains(s, "sent turn 4 to "+live) && strings.Contains(row(s, live), "working") && strings.Contains(s, strings.TrimSpace(fakeapi.HoldFirst))
+	})
+	tm.keys("i")
+	s = tm.waitScreen("the turn interrupted", func(s string) bool {
+		return strings.Contains(s, "interrupted "+live) && strings.Contains(s, "■ turn 4 cancelled") && strings.Contains(row(s, live), "idle")
+	})
+	t.Logf("the monitor after s and i:\n%s", s)
+	tm.keys("Escape") // the notice goes; the key line is back
+
 	// A smaller window: the layout redraws within 80 columns, header,
 	// rows and key line still there. (The key line is part of what is
 	// waited for: until the monitor redraws, tmux shows the old frame

@@ -412,12 +412,13 @@ func (m *Model) list() tea.Cmd {
 	}
 }
 
-// restale marks the rows whose daemon cannot be reached: every row when
-// the monitor's one daemon is gone, a host's rows when that host is.
+// restale marks the live rows whose daemon cannot be reached: every one
+// when the monitor's one daemon is gone, a host's when that host is.
 func (m *Model) restale() {
 	for _, a := range m.agents {
 		host, _, qualified := fleet.SplitID(a.AgentID)
-		a.stale = qualified && m.down[host] != "" || !qualified && !m.connected && m.downErr != ""
+		gone := qualified && m.down[host] != "" || !qualified && !m.connected && m.downErr != ""
+		a.stale = gone && a.AgentStatus.Status != apitype.Dead // a dead agent stays dead
 	}
 }
 
