@@ -346,12 +346,14 @@ func TestMonitorPermission(t *testing.T) {
 		t.Fatalf("monitor --once while a permission is pending:\n%s", once)
 	}
 	tm.keys("p")
-	tm.waitScreen("the answer prompt", func(s string) bool { return strings.Contains(s, "a=allow d=deny") })
+	s := tm.waitScreen("the answer prompt", func(s string) bool { return strings.Contains(s, "a=allow d=deny") })
+	t.Logf("the monitor asking:\n%s", s)
 	tm.keys("a")
-	tm.waitScreen("the turn over", func(s string) bool {
+	s = tm.waitScreen("the turn over", func(s string) bool {
 		return strings.Contains(row(s, id), "idle") && strings.Contains(s, "allowed by user") &&
 			strings.Contains(s, "✓ turn "+turn+" end_turn")
 	})
+	t.Logf("the monitor answered:\n%s", s)
 	if out := e.ok("output", id, "--turn", turn); out != "Tool said: hi-from-bash\n. Done." {
 		t.Fatalf("the allowed tool turn's output = %q", out)
 	}
