@@ -112,7 +112,13 @@ func TestFleetPlaygroundScript(t *testing.T) {
 	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "kaimon-fleet-playground.*"))
 	r := runScriptIn(t, scriptEnv(t, home), `command -v kaimon
 for i in 1 2 3; do id=$(kaimon --host any open --model "$PLAY_MODEL" "$PLAY_ANY" </dev/null) && echo "opened $id" && ids="$ids $id"; done
-for id in $ids; do kaimon close "$id" </dev/null; done
+for i in 1 2 3; do id=$(kaimon --host any open "$PLAY_ANY" </dev/null) && waiters="$waiters $id" && kaimon send "$id" "run command: touch /tmp/inbox-$i-$$" </dev/null >/dev/null; done
+for n in $(seq 120); do [ "$(kaimon list --waiting --all-hosts </dev/null | grep -c 'kaimon permit')" = 3 ] && break; sleep 0.5; done
+echo "--- inbox"
+kaimon list --waiting --all-hosts </dev/null
+echo "--- end of inbox"
+for id in $waiters; do kaimon permit "$id" deny </dev/null; done
+for id in $ids $waiters; do kaimon close "$id" </dev/null; done
 exit
 `, 15*time.Minute, "fleet-playground.sh")
 	if r.code != 0 || strings.Contains(r.stderr, "the tear-down failed") {
@@ -132,6 +138,18 @@ exit
 	slices.Sort(hosts)
 	if !slices.Equal(hosts, []string{"h1", "h2", "local"}) {
 		t.Errorf("three opens with --host any in $PLAY_ANY landed on %v, want one on each host:\n%s", hosts, r)
+	}
+	// The inbox across the hosts: the three claude agents, each asking to
+	// touch a file outside $PLAY_ANY, each with its permit line.
+	_, inbox, _ := strings.Cut(r.stdout, "--- inbox\n")
+	inbox, _, _ = strings.Cut(inbox, "--- end of inbox")
+	t.Logf("kaimon list --waiting --all-hosts in the fleet playground:\n%s", inbox)
+	if rows := strings.Split(strings.TrimSpace(inbox), "\n"); len(rows) != 4 || !strings.HasPrefix(rows[0], "AGENT ") ||
+		strings.Count(inbox, "Bash: touch /tmp/inbox-") != 3 || strings.Count(inbox, "kaimon permit ") != 3 {
+		t.Errorf("the inbox is not the three waiting agents:\n%s", r)
+	}
+	if strings.Count(r.stdout, "denied") != 3 {
+		t.Errorf("permit ID deny did not answer each agent's one request:\n%s", r)
 	}
 	for _, w := range []string{"$PLAY_ANY", "same path on every host", "   please be slow "} {
 		if !strings.Contains(r.stderr, w) {
