@@ -112,13 +112,7 @@ func followHosts(ctx context.Context, names []string, clientOf func(context.Cont
 	hosts := make([]follow.Host, len(names))
 	for i, name := range names {
 		hosts[i] = follow.Host{Name: name, Unreachable: mcpRetry, Gone: mcpRetry,
-			Dial: func(ctx context.Context, a follow.Attempt) (*follow.Follower, error) {
-				cl, err := clientOf(ctx, name)
-				if err != nil {
-					return nil, err
-				}
-				return follow.Remote(ctx, cl, "agent:", follow.RemoteOptions{Since: a.Since})
-			}}
+			Dial: follow.RemoteDial(func(ctx context.Context) (*client.Client, error) { return clientOf(ctx, name) }, "agent:")}
 	}
 	return follow.Merge(ctx, hosts, follow.Sink{
 		Emit: func(host string, e *follow.Envelope) error {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,30 +22,28 @@ import (
 // connection and resumes each agent by seq. This machine keeps the bus
 // (follow.Dial), which costs no request and no copy through a socket.
 //
-// `tail --all-hosts` runs one follower per host (this machine and every
-// configured one) into one printer, under one lock, so that lines are
-// never interleaved; plain output stays bytes passed through, with the
-// host's field put in front of each envelope's and its agent id
-// qualified, without decoding it.
+// `tail --all-hosts` merges one follower per host (this machine and every
+// configured one) into one printer (follow.Merge, which hands it one
+// envelope at a time, so that lines are never interleaved); plain output
+// stays bytes passed through, with the host's field put in front of each
+// envelope's and its agent id qualified, without decoding it
+// (follow.Envelope.AppendHosted).
 
 // tailHost is one host of a tail: its name, and how a merged stream marks
 // its envelopes.
 type tailHost struct {
 	name string // fleet.Local or a configured host's name
-	// tag is what a merged stream puts in place of each envelope's
-	// opening brace: {"host":"NAME", ; nil in a stream of one host, whose
-	// envelopes are passed on as they are.
-	tag []byte
+	// merged says the stream is of many hosts: each envelope says its
+	// host; in a stream of one, they are passed on as they are.
+	merged bool
 	// qual is what qualifies the host's agent ids in a merged stream
 	// (NAME/, as fleet.Qualify: none on this machine).
 	qual string
 }
 
 func newTailHost(name string, merged bool) *tailHost {
-	h := &tailHost{name: name}
+	h := &tailHost{name: name, merged: merged}
 	if merged {
-		b, _ := json.Marshal(name)
-		h.tag = append(append([]byte(`{"host":`), b...), ',')
 		h.qual = fleet.Qualify(name, "x")
 		h.qual = h.qual[:len(h.qual)-1]
 	}
@@ -66,7 +63,7 @@ func (h *tailHost) shown(agent string) string {
 // always, this machine's as local/ID (which routes as any qualified id),
 // so that every line says where it comes from.
 func (h *tailHost) pretty(agent string) string {
-	if h == nil || h.tag == nil {
+	if h == nil || !h.merged {
 		return agent
 	}
 	return h.name + "/" + agent
@@ -227,8 +224,9 @@ func (p *tailPrinter) emitFrom(h *tailHost, e *follow.Envelope) error {
 // asked again from 1 s, doubling up to 30 s (each attempt may cost an ssh
 // connect timeout), and may start the host's daemon, as the tail's first
 // attempt did; this machine's daemon gone away is looked for every second
-// (a Ping on a local socket is cheap, and so the agents a new daemon opens
-// are joined from their start) and never started: a tail is no reason to.
+// (a Ping on a local socket is cheap) and never started: a tail is no
+// reason to. Rejoined, each agent seen before resumes where it was, and
+// one opened meanwhile from its start (follow.Merge).
 var (
 	tailUnreachable = follow.Retry{Every: time.Second, Max: 30 * time.Second, Start: true}
 	tailLocalGone   = follow.Retry{Every: time.Second}
@@ -296,12 +294,12 @@ func runTailAll(ctx context.Context, o *tailOptions, f *fleet.Fleet) error {
 // on this machine (its daemon started if a allows, else only asked), GET
 // /v1/events through ssh elsewhere, resumed where a says.
 func dialTail(ctx context.Context, f *fleet.Fleet, name, ch string, a follow.Attempt) (*follow.Follower, error) {
+	if !fleet.IsLocal(name) {
+		return follow.RemoteDial(func(ctx context.Context) (*client.Client, error) { return f.Client(ctx, name) }, ch)(ctx, a)
+	}
 	cl, err := f.Client(ctx, name)
 	if err != nil {
 		return nil, err
-	}
-	if !fleet.IsLocal(name) {
-		return follow.Remote(ctx, cl, ch, follow.RemoteOptions{Since: a.Since, Broke: a.Broke, Mended: a.Mended})
 	}
 	if a.Start {
 		_, err = cl.Up(ctx)

@@ -17,7 +17,7 @@ import (
 // host's qualified, one line each.
 func TestTailHostWrite(t *testing.T) {
 	t.Parallel()
-	env := &event.Envelope{Kind: event.AssistantText, Turn: 2, Data: json.RawMessage(`{"delta":true,"content":{"type":"text","text":"hi"}}`),
+	env := &event.Envelope{Kind: event.AssistantText, Turn: 2, Data: json.RawMessage(`{"delta":true,"content":{"type":"text","text":"\"agent_id\":\"x\""}}`),
 		AgentID: "a1", Seq: 7}
 	e, err := follow.Encode(env)
 	if err != nil {
@@ -33,6 +33,9 @@ func TestTailHostWrite(t *testing.T) {
 	p.flush()
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 	for i, tc := range []struct{ host, agent string }{{"local", "a1"}, {"h1", "h1/a1"}} {
+		if i >= len(lines) || !strings.HasPrefix(lines[i], `{"host":"`+tc.host+`","kind":`) {
+			t.Fatalf("host %s: %q, want the host's field first", tc.host, b.String())
+		}
 		var got struct {
 			Host string `json:"host"`
 			event.Envelope

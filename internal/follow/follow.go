@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/kaimon/kaimon/internal/bus"
@@ -62,13 +63,16 @@ func (e *Envelope) AppendHosted(dst []byte, host, agent string) ([]byte, error) 
 	if err := json.Unmarshal(e.Raw, &m); err != nil {
 		return dst, fmt.Errorf("envelope of agent %s seq %d: %w", e.Agent, e.Seq, err)
 	}
-	m["host"], _ = json.Marshal(host)
+	delete(m, "host") // a host field there already is replaced, first
 	m["agent_id"], _ = json.Marshal(agent)
 	b, err := json.Marshal(m)
 	if err != nil {
 		return dst, err
 	}
-	return append(dst, b...), nil
+	dst = append(dst, `{"host":`...)
+	dst = appendString(dst, host)
+	dst = append(dst, ',')
+	return append(dst, b[1:]...), nil
 }
 
 // appendString appends s as a JSON string: between quotes as it is when
@@ -253,12 +257,15 @@ func (f *Follower) Skip(agent string) (uint64, error) {
 }
 
 // Lasts returns, for each agent the follower has handed on an envelope
-// of (or started with Skip or Replay), the seq it is at: where a follow of
-// the same daemon begun anew resumes that agent (Replay) after a break.
-// Call it before Close, which lets the joins go. Without a Log it knows
-// only the agents it kept for Lost.
+// of (or started with Skip or Replay, or its source started: Remote's
+// agents), the seq it is at: where a follow of the same daemon begun anew
+// resumes that agent (Replay, or RemoteOptions.Since) after a break. Call
+// it before Close, which lets the joins go.
 func (f *Follower) Lasts() map[string]uint64 {
 	out := map[string]uint64{}
+	if s, ok := f.src.(interface{ lasts() map[string]uint64 }); ok {
+		maps.Copy(out, s.lasts())
+	}
 	for a, seq := range f.starts {
 		out[a] = seq
 	}
@@ -327,13 +334,12 @@ func (f *Follower) take(raw []byte) error {
 		if e.Seq == 0 {
 			return f.emit(e) // the stream's note, not the agent's event
 		}
-		if f.Lost != nil {
-			// The source joined already: what it skipped was lost.
-			if last, seen := f.lasts[name]; !seen || e.Seq > last {
-				f.lasts[name] = e.Seq
-				if seen && e.Seq > last+1 && !event.Renumbered(e.Kind, e.Data) {
-					f.Lost(name, last+1, e.Seq-1, int(e.Seq-last-1))
-				}
+		// The source joined already: what it skipped was lost. Each
+		// agent's last seq is kept either way, for Lasts.
+		if last, seen := f.lasts[name]; !seen || e.Seq > last {
+			f.lasts[name] = e.Seq
+			if f.Lost != nil && seen && e.Seq > last+1 && !event.Renumbered(e.Kind, e.Data) {
+				f.Lost(name, last+1, e.Seq-1, int(e.Seq-last-1))
 			}
 		}
 		return f.emit(e)

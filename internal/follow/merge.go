@@ -3,7 +3,6 @@ package follow
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -27,9 +26,11 @@ type Retry struct {
 	// Every is the wait before the first attempt; each next wait doubles,
 	// up to Max (a Max at most Every: every Every, a steady poll).
 	Every, Max time.Duration
-	// Start lets an attempt start the host's daemon (Attempt.Start). A
-	// tail that the person just asked for may start this machine's; once
-	// that daemon was stopped, a tail is no reason to start it again.
+	// Start lets an attempt start this machine's daemon (Attempt.Start):
+	// a tail that the person just asked for may start it; once it was
+	// stopped, a tail is no reason to start it again. (Another host's
+	// daemon is started by its ssh dial-stdio whenever it is reached, as
+	// for any command: RemoteDial does not read it.)
 	Start bool
 }
 
@@ -159,25 +160,58 @@ var ErrEnded = errors.New("every host's stream ended")
 
 // Merge follows hosts, reached in parallel, into s until ctx ends (nil),
 // s fails (its error), NeedOne finds no host answering (their errors
-// joined), or every host's follow ended (ErrEnded). A host lost — not
+// joined), or every host's follow ended (ErrEnded). Each host is followed
+// as soon as it answers, whatever the others do; a host lost — not
 // reached, or its source gone — is tried again in the background as its
 // Retry says while the others go on.
 func Merge(ctx context.Context, hosts []Host, s Sink) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := &merge{s: s, cancel: cancel}
-	fws := make([]*Follower, len(hosts))
-	errs := make([]error, len(hosts))
+	// goOn is closed once the hosts may be followed: at once, or with
+	// NeedOne, when one host has answered. Until then a host that did not
+	// answer says nothing: the merge may yet give up.
+	goOn := make(chan struct{})
+	type first struct {
+		i   int
+		err error
+	}
+	firsts := make(chan first, len(hosts))
 	var wg sync.WaitGroup
 	for i, h := range hosts {
-		wg.Go(func() { fws[i], errs[i] = m.dial(ctx, h, Attempt{Start: h.Unreachable.Start}) })
+		wg.Go(func() {
+			fw, err := m.dial(ctx, h, Attempt{Start: h.Unreachable.Start})
+			firsts <- first{i, err}
+			select {
+			case <-goOn:
+			case <-ctx.Done():
+				if fw != nil {
+					fw.Close()
+				}
+				return
+			}
+			m.follow(ctx, h, fw, err)
+		})
 	}
-	wg.Wait()
-	if s.NeedOne && len(hosts) > 0 && !slices.Contains(errs, nil) {
-		return errors.Join(errs...)
-	}
-	for i, h := range hosts {
-		wg.Go(func() { m.follow(ctx, h, fws[i], errs[i]) })
+	if !s.NeedOne || len(hosts) == 0 {
+		close(goOn)
+	} else {
+		errs := make([]error, len(hosts))
+		failed := 0
+		for range hosts {
+			f := <-firsts
+			if f.err == nil {
+				break
+			}
+			errs[f.i] = f.err
+			failed++
+		}
+		if failed == len(hosts) {
+			cancel()
+			wg.Wait()
+			return errors.Join(errs...) // in the hosts' order
+		}
+		close(goOn)
 	}
 	wg.Wait()
 	switch {
@@ -229,8 +263,12 @@ func (m *merge) dial(ctx context.Context, h Host, a Attempt) (*Follower, error) 
 			return nil
 		}
 	}
-	// One host's unreadable log must not end the others' streams.
+	// One host's unreadable log must not end the others' streams; the
+	// consumer's failure while the log filled a gap does end them.
 	fw.LogError = func(agent string, err error) error {
+		if errors.As(err, new(*sinkError)) {
+			return err
+		}
 		m.note(Note{Host: h.Name, Kind: LogError, Agent: agent, Err: err})
 		return nil
 	}
@@ -298,7 +336,10 @@ func (m *merge) run(ctx context.Context, h Host, fw *Follower, since map[string]
 		}
 		return nil
 	}
-	if fw.Log != nil {
+	if fw.Log != nil && since != nil {
+		// Rejoined: an agent first seen live now appeared while the host
+		// was away, and all of its log is new to the consumer.
+		fw.FromStart = true
 		for agent, seq := range since {
 			err := fw.Replay(agent, seq, emit)
 			switch {

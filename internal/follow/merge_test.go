@@ -1,6 +1,7 @@
 package follow
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,9 @@ func TestAppendHosted(t *testing.T) {
 			t.Fatalf("%s: dst's bytes not kept", got)
 		}
 		got = got[1:]
+		if !bytes.HasPrefix(got, []byte(`{"host":`)) {
+			t.Fatalf("hosted %s: the host's field is not first", got)
+		}
 		var want, have map[string]any
 		if err := json.Unmarshal(e.Raw, &want); err != nil {
 			t.Fatal(err)
@@ -387,5 +391,87 @@ func BenchmarkAppendHosted(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A host is followed as soon as it answers: one whose first attempt hangs
+// (an ssh connect to a link that is down) holds back no other.
+func TestMergeDoesNotWaitForTheSlowest(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	up := newChanSource()
+	hosts := []Host{
+		{Name: "up", Unreachable: Retry{Every: time.Hour}, Dial: func(context.Context, Attempt) (*Follower, error) { return New(up), nil }},
+		{Name: "slow", Unreachable: Retry{Every: time.Hour}, Dial: func(ctx context.Context, _ Attempt) (*Follower, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}},
+	}
+	for _, needOne := range []bool{false, true} {
+		up = newChanSource()
+		r := newRecorder()
+		s := r.sink()
+		s.NeedOne = needOne
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- Merge(ctx, hosts, s) }()
+		up.send(t, status("a1", 1))
+		r.until(t, fmt.Sprintf("up's envelope while slow dials (NeedOne %v)", needOne), func() bool { return len(r.seqs["up/a1"]) == 1 })
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("NeedOne %v: %v", needOne, err)
+		}
+	}
+}
+
+// The consumer failing while a log fills a gap of the live stream ends
+// the merge with its error: it is no fault of the host's log to tell and
+// go on from.
+func TestMergeSinkErrorDuringGapFill(t *testing.T) {
+	dir := t.TempDir()
+	logOf := func(agent string) string { return filepath.Join(dir, agent+".events.jsonl") }
+	w, _, err := eventlog.Open(logOf("a1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := uint64(1); seq <= 3; seq++ {
+		r := status("a1", seq).Record()
+		w.Append(&r)
+	}
+	w.Close()
+	src := newChanSource()
+	h := Host{Name: "local", Dial: func(context.Context, Attempt) (*Follower, error) {
+		f := New(src)
+		f.Log, f.FromStart = logOf, true
+		return f, nil
+	}}
+	full := errors.New("broken pipe")
+	var notes []Note
+	s := Sink{Emit: func(string, *Envelope) error { return full }, Note: func(n Note) { notes = append(notes, n) }}
+	done := make(chan error, 1)
+	go func() { done <- Merge(t.Context(), []Host{h}, s) }()
+	src.send(t, status("a1", 3)) // 1 and 2 come from the log first: the emit of 1 fails
+	if err := <-done; !errors.Is(err, full) {
+		t.Fatalf("Merge = %v, want the consumer's error", err)
+	}
+	for _, n := range notes {
+		if n.Kind == LogError {
+			t.Fatalf("the consumer's error told as the log's: %+v", n)
+		}
+	}
+}
+
+// A follower without a log (a remote stream) knows where each agent it
+// handed on is, Lost hook or not: what a rejoin resumes from.
+func TestLastsWithoutALog(t *testing.T) {
+	src := &fakeSource{batch: 1}
+	for _, seq := range []uint64{4, 5} {
+		raw, _ := event.AppendEnvelope(nil, status("a1", seq))
+		src.bodies = append(src.bodies, raw)
+	}
+	f := New(src)
+	f.Run(t.Context(), func(*Envelope) error { return nil })
+	if got := f.Lasts(); got["a1"] != 5 {
+		t.Fatalf("Lasts = %v, want a1 at 5", got)
 	}
 }

@@ -78,6 +78,22 @@ func Remote(ctx context.Context, cl *client.Client, channel string, opts RemoteO
 	return New(s), nil
 }
 
+// RemoteDial is a Host's Dial for a daemon followed through its control
+// API's stream (Remote): another host's through ssh, or this machine's
+// when the bus is not wanted (kaimon mcp). clientOf reaches the daemon (a
+// fleet's client, whose first exchange may start the daemon there, as any
+// command's does); each attempt resumes the agents where Attempt.Since
+// says, and tells the merge of the stream's breaks and mends.
+func RemoteDial(clientOf func(context.Context) (*client.Client, error), channel string) func(context.Context, Attempt) (*Follower, error) {
+	return func(ctx context.Context, a Attempt) (*Follower, error) {
+		cl, err := clientOf(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return Remote(ctx, cl, channel, RemoteOptions{Since: a.Since, Broke: a.Broke, Mended: a.Mended})
+	}
+}
+
 // remoteSource is GET /v1/events as a Source that reconnects: it tracks
 // the last seq it handed on per agent, resumes after it, and drops what it
 // already handed on.
@@ -181,6 +197,16 @@ func (s *remoteSource) opened(w *client.Watcher) {
 		}
 	}
 	s.q.History = true
+}
+
+// lasts is where each agent of the stream is (Follower.Lasts): the last
+// seq handed on, or where the stream started it.
+func (s *remoteSource) lasts() map[string]uint64 {
+	out := make(map[string]uint64, len(s.last))
+	for id, seq := range s.last {
+		out[id] = *seq
+	}
+	return out
 }
 
 func (s *remoteSource) Ready() bool { return s.w != nil && s.w.Ready() }

@@ -167,13 +167,7 @@ func followHosts(ctx context.Context, f *fleet.Fleet, names []string, send func(
 			continue
 		}
 		hosts[i] = follow.Host{Name: name, Unreachable: remoteRetry, Gone: remoteRetry,
-			Dial: func(ctx context.Context, a follow.Attempt) (*follow.Follower, error) {
-				cl, err := f.Client(ctx, name)
-				if err != nil {
-					return nil, err
-				}
-				return follow.Remote(ctx, cl, "agent:", follow.RemoteOptions{Since: a.Since, Broke: a.Broke, Mended: a.Mended})
-			}}
+			Dial: follow.RemoteDial(func(ctx context.Context) (*client.Client, error) { return f.Client(ctx, name) }, "agent:")}
 	}
 	feed(ctx, hosts, true, send)
 }

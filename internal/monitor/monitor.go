@@ -255,7 +255,7 @@ func (q quitOnFeedPanic) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // an ssh connection that may start the daemon there, as any command's.
 var (
 	localRetry  = follow.Retry{Every: 500 * time.Millisecond}
-	remoteRetry = follow.Retry{Every: 500 * time.Millisecond, Max: 10 * time.Second, Start: true}
+	remoteRetry = follow.Retry{Every: 500 * time.Millisecond, Max: 10 * time.Second}
 )
 
 // busHost is host name (this machine's daemon) as the monitor follows it:
@@ -279,31 +279,58 @@ func busHost(name string, clientOf func(context.Context) (*client.Client, error)
 
 // feed follows hosts into the model until ctx ends. qualified says the
 // model shows several hosts: each envelope's agent id is then qualified
-// with its host (local/ID for this machine's).
+// with its host (local/ID for this machine's). The merge hands envelopes
+// on in goroutines of its own: a panic there is caught and raised again
+// here, in feed's goroutine, which runProgram guards (the terminal is
+// restored, and the panic is an error).
 func feed(ctx context.Context, hosts []follow.Host, qualified bool, send func(tea.Msg)) {
-	follow.Merge(ctx, hosts, follow.Sink{
-		Emit: func(host string, e *follow.Envelope) error {
-			env, err := e.Decode()
-			if err != nil {
-				return nil // not for the monitor to stop on
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	panicked := make(chan any, 1)
+	guard := func() {
+		if r := recover(); r != nil {
+			select {
+			case panicked <- r:
+			default:
 			}
-			if qualified {
-				env.AgentID = qualify(host, env.AgentID)
-			}
-			send(EnvelopeMsg{Env: *env})
-			return nil
-		},
-		Note: func(n follow.Note) {
-			switch n.Kind {
-			case follow.Connected:
-				send(ConnectedMsg{Host: n.Host})
-			case follow.Unreachable, follow.Gone, follow.Ended:
-				send(DisconnectedMsg{Host: n.Host, Err: fleet.Cause(n.Err)})
-			case follow.Broke:
-				if n.Attempt == 1 {
-					send(DisconnectedMsg{Host: n.Host, Err: fleet.Cause(n.Err)})
+			cancel()
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		follow.Merge(ctx, hosts, follow.Sink{
+			Emit: func(host string, e *follow.Envelope) error {
+				defer guard()
+				env, err := e.Decode()
+				if err != nil {
+					return nil // not for the monitor to stop on
 				}
-			}
-		},
-	})
+				if qualified {
+					env.AgentID = qualify(host, env.AgentID)
+				}
+				send(EnvelopeMsg{Env: *env})
+				return nil
+			},
+			Note: func(n follow.Note) {
+				defer guard()
+				switch n.Kind {
+				case follow.Connected:
+					send(ConnectedMsg{Host: n.Host})
+				case follow.Unreachable, follow.Gone, follow.Ended:
+					send(DisconnectedMsg{Host: n.Host, Err: fleet.Cause(n.Err)})
+				case follow.Broke:
+					if n.Attempt == 1 {
+						send(DisconnectedMsg{Host: n.Host, Err: fleet.Cause(n.Err)})
+					}
+				}
+			},
+		})
+	}()
+	<-done
+	select {
+	case r := <-panicked:
+		panic(r)
+	default:
+	}
 }

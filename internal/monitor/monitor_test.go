@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/colorprofile"
 	"github.com/creack/pty"
+
+	"github.com/kaimon/kaimon/internal/follow"
 )
 
 // crashModel panics in Update when it sees crash, and quits on tea.QuitMsg
@@ -74,6 +77,30 @@ func TestRunProgramPanicInFeedIsAnError(t *testing.T) {
 		t.Fatalf("a panic while following gave %v, want an error naming it", err)
 	}
 }
+
+// The merge hands envelopes on in goroutines of its own: a panic there
+// is still the monitor's error, the terminal restored.
+func TestRunProgramPanicInTheMergeIsAnError(t *testing.T) {
+	host := follow.Host{Name: "", Dial: func(context.Context, follow.Attempt) (*follow.Follower, error) {
+		return follow.New(&blockingSource{closed: make(chan struct{})}), nil
+	}}
+	err := runWithin(t, context.Background(), crashModel{}, func(ctx context.Context, _ func(tea.Msg)) {
+		feed(ctx, []follow.Host{host}, false, func(tea.Msg) { panic("boom in the merge") })
+	})
+	if err == nil || !strings.Contains(err.Error(), "boom in the merge") {
+		t.Fatalf("a panic in the merge's goroutine gave %v, want an error naming it", err)
+	}
+}
+
+// blockingSource has nothing until it is closed.
+type blockingSource struct {
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (s *blockingSource) Next() ([]byte, error) { <-s.closed; return nil, io.EOF }
+func (s *blockingSource) Ready() bool           { return false }
+func (s *blockingSource) Close() error          { s.once.Do(func() { close(s.closed) }); return nil }
 
 func TestRunProgramInterruptedIsNormal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
