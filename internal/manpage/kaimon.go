@@ -5,6 +5,9 @@ import (
 	"strings"
 )
 
+// exitAbout opens kaimon(1)'s EXIT STATUS.
+const exitAbout = "With --json an error is written to stderr as the API's JSON error object {\"error\": \"...\", \"code\": \"...\"}."
+
 // source is the .TH footer's source field: no version, so that a page
 // does not change with every build.
 const source = "kaimon"
@@ -48,8 +51,9 @@ func Kaimon(app App) string {
 	writeFiles(&r)
 
 	r.sh("EXIT STATUS")
+	r.line(exitAbout)
 	for _, e := range app.ExitCodes {
-		r.item(fmt.Sprint(e.Code), e.Meaning)
+		r.item(fmt.Sprint(e.Code), e.Text())
 	}
 
 	r.sh("EXAMPLES")
