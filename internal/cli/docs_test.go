@@ -16,6 +16,7 @@ import (
 
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/manpage"
+	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -31,12 +32,17 @@ func manPages() map[string]string {
 	}
 }
 
-// generated returns the files made from the command tree: the man pages and
+// generated returns the files made from the command tree: the man pages,
+// the same pages in Markdown (docs/reference, for a reader on the web) and
 // the shell completions. They are committed so that packagers and people
 // without the binary have them; this test fails when they are stale.
 func generated(t *testing.T) map[string]string {
 	app := NewApp()
 	out := manPages()
+	for file, text := range manpage.Reference(Manual(app)) {
+		out["docs/reference/"+file] = text
+	}
+	out["docs/reference/fakeapi-phrases.md"] = fakeapi.PhrasesMarkdown()
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		s, err := Completion(app, sh)
 		if err != nil {

@@ -72,14 +72,14 @@ func configKeys() []string {
 	return keys
 }
 
-func writeFiles(r *roff) {
+func writeFiles(r page) {
 	r.sh("FILES")
 	for _, f := range files() {
 		r.item(f.path, f.doc)
 	}
 }
 
-func writeEnv(r *roff, readers ...string) {
+func writeEnv(r page, readers ...string) {
 	r.sh("ENVIRONMENT")
 	r.prose("A relative path in a variable is taken from the directory of the program that reads it: " +
 		"kaimon-agentd makes its own absolute against the directory it is started in, then works in /. " +
