@@ -15,11 +15,13 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -1070,7 +1072,7 @@ var All = []*Verb{
 		Doc: "Allows or denies a tool call an agent is waiting on: its pending permission request request_id, " +
 			"as agent_status lists it (pending_permissions) and as the permission event on agent:<id> names it (data.requestId). " +
 			"Without request_id it answers the agent's one pending request, and refuses, listing them, when there are several. " +
-			"A request nobody answers is denied after the daemon's permission timeout (permission_timeout in the config file, default 300 seconds). " +
+			"A request nobody answers is denied after the daemon's permission timeout (permission_timeout in the config file, default " + strconv.Itoa(config.DefaultPermissionTimeout) + " seconds). " +
 			"With always, the answer also holds for every later request of the same tool by this agent. Another permission event, carrying the decision, follows.",
 		Returns: `{"permitted": bool}`,
 		Example: "kaimon permit $id allow\nkaimon permit $id \"$request_id\" deny --always",
