@@ -42,6 +42,7 @@ func generated(t *testing.T) map[string]string {
 	for file, text := range manpage.Reference(Manual(app)) {
 		out["docs/reference/"+file] = text
 	}
+	out["docs/reference/verbs.md"] = manpage.Verbs()
 	out["docs/reference/fakeapi-phrases.md"] = fakeapi.PhrasesMarkdown()
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		s, err := Completion(app, sh)
