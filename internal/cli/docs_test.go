@@ -18,6 +18,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/manpage"
@@ -463,5 +464,25 @@ func TestGuidesStateTheDefaults(t *testing.T) {
 		if !strings.Contains(strings.Join(strings.Fields(pages[c.page]), " "), c.says) {
 			t.Errorf("%s does not say %q, as the code has it", c.page, c.says)
 		}
+	}
+}
+
+// The README's table of the agents kaimon drives has a row for each
+// built-in ACP agent of agentbin's catalogue, in its order: an agent added
+// there and not to the table fails here.
+func TestREADMENamesEveryAgent(t *testing.T) {
+	t.Parallel()
+	readme := docFiles(t)["README.md"]
+	_, table, ok := strings.Cut(readme, "| model string | agent |")
+	if !ok {
+		t.Fatal("README.md has no table of the agents it drives")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	var listed []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `acp:([a-z]+)\\[:MODEL\\]`").FindAllStringSubmatch(table, -1) {
+		listed = append(listed, m[1])
+	}
+	if !slices.Equal(listed, agentbin.ACPNames) {
+		t.Errorf("README.md's table lists the ACP agents %v, internal/agentbin %v", listed, agentbin.ACPNames)
 	}
 }
