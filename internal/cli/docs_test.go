@@ -373,20 +373,6 @@ func docFiles(t *testing.T) map[string]string {
 	return out
 }
 
-// headingAnchor is the fragment GitHub gives a heading.
-func headingAnchor(h string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(h) {
-		switch {
-		case r == ' ' || r == '-':
-			b.WriteRune('-')
-		case r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
 // Every link of the README and docs/ to a file of the repository leads
 // to one, and one with a #fragment to a heading of it: the README's
 // sections moved into docs/, and a link left pointing where a section was
@@ -403,7 +389,7 @@ func TestDocsLinks(t *testing.T) {
 				fence = !fence
 			}
 			if h, ok := strings.CutPrefix(strings.TrimLeft(l, "#"), " "); ok && !fence && strings.HasPrefix(l, "#") {
-				anchors[path][headingAnchor(h)] = true
+				anchors[path][manpage.Anchor(h)] = true
 			}
 		}
 	}

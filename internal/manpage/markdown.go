@@ -79,14 +79,14 @@ func (m *markdown) sh(name string) {
 	name = sentenceCase(name)
 	m.block()
 	m.inItem = false
-	m.toc = append(m.toc, fmt.Sprintf("- [%s](#%s)", name, anchor(name)))
+	m.toc = append(m.toc, fmt.Sprintf("- [%s](#%s)", name, Anchor(name)))
 	fmt.Fprintf(&m.b, "## %s\n\n", name)
 }
 
 func (m *markdown) ss(name string) {
 	m.block()
 	m.inItem = false
-	m.toc = append(m.toc, fmt.Sprintf("  - [%s](#%s)", name, anchor(name)))
+	m.toc = append(m.toc, fmt.Sprintf("  - [%s](#%s)", name, Anchor(name)))
 	fmt.Fprintf(&m.b, "### %s\n\n", name)
 }
 
@@ -233,9 +233,9 @@ func sentenceCase(s string) string {
 	return string(r) + strings.ToLower(s[n:])
 }
 
-// anchor is the fragment GitHub gives a heading: lower case, spaces as
+// Anchor is the fragment GitHub gives a heading: lower case, spaces as
 // hyphens, other punctuation dropped.
-func anchor(heading string) string {
+func Anchor(heading string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(heading) {
 		switch {

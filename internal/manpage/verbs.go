@@ -19,7 +19,7 @@ func Verbs() string {
 		"with the same arguments and the same JSON result (what `--json` prints). " +
 		"`kaimon schema verbs` has their JSON Schema; [kaimon(1)](kaimon.md) has each command's flags and examples.\n\n")
 	for _, v := range verbs.All {
-		fmt.Fprintf(&b, "- [%s](#%s): %s\n", v.Name, anchor(v.Name), v.Summary)
+		fmt.Fprintf(&b, "- [%s](#%s): %s\n", v.Name, Anchor(v.Name), v.Summary)
 	}
 	for _, v := range verbs.All {
 		fmt.Fprintf(&b, "\n## %s\n\n%s.\n\n", v.Name, v.Summary)
