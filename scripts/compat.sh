@@ -5,7 +5,7 @@
 # KAIMON_*_BIN at it, runs its tests, and prints one row per agent:
 # agent · package · pinned · newest · result. Not part of CI (it needs the
 # registry's newest, which CI does not pin); its last output is the
-# COMPATIBILITY table in the README.
+# Compatibility table in docs/agents.md.
 #
 # Usage: scripts/compat.sh [AGENT…]
 #   AGENT  a name of `kaimon agents` (claude is the claude CLI, acp-claude

@@ -237,7 +237,7 @@ const maxDirect = 64 << 10
 // handoff per Publish (a batch: an agent's reader publishes what one read
 // of its stdout gave, backend.BatchSink), each a wake of a thread on the
 // other core, which made the relay cost twice what a bare reader of the
-// agent's pipe costs (issue 12; see BENCHMARKS.md). It never blocks: a
+// agent's pipe costs (issue 12; see docs/perf/history.md). It never blocks: a
 // full socket leaves the rest to the writer, as before.
 func (s *subscriber) kick() {
 	if s.rc == nil || !s.claim(true) {

@@ -5,17 +5,24 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kaimon/kaimon/internal/agentbin"
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/manpage"
+	"github.com/kaimon/kaimon/internal/testutil/fakeapi"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -31,12 +38,18 @@ func manPages() map[string]string {
 	}
 }
 
-// generated returns the files made from the command tree: the man pages and
+// generated returns the files made from the command tree: the man pages,
+// the same pages in Markdown (docs/reference, for a reader on the web) and
 // the shell completions. They are committed so that packagers and people
 // without the binary have them; this test fails when they are stale.
 func generated(t *testing.T) map[string]string {
 	app := NewApp()
 	out := manPages()
+	for file, text := range manpage.Reference(Manual(app)) {
+		out["docs/reference/"+file] = text
+	}
+	out["docs/reference/verbs.md"] = manpage.Verbs()
+	out["docs/reference/fakeapi-phrases.md"] = fakeapi.PhrasesMarkdown()
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		s, err := Completion(app, sh)
 		if err != nil {
@@ -325,5 +338,137 @@ func TestDaemonStatusWhenDown(t *testing.T) {
 				t.Errorf("%s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, out.String(), msg)
 			}
 		})
+	}
+}
+
+// docFiles are the README and every page of docs/, by path from the
+// repository's root.
+func docFiles(t *testing.T) map[string]string {
+	t.Helper()
+	root := filepath.Join("..", "..")
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() && rel != "." && rel != "docs" && !strings.HasPrefix(rel, "docs"+string(filepath.Separator)) {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".md") {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			out[filepath.ToSlash(rel)] = string(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["README.md"] == "" || len(out) < 10 {
+		t.Fatalf("found %d pages of docs, README.md among them: %v", len(out), slices.Collect(maps.Keys(out)))
+	}
+	return out
+}
+
+// Every link of the README and docs/ to a file of the repository leads
+// to one, and one with a #fragment to a heading of it: the README's
+// sections moved into docs/, and a link left pointing where a section was
+// fails here.
+func TestDocsLinks(t *testing.T) {
+	t.Parallel()
+	pages := docFiles(t)
+	anchors := map[string]map[string]bool{}
+	for path, text := range pages {
+		anchors[path] = map[string]bool{}
+		fence := false
+		for _, l := range strings.Split(text, "\n") {
+			if strings.HasPrefix(l, "```") {
+				fence = !fence
+			}
+			if h, ok := strings.CutPrefix(strings.TrimLeft(l, "#"), " "); ok && !fence && strings.HasPrefix(l, "#") {
+				anchors[path][manpage.Anchor(h)] = true
+			}
+		}
+	}
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for path, text := range pages {
+		for _, m := range link.FindAllStringSubmatch(text, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, frag, _ := strings.Cut(target, "#")
+			if file == "" {
+				file = path
+			} else {
+				file = filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(path), file)))
+			}
+			if _, err := os.Stat(filepath.Join("..", "..", file)); err != nil {
+				t.Errorf("%s links to %s, which is not there", path, target)
+				continue
+			}
+			if frag != "" && !anchors[file][frag] {
+				t.Errorf("%s links to %s: %s has no heading #%s", path, target, file, frag)
+			}
+		}
+	}
+}
+
+// The README stays short: a newcomer's page, whose details are in docs/.
+func TestREADMEIsShort(t *testing.T) {
+	t.Parallel()
+	readme := docFiles(t)["README.md"]
+	if n := strings.Count(readme, "\n"); n > 200 {
+		t.Errorf("README.md has %d lines: move the details to a page of docs/ and link it", n)
+	}
+	// The exit codes are one table, in the code: a page links to it.
+	for path, text := range docFiles(t) {
+		if strings.Contains(text, "\n| 130 |") && !strings.HasPrefix(path, "docs/reference/") {
+			t.Errorf("%s keeps a table of exit codes: link docs/reference/kaimon.md#exit-status instead", path)
+		}
+	}
+}
+
+// The guides state the defaults the code has: a default changed in its
+// constant and not in the prose fails here, naming the page.
+func TestGuidesStateTheDefaults(t *testing.T) {
+	t.Parallel()
+	pages := docFiles(t)
+	for _, c := range []struct{ page, says string }{
+		{"docs/daemon.md", fmt.Sprintf("| %d s, `permission_timeout` in the config |", config.DefaultPermissionTimeout)},
+		{"docs/daemon.md", "`" + config.DefaultOllamaURL + "`"},
+		{"docs/daemon.md", "`" + config.DefaultVMLXURL + "`"},
+		{"docs/local-models.md", "else `" + config.DefaultOllamaURL + "`"},
+		{"docs/local-models.md", "else `" + config.DefaultVMLXURL + "`"},
+		{"docs/local-models.md", fmt.Sprintf("`local_max_rounds` requests (default %d)", config.DefaultLocalMaxRounds)},
+		{"docs/permissions.md", fmt.Sprintf("default %d; `KAIMON_PERMISSION_TIMEOUT`", config.DefaultPermissionTimeout)},
+		{"docs/events.md", fmt.Sprintf("default %d) is box-downsampled", config.DefaultAgentImageMaxLongEdge)},
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(pages[c.page]), " "), c.says) {
+			t.Errorf("%s does not say %q, as the code has it", c.page, c.says)
+		}
+	}
+}
+
+// The README's table of the agents kaimon drives has a row for each
+// built-in ACP agent of agentbin's catalogue, in its order: an agent added
+// there and not to the table fails here.
+func TestREADMENamesEveryAgent(t *testing.T) {
+	t.Parallel()
+	readme := docFiles(t)["README.md"]
+	_, table, ok := strings.Cut(readme, "| model string | agent |")
+	if !ok {
+		t.Fatal("README.md has no table of the agents it drives")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	var listed []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `acp:([a-z]+)\\[:MODEL\\]`").FindAllStringSubmatch(table, -1) {
+		listed = append(listed, m[1])
+	}
+	if !slices.Equal(listed, agentbin.ACPNames) {
+		t.Errorf("README.md's table lists the ACP agents %v, internal/agentbin %v", listed, agentbin.ACPNames)
 	}
 }

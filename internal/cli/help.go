@@ -43,15 +43,17 @@ const (
 		"is an error (exit 1) naming the host and saying what ssh said."
 )
 
-// exitCodes says what each exit code means; --help and the man page show it.
+// exitCodes says what each exit code means: the one table --help, the man
+// page and docs/reference show.
 var exitCodes = []manpage.ExitCode{
 	{Code: ExitOK, Meaning: "ok"},
-	{Code: ExitError, Meaning: "error (bad argument, unknown agent, daemon unreachable, ...)"},
+	{Code: ExitError, Meaning: "error (bad argument, unknown or dead agent, daemon unreachable, ...)"},
 	{Code: ExitUsage, Meaning: "usage (wrong command line)"},
 	{Code: ExitTurnFailed, Meaning: "the agent's turn did not complete: it failed (API error, crash, daemon lost) or was interrupted"},
-	{Code: ExitTimeout, Meaning: "the turn did not end within --timeout (the agent keeps working; run -C's is closed)"},
-	{Code: ExitLinkLost, Meaning: "the link to another host broke during the command and could not be made again (a run's agent there may be working on: kaimon status HOST/ID)"},
-	{Code: ExitDetached, Meaning: "kaimon run left by a second Ctrl-C (the agent keeps working; run -C's is closed)"},
+	{Code: ExitTimeout, Meaning: "the turn did not end within --timeout: the partial text is printed and the agent keeps working (run -C's is closed)"},
+	{Code: ExitLinkLost, Meaning: "the link to another host broke during the command and could not be made again (a run's agent there may be working on: kaimon status HOST/ID)",
+		JSONCode: codeLinkLost},
+	{Code: ExitDetached, Meaning: "kaimon run left by a second Ctrl-C (the agent keeps working; run -C's is closed)", JSONCode: codeDetached},
 }
 
 // examples of the commands that are not verbs, by path below kaimon; a
@@ -88,7 +90,7 @@ func exitCodesText() string {
 	b.WriteString("EXIT CODES:\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, e := range exitCodes {
-		fmt.Fprintf(tw, "   %d\t%s\n", e.Code, e.Meaning)
+		fmt.Fprintf(tw, "   %d\t%s\n", e.Code, e.Text())
 	}
 	tw.Flush()
 	return strings.TrimSuffix(b.String(), "\n")

@@ -15,6 +15,7 @@ import (
 	"github.com/kaimon/kaimon/internal/client"
 	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/fleet"
+	"github.com/kaimon/kaimon/internal/verbs"
 	"github.com/kaimon/kaimon/internal/version"
 )
 
@@ -24,7 +25,7 @@ import (
 // an id overrides. Made anew for each command tree, as jsonFlag is.
 func hostFlag() *cli.StringFlag {
 	return &cli.StringFlag{Name: "host", Usage: "the host to drive, `NAME|URL`: a name of kaimon host ls, local (this machine, the default) " +
-		"or ssh://[USER@]HOST[:PORT]; else KAIMON_HOST", DefaultText: "local"}
+		"or ssh://[USER@]HOST[:PORT]; else KAIMON_HOST", DefaultText: verbs.HostLocal}
 }
 
 // fleetKey holds the run's fleet in the app's Metadata: one per run, so

@@ -11,7 +11,7 @@ import (
 // so that `kaimon run ID TEXT --timeout 1m` works as people write it:
 // urfave/cli v2, like the flag package, stops parsing flags at the first
 // positional. A global flag (--no-color, --host NAME) given after the command goes
-// before it, where urfave/cli looks for it: the README says flags may go
+// before it, where urfave/cli looks for it: docs/cli.md says flags may go
 // anywhere, and these are flags too. Everything after "--" stays
 // positional.
 func interspersed(app *cli.App, args []string) []string {

@@ -266,7 +266,7 @@ type Config struct {
 	PermissionTimeout float64 `json:"permission_timeout"`
 	// OllamaURL is the Ollama server of ollama:<tag> agents
 	// (KAIMON_OLLAMA_URL wins; without either, OLLAMA_HOST by Ollama's own
-	// rules, else http://127.0.0.1:11434).
+	// rules, else DefaultOllamaURL).
 	OllamaURL string `json:"ollama_url"`
 	// OllamaThink is Ollama's "think" request field, passed as written:
 	// true, false, or a level ("low", "medium", "high") for the models that
@@ -277,8 +277,7 @@ type Config struct {
 	// Unset, the server's default.
 	OllamaKeepAlive json.RawMessage `json:"ollama_keep_alive"`
 	// VMLXURL is the OpenAI-compatible base URL of vmlx:<tag> agents, up to
-	// and including /v1 (KAIMON_VMLX_URL wins; default
-	// http://127.0.0.1:8000/v1).
+	// and including /v1 (KAIMON_VMLX_URL wins; default DefaultVMLXURL).
 	VMLXURL string `json:"vmlx_url"`
 	// VMLXAPIKey, when set, is sent as "Authorization: Bearer KEY" to the
 	// vmlx server.
@@ -299,7 +298,7 @@ type Config struct {
 
 // Defaults returns the configuration used when the file is absent.
 func Defaults() Config {
-	return Config{AgentImageMaxLongEdge: 1568, PermissionTimeout: DefaultPermissionTimeout, LocalMaxRounds: DefaultLocalMaxRounds}
+	return Config{AgentImageMaxLongEdge: DefaultAgentImageMaxLongEdge, PermissionTimeout: DefaultPermissionTimeout, LocalMaxRounds: DefaultLocalMaxRounds}
 }
 
 // DefaultLocalMaxRounds is local_max_rounds' default.
@@ -307,6 +306,20 @@ const DefaultLocalMaxRounds = 24
 
 // DefaultPermissionTimeout is permission_timeout's default, in seconds.
 const DefaultPermissionTimeout = 300
+
+// DefaultAgentImageMaxLongEdge is agent_image_max_long_edge's default, in
+// pixels.
+const DefaultAgentImageMaxLongEdge = 1568
+
+// The model servers of local agents unless told otherwise: Ollama's own
+// address, and the OpenAI-compatible base URL of vmlx: agents. Here rather
+// than in internal/backend/local, which uses them, so that the man pages
+// (which the CLI links, and must not link a backend) state the defaults the
+// daemon applies.
+const (
+	DefaultOllamaURL = "http://127.0.0.1:11434"
+	DefaultVMLXURL   = "http://127.0.0.1:8000/v1"
+)
 
 // ApplyEnv applies to c the variables of the environment getenv reads
 // that override a key of the file and that the daemon reads itself, rather

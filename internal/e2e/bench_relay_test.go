@@ -340,7 +340,7 @@ func (r *rawSub) reset() {
 // procs=all with fakeclaude writing its turn in 64 KiB blocks, faster
 // than any reader: the relay's capacity rather than its cost at an
 // agent's pace (the bus drops for this subscriber there: see
-// BENCHMARKS.md).
+// BENCHMARKS.md's table).
 func BenchmarkRelay(b *testing.B) {
 	for _, c := range []struct{ name, procs, how string }{
 		{"procs=all", "", ""},

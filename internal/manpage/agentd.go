@@ -108,27 +108,37 @@ func AgentdUsage() string {
 // Agentd writes kaimon-agentd(8).
 func Agentd() string {
 	var r roff
-	r.header("kaimon-agentd", "8", source, "kaimon manual")
+	writeAgentd(&r)
+	return r.String()
+}
+
+func writeAgentd(r page) {
+	r.header("kaimon-agentd", "8")
 	r.sh("NAME")
 	r.line("kaimon-agentd - " + agentdSummary)
+
 	r.sh("SYNOPSIS")
-	r.raw(`\fBkaimon\-agentd\fR %s`, esc(strings.TrimPrefix(agentdSynopsis, "kaimon-agentd ")))
+	r.synopsis(synopsisLine{cmd: "kaimon-agentd", rest: strings.TrimPrefix(agentdSynopsis, "kaimon-agentd ")})
+
 	r.sh("DESCRIPTION")
 	r.prose(agentdAbout)
+
 	r.sh("OPTIONS")
 	for _, o := range AgentdOptions {
-		flag(&r, o.flag())
+		flag(r, o.flag())
 	}
+
 	r.sh("SIGNALS")
 	r.prose(agentdSignals)
-	writeEnv(&r, ByDaemon, ByAgents)
-	writeFiles(&r)
+
+	writeEnv(r, ByDaemon, ByAgents)
+	writeFiles(r)
+
 	r.sh("EXIT STATUS")
 	for _, e := range agentdExit {
-		r.item(fmt.Sprint(e.Code), e.Meaning)
+		r.item(fmt.Sprint(e.Code), e.Text())
 	}
+
 	r.sh("SEE ALSO")
-	r.raw(`.BR kaimon (1),`)
-	r.raw(`.BR kaimon\-events (7)`)
-	return r.String()
+	r.seeAlso(refKaimon, refEvents)
 }

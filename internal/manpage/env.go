@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/kaimon/kaimon/internal/agentbin"
+	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // Who reads an environment variable.
@@ -45,7 +47,7 @@ var Env = slices.Concat([]EnvVar{
 			"so that the main checkout stays as it is, and outside the cache, since a worktree holds work not yet committed."},
 	{Name: "KAIMON_NO_AUTOSTART", ReadBy: ByCLI,
 		Doc: "1: fail instead of starting kaimon-agentd when it is not running (as --no-autostart)."},
-	{Name: "KAIMON_HOST", Default: "local", ReadBy: ByCLI,
+	{Name: "KAIMON_HOST", Default: verbs.HostLocal, ReadBy: ByCLI,
 		Doc: "The host a command drives when --host is not given: a name of kaimon host ls, local (this machine) or " +
 			"a URL of kaimon host add. An id qualified as NAME/ID names its own host, over this."},
 	{Name: "KAIMON_SSH_COMMAND", Default: "ssh", ReadBy: ByCLI,
@@ -60,13 +62,13 @@ var Env = slices.Concat([]EnvVar{
 		Doc: "A file to write a CPU profile of kaimon-agentd to, from its start to its exit, for go tool pprof: " +
 			"what the daemon itself spends, for performance work (BENCHMARKS.md)."},
 }, programVars(), []EnvVar{
-	{Name: "KAIMON_OLLAMA_URL", Default: "ollama_url in the config file, else from OLLAMA_HOST, else http://127.0.0.1:11434", ReadBy: ByDaemon,
-		Doc: "The Ollama server of ollama:<tag> agents, a URL such as http://127.0.0.1:11434."},
+	{Name: "KAIMON_OLLAMA_URL", Default: "ollama_url in the config file, else from OLLAMA_HOST, else " + config.DefaultOllamaURL, ReadBy: ByDaemon,
+		Doc: "The Ollama server of ollama:<tag> agents, a URL such as " + config.DefaultOllamaURL + "."},
 	{Name: "OLLAMA_HOST", ReadBy: ByDaemon,
 		Doc: "Ollama's own variable, read by Ollama's rules (a bare host, host:port, or a URL) when neither KAIMON_OLLAMA_URL nor ollama_url is set."},
-	{Name: "KAIMON_VMLX_URL", Default: "vmlx_url in the config file, else http://127.0.0.1:8000/v1", ReadBy: ByDaemon,
+	{Name: "KAIMON_VMLX_URL", Default: "vmlx_url in the config file, else " + config.DefaultVMLXURL, ReadBy: ByDaemon,
 		Doc: "The OpenAI-compatible base URL (up to /v1) of vmlx:<tag> agents: an MLX server, llama.cpp's server, vLLM or LM Studio."},
-	{Name: "KAIMON_PERMISSION_TIMEOUT", Default: "permission_timeout in the config file, else 300", ReadBy: ByDaemon,
+	{Name: "KAIMON_PERMISSION_TIMEOUT", Default: fmt.Sprintf("permission_timeout in the config file, else %d", config.DefaultPermissionTimeout), ReadBy: ByDaemon,
 		Doc: "Seconds an agent's permission request waits for kaimon permit before it is denied."},
 	{Name: "KAIMON_VERSION", Default: "git describe --tags --always --dirty, else 0.0.0-unknown", ReadBy: ByBuild,
 		Doc: "The version stamped into kaimon and kaimon-agentd when they are built from source; set, it overrides " +

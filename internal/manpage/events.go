@@ -10,12 +10,17 @@ import (
 // Events writes kaimon-events(7): what a consumer of the bus or the log
 // writes code against. The kinds come from event.Kinds and event.Docs.
 func Events() string {
+	var r roff
+	writeEvents(&r)
+	return r.String()
+}
+
+func writeEvents(r page) {
 	p := config.Paths{CacheDir: "<cache>", SockDir: "<sock_dir>"}
 	bus := "ipc://" + p.EventsSocket()
 	logPath := p.Agent("<id>").Events
 
-	var r roff
-	r.header("kaimon-events", "7", source, "kaimon manual")
+	r.header("kaimon-events", "7")
 	r.sh("NAME")
 	r.line("kaimon-events - the events of kaimon's agent sessions: envelope, kinds, bus and log")
 
@@ -27,7 +32,7 @@ func Events() string {
 
 	r.sh("THE ENVELOPE")
 	r.line("Each event is one JSON object:")
-	r.raw(".sp")
+	r.gap()
 	r.literal(`{"kind": "assistant_text", "turn": 3, "data": {...}, "agent_id": "9f3a1c20", "seq": 42, "ts": "2026-01-02T15:04:05.123456789Z"}`)
 	r.item("kind", "One of the kinds below. The set is closed; a consumer may ignore kinds it does not handle.")
 	r.item("turn", "The number of the turn the event belongs to, counted from 1 when the turn is sent; user_text carries the number of the turn it starts. 0 before the first turn.")
@@ -43,15 +48,14 @@ func Events() string {
 			panic(fmt.Sprintf("manpage: event kind %s has no event.Docs entry", k))
 		}
 		r.item(string(k), d.Meaning)
-		r.raw(".IP")
-		r.literal(d.Data)
+		r.itemLiteral(d.Data)
 	}
 
 	r.sh("THE ORDER OF A TURN")
 	r.prose("A turn emits, in order: user_text, turn_started, streamed assistant_text and thought chunks, the " +
 		"complete assistant_text block, any tool_use, tool_input_delta and tool_result events, usage, and last " +
 		"result. status events mark the agent going working and back to idle. As the log keeps a tool turn:")
-	r.raw(".sp")
+	r.gap()
 	r.literal("user_text turn_started assistant_text tool_use tool_use tool_result assistant_text usage result")
 
 	r.sh("DELTAS")
@@ -73,15 +77,15 @@ func Events() string {
 		"agent, agent:<id> for one (a prefix, so also ids that start with it; compare agent_id when that matters).\n\n" +
 		"Each message has two frames: the topic agent:<id>, then the envelope as JSON (UTF-8). A libzmq subscriber " +
 		"needs nothing but a JSON parser, e.g. in Python:")
-	r.raw(".sp")
+	r.gap()
 	r.literal(fmt.Sprintf("import json, zmq\ns = zmq.Context().socket(zmq.SUB)\ns.connect(%q)\ns.setsockopt(zmq.SUBSCRIBE, b\"agent:\")\nwhile True:\n    topic, body = s.recv_multipart()\n    env = json.loads(body)", bus))
-	r.raw(".PP")
+	r.para()
 	r.prose("A slow subscriber never slows an agent: the publisher drops envelopes for it and counts them " +
 		"(kaimon daemon status). A subscriber notices the drop as a jump in seq.")
 
 	r.sh("THE LOG")
 	r.prose("Each agent's events are appended to " + logPath + ", one JSON object a line:")
-	r.raw(".sp")
+	r.gap()
 	r.literal(`{"ts": "…", "seq": 42, "kind": "result", "turn": 3, "data": {...}}`)
 	r.prose("The log keeps the authoritative events only: no delta:true, no tool_input_delta. An event is written, " +
 		"whole and in one write, before it is published, so the log never lacks what a subscriber saw as " +
@@ -99,7 +103,7 @@ func Events() string {
 		event.RenumberedKey + "\": true. What lies between the last seq a consumer has and that one cannot be told apart " +
 		"(never issued, or streamed and missed); kaimon tail does not report it lost.\n\n" +
 		"kaimon tail agent:<id> --since SEQ does exactly this and prints the envelopes, one a line:")
-	r.raw(".sp")
+	r.gap()
 	r.literal("kaimon tail agent:$id --since 41 --no-deltas | jq -c .")
 
 	r.sh("SCHEMA")
@@ -107,11 +111,9 @@ func Events() string {
 		"each kind's data is in its $defs under the kind's name, selected by kind, and a line of the log is $defs/record. " +
 		"A consumer of kaimon tail | jq, of the bus or of the log can check what it reads against it. The data objects admit " +
 		"properties they do not name (the ACP's _meta, later revisions' fields); the envelope does not.")
-	r.raw(".sp")
+	r.gap()
 	r.literal("kaimon schema events > kaimon-events.schema.json")
 
 	r.sh("SEE ALSO")
-	r.raw(`.BR kaimon (1),`)
-	r.raw(`.BR kaimon\-agentd (8)`)
-	return r.String()
+	r.seeAlso(refKaimon, refAgentd)
 }

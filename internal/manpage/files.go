@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 // The default directories, as config.Resolve computes them for a home
@@ -46,7 +47,7 @@ func files() []file {
 		file{p.DaemonLog(), "The log of a daemon kaimon started."},
 		file{p.MCPStateKey(), "The key (mode 0600, made once) with which kaimon mcp seals the requestState of a permission it asks a 2026-07-28 MCP client about, so that the client's retry reaches a kaimon mcp started since. Removed, the next kaimon mcp makes another, and retries of earlier rounds are refused."},
 		file{p.MCPStateUsed(), "The requestStates of those rounds already answered, until they lapse: one replayed is refused."},
-		file{p.Worktree(id) + "/", "The git worktree of an agent opened with --worktree ($KAIMON_WORKTREE_DIR), on its branch kaimon/<id> unless named. " +
+		file{p.Worktree(id) + "/", "The git worktree of an agent opened with --worktree ($KAIMON_WORKTREE_DIR), on its branch " + verbs.BranchPrefix + id + " unless named. " +
 			"kaimon close keeps it; kaimon forget removes it when it is clean (with --force also when not), and its branch when merged into its base (or with --delete-branch)."},
 	)
 }
@@ -71,14 +72,14 @@ func configKeys() []string {
 	return keys
 }
 
-func writeFiles(r *roff) {
+func writeFiles(r page) {
 	r.sh("FILES")
 	for _, f := range files() {
 		r.item(f.path, f.doc)
 	}
 }
 
-func writeEnv(r *roff, readers ...string) {
+func writeEnv(r page, readers ...string) {
 	r.sh("ENVIRONMENT")
 	r.prose("A relative path in a variable is taken from the directory of the program that reads it: " +
 		"kaimon-agentd makes its own absolute against the directory it is started in, then works in /. " +

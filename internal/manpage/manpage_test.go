@@ -182,3 +182,46 @@ func TestAgentdOptionsDocumented(t *testing.T) {
 		t.Error("AgentdArg accepts --bogus")
 	}
 }
+
+func TestMarkdownEscape(t *testing.T) {
+	for in, want := range map[string]string{
+		"agent_id and <id>":      `agent_id and \<id>`,
+		"_meta, agent_* and `x`": "\\_meta, agent\\_\\* and \\`x\\`",
+		"[a](b) and [c]":         `[a\](b) and [c]`,
+		"- not a list":           `\- not a list`,
+		"1. not a list":          `1\. not a list`,
+		"> no quote":             `\> no quote`,
+	} {
+		if got := mdLine(in); got != want {
+			t.Errorf("mdLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The reference says what the man pages say: each section of a man page
+// is a section of its Markdown page, in the same order.
+func TestReferenceHasTheManPagesSections(t *testing.T) {
+	app := App{Name: "kaimon", Summary: "s", Description: "d", Commands: []Command{{Path: "kaimon x", Synopsis: "kaimon x [options]", Summary: "X"}},
+		ExitCodes: []ExitCode{{Code: 0, Meaning: "ok"}}}
+	ref := Reference(app)
+	for name, man := range map[string]string{"kaimon": Kaimon(app), "kaimon-agentd": Agentd(), "kaimon-events": Events()} {
+		md, ok := ref[MarkdownFile(name)]
+		if !ok {
+			t.Fatalf("no reference page for %s", name)
+		}
+		var want, got []string
+		for _, l := range strings.Split(man, "\n") {
+			if s, ok := strings.CutPrefix(l, `.SH "`); ok {
+				want = append(want, sentenceCase(strings.TrimSuffix(strings.ReplaceAll(s, `\-`, "-"), `"`)))
+			}
+		}
+		for _, l := range strings.Split(md, "\n") {
+			if s, ok := strings.CutPrefix(l, "## "); ok {
+				got = append(got, s)
+			}
+		}
+		if !slices.Equal(got, want) || len(want) == 0 {
+			t.Errorf("%s: the reference's sections %q, the man page's %q", name, got, want)
+		}
+	}
+}

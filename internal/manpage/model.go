@@ -41,4 +41,17 @@ type App struct {
 type ExitCode struct {
 	Code    int
 	Meaning string
+	// JSONCode is the code of the {"error", "code"} object --json writes
+	// on stderr for this exit, when it is one code; "" when the exit has
+	// the error's own (bad_argument, not_found, …).
+	JSONCode string
+}
+
+// Text is the meaning with the --json code, as help, man page and
+// reference all say it.
+func (e ExitCode) Text() string {
+	if e.JSONCode == "" {
+		return e.Meaning
+	}
+	return e.Meaning + " (--json: code " + e.JSONCode + ")"
 }

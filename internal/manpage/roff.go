@@ -69,8 +69,8 @@ func (r *roff) macro(name string, args ...string) {
 }
 
 // header starts a page.
-func (r *roff) header(title, section, source, manual string) {
-	r.macro("TH", strings.ToUpper(title), section, "", source, manual)
+func (r *roff) header(title, section string) {
+	r.macro("TH", strings.ToUpper(title), section, "", source, "kaimon manual")
 	r.raw(".ad l") // left-aligned: no stretched spaces in narrow terminals
 	r.raw(".nh")   // no hyphenation: option names must copy whole
 }
@@ -153,6 +153,50 @@ func (r *roff) itemRaw(tag, text string) {
 	r.raw(".TP")
 	r.raw("%s", tag)
 	r.paras(text, ".IP")
+}
+
+// para starts a paragraph.
+func (r *roff) para() { r.raw(".PP") }
+
+// gap is the space between text and the literal block that follows it.
+func (r *roff) gap() { r.raw(".sp") }
+
+// itemLiteral is a literal block inside the last item.
+func (r *roff) itemLiteral(text string) {
+	r.raw(".IP")
+	r.literal(text)
+}
+
+// synopsis writes command lines, each command in bold and the rest as it
+// is; several are kept unfilled, a line each.
+func (r *roff) synopsis(lines ...synopsisLine) {
+	if len(lines) > 1 {
+		r.raw(".nf")
+	}
+	for _, l := range lines {
+		rest := esc(l.rest)
+		if l.rest != "" {
+			rest = " " + rest
+		}
+		for _, w := range l.italic {
+			rest = strings.ReplaceAll(rest, esc(w), `\fI`+esc(w)+`\fR`)
+		}
+		r.raw(`\fB%s\fR%s`, esc(l.cmd), rest)
+	}
+	if len(lines) > 1 {
+		r.raw(".fi")
+	}
+}
+
+// seeAlso names the other pages, name(section) each.
+func (r *roff) seeAlso(refs ...manRef) {
+	for i, ref := range refs {
+		sep := ","
+		if i == len(refs)-1 {
+			sep = ""
+		}
+		r.raw(`.BR %s (%s)%s`, esc(ref.name), ref.section, sep)
+	}
 }
 
 func (r *roff) String() string { return r.b.String() }

@@ -8,7 +8,7 @@
 // every 20 µs again. A relay that waits for its agent between reads goes
 // idle and wakes up again thousands of times a turn: on this PVM guest,
 // where every context switch is dear, sysmon's wakes and sleeps were a
-// fifth of the daemon's CPU in a relay profile (BENCHMARKS.md, issue 18).
+// fifth of the daemon's CPU in a relay profile (docs/perf/history.md, issue 18).
 // A call on a non-blocking descriptor returns at once, so there is nothing
 // for sysmon to take the P back from: RawSyscall is enough.
 //

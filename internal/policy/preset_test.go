@@ -13,7 +13,7 @@ import (
 // server's tool.
 var sample = []string{"Bash", "Read", "Edit", "WebFetch", "Task", "mcp__kaimon__agent_list", "mcp__other__x"}
 
-// What README.md says each preset decides of a permission request ("the
+// What docs/permissions.md says each preset decides of a permission request ("the
 // preset decides what it can: a tool in the deny list is denied, bypass
 // allows everything, a kaimon tool follows the door's rules, a tool the
 // allowlist names is allowed, and under specialist or only anything else
@@ -80,7 +80,7 @@ func TestPresetTable(t *testing.T) {
 }
 
 // allowed_tools composes with a preset, replaces specialist's allowance,
-// and under only is the whole set (README's options table).
+// and under only is the whole set (the verb table's allowed_tools and only).
 func TestAllowedTools(t *testing.T) {
 	for _, tc := range []struct {
 		o    Options
@@ -107,23 +107,24 @@ func TestAllowedTools(t *testing.T) {
 	}
 }
 
-// README's table of where each preset holds on ACP agents names every
-// preset of the verb table, in its order.
-func TestREADMEPresetTable(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// docs/agents.md's table of where each preset holds on ACP agents (the
+// README's until it moved there) names every preset of the verb table, in
+// its order.
+func TestDocsPresetTable(t *testing.T) {
+	b, err := os.ReadFile("../../docs/agents.md")
 	if err != nil {
-		t.Skip("no README.md:", err)
+		t.Skip("no docs/agents.md:", err)
 	}
 	_, table, ok := strings.Cut(string(b), "| preset | acp:opencode")
 	if !ok {
-		t.Fatal("README.md has no preset × ACP agent table")
+		t.Fatal("docs/agents.md has no preset × ACP agent table")
 	}
 	var names []string
 	for _, m := range regexp.MustCompile(`(?m)^\| (\w+) \|`).FindAllStringSubmatch(strings.SplitN(table, "\n\n", 2)[0], -1) {
 		names = append(names, m[1])
 	}
 	if !slices.Equal(names, PresetNames) {
-		t.Errorf("README's table lists %v, the verb table %v", names, PresetNames)
+		t.Errorf("docs/agents.md's table lists %v, the verb table %v", names, PresetNames)
 	}
 }
 

@@ -49,7 +49,7 @@ const (
 	leaveNothing
 )
 
-// onStartFailure is, per kind, what a failure at start keeps: the README's
+// onStartFailure is, per kind, what a failure at start keeps: docs/sessions.md's
 // table under "Dead agents are kept until you let them go". A failure
 // before start, in the options or in making the backend, leaves nothing
 // of an open's making, whatever its kind. A fork has no conversation of

@@ -41,7 +41,7 @@ func (m *Manager) newWorktree(ctx context.Context, id string, a *verbs.OpenArgs)
 	}
 	branch := a.Branch
 	if branch == "" {
-		branch = "kaimon/" + id
+		branch = verbs.BranchPrefix + id
 	}
 	// One repository's checks and add are serialized: two opens naming
 	// one branch cannot both pass the check, and git's locks are not

@@ -15,11 +15,13 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/config"
 	"github.com/kaimon/kaimon/internal/event"
 )
 
@@ -498,7 +500,8 @@ type OpenArgs struct {
 	// from Fork's record, as with Resume (cwd too, unless given).
 	Fork string `json:"fork,omitempty"`
 	// Worktree gives the agent a git worktree of its own, on a new
-	// branch (Branch, default kaimon/<id>) from Base (default HEAD).
+	// branch (Branch, default BranchPrefix+<id>) from Base (default: the
+	// branch the checkout is on, HEAD when it is detached: DefaultBase).
 	Worktree bool   `json:"worktree,omitempty"`
 	Branch   string `json:"branch,omitempty"`
 	Base     string `json:"base,omitempty"`
@@ -846,6 +849,15 @@ const (
 	DefaultMaxChars   = 20000
 )
 
+// BranchPrefix begins the branch of an agent opened with worktree and no
+// branch: BranchPrefix + its id.
+const BranchPrefix = "kaimon/"
+
+// DefaultBase says where a worktree's branch starts when base is not given:
+// agent_open resolves it to the branch the checkout is on, so that forget
+// can tell later whether the agent's branch was merged into it.
+const DefaultBase = "the branch the checkout is on, HEAD when it is detached"
+
 // DefaultProgressSeconds is how often agent_run's MCP tool reports
 // progress while the turn runs, when the client asked for progress. It is
 // here, not in mcpserver, so that `kaimon mcp --help` can state it without
@@ -972,11 +984,11 @@ var All = []*Verb{
 					"its uncommitted changes do not come along, and warnings says so."},
 			{Name: "worktree", Type: TBoolean, Default: false,
 				FlagDoc: "Give the agent a git worktree of its own, on a new branch: DIR must be in a git checkout, and the agent works in the same subdirectory of the worktree.",
-				Doc: "Give the agent a git worktree of its own on a new branch (branch, default kaimon/<id>) from base (default HEAD): cwd must be inside a non-bare git repository, " +
+				Doc: "Give the agent a git worktree of its own on a new branch (branch, default " + BranchPrefix + "<id>) from base (default: " + DefaultBase + "): cwd must be inside a non-bare git repository, " +
 					"and the agent works in the same subdirectory of the worktree as cwd is of the repository. Worktrees live in kaimon's worktree dir, <dir>/<id>, outside the repository. " +
 					"agent_diff shows what the agent changed; agent_forget removes a clean worktree."},
-			{Name: "branch", Type: TString, Placeholder: "NAME", Doc: "With worktree: the new branch's name (default kaimon/<id>); it must not exist yet."},
-			{Name: "base", Type: TString, Placeholder: "REF", Doc: "With worktree: the commit, branch or tag the new branch starts from (default HEAD)."},
+			{Name: "branch", Type: TString, Placeholder: "NAME", Doc: "With worktree: the new branch's name (default " + BranchPrefix + "<id>); it must not exist yet."},
+			{Name: "base", Type: TString, Placeholder: "REF", Doc: "With worktree: the commit, branch or tag the new branch starts from (default: " + DefaultBase + ")."},
 			{Name: "host", Type: TString, Global: true, Placeholder: "HOST", Doc: "The host to open the agent on, when hosts are configured (kaimon host add): a host's name, " + HostLocal + " (this machine, the default) " +
 				"or " + HostAny + " (the reachable host with the fewest working agents, then the fewest live ones; ties go to " + HostLocal + ", then to the names in order). " +
 				"An agent on another host gets its agent_id qualified as HOST/ID (one placed here by " + HostAny + ", " + HostLocal + "/ID), which every other tool accepts as it is."},
@@ -1066,7 +1078,7 @@ var All = []*Verb{
 		Doc: "Allows or denies a tool call an agent is waiting on: its pending permission request request_id, " +
 			"as agent_status lists it (pending_permissions) and as the permission event on agent:<id> names it (data.requestId). " +
 			"Without request_id it answers the agent's one pending request, and refuses, listing them, when there are several. " +
-			"A request nobody answers is denied after the daemon's permission timeout (permission_timeout in the config file, default 300 seconds). " +
+			"A request nobody answers is denied after the daemon's permission timeout (permission_timeout in the config file, default " + strconv.Itoa(config.DefaultPermissionTimeout) + " seconds). " +
 			"With always, the answer also holds for every later request of the same tool by this agent. Another permission event, carrying the decision, follows.",
 		Returns: `{"permitted": bool}`,
 		Example: "kaimon permit $id allow\nkaimon permit $id \"$request_id\" deny --always",

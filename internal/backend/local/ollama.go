@@ -11,10 +11,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/kaimon/kaimon/internal/config"
 )
 
 // DefaultOllamaURL is where Ollama listens unless told otherwise.
-const DefaultOllamaURL = "http://127.0.0.1:11434"
+const DefaultOllamaURL = config.DefaultOllamaURL
 
 // OllamaURL is the Ollama server: KAIMON_OLLAMA_URL, else the config's
 // ollama_url, else OLLAMA_HOST read by Ollama's own rules, else the

@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+
+	"github.com/kaimon/kaimon/internal/config"
 )
 
 // DefaultVMLXURL is the OpenAI-compatible base URL of vmlx: agents unless
 // told otherwise.
-const DefaultVMLXURL = "http://127.0.0.1:8000/v1"
+const DefaultVMLXURL = config.DefaultVMLXURL
 
 // VMLXURL is the base URL: KAIMON_VMLX_URL, else the config's vmlx_url,
 // else the default.

@@ -13,39 +13,40 @@ import (
 	"github.com/kaimon/kaimon/internal/testutil/agents"
 )
 
-// readmeBlock is the first ```sh block of README.md after the line that
-// holds after.
-func readmeBlock(t *testing.T, after string) string {
+// docBlock is the first ```sh block of the doc at path (from the
+// repository's root) after the line that holds after.
+func docBlock(t *testing.T, path, after string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(agents.RepoRoot(), "README.md"))
+	b, err := os.ReadFile(filepath.Join(agents.RepoRoot(), path))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(b), after)
 	if !ok {
-		t.Fatalf("README.md has no %q", after)
+		t.Fatalf("%s has no %q", path, after)
 	}
 	_, rest, ok = strings.Cut(rest, "\n```sh\n")
 	block, _, ok2 := strings.Cut(rest, "\n```\n")
 	if !ok || !ok2 {
-		t.Fatalf("README.md has no sh block after %q", after)
+		t.Fatalf("%s has no sh block after %q", path, after)
 	}
 	return block
 }
 
-// TestREADMETailExample runs README's example of a tail beside a replayed
+// TestDocsTailExample runs the docs' example (docs/playgrounds.md, the
+// README's until it moved there) of a tail beside a replayed
 // agent's turns, as a reader would, from a checkout with bin/ built, beside
 // an agent of the reader's own: that agent goes on (the example closes
 // only its own), what run shows is not mixed with tail's JSON, and the
 // tail's file has the turns' events. The recording plays at speed=0
 // rather than 0.25: the pace is not what is tested.
-func TestREADMETailExample(t *testing.T) {
+func TestDocsTailExample(t *testing.T) {
 	e := newEnv(t)
 	mine := e.ok("open", e.work, "--model", "replay:"+exampleLog()+"?speed=0")
 
-	block := readmeBlock(t, "tail an agent while it works")
+	block := docBlock(t, "docs/playgrounds.md", "tail an agent while it works")
 	if !strings.Contains(block, "speed=0.25") {
-		t.Fatalf("the README's tail example plays at another pace than the test expects:\n%s", block)
+		t.Fatalf("the docs' tail example plays at another pace than the test expects:\n%s", block)
 	}
 	block = strings.ReplaceAll(block, "speed=0.25", "speed=0")
 	dir := t.TempDir()
@@ -59,11 +60,11 @@ func TestREADMETailExample(t *testing.T) {
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("the README's tail example: %v\n%s\nstdout: %s\nstderr: %s", err, block, so.String(), se.String())
+		t.Fatalf("the docs' tail example: %v\n%s\nstdout: %s\nstderr: %s", err, block, so.String(), se.String())
 	}
 
 	if st := e.statusOf(t, mine); st.Status == "dead" {
-		t.Fatalf("the README's tail example ended the reader's own agent: %+v", st)
+		t.Fatalf("the docs' tail example ended the reader's own agent: %+v", st)
 	}
 	// run's texts come first, unmixed; the JSON only from the file at the end.
 	var texts, envs []string
