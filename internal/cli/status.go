@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -71,9 +72,10 @@ func statusCmd() *cli.Command {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 				row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 				row("status", pal.statusLine(st))
+				id := cmp.Or(st.AgentID, c.Args().First()) // the whole id, when a prefix named it
 				for _, p := range st.PendingPermissions {
 					row("permission", fmt.Sprintf("%s asks for %s (denied if unanswered by %s)", p.RequestID, p.Asks(), p.ExpiresAt))
-					row("", "answer: "+verbs.PermitCommand(shownID(c, c.Args().First()), p.RequestID, apitype.Allow)+"   (or "+string(apitype.Deny)+")")
+					row("", "answer: "+verbs.PermitCommand(shownID(c, id), p.RequestID, apitype.Allow)+"   (or "+string(apitype.Deny)+")")
 				}
 				row("model", st.Model)
 				row("cwd", st.Cwd)

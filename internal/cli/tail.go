@@ -254,11 +254,14 @@ func runTail(ctx context.Context, o *tailOptions, cl *client.Client) error {
 	// the awaited one if it exists.
 	var agent *verbs.AgentStatus
 	if id := o.agent(); id != "" && (o.Replay || o.UntilResult) {
-		p.only = id
-		f.Only = id // not the agents whose ids merely start with it
 		if agent, err = o.ask(ctx, cl, id); err != nil {
 			return err
 		}
+		if agent != nil && agent.AgentID != "" {
+			id = agent.AgentID // the whole id a unique prefix named
+		}
+		p.only = id
+		f.Only = id // not the agents whose ids merely start with it
 	}
 	f.Lost = func(agent string, from, to uint64, n int) {
 		p.flush()

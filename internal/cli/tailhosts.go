@@ -103,10 +103,13 @@ func runTailRemote(ctx context.Context, o *tailOptions, f *fleet.Fleet) error {
 	opts := follow.RemoteOptions{Broke: p.retrying(h)}
 	var agent *verbs.AgentStatus
 	if id := o.agent(); id != "" && (o.Replay || o.UntilResult) {
-		p.only = id
 		if agent, err = o.ask(ctx, cl, id); err != nil {
 			return err
 		}
+		if agent != nil && agent.AgentID != "" {
+			id = agent.AgentID // the whole id a unique prefix named
+		}
+		p.only = id
 		switch {
 		case o.Replay && agent != nil:
 			last, err := p.replayRemote(ctx, cl, id, o.Since, agent.Status == apitype.Dead)

@@ -43,13 +43,23 @@ func TestIDPrefixAndPermitWithoutRequestID(t *testing.T) {
 	if o.AgentID != "f98a0c1d" || !strings.HasPrefix(o.Text, "Hello from fake") {
 		t.Fatalf("output f98 = %+v; want agent f98a0c1d's, by its whole id", o)
 	}
+	var st verbs.AgentStatus
+	if e.okJSON(&st, "status", "f98"); st.AgentID != "f98a0c1d" {
+		t.Fatalf("status f98 names agent %q, want its whole id", st.AgentID)
+	}
+	// tail's replay of one agent reads the log of the agent the prefix
+	// names (its file is the whole id's), and ends at the turn's result.
+	if out := e.ok("tail", "agent:f98", "--from-start", "--until-result", "--no-deltas"); !strings.Contains(out, `"kind":"result"`) ||
+		!strings.Contains(out, `"agent_id":"f98a0c1d"`) || strings.Contains(out, "f9b2e310") {
+		t.Fatalf("tail agent:f98 --from-start --until-result:\n%s", out)
+	}
 
 	// A bash call asks under default; the permit names no request.
 	e.fails(1, "no pending permission request", "permit", "f98", "allow")
 	e.ok("send", "f98", `call tool: bash {"command":"echo hi > prefixed.txt"}`)
 	perm := e.waitEvent(t, "f98a0c1d", event.Permission, func(d gjson.Result) bool { return !d.Get("decision").Exists() })
 	req := gjson.GetBytes(perm.Data, "requestId").String()
-	if out := e.ok("status", "f98"); !strings.Contains(out, req+" asks for") || !strings.Contains(out, "kaimon permit f98") {
+	if out := e.ok("status", "f98"); !strings.Contains(out, req+" asks for") || !strings.Contains(out, "kaimon permit f98a0c1d "+req) {
 		t.Fatalf("status f98 does not show the request %s and its permit line:\n%s", req, out)
 	}
 	if out := e.ok("permit", "f98", "allow"); out != "allowed" {

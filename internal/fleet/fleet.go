@@ -483,9 +483,14 @@ func qualifyErr(err error, bare, q string) error {
 	if err == nil || q == bare || !errors.As(err, &ve) {
 		return err
 	}
-	re := regexp.MustCompile(`(^|[^0-9A-Za-z/_.-])` + regexp.QuoteMeta(bare) + `($|[^0-9A-Za-z_-])`)
+	// The id as given, and a drawn id it is the start of (hex digits
+	// on): a prefix resolved there comes back as the whole id, in the
+	// lines to paste. Another word that merely begins with it is not
+	// an id of ours.
+	re := regexp.MustCompile(`(^|[^0-9A-Za-z/_.-])(` + regexp.QuoteMeta(bare) + `[0-9a-f]*)($|[^0-9A-Za-z_-])`)
+	host := strings.ReplaceAll(strings.TrimSuffix(q, bare), "$", "$$")
 	out := *ve
-	out.Message = re.ReplaceAllString(ve.Message, "${1}"+strings.ReplaceAll(q, "$", "$$")+"${2}")
+	out.Message = re.ReplaceAllString(ve.Message, "${1}"+host+"${2}${3}")
 	return &out
 }
 
@@ -552,7 +557,11 @@ func (f *Fleet) Output(ctx context.Context, a *verbs.OutputArgs) (*verbs.OutputR
 }
 
 func (f *Fleet) Status(ctx context.Context, a *verbs.StatusArgs) (*verbs.AgentStatus, error) {
+	given := a.AgentID
 	r, _, err := routed(f, ctx, a, func(a *verbs.StatusArgs) *string { return &a.AgentID }, verbs.Service.Status)
+	if err == nil && r.AgentID != "" {
+		r.AgentID = Requalify(given, r.AgentID)
+	}
 	return r, err
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kaimon/kaimon/internal/config"
+	"github.com/kaimon/kaimon/internal/verbs"
 )
 
 func TestParseURL(t *testing.T) {
@@ -346,6 +347,19 @@ func TestRequalify(t *testing.T) {
 	} {
 		if got := Requalify(c[0], c[1]); got != c[2] {
 			t.Errorf("Requalify(%q, %q) = %q, want %q", c[0], c[1], got, c[2])
+		}
+	}
+}
+
+// A daemon's error about an agent named by a prefix names its whole id:
+// the lines to paste from it are qualified with the host as well.
+func TestQualifyErrWholeIDs(t *testing.T) {
+	err := verbs.BadArg("agent_permit: agent f98a0c1d has 2 pending permission requests:\n  p1 asks for Bash: ls: kaimon permit f98a0c1d p1 deny\n" +
+		"no agent f98; see kaimon status f98. Not f9 nor xf98a0c1d.")
+	got := qualifyErr(err, "f98", "web/f98").Error()
+	for _, want := range []string{"agent web/f98a0c1d has", "kaimon permit web/f98a0c1d p1 deny", "no agent web/f98;", "kaimon status web/f98.", "Not f9 nor xf98a0c1d."} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q does not say %q", got, want)
 		}
 	}
 }

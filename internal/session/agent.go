@@ -475,6 +475,7 @@ func logBook(path string, end, from int64, keep func(turn int) bool) (b *book, b
 // permission requests.
 func (ag *Agent) statusObj() verbs.AgentStatus {
 	s := ag.lifeStatus()
+	s.AgentID = ag.id
 	if s.Status != apitype.Dead {
 		s.PendingPermissions = ag.m.permits.Pending(ag.id)
 	}

@@ -119,6 +119,12 @@ func (m *Manager) lookupLocked(id string) (*Agent, error) {
 	if ag := m.agents[id]; ag != nil {
 		return ag, nil
 	}
+	if _, err := os.Stat(m.paths.Agent(id).Events); err == nil {
+		// The id is whole: an agent forgotten with its log kept, or one
+		// of an earlier daemon's. It names that one, not a live agent
+		// whose id merely starts with it.
+		return nil, verbs.NotFound("no agent %q: see `kaimon list` for the agents kaimon knows", id)
+	}
 	var matches []string
 	for other := range m.agents {
 		if strings.HasPrefix(other, id) {

@@ -171,8 +171,21 @@ func TestPrefixResultsNameTheWholeID(t *testing.T) {
 	if _, err := r.m.Close(bg, &verbs.CloseArgs{AgentID: "c0ff"}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := r.m.Forget(bg, &verbs.ForgetArgs{AgentIDs: []string{"c0ff"}})
+	// Forgetting cannot be undone: it takes whole ids, not a guess.
+	if _, err := r.m.Forget(bg, &verbs.ForgetArgs{AgentIDs: []string{"c0ff"}}); errCode(err) != verbs.CodeBadArgument ||
+		!strings.Contains(err.Error(), "forget takes whole ids") || !strings.Contains(err.Error(), "kaimon forget "+id) {
+		t.Fatalf("forget c0ff: %v; want it refused, naming %s", err, id)
+	}
+	f, err := r.m.Forget(bg, &verbs.ForgetArgs{AgentIDs: []string{id}}) // its log kept
 	if err != nil || len(f.Forgotten) != 1 || f.Forgotten[0] != id {
-		t.Fatalf("forget c0ff = %+v, %v; want [%s]", f, err, id)
+		t.Fatalf("forget %s = %+v, %v; want [%s]", id, f, err, id)
+	}
+	// Its kept log names it still: a live agent whose id starts with the
+	// forgotten one's is not what that id names.
+	if got := r.open(t, id+"-2"); got != id+"-2" {
+		t.Fatalf("open --id %s-2 opened %q", id, got)
+	}
+	if got, err := r.m.ResolveAgentID(id); errCode(err) != verbs.CodeNotFound {
+		t.Fatalf("%s, forgotten with its log kept, names %q, %v; want none of the live agents", id, got, err)
 	}
 }

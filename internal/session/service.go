@@ -219,6 +219,12 @@ func (m *Manager) Forget(ctx context.Context, a *verbs.ForgetArgs) (*verbs.Forge
 			return nil, verbs.Errorf(verbs.AsError(err).Code, "agent_forget: %s; nothing was forgotten", err)
 		}
 		id := ag.id
+		if id != given {
+			// Forgetting cannot be undone (the agent can no longer be
+			// resumed): it is not done on a guess.
+			m.mu.Unlock()
+			return nil, verbs.BadArg("agent_forget: %q is the start of agent %s's id; forget takes whole ids, since a forgotten agent cannot be resumed (kaimon forget %s); nothing was forgotten", given, id, id)
+		}
 		switch {
 		case ag.state() != apitype.Dead:
 			m.mu.Unlock()

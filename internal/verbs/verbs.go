@@ -631,6 +631,10 @@ type OutputResult struct {
 
 // AgentStatus is agent_status's return, and each agent_list entry's body.
 type AgentStatus struct {
+	// AgentID is the agent's whole id: the one asked about, or the one a
+	// prefix of it named (qualified as it was given, on another host).
+	// In a list's entry the entry's own agent_id says it.
+	AgentID      string             `json:"agent_id,omitempty"`
 	Status       apitype.AgentState `json:"status"`
 	Model        string             `json:"model"`
 	Cwd          string             `json:"cwd"`
@@ -1033,7 +1037,7 @@ var All = []*Verb{
 		Name: "agent_status", CLI: "status", Positional: []string{"agent_id"},
 		Summary:  "Show an agent's status and token usage",
 		Doc:      "Reports the agent's lifecycle state, model, turn, session, log paths and summed token usage; for an agent with a worktree, its repository, worktree, branch, base commit and whether it has uncommitted changes or untracked files (dirty).",
-		Returns:  `{"status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "usage_note", "queues_prompts", "reason", "record_error", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}], "repository", "worktree", "branch", "base_commit", "dirty", "worktree_error"}`,
+		Returns:  `{"agent_id" (the whole id, when a prefix named it), "status", "model", "cwd", "turn", "created_at", "last_activity", "session_id", "transcript", "event_log", "usage", "usage_note", "queues_prompts", "reason", "record_error", "pending_permissions": [{"request_id", "tool", "title", "expires_at"}], "repository", "worktree", "branch", "base_commit", "dirty", "worktree_error"}`,
 		Example:  "kaimon status $id --json | jq .usage",
 		Args:     []Arg{anyAgentID},
 		ReadOnly: true,
@@ -1099,7 +1103,7 @@ var All = []*Verb{
 		Returns: `{"forgotten": ["<id>", …], "kept": [{"agent_id", "worktree", "reason"}], "branches_kept": [{"agent_id", "repository", "branch"}]}`,
 		Example: "kaimon forget --all-dead --older-than 7d --logs",
 		Args: []Arg{
-			{Name: "agent_ids", Type: TArray, Agents: AgentsDead, Placeholder: "ID", Doc: "The dead agents to forget."},
+			{Name: "agent_ids", Type: TArray, Agents: AgentsDead, Placeholder: "ID", Doc: "The dead agents to forget, by their whole ids (not a prefix: forgetting cannot be undone)."},
 			{Name: "all_dead", Type: TBoolean, Default: false, Doc: "Forget every dead agent."},
 			{Name: "older_than", Type: TString, Placeholder: "AGE", Doc: "Only dead agents whose last activity is older than this, e.g. 7d, 12h, 90m; alone, every dead agent that old."},
 			{Name: "logs", Type: TBoolean, Default: false, Doc: "Remove their event logs and stderr logs too."},
@@ -1134,16 +1138,34 @@ func ByName(name string) *Verb {
 // JSONFields lists the JSON names of a struct's fields, for the test that
 // checks the table against the typed structs.
 func JSONFields(t reflect.Type) []string {
+	name := func(f reflect.StructField) string {
+		n := strings.Split(f.Tag.Get("json"), ",")[0]
+		if n == "-" {
+			return ""
+		}
+		return n
+	}
+	// A field of t hides one of the same name in a struct it embeds, as
+	// encoding/json has it (a list entry's agent_id, its status's).
+	own := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		if f := t.Field(i); !f.Anonymous {
+			own[name(f)] = true
+		}
+	}
 	var out []string
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if f.Anonymous {
-			out = append(out, JSONFields(f.Type)...)
+			for _, n := range JSONFields(f.Type) {
+				if !own[n] {
+					out = append(out, n)
+				}
+			}
 			continue
 		}
-		name := strings.Split(f.Tag.Get("json"), ",")[0]
-		if name != "" && name != "-" {
-			out = append(out, name)
+		if n := name(f); n != "" {
+			out = append(out, n)
 		}
 	}
 	return out

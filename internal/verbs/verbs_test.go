@@ -56,7 +56,7 @@ func TestResultFieldsAreTheSpecs(t *testing.T) {
 		want string
 	}{
 		{OutputResult{}, "agent_id turn which status done text truncated dropped_chars usage log_errors"},
-		{AgentStatus{}, "status model cwd turn created_at last_activity session_id transcript event_log usage usage_note queues_prompts reason record_error pending_permissions repository worktree branch base_commit dirty worktree_error"},
+		{AgentStatus{}, "agent_id status model cwd turn created_at last_activity session_id transcript event_log usage usage_note queues_prompts reason record_error pending_permissions repository worktree branch base_commit dirty worktree_error"},
 		{ListEntry{}, "agent_id host status model cwd turn created_at last_activity session_id transcript event_log usage usage_note queues_prompts reason record_error pending_permissions repository worktree branch base_commit dirty worktree_error"},
 		{ForgetResult{}, "forgotten kept branches_kept"},
 		{ForgetKept{}, "agent_id worktree reason"},
