@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/render"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -32,6 +32,7 @@ type asker struct {
 	shown string // as the person typed it (HOST/ID)
 	ios   *IOStreams
 	p     *pretty
+	runs  *sync.WaitGroup // the turn's: agent_permit's calls are waited for as agent_run's
 
 	asks    chan *event.PermissionData
 	permits chan error
@@ -42,8 +43,8 @@ type asker struct {
 	off     bool // stdin ended
 }
 
-func newAsker(ctx context.Context, svc verbs.Service, id, shown string, ios *IOStreams, p *pretty) *asker {
-	return &asker{ctx: ctx, svc: svc, id: id, shown: shown, ios: ios, p: p,
+func newAsker(ctx context.Context, svc verbs.Service, id, shown string, ios *IOStreams, p *pretty, runs *sync.WaitGroup) *asker {
+	return &asker{ctx: ctx, svc: svc, id: id, shown: shown, ios: ios, p: p, runs: runs,
 		asks: make(chan *event.PermissionData, 256), permits: make(chan error, 16)}
 }
 
@@ -97,7 +98,7 @@ func (a *asker) got(d *event.PermissionData) {
 // show asks d.
 func (a *asker) show(d *event.PermissionData) {
 	a.asking = d
-	if a.off {
+	if a.off || !a.ios.inForeground() {
 		a.p.say(a.p.pal.permissionLines("? ", a.shown, d))
 		a.asking = nil
 		a.next()
@@ -119,11 +120,7 @@ func (a *asker) next() {
 
 // askLines is the question: what the agent asks for, and the answers.
 func askLines(pal *palette, shown string, d *event.PermissionData) string {
-	s := pal.warn.Sprintf("? agent %s asks permission for %s", shown, d.ToolCall.Title)
-	if input := render.ToolInput(&d.ToolCall, 200); input != "" {
-		s += " " + input
-	}
-	s += "\n  " + pal.bold.Sprint("allow?") + " [y]es / [n]o"
+	s := askedLine(pal, "? ", shown, d) + "\n  " + pal.bold.Sprint("allow?") + " [y]es / [n]o"
 	if offersAlways(d) {
 		s += " / [a]lways"
 	}
@@ -189,8 +186,12 @@ func (a *asker) answer(l inputLine, ok bool) {
 	}
 	req := a.asking.RequestID
 	a.asking = nil
+	a.runs.Add(1)
 	go func() {
-		_, err := a.svc.Permit(a.ctx, &verbs.PermitArgs{AgentID: a.id, RequestID: req, Decision: decision, Always: always})
+		defer a.runs.Done()
+		ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
+		defer cancel()
+		_, err := a.svc.Permit(ctx, &verbs.PermitArgs{AgentID: a.id, RequestID: req, Decision: decision, Always: always})
 		a.permits <- err
 	}()
 	a.next()

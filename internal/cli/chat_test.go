@@ -85,3 +85,28 @@ func TestChatRefuses(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }
+
+// Ctrl-D while a question is asked leaves the chat with the question
+// told as without a terminal: with the command that answers it, since no
+// one answers it here any more; nothing is answered.
+func TestChatLeavesWhileAsked(t *testing.T) {
+	t.Parallel()
+	in, typed := io.Pipe()
+	r := startCmd(t, chatCmd(), in, true, false, func(f *fakeTurns) { f.status = verbs.AgentStatus{Status: apitype.Idle} }, "a1")
+	r.out.waitFor(t, chatPrompt)
+	io.WriteString(typed, "go\n")
+	<-r.svc.runCtx
+	r.svc.events <- &event.Envelope{Kind: event.UserText, Turn: 1, Data: event.NewText(event.UserText, 1, false, "go").Data, AgentID: "a1"}
+	r.svc.events <- permissionEvent(event.PermissionData{RequestID: "r1", ToolCall: event.ToolCall{Title: "Bash"}})
+	r.out.waitFor(t, "allow? [y]es")
+	typed.Close()
+	code, out, errs := r.end(t)
+	if code != ExitOK || !strings.Contains(out, verbs.PermitCommand("a1", "r1", apitype.Allow)) || !strings.Contains(errs, "goes on with its turn") {
+		t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errs)
+	}
+	select {
+	case p := <-r.svc.permits:
+		t.Fatalf("answered: %+v", p)
+	default:
+	}
+}

@@ -80,9 +80,9 @@ func (s *IOStreams) Lines() <-chan inputLine {
 	return s.lines
 }
 
-// inputEnded is closed once In has ended (and Lines handed on every line
-// before its end but one at the most): Ctrl-D, for a chat that leaves
-// then even while a turn runs.
+// inputEnded is closed once In has ended, after Lines has handed on every
+// line before its end and been closed: Ctrl-D, for a chat that leaves then
+// even while a turn runs.
 func (s *IOStreams) inputEnded() <-chan struct{} {
 	s.startLines()
 	return s.inEnded
@@ -92,14 +92,29 @@ func (s *IOStreams) startLines() {
 	s.linesOnce.Do(func() {
 		s.lines, s.inEnded = make(chan inputLine), make(chan struct{})
 		go func() {
-			defer close(s.lines)
+			// lines is closed first: a question asked when In ends hears
+			// of it (asker.answer) before a chat's leave does.
 			defer close(s.inEnded)
+			defer close(s.lines)
 			sc := bufio.NewScanner(s.In)
 			for sc.Scan() {
 				s.lines <- inputLine{text: sc.Text(), at: time.Now()}
 			}
 		}()
 	})
+}
+
+// inForeground says whether a question may be asked on In now: it is a
+// terminal whose foreground process group is this process's. A run in
+// the background of a shell (kaimon run … &) that read the terminal, or
+// flushed it, would be stopped (SIGTTIN, SIGTTOU) instead.
+func (s *IOStreams) inForeground() bool {
+	f, ok := s.In.(*os.File)
+	if !ok {
+		return s.inTTY // a test's terminal
+	}
+	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	return s.inTTY && err == nil && pgrp == unix.Getpgrp()
 }
 
 // dropTypedAhead discards what was typed on the terminal In and not read

@@ -287,13 +287,9 @@ func (p *pretty) print(e *event.Envelope) {
 // for a decision, who decided what.
 // A question's first line begins with head.
 func (pal *palette) permissionLines(head, id string, d *event.PermissionData) string {
-	input := render.ToolInput(&d.ToolCall, 200)
 	switch d.Decision {
 	case "":
-		s := pal.warn.Sprintf("%sagent %s asks permission for %s", head, id, d.ToolCall.Title)
-		if input != "" {
-			s += " " + input
-		}
+		s := askedLine(pal, head, id, d)
 		s += "\n  answer: " + pal.bold.Sprint(verbs.PermitCommand(id, d.RequestID, apitype.Allow)) + "   (or " + string(apitype.Deny)
 		if d.ExpiresAt != "" {
 			s += "; waits until " + d.ExpiresAt
@@ -308,6 +304,16 @@ func (pal *palette) permissionLines(head, id string, d *event.PermissionData) st
 		}
 		return s
 	}
+}
+
+// askedLine is a permission question's first line: which agent asks for
+// what (the tool and its input), begun with head.
+func askedLine(pal *palette, head, id string, d *event.PermissionData) string {
+	s := pal.warn.Sprintf("%sagent %s asks permission for %s", head, id, d.ToolCall.Title)
+	if input := render.ToolInput(&d.ToolCall, 200); input != "" {
+		s += " " + input
+	}
+	return s
 }
 
 // track follows what the spinner says: an agent is busy from its turn's

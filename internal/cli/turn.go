@@ -87,7 +87,7 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 //
 //	running      answer        → ended, catchingUp (live), relinking (the link broke)
 //	running      Ctrl-C        → interrupting (agent_interrupt sent)
-//	running      leave         → detached
+//	running      leave         → detaching (agent_run's request waited for)
 //	interrupting answer        → as from running
 //	interrupting Ctrl-C, leave → detaching (agent_run given up)
 //	detaching    written       → detached (the interrupt's request is on its way)
@@ -173,6 +173,7 @@ type turn struct {
 	runs         sync.WaitGroup // agent_run's call, waited for at the end
 	answers      chan ran       // agent_run's
 	sent         chan struct{}  // closed once the interrupt's request is written, or failed
+	runWritten   chan struct{}  // closed once agent_run's request is written, or its call ended
 	cancelRelink context.CancelFunc
 	relinks      chan relinked
 	hint         <-chan time.Time // piped: when the stream opens for hints
@@ -237,7 +238,7 @@ func (t *turn) follow() {
 		p: newPretty(stdout, false, t.ios.pal), result: make(chan *event.Envelope, 1), done: make(chan struct{})}
 	t.f.p.run = true
 	if t.live && t.ios.IsStdinTTY() {
-		t.ask = newAsker(t.ctx, t.svc, t.id, t.shown, t.ios, t.f.p)
+		t.ask = newAsker(t.ctx, t.svc, t.id, t.shown, t.ios, t.f.p, &t.runs)
 		t.f.ask = t.ask
 	}
 	fctx, stopFollow := context.WithCancel(t.ctx)
@@ -280,10 +281,22 @@ func (t *turn) send() {
 	rctx, cancel := context.WithCancel(t.ctx)
 	t.cancelRun = cancel
 	t.answers = make(chan ran, 1)
+	// runWritten is closed once agent_run's request is written (or its
+	// call ended): a chat left at once waits for it, so that the turn it
+	// says goes on is not cancelled with this process.
+	t.runWritten = make(chan struct{})
+	var once sync.Once
+	wrote := func() { once.Do(func() { close(t.runWritten) }) }
+	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{WroteRequest: func(w httptrace.WroteRequestInfo) {
+		if w.Err == nil {
+			wrote()
+		}
+	}})
 	t.runs.Add(1)
 	go func() {
 		defer t.runs.Done()
 		res, err := t.svc.Run(rctx, &verbs.RunArgs{AgentID: t.id, Text: t.text, Timeout: t.timeout.Seconds()})
+		wrote()
 		t.answers <- ran{res, err}
 	}()
 	t.state = running
@@ -367,11 +380,19 @@ func (t *turn) loop() {
 			t.ask.permitted(err)
 		case <-leave:
 			t.leave = nil
+			if t.ask != nil && t.ask.asking != nil {
+				t.ask.answer(inputLine{}, false) // the question asked: told with its permit line
+			}
 			if t.state == interrupting {
 				t.ctrlC() // an interrupt is on its way: as a second Ctrl-C
-			} else {
-				t.state = detached
+				break
 			}
+			// No interrupt is on its way, but the turn's own request may
+			// not be written yet: it is waited for as an interrupt's is,
+			// then given up (the daemon runs the turn on).
+			t.sent = t.runWritten
+			t.due = t.clock.After(detachWait)
+			t.state = detaching
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http/httptrace"
 	"os"
 	"strings"
 	"sync"
@@ -79,6 +80,10 @@ func (f *fakeTurns) Permit(ctx context.Context, a *verbs.PermitArgs) (*verbs.Per
 }
 
 func (f *fakeTurns) Run(ctx context.Context, a *verbs.RunArgs) (*verbs.RunResult, error) {
+	// The request is written, as a client's would be before it waits.
+	if tr := httptrace.ContextClientTrace(ctx); tr != nil && tr.WroteRequest != nil {
+		tr.WroteRequest(httptrace.WroteRequestInfo{})
+	}
 	f.runCtx <- ctx
 	select {
 	case r := <-f.answers:

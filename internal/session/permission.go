@@ -15,6 +15,7 @@ import (
 	"github.com/kaimon/kaimon/internal/permit"
 	"github.com/kaimon/kaimon/internal/policy"
 	"github.com/kaimon/kaimon/internal/redact"
+	"github.com/kaimon/kaimon/internal/render"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -240,21 +241,12 @@ func asks(call *event.ToolCall, tool string) string {
 		for _, k := range asksKeys {
 			var v string
 			if json.Unmarshal(in[k], &v) == nil && v != "" {
-				return name + ": " + clip(v, 200)
+				return name + ": " + render.Clip(v, 200)
 			}
 		}
 	}
 	if len(call.RawInput) == 0 || string(call.RawInput) == "{}" || string(call.RawInput) == "null" {
 		return name
 	}
-	return name + " " + clip(string(call.RawInput), 200)
-}
-
-// clip is s on one line, at most n runes (an ellipsis where it was cut).
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
+	return name + " " + render.Clip(string(call.RawInput), 200)
 }
