@@ -32,7 +32,10 @@ func (m *Manager) forkable(a *verbs.OpenArgs, id string) (*Agent, error) {
 	parent, err := m.lookupLocked(a.Fork)
 	m.mu.Unlock()
 	if err != nil {
-		return nil, verbs.Errorf(verbs.AsError(err).Code, "agent_open: fork: %s", err)
+		if ve := verbs.AsError(err); ve.Code != verbs.CodeNotFound {
+			return nil, verbs.Errorf(ve.Code, "agent_open: fork: %s", err) // an ambiguous prefix: it names the agents
+		}
+		return nil, verbs.NotFound("agent_open: no agent %q to fork: see `kaimon list` for the agents kaimon knows", a.Fork)
 	}
 	if id == parent.id {
 		return nil, verbs.BadArg("agent_open: a fork gets an id of its own: give another id than %s, or none", parent.id)
