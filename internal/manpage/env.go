@@ -96,8 +96,12 @@ func programVars() []EnvVar {
 	for _, p := range agentbin.All() {
 		doc := fmt.Sprintf("The program of acp:%s agents (%s, from the npm package %s); wins over %s in the config file.",
 			p.Name, p.Title, p.Package, p.ConfigKey)
-		if p.Env == agentbin.Claude.Env {
+		switch p.Env {
+		case agentbin.Claude.Env:
 			doc = fmt.Sprintf("The claude CLI the claude backend runs (from the npm package %s); wins over %s in the config file.",
+				p.Package, p.ConfigKey)
+		case agentbin.Codex.Env:
+			doc = fmt.Sprintf("The Codex CLI codex: agents run as `codex app-server` (from the npm package %s); wins over %s in the config file.",
 				p.Package, p.ConfigKey)
 		}
 		out = append(out, EnvVar{Name: p.Env, Default: p.Bin + " on PATH", ReadBy: ByDaemon, Doc: doc})
