@@ -1,0 +1,155 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/kaimon/kaimon/internal/event"
+	"github.com/kaimon/kaimon/internal/testutil/agents"
+	"github.com/kaimon/kaimon/internal/testutil/fakeopenai"
+	"github.com/kaimon/kaimon/internal/verbs"
+)
+
+// newNativeCodexEnv is a kaimon installation whose codex: agents run the
+// real Codex CLI (`codex app-server`) offline against a fakeopenai
+// Responses API, as acp:codex's test runs codex-acp.
+func newNativeCodexEnv(t testing.TB) *acpEnv {
+	t.Helper()
+	e := newOpenAIACPEnv(t, "KAIMON_CODEX_BIN", "codex", func(e *acpEnv) ([]string, error) {
+		return agents.CodexOffline(e.openai.URL(), filepath.Join(e.home, "codex-home"), filepath.Join(e.home, "tmp"), os.Getenv("PATH"))
+	})
+	checkTmpLeft(t, "codex", "/tmp/codex*")
+	return e
+}
+
+// resultUsage is the usage of turn's result.
+func (e *acpEnv) resultUsage(t *testing.T, id string, turn int) event.UsageFigures {
+	t.Helper()
+	res := e.turnResult(t, id, turn)
+	return event.UsageFigures{InputTokens: gjson.GetBytes(res.Data, "usage.inputTokens").Int(), OutputTokens: gjson.GetBytes(res.Data, "usage.outputTokens").Int()}
+}
+
+// TestCodex drives `codex app-server` through kaimon: a text turn, a
+// reasoning turn, a command asked (with its justification) and allowed,
+// one asked and denied, interrupt, set-model per turn, usage per turn as
+// the fake counted it (one request, or two for a tool turn) summed in
+// status, and a command run unasked under auto.
+func TestCodex(t *testing.T) {
+	e := newNativeCodexEnv(t)
+	id := e.ok("open", "--model", "codex:", e.work)
+	e.dumpOnFail(t, id)
+	var st verbs.AgentStatus
+	e.okJSON(&st, "status", id)
+	if st.Status != "idle" || st.SessionID == "" || st.Model != "codex:gpt-5.4" || !strings.HasSuffix(st.Transcript, st.SessionID+".jsonl") {
+		t.Fatalf("status = %+v", st)
+	}
+
+	one := fakeopenai.Usage(1)
+	if out := e.ok("run", id, "hello there"); out != "Hello from fakeopenai (request #1)." {
+		t.Fatalf("text turn = %q", out)
+	}
+	// Codex writes its rollout file, the transcript, from the first turn.
+	if _, err := os.Stat(st.Transcript); err != nil {
+		t.Fatalf("the rollout file: %v", err)
+	}
+	if k := kinds(e.events(t, id), 1); k != "user_text turn_started assistant_text usage result" {
+		t.Fatalf("turn 1 kinds: %s", k)
+	}
+	if u := e.resultUsage(t, id, 1); u != one {
+		t.Fatalf("turn 1 usage %+v, the fake's %+v", u, one)
+	}
+
+	if out := e.ok("run", id, "please think"); out != "Thought about it. Answer: 42." {
+		t.Fatalf("reasoning turn = %q", out)
+	}
+	if k := kinds(e.events(t, id), 2); k != "user_text turn_started thought assistant_text usage result" {
+		t.Fatalf("turn 2 kinds: %s", k)
+	}
+
+	// Under the default preset (Codex's untrusted) a command asks: the
+	// permission carries the command and Codex's justification; allowed,
+	// it runs, and the turn's usage is its two requests'.
+	allowed := filepath.Join(e.work, "allowed.txt")
+	turn := atoiT(t, e.ok("send", id, `call tool: exec_command {"cmd":"echo hi-from-codex > allowed.txt; cat allowed.txt","sandbox_permissions":"require_escalated","justification":"write a file"}`))
+	perm := e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool { return !d.Get("decision").Exists() })
+	if perm.Turn != turn || gjson.GetBytes(perm.Data, "toolCall.title").String() != "echo hi-from-codex > allowed.txt; cat allowed.txt" ||
+		gjson.GetBytes(perm.Data, "toolCall.rawInput.justification").String() != "write a file" {
+		t.Fatalf("permission event: %s", perm.Data)
+	}
+	reqID := gjson.GetBytes(perm.Data, "requestId").String()
+	e.ok("permit", id, reqID, "allow")
+	e.waitStatus(t, id, "idle")
+	if b, err := os.ReadFile(allowed); err != nil || string(b) != "hi-from-codex\n" {
+		t.Fatalf("allowed write: %q %v", b, err)
+	}
+	if out := e.ok("output", id, "--turn", itoa(turn)); !strings.HasPrefix(out, "Tool said: ") || !strings.Contains(out, "hi-from-codex") {
+		t.Fatalf("tool turn output = %q", out)
+	}
+	if k := kinds(e.events(t, id), turn); k != "user_text turn_started tool_use permission permission tool_result assistant_text usage result" {
+		t.Fatalf("tool turn kinds: %s", k)
+	}
+	if u := e.resultUsage(t, id, turn); u != fakeopenai.Usage(2) {
+		t.Fatalf("tool turn usage %+v, the fake's %+v", u, fakeopenai.Usage(2))
+	}
+
+	// Denied: declined, the model is told, the turn ends normally.
+	denied := filepath.Join(e.work, "denied.txt")
+	turn = atoiT(t, e.ok("send", id, `call tool: exec_command {"cmd":"echo no > denied.txt"}`))
+	perm = e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool {
+		return !d.Get("decision").Exists() && d.Get("requestId").String() != reqID
+	})
+	e.ok("permit", id, gjson.GetBytes(perm.Data, "requestId").String(), "deny")
+	res := e.turnResult(t, id, turn)
+	if sr := gjson.GetBytes(res.Data, "stopReason").String(); sr != "end_turn" {
+		t.Fatalf("denied turn ended %s", res.Data)
+	}
+	if out := e.ok("output", id, "--turn", itoa(turn)); !strings.Contains(out, "rejected") {
+		t.Fatalf("denied turn output = %q", out)
+	}
+	if _, err := os.Stat(denied); !os.IsNotExist(err) {
+		t.Fatalf("denied write happened: %v", err)
+	}
+
+	// Interrupt: turn/interrupt, and the turn ends cancelled.
+	e.interruptSlow(t, id, 30e9)
+	e.waitStatus(t, id, "idle")
+
+	// set-model: the next turn asks for the model, the thread goes on.
+	var sm verbs.SetModelResult
+	e.okJSON(&sm, "set-model", id, "codex:gpt-5.4-mini/high")
+	if !sm.Switched {
+		t.Fatal("set-model: not switched")
+	}
+	e.ok("run", id, "hello again")
+	reqs := e.openai.Requests()
+	last := reqs[len(reqs)-1]
+	if last.Model != "gpt-5.4-mini" || !strings.Contains(strings.Join(last.History, "\n"), "user: hello there") {
+		t.Fatalf("after set-model the request was %+v", last)
+	}
+	e.okJSON(&st, "status", id)
+	if st.Model != "codex:gpt-5.4-mini/high" {
+		t.Fatalf("status model after set-model: %q", st.Model)
+	}
+	// Every turn's usage is in the session's, as the fake counted it:
+	// one per request.
+	if want := fakeopenai.Usage(len(reqs)); st.Usage.InputTokens != want.InputTokens || st.Usage.OutputTokens != want.OutputTokens {
+		t.Fatalf("session usage %+v after %d requests, want %+v", st.Usage, len(reqs), want)
+	}
+	e.ok("close", id)
+
+	// Under auto (Codex's on-request, the model asks for what goes
+	// outside the sandbox) a command runs unasked.
+	auto := e.ok("open", "--model", "codex:", "-p", "auto", e.work)
+	e.dumpOnFail(t, auto)
+	if out := e.ok("run", auto, `call tool: exec_command {"cmd":"echo unasked"}`); !strings.Contains(out, "unasked") {
+		t.Fatalf("auto's command: %q", out)
+	}
+	if k := kinds(e.events(t, auto), 1); k != "user_text turn_started tool_use tool_result assistant_text usage result" {
+		t.Fatalf("auto's turn: %s", k)
+	}
+	e.ok("close", auto)
+}
