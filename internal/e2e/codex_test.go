@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,4 +153,67 @@ func TestCodex(t *testing.T) {
 		t.Fatalf("auto's turn: %s", k)
 	}
 	e.ok("close", auto)
+}
+
+// TestCodexResumeAndFork: a codex: agent whose daemon was killed (-9)
+// mid-turn is resumed by its thread id (thread/resume) with the model it
+// was switched to, and the model sees its earlier turns; a fork
+// (thread/fork) carries the parent's conversation, and the parent's next
+// request does not carry the fork's.
+func TestCodexResumeAndFork(t *testing.T) {
+	e := newNativeCodexEnv(t)
+	last := func(text string) fakeopenai.Request {
+		t.Helper()
+		reqs := e.openai.Requests()
+		for i := len(reqs) - 1; i >= 0; i-- {
+			if reqs[i].LastUserText == text {
+				return reqs[i]
+			}
+		}
+		t.Fatalf("fakeopenai got no request for %q", text)
+		return fakeopenai.Request{}
+	}
+	id := e.ok("open", "--model", "codex:", e.work)
+	e.dumpOnFail(t, id)
+	e.ok("run", id, "hello there")
+	e.ok("set-model", id, "codex:gpt-5.4-mini/high")
+	var before verbs.AgentStatus
+	e.okJSON(&before, "status", id)
+	e.ok("send", id, "please be slow")
+	waitFor(t, "the slow turn to reach the model", 30e9, func() bool {
+		return slices.ContainsFunc(e.openai.Requests(), func(r fakeopenai.Request) bool { return r.LastUserText == "please be slow" })
+	})
+	e.killDaemon(t)
+
+	e.ok("daemon", "start")
+	var st verbs.AgentStatus
+	e.okJSON(&st, "status", id)
+	if st.Status != "dead" || st.SessionID != before.SessionID || st.Model != "codex:gpt-5.4-mini/high" {
+		t.Fatalf("after the crash: %+v", st)
+	}
+	e.ok("open", "--id", id, "--resume")
+	e.okJSON(&st, "status", id)
+	if st.Status != "idle" || st.SessionID != before.SessionID || st.Model != "codex:gpt-5.4-mini/high" || st.Transcript != before.Transcript {
+		t.Fatalf("resumed: %+v\nbefore: %+v", st, before)
+	}
+	e.ok("run", id, "what came before")
+	if req := last("what came before"); req.Model != "gpt-5.4-mini" || !hasLine(req.History, "user: hello there") || !hasLine(req.History, "assistant: Hello from fakeopenai") {
+		t.Fatalf("the resumed turn's request: model %q, conversation %q", req.Model, req.History)
+	}
+
+	fork := e.ok("open", "--fork", id)
+	e.dumpOnFail(t, fork)
+	e.ok("run", fork, "in the fork")
+	if req := last("in the fork"); !hasLine(req.History, "user: hello there") || !hasLine(req.History, "user: what came before") {
+		t.Fatalf("the fork's first request: %q", req.History)
+	}
+	e.ok("run", id, "in the parent")
+	if req := last("in the parent"); !hasLine(req.History, "user: what came before") || hasLine(req.History, "user: in the fork") {
+		t.Fatalf("the parent's next request: %q", req.History)
+	}
+	var fs verbs.AgentStatus
+	e.okJSON(&fs, "status", fork)
+	if fs.SessionID == "" || fs.SessionID == st.SessionID || fs.Transcript == st.Transcript || fs.Model != st.Model {
+		t.Fatalf("fork %+v\nof %+v", fs, st)
+	}
 }
