@@ -217,3 +217,33 @@ func TestCodexResumeAndFork(t *testing.T) {
 		t.Fatalf("fork %+v\nof %+v", fs, st)
 	}
 }
+
+// TestCodexDoor: a codex: agent reaches kaimon's MCP door as server
+// kaimon (Codex offers its tools as the namespace mcp__kaimon), with its
+// own identity: opened without the recursion guard, its agent_list lists
+// itself; with it, the door refuses by the agent's policy.
+func TestCodexDoor(t *testing.T) {
+	e := newNativeCodexEnv(t)
+	id := e.ok("open", "--model", "codex:", "--no-recursion-guard", e.work)
+	e.dumpOnFail(t, id)
+	out := e.ok("run", id, `call tool: mcp__kaimon/agent_list {}`)
+	if !strings.HasPrefix(out, "Tool said: ") || !strings.Contains(out, id) {
+		t.Fatalf("agent_list through the door: %q", out)
+	}
+	if tools := e.openai.Requests()[0].Tools; !slices.Contains(tools, "mcp__kaimon") {
+		t.Fatalf("the model was offered %v", tools)
+	}
+	recs := e.events(t, id)
+	if k := kinds(recs, 1); k != "user_text turn_started tool_use tool_result assistant_text usage result" {
+		t.Fatalf("turn 1: %s", k)
+	}
+	for _, r := range recs {
+		if r.Kind == event.ToolUse && gjson.GetBytes(r.Data, "call.title").String() != "kaimon.agent_list" {
+			t.Fatalf("the door's call: %s", r.Data)
+		}
+	}
+	guarded := e.ok("open", "--model", "codex:", e.work)
+	if out := e.ok("run", guarded, `call tool: mcp__kaimon/agent_list {}`); !strings.Contains(out, "recursion guard refuses mcp__kaimon__agent_list") {
+		t.Fatalf("agent_list under the guard: %q", out)
+	}
+}

@@ -145,9 +145,13 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	if !ok {
 		pm = Modes["default"]
 	}
+	env = host.SetEnv(env, "KAIMON_AGENT_SESSION", o.ID)
+	if o.Door != nil {
+		env = host.SetEnv(env, doorTokenEnv, o.Door.Token)
+	}
 	b := &Backend{
 		opts: o, sink: sink, bin: bin,
-		env:      host.SetEnv(env, "KAIMON_AGENT_SESSION", o.ID),
+		env:      env,
 		approval: pm[0], sandbox: pm[1],
 		m:     NewMapper(),
 		asks:  host.NewAsks(),
@@ -199,7 +203,7 @@ func (b *Backend) Start(ctx context.Context) error {
 }
 
 // ready initializes app-server and opens the thread.
-func (b *Backend) ready(ctx context.Context, p *host.Process) error {
+func (b *Backend) ready(ctx context.Context, p *host.Process) (err error) {
 	call := func(method string, params any) (json.RawMessage, error) {
 		r, err := b.calls.call(ctx, p, method, params)
 		if errors.Is(err, proc.ErrExited) {
@@ -207,7 +211,7 @@ func (b *Backend) ready(ctx context.Context, p *host.Process) error {
 		}
 		return r, err
 	}
-	_, err := call("initialize", map[string]any{"clientInfo": map[string]any{"name": "kaimon", "title": "kaimon", "version": version.String()}})
+	_, err = call("initialize", map[string]any{"clientInfo": map[string]any{"name": "kaimon", "title": "kaimon", "version": version.String()}})
 	if err != nil {
 		return err
 	}
@@ -215,6 +219,13 @@ func (b *Backend) ready(ctx context.Context, p *host.Process) error {
 		return fmt.Errorf("writing initialized to codex: %w", err)
 	}
 	params := map[string]any{"cwd": b.opts.Cwd, "approvalPolicy": b.approval, "sandbox": b.sandbox}
+	servers, err := b.mcpServers()
+	if err != nil {
+		return err
+	}
+	if len(servers) > 0 {
+		params["config"] = map[string]any{"mcp_servers": servers}
+	}
 	if b.model != "" {
 		params["model"] = b.model
 	}
@@ -243,6 +254,48 @@ func (b *Backend) ready(ctx context.Context, p *host.Process) error {
 		return fmt.Errorf("codex answered %s without a thread id: %s", method, r)
 	}
 	return nil
+}
+
+// doorTokenEnv is the variable that holds the door's token in
+// app-server's environment, which Codex sends as the bearer token of the
+// kaimon MCP server: the secret stays out of the protocol and the
+// rollout, and Codex's default shell environment policy leaves variables
+// named *TOKEN* out of the model's commands.
+const doorTokenEnv = "KAIMON_DOOR_TOKEN"
+
+// mcpServers are the thread's MCP servers, in Codex's config form: kaimon's
+// door as server kaimon (streamable HTTP, the agent's id in its header and
+// its token from doorTokenEnv), then the caller's mcp_config.
+func (b *Backend) mcpServers() (map[string]any, error) {
+	out := map[string]any{}
+	if d := b.opts.Door; d != nil {
+		out["kaimon"] = map[string]any{"url": d.URL, "bearer_token_env_var": doorTokenEnv,
+			"env_http_headers": map[string]string{backend.HeaderAgent: "KAIMON_AGENT_SESSION"}}
+	}
+	servers, err := b.opts.CallerMCPServers()
+	if err != nil {
+		return nil, err
+	}
+	for name, s := range servers {
+		switch {
+		case s.Command != "":
+			srv := map[string]any{"command": s.Command}
+			if len(s.Args) > 0 {
+				srv["args"] = s.Args
+			}
+			if len(s.Env) > 0 {
+				srv["env"] = s.Env
+			}
+			out[name] = srv
+		case s.URL != "":
+			srv := map[string]any{"url": s.URL}
+			if len(s.Headers) > 0 {
+				srv["http_headers"] = s.Headers
+			}
+			out[name] = srv
+		}
+	}
+	return out, nil
 }
 
 // exitedEarly describes an app-server that exited before it was ready.
