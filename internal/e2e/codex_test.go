@@ -4,8 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -245,5 +247,68 @@ func TestCodexDoor(t *testing.T) {
 	guarded := e.ok("open", "--model", "codex:", e.work)
 	if out := e.ok("run", guarded, `call tool: mcp__kaimon/agent_list {}`); !strings.Contains(out, "recursion guard refuses mcp__kaimon__agent_list") {
 		t.Fatalf("agent_list under the guard: %q", out)
+	}
+}
+
+// TestCodexBadInput: an app-server killed mid-turn fails the turn with the
+// end of its stderr; a config Codex refuses (wire_api = "chat") fails the
+// open in Codex's own words; a Codex not logged in, whose provider needs a
+// login, fails the open within seconds, naming `codex login`, rather than
+// let each turn retry "waiting for network" for minutes.
+func TestCodexBadInput(t *testing.T) {
+	e := newNativeCodexEnv(t)
+	id := e.ok("open", "--model", "codex:", e.work)
+	e.dumpOnFail(t, id)
+	// Codex logs the unknown tool on its stderr.
+	e.ok("run", id, `call tool: nosuchtool {}`)
+	turn := atoiT(t, e.ok("send", id, "please be slow"))
+	waitFor(t, "the slow turn to reach the model", 30e9, func() bool {
+		return slices.ContainsFunc(e.openai.Requests(), func(r fakeopenai.Request) bool { return r.LastUserText == "please be slow" })
+	})
+	pids := e.agentPIDs(t)
+	if len(pids) != 1 {
+		t.Fatalf("pids: %+v", pids)
+	}
+	if err := syscall.Kill(pids[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	res := e.turnResult(t, id, turn)
+	if gjson.GetBytes(res.Data, "stopReason").String() != "error" || !strings.Contains(gjson.GetBytes(res.Data, "error").String(), "codex was killed") {
+		t.Fatalf("the killed app-server's turn: %s", res.Data)
+	}
+	ev := e.waitEvent(t, id, event.Error, func(d gjson.Result) bool { return strings.Contains(d.Get("message").String(), "codex was killed") })
+	if tail := gjson.GetBytes(ev.Data, "data.stderrTail").String(); !strings.Contains(tail, "unsupported call: nosuchtool") {
+		t.Fatalf("the error event lacks the stderr's tail: %s", ev.Data)
+	}
+	e.waitStatus(t, id, "dead")
+
+	// The daemon's agents get its environment: restart it with each
+	// CODEX_HOME.
+	home := func(name, cfg string) string {
+		dir := filepath.Join(e.home, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	good, err := os.ReadFile(filepath.Join(e.home, "codex-home", "config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ok("daemon", "stop")
+	e.setEnv("CODEX_HOME=" + home("codex-chat", strings.Replace(string(good), `wire_api = "responses"`, `wire_api = "chat"`, 1)))
+	r := e.fails(1, "`wire_api = \"chat\"` is no longer supported", "open", "--model", "codex:", e.work)
+	t.Logf("chat: %s", r.stderr)
+
+	e.ok("daemon", "stop")
+	e.setEnv("CODEX_HOME=" + home("codex-nologin", "check_for_update_on_startup = false\n[analytics]\nenabled = false\n"))
+	start := time.Now()
+	r = e.fails(1, "codex is not logged in, and its model provider needs a login: run `codex login`", "open", "--model", "codex:", e.work)
+	t.Logf("no login: %s", r.stderr)
+	if d := time.Since(start); d > 15e9 {
+		t.Fatalf("the open took %v to fail", d)
 	}
 }

@@ -253,7 +253,36 @@ func (b *Backend) ready(ctx context.Context, p *host.Process) (err error) {
 	if b.thread == "" {
 		return fmt.Errorf("codex answered %s without a thread id: %s", method, r)
 	}
-	return nil
+	return b.checkLogin(call)
+}
+
+// checkLogin refuses a Codex that cannot reach a model: one whose
+// provider needs an OpenAI login (the built-in one) and that has none,
+// which would retry each turn "waiting for network" for minutes. Asked
+// after the thread opened: a config Codex cannot load fails thread/start
+// first, in Codex's own words (`wire_api = "chat"` is no longer
+// supported…), and Codex then reads as the default provider. An API key
+// in the environment is left to Codex to use.
+func (b *Backend) checkLogin(call func(string, any) (json.RawMessage, error)) error {
+	r, err := call("account/read", map[string]any{})
+	if err != nil {
+		return err
+	}
+	a := gjson.ParseBytes(r)
+	if !a.Get("requiresOpenaiAuth").Bool() || a.Get("account").Type != gjson.Null && a.Get("account").Exists() {
+		return nil
+	}
+	for _, k := range []string{"OPENAI_API_KEY", "CODEX_API_KEY"} {
+		if host.LookupEnv(b.env, k) != "" {
+			return nil
+		}
+	}
+	home := host.LookupEnv(b.env, "CODEX_HOME")
+	if home == "" {
+		home = "~/.codex"
+	}
+	return fmt.Errorf("codex is not logged in, and its model provider needs a login: run `%s` as the user the daemon runs as (CODEX_HOME %s), "+
+		"or name a model_provider of your own in %s", prog.Login, home, filepath.Join(home, "config.toml"))
 }
 
 // doorTokenEnv is the variable that holds the door's token in
