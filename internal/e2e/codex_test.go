@@ -220,22 +220,25 @@ func TestCodexResumeAndFork(t *testing.T) {
 	}
 }
 
-// TestCodexDoor: a codex: agent reaches kaimon's MCP door as server
-// kaimon (Codex offers its tools as the namespace mcp__kaimon), with its
-// own identity: opened without the recursion guard, its agent_list lists
-// itself; with it, the door refuses by the agent's policy.
-func TestCodexDoor(t *testing.T) {
+// TestCodexPresets: a codex: agent reaches kaimon's MCP door as server
+// kaimon (Codex offers its tools as the namespace mcp__kaimon) with its
+// own identity and policy, and the preset answers Codex's approvals:
+// notebook (opened without the recursion guard) may list agents through
+// the door, and its shell command is declined by policy unasked; under
+// the default preset the guard refuses agent_list at the door; bypass
+// runs a write unasked.
+func TestCodexPresets(t *testing.T) {
 	e := newNativeCodexEnv(t)
-	id := e.ok("open", "--model", "codex:", "--no-recursion-guard", e.work)
-	e.dumpOnFail(t, id)
-	out := e.ok("run", id, `call tool: mcp__kaimon/agent_list {}`)
-	if !strings.HasPrefix(out, "Tool said: ") || !strings.Contains(out, id) {
+	nb := e.ok("open", "--model", "codex:", "-p", "notebook", "--no-recursion-guard", e.work)
+	e.dumpOnFail(t, nb)
+	out := e.ok("run", nb, `call tool: mcp__kaimon/agent_list {}`)
+	if !strings.HasPrefix(out, "Tool said: ") || !strings.Contains(out, nb) {
 		t.Fatalf("agent_list through the door: %q", out)
 	}
 	if tools := e.openai.Requests()[0].Tools; !slices.Contains(tools, "mcp__kaimon") {
 		t.Fatalf("the model was offered %v", tools)
 	}
-	recs := e.events(t, id)
+	recs := e.events(t, nb)
 	if k := kinds(recs, 1); k != "user_text turn_started tool_use tool_result assistant_text usage result" {
 		t.Fatalf("turn 1: %s", k)
 	}
@@ -244,9 +247,31 @@ func TestCodexDoor(t *testing.T) {
 			t.Fatalf("the door's call: %s", r.Data)
 		}
 	}
-	guarded := e.ok("open", "--model", "codex:", e.work)
-	if out := e.ok("run", guarded, `call tool: mcp__kaimon/agent_list {}`); !strings.Contains(out, "recursion guard refuses mcp__kaimon__agent_list") {
+	if out := e.ok("run", nb, `call tool: exec_command {"cmd":"echo no > nb.txt"}`); !strings.Contains(out, "rejected") {
+		t.Fatalf("notebook's command: %q", out)
+	}
+	perm := e.waitEvent(t, nb, event.Permission, func(d gjson.Result) bool { return d.Get("decision").Exists() })
+	if gjson.GetBytes(perm.Data, "by").String() != "policy" || gjson.GetBytes(perm.Data, "decision").String() != "deny" {
+		t.Fatalf("notebook's command was decided: %s", perm.Data)
+	}
+	if _, err := os.Stat(filepath.Join(e.work, "nb.txt")); !os.IsNotExist(err) {
+		t.Fatalf("notebook's command ran: %v", err)
+	}
+
+	def := e.ok("open", "--model", "codex:", e.work)
+	if out := e.ok("run", def, `call tool: mcp__kaimon/agent_list {}`); !strings.Contains(out, "recursion guard refuses mcp__kaimon__agent_list") {
 		t.Fatalf("agent_list under the guard: %q", out)
+	}
+
+	byp := e.ok("open", "--model", "codex:", "-p", "bypass", e.work)
+	if out := e.ok("run", byp, `call tool: exec_command {"cmd":"echo free > free.txt"}`); !strings.HasPrefix(out, "Tool said: ") {
+		t.Fatalf("bypass's command: %q", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.work, "free.txt")); err != nil || string(b) != "free\n" {
+		t.Fatalf("bypass's write: %q %v", b, err)
+	}
+	if k := kinds(e.events(t, byp), 1); strings.Contains(k, "permission") {
+		t.Fatalf("bypass asked: %s", k)
 	}
 }
 
