@@ -72,6 +72,10 @@ type Backend struct {
 	rollout string // its rollout file, Codex's transcript
 	model   string // the model the thread runs
 	effort  string // the reasoning effort asked for, "" for Codex's
+	// switched says SetModel changed model or effort since the last
+	// turn/start, which then carries them (Codex keeps a turn's for the
+	// turns after it): a turn/start that names them costs Codex ~20 ms.
+	switched bool
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -223,8 +227,15 @@ func (b *Backend) ready(ctx context.Context, p *host.Process) (err error) {
 	if err != nil {
 		return err
 	}
+	config := map[string]any{}
 	if len(servers) > 0 {
-		params["config"] = map[string]any{"mcp_servers": servers}
+		config["mcp_servers"] = servers
+	}
+	if b.effort != "" {
+		config["model_reasoning_effort"] = b.effort
+	}
+	if len(config) > 0 {
+		params["config"] = config
 	}
 	if b.model != "" {
 		params["model"] = b.model
@@ -441,11 +452,13 @@ func (b *Backend) Send(turn int, text string) error {
 func (b *Backend) submit(t backend.Turn, report bool) error {
 	b.infoMu.Lock()
 	params := map[string]any{"threadId": b.thread, "input": []map[string]any{{"type": "text", "text": t.Text}}}
-	if b.model != "" {
+	switched := b.switched
+	if switched {
 		params["model"] = b.model
-	}
-	if b.effort != "" {
-		params["effort"] = b.effort
+		if b.effort != "" {
+			params["effort"] = b.effort
+		}
+		b.switched = false
 	}
 	b.infoMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
@@ -460,6 +473,11 @@ func (b *Backend) submit(t backend.Turn, report bool) error {
 		return nil
 	}
 	err = fmt.Errorf("starting turn %d: %w", t.Number, err)
+	if switched {
+		b.infoMu.Lock()
+		b.switched = true // for the next turn, then
+		b.infoMu.Unlock()
+	}
 	var next *backend.Turn
 	b.life.Lock()
 	if !b.life.Exited() {
@@ -553,7 +571,7 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 		return false, nil
 	}
 	b.infoMu.Lock()
-	b.model = name
+	b.model, b.switched = name, true
 	if eff != "" {
 		b.effort = eff
 	}
