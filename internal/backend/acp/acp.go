@@ -653,16 +653,10 @@ func (b *Backend) exitedEarly() error { return b.p.Load().ExitedEarly(false) }
 // Send sends turn, or queues it behind the turn in flight: kaimon sends
 // one prompt at a time (see Mapper), whatever the agent declares.
 func (b *Backend) Send(turn int, text string) error {
-	b.life.Lock()
-	if err := b.life.SendErr("acp agent"); err != nil {
-		b.life.Unlock()
+	active, err := b.life.Push(b.sink, b.m, "acp agent", turn, text)
+	if err != nil {
 		return err
 	}
-	evs, active := b.m.Push(turn, text)
-	for _, ev := range evs {
-		b.sink.Emit(ev)
-	}
-	b.life.Unlock()
 	if active {
 		go b.prompt(Turn{Number: turn, Text: text})
 	}

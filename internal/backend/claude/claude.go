@@ -16,7 +16,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/kaimon/kaimon/internal/agentbin"
-	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/host"
 	"github.com/kaimon/kaimon/internal/event"
@@ -476,19 +475,10 @@ func (b *Backend) finish(p *host.Process) {
 // Kaimon queues rather than the CLI because the CLI merges all the messages
 // queued during a turn into one turn.
 func (b *Backend) Send(turn int, text string) error {
-	b.life.Lock()
-	if err := b.life.SendErr("claude"); err != nil {
-		b.life.Unlock()
-		return err
-	}
 	// Pushed before the write: the CLI's answer must find the turn.
-	evs, active := b.m.Push(turn, text)
-	for _, ev := range evs {
-		b.sink.Emit(ev)
-	}
-	b.life.Unlock()
-	if !active {
-		return nil
+	active, err := b.life.Push(b.sink, b.m, "claude", turn, text)
+	if err != nil || !active {
+		return err
 	}
 	return b.submit(Turn{Number: turn, Text: text}, false)
 }
@@ -505,21 +495,7 @@ func (b *Backend) submit(t Turn, report bool) error {
 		return nil
 	}
 	err = fmt.Errorf("writing turn %d to claude: %w", t.Number, err)
-	var next *Turn
-	b.life.Lock()
-	if !b.life.Exited() {
-		if report {
-			b.sink.Emit(event.NewError(t.Number, err.Error(), nil))
-			b.sink.Emit(event.New(event.Result, t.Number, event.ResultData{StopReason: apitype.StopError, Error: err.Error()}))
-		}
-		var evs []event.Event
-		evs, next = b.m.Retract(t.Number)
-		for _, ev := range evs {
-			b.sink.Emit(ev)
-		}
-	}
-	b.life.Unlock()
-	if next != nil {
+	if next := b.life.Unsent(b.sink, b.m, t, err, report); next != nil {
 		go b.submit(*next, true)
 	}
 	return err

@@ -429,18 +429,9 @@ func (b *Backend) finish(p *host.Process) {
 // turns before it have ended (kaimon queues them, as for the claude CLI:
 // a turn/start during a turn would steer it rather than follow it).
 func (b *Backend) Send(turn int, text string) error {
-	b.life.Lock()
-	if err := b.life.SendErr("codex"); err != nil {
-		b.life.Unlock()
+	active, err := b.life.Push(b.sink, b.m, "codex", turn, text)
+	if err != nil || !active {
 		return err
-	}
-	evs, active := b.m.Push(turn, text)
-	for _, ev := range evs {
-		b.sink.Emit(ev)
-	}
-	b.life.Unlock()
-	if !active {
-		return nil
 	}
 	return b.submit(backend.Turn{Number: turn, Text: text}, false)
 }
@@ -478,21 +469,7 @@ func (b *Backend) submit(t backend.Turn, report bool) error {
 		b.switched = true // for the next turn, then
 		b.infoMu.Unlock()
 	}
-	var next *backend.Turn
-	b.life.Lock()
-	if !b.life.Exited() {
-		if report {
-			b.sink.Emit(event.NewError(t.Number, err.Error(), nil))
-			b.sink.Emit(event.New(event.Result, t.Number, event.ResultData{StopReason: apitype.StopError, Error: err.Error()}))
-		}
-		var evs []event.Event
-		evs, next = b.m.Retract(t.Number)
-		for _, ev := range evs {
-			b.sink.Emit(ev)
-		}
-	}
-	b.life.Unlock()
-	if next != nil {
+	if next := b.life.Unsent(b.sink, b.m, t, err, report); next != nil {
 		go b.submit(*next, true)
 	}
 	return err

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/proc"
 )
 
@@ -101,4 +104,49 @@ func (l *Life) SendErr(what string) error {
 func (l *Life) Exit() (report bool) {
 	l.exited = true
 	return l.ready
+}
+
+// Queue is a backend's FIFO of user turns (backend.Turns, or a mapper
+// that embeds it) as Push and Unsent need it.
+type Queue interface {
+	Push(turn int, text string) ([]event.Event, bool)
+	Retract(turn int) ([]event.Event, *backend.Turn)
+}
+
+// Push records user turn turn in q, under l's lock, and emits its opening
+// events when it opens at once: active then says the caller sends it
+// now; otherwise it waits its turn in q. An error, and nothing recorded,
+// when the agent cannot take a turn (what names it).
+func (l *Life) Push(sink backend.Sink, q Queue, what string, turn int, text string) (active bool, err error) {
+	l.Lock()
+	defer l.Unlock()
+	if err := l.SendErr(what); err != nil {
+		return false, err
+	}
+	evs, active := q.Push(turn, text)
+	for _, ev := range evs {
+		sink.Emit(ev)
+	}
+	return active, nil
+}
+
+// Unsent ends turn t, active in q, which could not be given to the agent
+// (err): when report, with an error event and a failed result (else the
+// caller returns err, which says it), and it is retracted from q. It
+// returns the queued turn that opens in its place, to send, or nil.
+func (l *Life) Unsent(sink backend.Sink, q Queue, t backend.Turn, err error, report bool) *backend.Turn {
+	l.Lock()
+	defer l.Unlock()
+	if l.Exited() {
+		return nil // the exit report ends it
+	}
+	if report {
+		sink.Emit(event.NewError(t.Number, err.Error(), nil))
+		sink.Emit(event.New(event.Result, t.Number, event.ResultData{StopReason: apitype.StopError, Error: err.Error()}))
+	}
+	evs, next := q.Retract(t.Number)
+	for _, ev := range evs {
+		sink.Emit(ev)
+	}
+	return next
 }
