@@ -608,9 +608,7 @@ func (b *Backend) watch(p *host.Process, conn *sdk.ClientSideConnection, done ch
 
 // finish reports the process's exit: once, after everything it printed.
 func (b *Backend) finish(p *host.Process, done chan struct{}) {
-	b.life.Lock()
-	msg := p.Ended(b.life.HungUp(), "closed its stdout (or broke the JSON-RPC stream)")
-	b.life.Unlock()
+	msg := b.life.Ended(p, "closed its stdout (or broke the JSON-RPC stream)")
 	if b.lines.overlong() {
 		msg = fmt.Sprintf("acp:%s printed a stdout line of %d bytes or more, over the ACP SDK's limit, which ends the JSON-RPC stream; kaimon stopped it (%s)", b.agent.Name, SDKMaxLine, p.Child.ExitDescription())
 	}

@@ -437,9 +437,7 @@ func (b *Backend) handle(line []byte) {
 
 // finish reports the process's exit: once, after everything it printed.
 func (b *Backend) finish(p *host.Process) {
-	b.life.Lock()
-	msg := p.Ended(b.life.HungUp(), "closed its stdout")
-	b.life.Unlock()
+	msg := b.life.Ended(p, "closed its stdout")
 	// The leader is gone; so must be anything it left, in its group or
 	// outside, which may take the grace to exit on SIGTERM (a tool
 	// cleaning up).
@@ -456,16 +454,7 @@ func (b *Backend) finish(p *host.Process) {
 	}
 	b.ctlMu.Unlock()
 
-	b.life.Lock()
-	report := b.life.Exit()
-	var exitErr error
-	if report {
-		exitErr = p.Report(b.sink, b.m, b.life.Closing(), msg)
-	}
-	b.life.Unlock()
-	if report {
-		b.sink.Exited(exitErr)
-	}
+	b.life.Report(p, b.sink, b.m, msg)
 	close(b.done)
 }
 

@@ -405,23 +405,11 @@ func (b *Backend) handle(line []byte) {
 
 // finish reports the process's exit: once, after everything it printed.
 func (b *Backend) finish(p *host.Process) {
-	b.life.Lock()
-	msg := p.Ended(b.life.HungUp(), "closed its stdout")
-	b.life.Unlock()
-	p.Child.Stop(proc.LeftoverGrace)
+	msg := b.life.Ended(p, "closed its stdout")
+	p.Child.Stop(proc.LeftoverGrace) // what it left, in its group or outside
 	b.asks.Stop()
 	b.calls.close()
-
-	b.life.Lock()
-	report := b.life.Exit()
-	var exitErr error
-	if report {
-		exitErr = p.Report(b.sink, b.m, b.life.Closing(), msg)
-	}
-	b.life.Unlock()
-	if report {
-		b.sink.Exited(exitErr)
-	}
+	b.life.Report(p, b.sink, b.m, msg)
 	close(b.done)
 }
 

@@ -150,3 +150,26 @@ func (l *Life) Unsent(sink backend.Sink, q Queue, t backend.Turn, err error, rep
 	}
 	return next
 }
+
+// Ended says how p, the process whose life l is, ended (Process.Ended).
+func (l *Life) Ended(p *Process, hangup string) string {
+	l.Lock()
+	defer l.Unlock()
+	return p.Ended(l.hungUp, hangup)
+}
+
+// Report records that p is gone and, when Start had succeeded, reports
+// its end: the turns in flight of m end (Process.Report, msg says how it
+// ended), then sink.Exited, once, outside the lock.
+func (l *Life) Report(p *Process, sink backend.Sink, m Turns, msg string) {
+	l.Lock()
+	report := l.Exit()
+	var err error
+	if report {
+		err = p.Report(sink, m, l.closing, msg)
+	}
+	l.Unlock()
+	if report {
+		sink.Exited(err)
+	}
+}
