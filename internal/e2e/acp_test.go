@@ -195,6 +195,19 @@ func (e *kenv) events(t *testing.T, id string) []event.Record {
 	return out
 }
 
+// lastRequest is the last request fakeopenai got whose user text is text.
+func (e *acpEnv) lastRequest(t *testing.T, text string) fakeopenai.Request {
+	t.Helper()
+	reqs := e.openai.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		if reqs[i].LastUserText == text {
+			return reqs[i]
+		}
+	}
+	t.Fatalf("fakeopenai got no request for %q", text)
+	return fakeopenai.Request{}
+}
+
 // waitEvent waits for a logged event of kind whose data matches.
 func (e *acpEnv) waitEvent(t *testing.T, id string, kind event.Kind, match func(gjson.Result) bool) event.Record {
 	t.Helper()

@@ -164,17 +164,6 @@ func TestCodex(t *testing.T) {
 // request does not carry the fork's.
 func TestCodexResumeAndFork(t *testing.T) {
 	e := newNativeCodexEnv(t)
-	last := func(text string) fakeopenai.Request {
-		t.Helper()
-		reqs := e.openai.Requests()
-		for i := len(reqs) - 1; i >= 0; i-- {
-			if reqs[i].LastUserText == text {
-				return reqs[i]
-			}
-		}
-		t.Fatalf("fakeopenai got no request for %q", text)
-		return fakeopenai.Request{}
-	}
 	id := e.ok("open", "--model", "codex:", e.work)
 	e.dumpOnFail(t, id)
 	e.ok("run", id, "hello there")
@@ -199,18 +188,18 @@ func TestCodexResumeAndFork(t *testing.T) {
 		t.Fatalf("resumed: %+v\nbefore: %+v", st, before)
 	}
 	e.ok("run", id, "what came before")
-	if req := last("what came before"); req.Model != "gpt-5.4-mini" || !hasLine(req.History, "user: hello there") || !hasLine(req.History, "assistant: Hello from fakeopenai") {
+	if req := e.lastRequest(t, "what came before"); req.Model != "gpt-5.4-mini" || !hasLine(req.History, "user: hello there") || !hasLine(req.History, "assistant: Hello from fakeopenai") {
 		t.Fatalf("the resumed turn's request: model %q, conversation %q", req.Model, req.History)
 	}
 
 	fork := e.ok("open", "--fork", id)
 	e.dumpOnFail(t, fork)
 	e.ok("run", fork, "in the fork")
-	if req := last("in the fork"); !hasLine(req.History, "user: hello there") || !hasLine(req.History, "user: what came before") {
+	if req := e.lastRequest(t, "in the fork"); !hasLine(req.History, "user: hello there") || !hasLine(req.History, "user: what came before") {
 		t.Fatalf("the fork's first request: %q", req.History)
 	}
 	e.ok("run", id, "in the parent")
-	if req := last("in the parent"); !hasLine(req.History, "user: what came before") || hasLine(req.History, "user: in the fork") {
+	if req := e.lastRequest(t, "in the parent"); !hasLine(req.History, "user: what came before") || hasLine(req.History, "user: in the fork") {
 		t.Fatalf("the parent's next request: %q", req.History)
 	}
 	var fs verbs.AgentStatus

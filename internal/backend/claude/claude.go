@@ -495,14 +495,9 @@ func (b *Backend) submit(t Turn, report bool) error {
 // error, if no turn was in flight; an error if the CLI refused, went away,
 // or did not acknowledge within InterruptTimeout (the turn may run on).
 func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
-	b.life.Lock()
-	turn, ok := b.m.Active()
-	if !ok || !b.life.Live() {
-		b.life.Unlock()
+	if _, ok := b.life.BeginInterrupt(b.m); !ok {
 		return false, nil
 	}
-	b.m.MarkInterrupted(turn)
-	b.life.Unlock()
 	r, err := b.control(ctx, "interrupt", map[string]any{"subtype": "interrupt"}, InterruptTimeout)
 	switch {
 	case errors.Is(err, proc.ErrExited):
@@ -642,19 +637,7 @@ func (b *Backend) writeJSON(v any) error { return b.p.Load().WriteJSON(v) }
 // Exited(nil) has been reported. Turns still in flight end with stopReason
 // cancelled. Close may be called more than once.
 func (b *Backend) Close() error {
-	b.closeOnce.Do(func() {
-		b.life.Lock()
-		b.life.SetClosing()
-		p := b.p.Load()
-		b.life.Unlock()
-		if p == nil {
-			return
-		}
-		// Closing stdin alone does not stop a turn in progress.
-		p.CloseInput()
-		p.Child.Stop(StopGrace)
-		<-b.done
-	})
+	b.closeOnce.Do(func() { b.life.Close(b.p.Load, b.done) })
 	return nil
 }
 

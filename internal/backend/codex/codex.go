@@ -468,14 +468,10 @@ func (b *Backend) submit(t backend.Turn, report bool) error {
 // The approvals it waits on are withdrawn. False, and no error, if no
 // turn was in flight.
 func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
-	b.life.Lock()
-	turn, ok := b.m.Active()
-	if !ok || !b.life.Live() {
-		b.life.Unlock()
+	turn, ok := b.life.BeginInterrupt(b.m)
+	if !ok {
 		return false, nil
 	}
-	b.m.MarkInterrupted(turn)
-	b.life.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, InterruptTimeout)
 	defer cancel()
 	// Codex's id of the turn comes with turn/start's answer, a moment
@@ -547,18 +543,7 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 // Close stops app-server: stdin closed, then SIGTERM to its group, SIGKILL
 // after StopGrace. Turns in flight end cancelled.
 func (b *Backend) Close() error {
-	b.closeOnce.Do(func() {
-		b.life.Lock()
-		b.life.SetClosing()
-		p := b.p.Load()
-		b.life.Unlock()
-		if p == nil {
-			return
-		}
-		p.CloseInput()
-		p.Child.Stop(StopGrace)
-		<-b.done
-	})
+	b.closeOnce.Do(func() { b.life.Close(b.p.Load, b.done) })
 	return nil
 }
 

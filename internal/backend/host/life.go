@@ -173,3 +173,41 @@ func (l *Life) Report(p *Process, sink backend.Sink, m Turns, msg string) {
 		sink.Exited(err)
 	}
 }
+
+// Interruptible is a backend's turn queue as BeginInterrupt needs it
+// (backend.Turns).
+type Interruptible interface {
+	Active() (int, bool)
+	MarkInterrupted(turn int)
+}
+
+// BeginInterrupt marks the turn in flight of q interrupted, so that its
+// end reads as cancelled, and returns it; false when no turn is in flight
+// or the agent takes no requests.
+func (l *Life) BeginInterrupt(q Interruptible) (int, bool) {
+	l.Lock()
+	defer l.Unlock()
+	turn, ok := q.Active()
+	if !ok || !l.Live() {
+		return 0, false
+	}
+	q.MarkInterrupted(turn)
+	return turn, true
+}
+
+// Close stops the process load returns (nil: none was spawned): Close
+// recorded, stdin closed, then SIGTERM to its group and SIGKILL after
+// StopGrace; it returns once done, the reader's end, is closed.
+func (l *Life) Close(load func() *Process, done <-chan struct{}) {
+	l.Lock()
+	l.SetClosing()
+	p := load()
+	l.Unlock()
+	if p == nil {
+		return
+	}
+	// Closing stdin alone does not stop a turn in progress.
+	p.CloseInput()
+	p.Child.Stop(StopGrace)
+	<-done
+}
