@@ -4,8 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 

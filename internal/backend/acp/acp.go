@@ -751,10 +751,7 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 	if id == "" {
 		return false, errors.New("no model named")
 	}
-	b.life.Lock()
-	live := b.life.Live()
-	b.life.Unlock()
-	if !live {
+	if !b.life.LiveNow() {
 		return false, nil
 	}
 	if err := b.switchModel(ctx, id); err != nil {

@@ -534,10 +534,7 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 		}
 		b.infoMu.Unlock()
 	}
-	b.life.Lock()
-	live := b.life.Live()
-	b.life.Unlock()
-	if !live {
+	if !b.life.LiveNow() {
 		return false, nil
 	}
 	r, err := b.control(ctx, "set-model", map[string]any{"subtype": "set_model", "model": name}, SetModelTimeout)

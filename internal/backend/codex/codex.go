@@ -525,10 +525,7 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 	if name == "" {
 		return false, errors.New("no model named")
 	}
-	b.life.Lock()
-	live := b.life.Live()
-	b.life.Unlock()
-	if !live {
+	if !b.life.LiveNow() {
 		return false, nil
 	}
 	b.infoMu.Lock()

@@ -87,6 +87,13 @@ func (l *Life) SetClosing() { l.closing = true }
 // closing; lock held.
 func (l *Life) Live() bool { return l.ready && !l.exited && !l.closing }
 
+// LiveNow is Live, the lock taken.
+func (l *Life) LiveNow() bool {
+	l.Lock()
+	defer l.Unlock()
+	return l.Live()
+}
+
 // SendErr says why a turn cannot be sent now, nil if it can; lock held.
 // what names the agent.
 func (l *Life) SendErr(what string) error {
