@@ -38,7 +38,8 @@ func (e *acpEnv) resultUsage(t *testing.T, id string, turn int) event.UsageFigur
 
 // TestCodex drives `codex app-server` through kaimon: a text turn, a
 // reasoning turn, a command asked (with its justification) and allowed,
-// one asked and denied, interrupt, set-model per turn, usage per turn as
+// one asked and denied, interrupt (of a question pending, and of a
+// streaming reply), set-model per turn, usage per turn as
 // the fake counted it (one request, or two for a tool turn) summed in
 // status, and a command run unasked under auto.
 func TestCodex(t *testing.T) {
@@ -117,8 +118,30 @@ func TestCodex(t *testing.T) {
 		t.Fatalf("denied write happened: %v", err)
 	}
 
-	// Interrupt: turn/interrupt, and the turn ends cancelled.
-	e.interruptSlow(t, id, 30e9)
+	// Interrupt: turn/interrupt, and the turn ends cancelled; a question
+	// pending is withdrawn (answered cancel).
+	turn = atoiT(t, e.ok("send", id, `call tool: exec_command {"cmd":"echo later > later.txt"}`))
+	perm = e.waitEvent(t, id, event.Permission, func(d gjson.Result) bool {
+		return !d.Get("decision").Exists() && strings.Contains(d.Get("toolCall.title").String(), "later.txt")
+	})
+	e.interruptAtPermission(t, id, turn, perm)
+	e.waitStatus(t, id, "idle")
+	turn = atoiT(t, e.ok("send", id, "please be slow"))
+	waitFor(t, "the slow stream", 30e9, func() bool {
+		var o verbs.OutputResult
+		e.okJSON(&o, "output", id)
+		return strings.Contains(o.Text, "chunk1")
+	})
+	var ir verbs.InterruptResult
+	if e.okJSON(&ir, "interrupt", id); !ir.Interrupted {
+		t.Fatal("interrupt: false")
+	}
+	if res := e.turnResult(t, id, turn); gjson.GetBytes(res.Data, "stopReason").String() != "cancelled" {
+		t.Fatalf("the interrupted turn: %s", res.Data)
+	}
+	if out := e.ok("output", id, "--turn", itoa(turn)); !strings.HasPrefix(out, "chunk0 chunk1 ") {
+		t.Fatalf("the interrupted turn's text: %q", out)
+	}
 	e.waitStatus(t, id, "idle")
 
 	// set-model: the next turn asks for the model, the thread goes on.
