@@ -36,8 +36,6 @@ type Mapper struct {
 	// TurnID is Codex's id of the turn in flight ("" before its
 	// turn/started, and between turns).
 	TurnID string
-	// Model is the model the thread last said it runs.
-	Model string
 
 	usage event.UsageFigures // the turn's, summed from last
 	calls map[string]*call   // tool calls by item id, until they end
@@ -63,9 +61,6 @@ func (m *Mapper) Map(method string, params []byte) []event.Event {
 	if _, ok := m.Active(); !ok {
 		// Outside any turn (a late notification of an interrupted one,
 		// thread/started at spawn): no turn's events.
-		if method == "thread/started" {
-			m.Model = p.Get("thread.model").String()
-		}
 		return nil
 	}
 	turn := m.Current()
