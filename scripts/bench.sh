@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every benchmark of issues 12, 18, 19, 21, 27, 28 and 29, run once, printed as ONE table: each figure
+# Every benchmark of issues 12, 18, 19, 21, 27, 28, 29 and 32, run once, printed as ONE table: each figure
 # (the median of COUNT runs) beside its floor or bare run measured in the
 # same run, their ratio, the issue's target and whether it is met.
 # BENCHMARKS.md says what each figure means.
@@ -63,6 +63,8 @@ bench ./internal/e2e/ 'FleetWarmCall' "$cli" "$count"
 bench ./internal/e2e/ 'TailAllHosts' 1x "$count"
 # Issue 28: per ACP agent, 20 warm turns (medians inside the benchmark).
 bench ./internal/e2e/ 'ACPAgentTurn' 20x 1
+# Issue 32: a codex: agent's warm turn beside a bare app-server client.
+bench ./internal/e2e/ 'CodexTurn' 20x "$count"
 # Issue 29: a permission answered as an MRTR round beside agent_permit.
 bench ./internal/e2e/ 'MRTRRound' "$turns" "$count"
 grep '^Benchmark' "$raw" >&2

@@ -66,6 +66,12 @@ func pinned(p Program) Program {
 var Claude = pinned(Program{Name: "claude", Title: "Claude Code", Bin: "claude", Env: "KAIMON_CLAUDE_BIN", ConfigKey: "claude_bin",
 	Package: "@anthropic-ai/claude-code", Tested: "2.1.328", Login: "claude /login"})
 
+// Codex is OpenAI's Codex CLI, which the codex backend (codex:<model>)
+// drives over its own protocol, `codex app-server`: JSON-RPC on stdio. (Its
+// ACP adapter is acp:codex, another program.)
+var Codex = pinned(Program{Name: "codex", Title: "Codex", Bin: "codex", Args: []string{"app-server"}, Env: "KAIMON_CODEX_BIN", ConfigKey: "codex_bin",
+	Package: "@openai/codex", Tested: "0.169.0", Login: "codex login"})
+
 // ACPNames are the built-in ACP agents acp:<agent> names: the spec's three,
 // then the others in the order users asked for them.
 var ACPNames = []string{"opencode", "claude", "gemini", "codex", "qwen", "copilot", "kilo", "auggie"}
@@ -105,10 +111,10 @@ func (p Program) InCheckout(root string) string {
 	return filepath.Join(root, "node_modules", ".bin", p.Bin)
 }
 
-// All lists every program: the claude CLI, then the ACP agents in the
-// spec's order.
+// All lists every program: the claude CLI, the Codex CLI, then the ACP
+// agents in the spec's order.
 func All() []Program {
-	out := []Program{Claude}
+	out := []Program{Claude, Codex}
 	for _, n := range ACPNames {
 		out = append(out, ACP[n])
 	}

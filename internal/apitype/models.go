@@ -16,6 +16,7 @@ type ModelPrefix struct {
 // The model prefixes, by name for the daemon's table of constructors.
 const (
 	PrefixACP    = "acp:"
+	PrefixCodex  = "codex:"
 	PrefixOllama = "ollama:"
 	PrefixVMLX   = "vmlx:"
 	PrefixReplay = "replay:"
@@ -26,6 +27,7 @@ const (
 // backend.Lookup refuses other prefixes by, and completion offers.
 var ModelPrefixes = []ModelPrefix{
 	{Prefix: PrefixACP, Backend: "acp", Doc: "an ACP agent: acp:<agent>[:<model>]"},
+	{Prefix: PrefixCodex, Backend: "codex", Doc: "the Codex CLI over its app-server protocol: codex:[<model>][/<effort>]"},
 	{Prefix: PrefixOllama, Backend: "ollama", Doc: "a local model served by Ollama: ollama:<tag>"},
 	{Prefix: PrefixVMLX, Backend: "vmlx", Doc: "an MLX server's OpenAI-compatible API: vmlx:<tag>"},
 	{Prefix: PrefixReplay, Backend: "replay", Doc: "re-emit a recorded event log: replay:<path>"},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // ReadMCPConfig reads the caller's mcp_config at path (as given: name) into
@@ -48,4 +49,39 @@ func position(b []byte, offset int64) (line, col int) {
 	line = 1 + bytes.Count(b[:off], []byte{'\n'})
 	col = off - bytes.LastIndexByte(b[:off], '\n')
 	return line, col
+}
+
+// MCPServer is one server of a caller's mcp_config (the claude CLI's
+// --mcp-config format): a command, or a URL (Type "sse" or "http").
+type MCPServer struct {
+	Type    string            `json:"type"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+}
+
+// CallerMCPServers reads the servers of the caller's mcp_config, for a
+// backend that hands them to its agent in the agent's own form; nil
+// without one. A server named kaimon is refused: kaimon attaches its
+// door under that name to every agent itself.
+func (o *Options) CallerMCPServers() (map[string]MCPServer, error) {
+	if o.MCPConfig == "" {
+		return nil, nil
+	}
+	path, err := filepath.Abs(o.MCPConfig)
+	if err != nil {
+		return nil, err
+	}
+	var cfg struct {
+		MCPServers map[string]MCPServer `json:"mcpServers"`
+	}
+	if err := ReadMCPConfig(o.MCPConfig, path, &cfg); err != nil {
+		return nil, err
+	}
+	if _, ok := cfg.MCPServers["kaimon"]; ok {
+		return nil, fmt.Errorf("mcp_config %q defines a server named kaimon, which kaimon attaches to every agent itself: rename or remove it", o.MCPConfig)
+	}
+	return cfg.MCPServers, nil
 }

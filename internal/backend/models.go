@@ -99,8 +99,8 @@ func checkClaudeModel(m string) error {
 	} else if n := suggest.Nearest(lower, append(append([]string{}, apitype.ModelAliases...), moreAliases...), 0.8); n != "" {
 		msg += fmt.Sprintf("; did you mean %q?", n+m[len(name):])
 	} else if !strings.HasPrefix(name, "-") && !strings.ContainsFunc(name, unicode.IsSpace) {
-		msg += fmt.Sprintf(": to run it on an ACP agent that serves it, write e.g. %s, %s or %s",
-			apitype.PrefixACP+"codex:"+name, apitype.PrefixACP+"copilot:"+name, apitype.PrefixACP+"opencode:PROVIDER/"+name)
+		msg += fmt.Sprintf(": to run it on an agent that serves it, write e.g. %s, %s or %s",
+			apitype.PrefixCodex+name, apitype.PrefixACP+"copilot:"+name, apitype.PrefixACP+"opencode:PROVIDER/"+name)
 	}
 	return verbs.BadArg("%s (`kaimon agents` lists what a model string can be)", msg)
 }

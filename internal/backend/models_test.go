@@ -42,14 +42,14 @@ func TestLookup(t *testing.T) {
 		}
 	}
 	for model, want := range map[string]string{
-		"olama:qwen3": `unknown model prefix "olama:" in model "olama:qwen3": the prefixes are acp:, ollama:, vmlx:, replay:, ` +
+		"olama:qwen3": `unknown model prefix "olama:" in model "olama:qwen3": the prefixes are acp:, codex:, ollama:, vmlx:, replay:, ` +
 			`and a claude model has none (sonnet, opus, haiku, claude-…); did you mean "ollama:qwen3"?`,
 		"Ollama:qwen3":  `did you mean "ollama:qwen3"?`,
 		"vlmx:m":        `did you mean "vmlx:m"?`,
 		"repaly:/x":     `did you mean "replay:/x"?`,
-		"bogus:thing":   `unknown model prefix "bogus:" in model "bogus:thing": the prefixes are acp:, ollama:, vmlx:, replay:`,
+		"bogus:thing":   `unknown model prefix "bogus:" in model "bogus:thing": the prefixes are acp:, codex:, ollama:, vmlx:, replay:`,
 		"opus:high":     `did you mean "opus/high"?`,
-		"openai:gpt-5":  `the prefixes are acp:, ollama:, vmlx:, replay:`,
+		"openai:gpt-5":  `the prefixes are acp:, codex:, ollama:, vmlx:, replay:`,
 		" gemini:flash": `unknown model prefix "gemini:" in model "gemini:flash"`,
 		"opencode:m":    `did you mean "acp:opencode:m"?`,
 	} {
@@ -73,7 +73,7 @@ func TestLookupRefusesNonClaudeModels(t *testing.T) {
 		}
 	}
 	for m, want := range map[string]string{
-		"gpt-4o":     `acp:codex:gpt-4o, acp:copilot:gpt-4o or acp:opencode:PROVIDER/gpt-4o`,
+		"gpt-4o":     `codex:gpt-4o, acp:copilot:gpt-4o or acp:opencode:PROVIDER/gpt-4o`,
 		"codex":      `did you mean "acp:codex"`,
 		"qwen-code":  `did you mean "acp:qwen"`,
 		"sonet":      `did you mean "sonnet"?`,

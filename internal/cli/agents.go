@@ -60,7 +60,7 @@ func agentsCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "agents",
 		Usage: "List the agents kaimon can drive: model string, program, version, the version kaimon tests",
-		Description: "One row per agent kaimon knows: the claude CLI and the built-in ACP agents (" + strings.Join(agentbin.ACPNames, ", ") +
+		Description: "One row per agent kaimon knows: the claude CLI, the Codex CLI (codex:, over its app-server protocol) and the built-in ACP agents (" + strings.Join(agentbin.ACPNames, ", ") +
 			"), then the config file's acp_agents. Each row has the model string that selects it, the command kaimon would run, " +
 			"where the program was found (its KAIMON_*_BIN variable, the config file's key, or PATH) or how to install it, " +
 			"the version it reports (--version), and the version kaimon's end-to-end tests drive. A missing program is not " +
@@ -94,9 +94,12 @@ func agentRows(c *cli.Context, ps []agentProgram) []AgentRow {
 		r := AgentRow{Name: p.prog.Name, Title: p.prog.Title, ID: p.prog.ID, Model: p.model, Env: p.prog.ProgEnv, Variable: p.env,
 			Found: f.status == checkOK, Path: f.path, From: f.from, Version: f.version,
 			Tested: p.prog.Tested, Package: p.prog.Package, Login: p.prog.Login, Configured: p.prog.Configured}
-		if p.env == agentbin.Claude.Env { // the claude CLI, not acp:claude
+		switch p.env {
+		case agentbin.Claude.Env: // the claude CLI, not acp:claude
 			r.Model = strings.Join(apitype.ModelAliases, ", ") + ", claude-…"
-		} else {
+		case agentbin.Codex.Env: // the Codex CLI, not acp:codex
+			r.Model += "[MODEL][/EFFORT]"
+		default:
 			r.Model += "[:MODEL]"
 		}
 		prog := p.name

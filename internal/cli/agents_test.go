@@ -75,9 +75,13 @@ func TestAgentsCommand(t *testing.T) {
 			rows["claude CLI"] = r
 			continue
 		}
+		if r.Name == "codex" && r.Model == "codex:[MODEL][/EFFORT]" {
+			rows["codex CLI"] = r
+			continue
+		}
 		rows[r.Name] = r
 	}
-	want := append(append([]string{"claude"}, agentbin.ACPNames...), "mine")
+	want := append(append([]string{"claude", "codex"}, agentbin.ACPNames...), "mine")
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Fatalf("agents %v, want %v", names, want)
 	}

@@ -76,7 +76,7 @@ type agentProgram struct {
 }
 
 // agentPrograms lists the programs of every backend, as agentbin's table
-// has them: the claude CLI, then the ACP agents, each with the config key
+// has them: the claude CLI, the Codex CLI, then the ACP agents, each with the config key
 // that config.ProgramBins maps onto its variable; then the config file's
 // acp_agents (one with a built-in name replaces that agent's row, as it
 // replaces its command).
@@ -100,7 +100,7 @@ func agentPrograms(cfg config.Config, cfgFile string) []agentProgram {
 	fromConfig := func(p agentbin.Program) agentProgram {
 		return agentProgram{prog: p, name: p.Bin, cfgKey: p.ConfigKey, cfg: p.Bin, cfgFile: cfgFile, install: p.Install, model: apitype.PrefixACP + p.Name}
 	}
-	out := []agentProgram{program(agentbin.Claude, verbs.DefaultModel)}
+	out := []agentProgram{program(agentbin.Claude, verbs.DefaultModel), program(agentbin.Codex, apitype.PrefixCodex)}
 	for _, n := range agentbin.ACPNames {
 		if p, ok := configured[n]; ok {
 			out = append(out, fromConfig(p))
@@ -119,7 +119,7 @@ func doctorCmd() *cli.Command {
 		Name:  "doctor",
 		Usage: "Check what kaimon needs and say how to fix what is wrong (exit 1 on a FAIL)",
 		Description: "One line per check, ok, info, warn or FAIL, with a hint to fix it: the agent programs (those kaimon agents lists: " +
-			"the claude CLI, each built-in ACP agent and the config file's acp_agents; KAIMON_*_BIN honoured) and their versions, the socket dir's owner and mode, the config " +
+			"the claude CLI, the Codex CLI, each built-in ACP agent and the config file's acp_agents; KAIMON_*_BIN honoured) and their versions, the socket dir's owner and mode, the config " +
 			"file, kaimon-agentd reachable and its version, its event bus socket, its MCP door, whether it could write every " +
 			"agent's event log and record, and whether it runs with another environment than this shell's. A missing agent " +
 			"program is a warning (one is enough, and replay:, ollama: and vmlx: models need none). A daemon that is not " +

@@ -18,7 +18,7 @@ import (
 // its agents those rows: daemon.Config.AgentEnv) agree.
 func TestAgentProgramsHaveConfigKeys(t *testing.T) {
 	t.Parallel()
-	cfg := config.Config{ClaudeBin: "/c", OpencodeBin: "/o", ClaudeACPBin: "/ca", GeminiBin: "/g",
+	cfg := config.Config{ClaudeBin: "/c", CodexBin: "/cx", OpencodeBin: "/o", ClaudeACPBin: "/ca", GeminiBin: "/g",
 		CodexACPBin: "/x", QwenBin: "/q", CopilotBin: "/p", KiloBin: "/k", AuggieBin: "/a"}
 	for _, p := range agentPrograms(cfg, "/k/config.json") {
 		if p.cfgKey == "" || p.cfg == "" {

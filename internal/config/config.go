@@ -200,7 +200,7 @@ func (c Config) ProgramBins() []ProgramBin {
 func (c *Config) binFields() map[string]*string {
 	return map[string]*string{"claude_bin": &c.ClaudeBin, "opencode_bin": &c.OpencodeBin,
 		"claude_acp_bin": &c.ClaudeACPBin, "gemini_bin": &c.GeminiBin,
-		"codex_acp_bin": &c.CodexACPBin, "qwen_bin": &c.QwenBin, "copilot_bin": &c.CopilotBin,
+		"codex_bin": &c.CodexBin, "codex_acp_bin": &c.CodexACPBin, "qwen_bin": &c.QwenBin, "copilot_bin": &c.CopilotBin,
 		"kilo_bin": &c.KiloBin, "auggie_bin": &c.AuggieBin}
 }
 
@@ -241,6 +241,9 @@ type Config struct {
 	OpencodeBin  string `json:"opencode_bin"`
 	ClaudeACPBin string `json:"claude_acp_bin"`
 	GeminiBin    string `json:"gemini_bin"`
+	// CodexBin is the Codex CLI the codex: backend runs (KAIMON_CODEX_BIN
+	// wins).
+	CodexBin string `json:"codex_bin"`
 	// CodexACPBin, QwenBin, CopilotBin, KiloBin and AuggieBin are the
 	// other built-in ACP agents' programs (acp:codex, acp:qwen,
 	// acp:copilot, acp:kilo, acp:auggie); agentbin's variables win.

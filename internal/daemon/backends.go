@@ -5,6 +5,7 @@ import (
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/acp"
 	"github.com/kaimon/kaimon/internal/backend/claude"
+	"github.com/kaimon/kaimon/internal/backend/codex"
 	"github.com/kaimon/kaimon/internal/backend/local"
 	"github.com/kaimon/kaimon/internal/backend/replay"
 	"github.com/kaimon/kaimon/internal/config"
@@ -26,6 +27,7 @@ func backends(file config.Config) map[string]constructor {
 	return map[string]constructor{
 		apitype.Claude.Prefix: ctor(claude.New),
 		apitype.PrefixACP:     ctor(acp.New),
+		apitype.PrefixCodex:   ctor(codex.New),
 		apitype.PrefixOllama:  ctor(newLocal),
 		apitype.PrefixVMLX:    ctor(newLocal),
 		apitype.PrefixReplay:  ctor(replay.New),

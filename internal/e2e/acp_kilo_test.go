@@ -79,7 +79,7 @@ func (e *acpEnv) kiloSession(t *testing.T, id string) {
 		t.Fatalf("usage after one turn = %+v", st.Usage)
 	}
 	t.Logf("status after a text turn: %+v", st)
-	t.Logf("tools kilo offers: %v", e.kiloRequest(t, "hello there").Tools)
+	t.Logf("tools kilo offers: %v", e.lastRequest(t, "hello there").Tools)
 
 	// A tool turn: the default preset (acceptEdits) lets kilo write a file
 	// in cwd without asking; its own write tool, not fs/write_text_file.
@@ -138,7 +138,7 @@ func (e *acpEnv) kiloSession(t *testing.T, id string) {
 		t.Fatal("set-model fake-model-2 not switched")
 	}
 	e.ok("run", id, "say exactly: on model two")
-	if req := e.kiloRequest(t, "say exactly: on model two"); req.Model != "fake-model-2" {
+	if req := e.lastRequest(t, "say exactly: on model two"); req.Model != "fake-model-2" {
 		t.Fatalf("model after set-model = %q", req.Model)
 	}
 	e.okJSON(&sm, "set-model", id, "nope/none")
@@ -156,7 +156,7 @@ func (e *acpEnv) kiloSession(t *testing.T, id string) {
 	fork := e.ok("open", "--fork", id)
 	e.dumpOnFail(t, fork)
 	e.ok("run", fork, "say exactly: in the fork")
-	if req := e.kiloRequest(t, "say exactly: in the fork"); !hasLine(req.History, "user: hello there") || !hasLine(req.History, "assistant: Hello from fakeopenai") {
+	if req := e.lastRequest(t, "say exactly: in the fork"); !hasLine(req.History, "user: hello there") || !hasLine(req.History, "assistant: Hello from fakeopenai") {
 		t.Fatalf("the fork's first request: %q", req.History)
 	}
 	ps, fs := e.status(t, id), e.status(t, fork)
@@ -164,7 +164,7 @@ func (e *acpEnv) kiloSession(t *testing.T, id string) {
 		t.Fatalf("fork %+v\nof %+v", fs, ps)
 	}
 	e.ok("run", id, "say exactly: in the parent")
-	if req := e.kiloRequest(t, "say exactly: in the parent"); !hasLine(req.History, "user: hello there") || hasLine(req.History, "user: say exactly: in the fork") {
+	if req := e.lastRequest(t, "say exactly: in the parent"); !hasLine(req.History, "user: hello there") || hasLine(req.History, "user: say exactly: in the fork") {
 		t.Fatalf("the parent's next request: %q", req.History)
 	}
 	e.ok("close", fork)
@@ -179,7 +179,7 @@ func (e *acpEnv) kiloSession(t *testing.T, id string) {
 		t.Fatalf("resumed %+v, session was %s", st, ps.SessionID)
 	}
 	e.ok("run", id, "say exactly: after resume")
-	if req := e.kiloRequest(t, "say exactly: after resume"); !hasLine(req.History, "user: hello there") || !hasLine(req.History, "user: say exactly: in the parent") {
+	if req := e.lastRequest(t, "say exactly: after resume"); !hasLine(req.History, "user: hello there") || !hasLine(req.History, "user: say exactly: in the parent") {
 		t.Fatalf("the resumed session's request: %q", req.History)
 	}
 	e.ok("close", id)
@@ -204,7 +204,7 @@ func (e *acpEnv) kiloPresets(t *testing.T) {
 	e.dumpOnFail(t, nb)
 	mark := filepath.Join(e.work, "nb-mark")
 	out := e.ok("run", nb, `call tool: bash {"command":"touch `+mark+`","description":"nb"}`)
-	req := e.kiloRequest(t, `call tool: bash {"command":"touch `+mark+`","description":"nb"}`)
+	req := e.lastRequest(t, `call tool: bash {"command":"touch `+mark+`","description":"nb"}`)
 	for _, tool := range []string{"bash", "read", "write", "edit", "glob", "grep", "kaimon_agent_open"} {
 		if offered(req, tool) {
 			t.Fatalf("notebook kilo was offered %s: %v", tool, req.Tools)
@@ -228,7 +228,7 @@ func (e *acpEnv) kiloPresets(t *testing.T) {
 	if _, err := os.Stat(planned); !os.IsNotExist(err) {
 		t.Fatalf("plan kilo wrote a file: %v", err)
 	}
-	req = e.kiloRequest(t, call)
+	req = e.lastRequest(t, call)
 	if offered(req, "write") || offered(req, "edit") || !offered(req, "read") {
 		t.Fatalf("plan kilo's tools: %v", req.Tools)
 	}
@@ -251,18 +251,4 @@ func (e *acpEnv) kiloPresets(t *testing.T) {
 	}
 	noWarning(by)
 	e.ok("close", by)
-}
-
-// kiloRequest is the last chat completion request whose last user text
-// is text.
-func (e *acpEnv) kiloRequest(t *testing.T, text string) fakeopenai.Request {
-	t.Helper()
-	reqs := e.openai.Requests()
-	for i := len(reqs) - 1; i >= 0; i-- {
-		if reqs[i].LastUserText == text {
-			return reqs[i]
-		}
-	}
-	t.Fatalf("fakeopenai got no request for %q", text)
-	return fakeopenai.Request{}
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -71,6 +72,16 @@ func (e *kenv) setEnv(vars ...string) {
 	}
 }
 
+// sharedTmp says whether p is an agent program's per-user runtime dir in
+// /tmp, which the program makes once for every run of its user's and
+// never removes, so no test owns it: codex 0.169.0 makes an empty
+// /tmp/codex-daemon-<uid> (0700) the first time it runs a command
+// outside its sandbox, whatever TMPDIR and XDG_RUNTIME_DIR say. Removing
+// it under a codex of another test could break that codex.
+func sharedTmp(p string) bool {
+	return p == filepath.Join("/tmp", fmt.Sprintf("codex-daemon-%d", os.Getuid()))
+}
+
 // checkTmpLeft fails t, at its end, for each entry matching globs (in the
 // system's temp dir, which some agents write to whatever TMPDIR says) that
 // was not there at the start, and removes it.
@@ -80,7 +91,9 @@ func checkTmpLeft(t testing.TB, agent string, globs ...string) {
 		for _, g := range globs {
 			m, _ := filepath.Glob(g)
 			for _, p := range m {
-				s[p] = true
+				if !sharedTmp(p) {
+					s[p] = true
+				}
 			}
 		}
 		return s
@@ -193,6 +206,19 @@ func (e *kenv) events(t *testing.T, id string) []event.Record {
 		}
 	}
 	return out
+}
+
+// lastRequest is the last request fakeopenai got whose user text is text.
+func (e *acpEnv) lastRequest(t *testing.T, text string) fakeopenai.Request {
+	t.Helper()
+	reqs := e.openai.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		if reqs[i].LastUserText == text {
+			return reqs[i]
+		}
+	}
+	t.Fatalf("fakeopenai got no request for %q", text)
+	return fakeopenai.Request{}
 }
 
 // waitEvent waits for a logged event of kind whose data matches.

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/kaimon/kaimon/internal/config"
-	"github.com/kaimon/kaimon/internal/testutil/fakeopenai"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
 
@@ -223,26 +222,15 @@ func (e *kenv) checkForkLeftovers(t *testing.T, name string, branches []string, 
 // naming it, once its program answered initialize, and leaves nothing.
 func TestForkACP(t *testing.T) {
 	e := newACPEnv(t, "opencode", "gemini")
-	last := func(text string) fakeopenai.Request {
-		t.Helper()
-		reqs := e.openai.Requests()
-		for i := len(reqs) - 1; i >= 0; i-- {
-			if reqs[i].LastUserText == text {
-				return reqs[i]
-			}
-		}
-		t.Fatalf("fakeopenai got no request for %q", text)
-		return fakeopenai.Request{}
-	}
 	parent := e.ok("open", "--model", "acp:opencode:fake/fake-model", e.work)
 	e.ok("run", parent, "hello there")
 	fork := e.ok("open", "--fork", parent)
 	e.ok("run", fork, "in the fork")
-	if req := last("in the fork"); !hasLine(req.History, "user: hello there") || !hasLine(req.History, "assistant: Hello from fakeopenai") {
+	if req := e.lastRequest(t, "in the fork"); !hasLine(req.History, "user: hello there") || !hasLine(req.History, "assistant: Hello from fakeopenai") {
 		t.Fatalf("the fork's first request: %q", req.History)
 	}
 	e.ok("run", parent, "in the parent")
-	if req := last("in the parent"); !hasLine(req.History, "user: hello there") || hasLine(req.History, "user: in the fork") {
+	if req := e.lastRequest(t, "in the parent"); !hasLine(req.History, "user: hello there") || hasLine(req.History, "user: in the fork") {
 		t.Fatalf("the parent's next request: %q", req.History)
 	}
 	if ps, fs := e.status(t, parent), e.status(t, fork); fs.SessionID == "" || fs.SessionID == ps.SessionID || fs.Model != ps.Model {

@@ -14,7 +14,7 @@ func TestOpenUnknownModelPrefix(t *testing.T) {
 	e.ok("daemon", "start") // its process is then the only one
 	before := len(e.processes())
 	r := e.fails(1, `unknown model prefix "olama:" in model "olama:qwen3"`, "open", "--model", "olama:qwen3", e.work)
-	if !strings.Contains(r.stderr, `did you mean "ollama:qwen3"?`) || !strings.Contains(r.stderr, "acp:, ollama:, vmlx:, replay:") {
+	if !strings.Contains(r.stderr, `did you mean "ollama:qwen3"?`) || !strings.Contains(r.stderr, "acp:, codex:, ollama:, vmlx:, replay:") {
 		t.Errorf("the refusal names neither the prefixes nor the model meant: %s", r)
 	}
 	if n := len(e.processes()); n != before {

@@ -76,6 +76,11 @@ var Env = slices.Concat([]EnvVar{
 	{Name: "KAIMON_AGENT_SESSION", ReadBy: ByAgents,
 		Doc: "Set by kaimon-agentd in each agent's environment to the agent's id, so that programs the agent runs " +
 			"(and the MCP door) know which agent they serve. Not read from the user's environment."},
+	{Name: "KAIMON_DOOR_TOKEN", ReadBy: ByAgents,
+		Doc: "Set by kaimon-agentd in the environment of a codex: agent's app-server to the agent's secret for the MCP " +
+			"door, which Codex sends as the bearer token of server kaimon (its bearer_token_env_var): the secret is in no " +
+			"protocol message or rollout file, and Codex's default shell policy keeps it from the model's commands. " +
+			"Not read from the user's environment."},
 	{Name: "KAIMON_PROC_TAG", ReadBy: ByAgents,
 		Doc: "Set by kaimon-agentd in the environment of each process it starts, to a tag of that process's own; " +
 			"every descendant inherits it, so that what an agent leaves running when it dies (a tool re-parented " +
@@ -98,8 +103,12 @@ func programVars() []EnvVar {
 	for _, p := range agentbin.All() {
 		doc := fmt.Sprintf("The program of acp:%s agents (%s, from the npm package %s); wins over %s in the config file.",
 			p.Name, p.Title, p.Package, p.ConfigKey)
-		if p.Env == agentbin.Claude.Env {
+		switch p.Env {
+		case agentbin.Claude.Env:
 			doc = fmt.Sprintf("The claude CLI the claude backend runs (from the npm package %s); wins over %s in the config file.",
+				p.Package, p.ConfigKey)
+		case agentbin.Codex.Env:
+			doc = fmt.Sprintf("The Codex CLI codex: agents run as `codex app-server` (from the npm package %s); wins over %s in the config file.",
 				p.Package, p.ConfigKey)
 		}
 		out = append(out, EnvVar{Name: p.Env, Default: p.Bin + " on PATH", ReadBy: ByDaemon, Doc: doc})

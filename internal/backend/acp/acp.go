@@ -608,9 +608,7 @@ func (b *Backend) watch(p *host.Process, conn *sdk.ClientSideConnection, done ch
 
 // finish reports the process's exit: once, after everything it printed.
 func (b *Backend) finish(p *host.Process, done chan struct{}) {
-	b.life.Lock()
-	msg := p.Ended(b.life.HungUp(), "closed its stdout (or broke the JSON-RPC stream)")
-	b.life.Unlock()
+	msg := b.life.Ended(p, "closed its stdout (or broke the JSON-RPC stream)")
 	if b.lines.overlong() {
 		msg = fmt.Sprintf("acp:%s printed a stdout line of %d bytes or more, over the ACP SDK's limit, which ends the JSON-RPC stream; kaimon stopped it (%s)", b.agent.Name, SDKMaxLine, p.Child.ExitDescription())
 	}
@@ -653,16 +651,10 @@ func (b *Backend) exitedEarly() error { return b.p.Load().ExitedEarly(false) }
 // Send sends turn, or queues it behind the turn in flight: kaimon sends
 // one prompt at a time (see Mapper), whatever the agent declares.
 func (b *Backend) Send(turn int, text string) error {
-	b.life.Lock()
-	if err := b.life.SendErr("acp agent"); err != nil {
-		b.life.Unlock()
+	active, err := b.life.Push(b.sink, b.m, "acp agent", turn, text)
+	if err != nil {
 		return err
 	}
-	evs, active := b.m.Push(turn, text)
-	for _, ev := range evs {
-		b.sink.Emit(ev)
-	}
-	b.life.Unlock()
 	if active {
 		go b.prompt(Turn{Number: turn, Text: text})
 	}
@@ -759,10 +751,7 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 	if id == "" {
 		return false, errors.New("no model named")
 	}
-	b.life.Lock()
-	live := b.life.Live()
-	b.life.Unlock()
-	if !live {
+	if !b.life.LiveNow() {
 		return false, nil
 	}
 	if err := b.switchModel(ctx, id); err != nil {

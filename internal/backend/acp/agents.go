@@ -235,23 +235,8 @@ func (a *Agent) findBinary(env []string) (string, error) {
 	return filepath.Abs(path)
 }
 
-// lookPath finds name in the directories of path (the agent's PATH, which
-// may differ from the daemon's own).
-func lookPath(name, path string) (string, error) {
-	if path == "" || strings.ContainsRune(name, filepath.Separator) {
-		return exec.LookPath(name)
-	}
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			continue
-		}
-		p := filepath.Join(dir, name)
-		if p2, err := exec.LookPath(p); err == nil {
-			return p2, nil
-		}
-	}
-	return "", exec.ErrNotFound
-}
+// lookPath is host.LookPath.
+var lookPath = host.LookPath
 
 // defaultEnv sets key unless env already has it.
 func defaultEnv(env []string, key, value string) []string {

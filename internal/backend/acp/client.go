@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -179,30 +178,11 @@ func (b *Backend) mcpServers(caps sdk.McpCapabilities) ([]sdk.McpServer, error) 
 		out = append(out, sdk.McpServer{Http: &sdk.McpServerHttpInline{Type: "http", Name: "kaimon", Url: b.opts.Door.URL,
 			Headers: []sdk.HttpHeader{{Name: "Authorization", Value: "Bearer " + b.opts.Door.Token}, {Name: backend.HeaderAgent, Value: b.opts.ID}}}})
 	}
-	if b.opts.MCPConfig == "" {
-		return out, nil
-	}
-	path, err := filepath.Abs(b.opts.MCPConfig)
+	servers, err := b.opts.CallerMCPServers()
 	if err != nil {
 		return nil, err
 	}
-	var cfg struct {
-		MCPServers map[string]struct {
-			Type    string            `json:"type"`
-			Command string            `json:"command"`
-			Args    []string          `json:"args"`
-			Env     map[string]string `json:"env"`
-			URL     string            `json:"url"`
-			Headers map[string]string `json:"headers"`
-		} `json:"mcpServers"`
-	}
-	if err := backend.ReadMCPConfig(b.opts.MCPConfig, path, &cfg); err != nil {
-		return nil, err
-	}
-	for name, s := range cfg.MCPServers {
-		if name == "kaimon" {
-			return nil, fmt.Errorf("mcp_config %q defines a server named kaimon, which kaimon attaches to every agent itself: rename or remove it", b.opts.MCPConfig)
-		}
+	for name, s := range servers {
 		var hs []sdk.HttpHeader
 		for k, v := range s.Headers {
 			hs = append(hs, sdk.HttpHeader{Name: k, Value: v})

@@ -16,7 +16,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/kaimon/kaimon/internal/agentbin"
-	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/backend/host"
 	"github.com/kaimon/kaimon/internal/event"
@@ -438,9 +437,7 @@ func (b *Backend) handle(line []byte) {
 
 // finish reports the process's exit: once, after everything it printed.
 func (b *Backend) finish(p *host.Process) {
-	b.life.Lock()
-	msg := p.Ended(b.life.HungUp(), "closed its stdout")
-	b.life.Unlock()
+	msg := b.life.Ended(p, "closed its stdout")
 	// The leader is gone; so must be anything it left, in its group or
 	// outside, which may take the grace to exit on SIGTERM (a tool
 	// cleaning up).
@@ -457,16 +454,7 @@ func (b *Backend) finish(p *host.Process) {
 	}
 	b.ctlMu.Unlock()
 
-	b.life.Lock()
-	report := b.life.Exit()
-	var exitErr error
-	if report {
-		exitErr = p.Report(b.sink, b.m, b.life.Closing(), msg)
-	}
-	b.life.Unlock()
-	if report {
-		b.sink.Exited(exitErr)
-	}
+	b.life.Report(p, b.sink, b.m, msg)
 	close(b.done)
 }
 
@@ -476,19 +464,10 @@ func (b *Backend) finish(p *host.Process) {
 // Kaimon queues rather than the CLI because the CLI merges all the messages
 // queued during a turn into one turn.
 func (b *Backend) Send(turn int, text string) error {
-	b.life.Lock()
-	if err := b.life.SendErr("claude"); err != nil {
-		b.life.Unlock()
-		return err
-	}
 	// Pushed before the write: the CLI's answer must find the turn.
-	evs, active := b.m.Push(turn, text)
-	for _, ev := range evs {
-		b.sink.Emit(ev)
-	}
-	b.life.Unlock()
-	if !active {
-		return nil
+	active, err := b.life.Push(b.sink, b.m, "claude", turn, text)
+	if err != nil || !active {
+		return err
 	}
 	return b.submit(Turn{Number: turn, Text: text}, false)
 }
@@ -505,21 +484,7 @@ func (b *Backend) submit(t Turn, report bool) error {
 		return nil
 	}
 	err = fmt.Errorf("writing turn %d to claude: %w", t.Number, err)
-	var next *Turn
-	b.life.Lock()
-	if !b.life.Exited() {
-		if report {
-			b.sink.Emit(event.NewError(t.Number, err.Error(), nil))
-			b.sink.Emit(event.New(event.Result, t.Number, event.ResultData{StopReason: apitype.StopError, Error: err.Error()}))
-		}
-		var evs []event.Event
-		evs, next = b.m.Retract(t.Number)
-		for _, ev := range evs {
-			b.sink.Emit(ev)
-		}
-	}
-	b.life.Unlock()
-	if next != nil {
+	if next := b.life.Unsent(b.sink, b.m, t, err, report); next != nil {
 		go b.submit(*next, true)
 	}
 	return err
@@ -530,14 +495,9 @@ func (b *Backend) submit(t Turn, report bool) error {
 // error, if no turn was in flight; an error if the CLI refused, went away,
 // or did not acknowledge within InterruptTimeout (the turn may run on).
 func (b *Backend) Interrupt(ctx context.Context) (bool, error) {
-	b.life.Lock()
-	turn, ok := b.m.Active()
-	if !ok || !b.life.Live() {
-		b.life.Unlock()
+	if _, ok := b.life.BeginInterrupt(b.m); !ok {
 		return false, nil
 	}
-	b.m.MarkInterrupted(turn)
-	b.life.Unlock()
 	r, err := b.control(ctx, "interrupt", map[string]any{"subtype": "interrupt"}, InterruptTimeout)
 	switch {
 	case errors.Is(err, proc.ErrExited):
@@ -574,10 +534,7 @@ func (b *Backend) SetModel(ctx context.Context, model string) (bool, error) {
 		}
 		b.infoMu.Unlock()
 	}
-	b.life.Lock()
-	live := b.life.Live()
-	b.life.Unlock()
-	if !live {
+	if !b.life.LiveNow() {
 		return false, nil
 	}
 	r, err := b.control(ctx, "set-model", map[string]any{"subtype": "set_model", "model": name}, SetModelTimeout)
@@ -677,19 +634,7 @@ func (b *Backend) writeJSON(v any) error { return b.p.Load().WriteJSON(v) }
 // Exited(nil) has been reported. Turns still in flight end with stopReason
 // cancelled. Close may be called more than once.
 func (b *Backend) Close() error {
-	b.closeOnce.Do(func() {
-		b.life.Lock()
-		b.life.SetClosing()
-		p := b.p.Load()
-		b.life.Unlock()
-		if p == nil {
-			return
-		}
-		// Closing stdin alone does not stop a turn in progress.
-		p.CloseInput()
-		p.Child.Stop(StopGrace)
-		<-b.done
-	})
+	b.closeOnce.Do(func() { b.life.Close(b.p.Load, b.done) })
 	return nil
 }
 

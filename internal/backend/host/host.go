@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/agentbin"
 	"github.com/kaimon/kaimon/internal/apitype"
 	"github.com/kaimon/kaimon/internal/backend"
 	"github.com/kaimon/kaimon/internal/event"
@@ -366,4 +367,44 @@ func SetEnv(env []string, key, value string) []string {
 		}
 	}
 	return append(out, key+"="+value)
+}
+
+// FindProgram returns the absolute path of p's program as the agent's
+// environment env names it: p.Env's value when set, else p.Bin on env's
+// PATH (which may differ from the daemon's own). what names the program
+// in errors ("the Codex CLI"); a missing one wraps backend.ErrNotFound and
+// says how to install it or point at it.
+func FindProgram(env []string, p agentbin.Program, what string) (string, error) {
+	if v := LookupEnv(env, p.Env); v != "" {
+		path, err := exec.LookPath(v)
+		if err != nil && !errors.Is(err, exec.ErrDot) {
+			return "", fmt.Errorf("%w: %s=%s is not an executable %s (%v): point it at one, or unset it to use %s on PATH",
+				backend.ErrNotFound, p.Env, v, what, err, p.Bin)
+		}
+		return filepath.Abs(path)
+	}
+	path, err := LookPath(p.Bin, LookupEnv(env, "PATH"))
+	if err != nil {
+		return "", fmt.Errorf("%w: %s (%s) is not on PATH: install it with `%s`, or set %s to its path",
+			backend.ErrNotFound, p.Bin, what, p.Install, p.Env)
+	}
+	return filepath.Abs(path)
+}
+
+// LookPath finds name in the directories of path (the agent's PATH, which
+// may differ from the daemon's own); with no path, or a name with a
+// slash, as exec.LookPath does.
+func LookPath(name, path string) (string, error) {
+	if path == "" || strings.ContainsRune(name, filepath.Separator) {
+		return exec.LookPath(name)
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		if p, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/kaimon/kaimon/internal/apitype"
+	"github.com/kaimon/kaimon/internal/backend"
+	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/proc"
 )
 
@@ -84,6 +87,13 @@ func (l *Life) SetClosing() { l.closing = true }
 // closing; lock held.
 func (l *Life) Live() bool { return l.ready && !l.exited && !l.closing }
 
+// LiveNow is Live, the lock taken.
+func (l *Life) LiveNow() bool {
+	l.Lock()
+	defer l.Unlock()
+	return l.Live()
+}
+
 // SendErr says why a turn cannot be sent now, nil if it can; lock held.
 // what names the agent.
 func (l *Life) SendErr(what string) error {
@@ -101,4 +111,110 @@ func (l *Life) SendErr(what string) error {
 func (l *Life) Exit() (report bool) {
 	l.exited = true
 	return l.ready
+}
+
+// Queue is a backend's FIFO of user turns (backend.Turns, or a mapper
+// that embeds it) as Push and Unsent need it.
+type Queue interface {
+	Push(turn int, text string) ([]event.Event, bool)
+	Retract(turn int) ([]event.Event, *backend.Turn)
+}
+
+// Push records user turn turn in q, under l's lock, and emits its opening
+// events when it opens at once: active then says the caller sends it
+// now; otherwise it waits its turn in q. An error, and nothing recorded,
+// when the agent cannot take a turn (what names it).
+func (l *Life) Push(sink backend.Sink, q Queue, what string, turn int, text string) (active bool, err error) {
+	l.Lock()
+	defer l.Unlock()
+	if err := l.SendErr(what); err != nil {
+		return false, err
+	}
+	evs, active := q.Push(turn, text)
+	for _, ev := range evs {
+		sink.Emit(ev)
+	}
+	return active, nil
+}
+
+// Unsent ends turn t, active in q, which could not be given to the agent
+// (err): when report, with an error event and a failed result (else the
+// caller returns err, which says it), and it is retracted from q. It
+// returns the queued turn that opens in its place, to send, or nil.
+func (l *Life) Unsent(sink backend.Sink, q Queue, t backend.Turn, err error, report bool) *backend.Turn {
+	l.Lock()
+	defer l.Unlock()
+	if l.Exited() {
+		return nil // the exit report ends it
+	}
+	if report {
+		sink.Emit(event.NewError(t.Number, err.Error(), nil))
+		sink.Emit(event.New(event.Result, t.Number, event.ResultData{StopReason: apitype.StopError, Error: err.Error()}))
+	}
+	evs, next := q.Retract(t.Number)
+	for _, ev := range evs {
+		sink.Emit(ev)
+	}
+	return next
+}
+
+// Ended says how p, the process whose life l is, ended (Process.Ended).
+func (l *Life) Ended(p *Process, hangup string) string {
+	l.Lock()
+	defer l.Unlock()
+	return p.Ended(l.hungUp, hangup)
+}
+
+// Report records that p is gone and, when Start had succeeded, reports
+// its end: the turns in flight of m end (Process.Report, msg says how it
+// ended), then sink.Exited, once, outside the lock.
+func (l *Life) Report(p *Process, sink backend.Sink, m Turns, msg string) {
+	l.Lock()
+	report := l.Exit()
+	var err error
+	if report {
+		err = p.Report(sink, m, l.closing, msg)
+	}
+	l.Unlock()
+	if report {
+		sink.Exited(err)
+	}
+}
+
+// Interruptible is a backend's turn queue as BeginInterrupt needs it
+// (backend.Turns).
+type Interruptible interface {
+	Active() (int, bool)
+	MarkInterrupted(turn int)
+}
+
+// BeginInterrupt marks the turn in flight of q interrupted, so that its
+// end reads as cancelled, and returns it; false when no turn is in flight
+// or the agent takes no requests.
+func (l *Life) BeginInterrupt(q Interruptible) (int, bool) {
+	l.Lock()
+	defer l.Unlock()
+	turn, ok := q.Active()
+	if !ok || !l.Live() {
+		return 0, false
+	}
+	q.MarkInterrupted(turn)
+	return turn, true
+}
+
+// Close stops the process load returns (nil: none was spawned): Close
+// recorded, stdin closed, then SIGTERM to its group and SIGKILL after
+// StopGrace; it returns once done, the reader's end, is closed.
+func (l *Life) Close(load func() *Process, done <-chan struct{}) {
+	l.Lock()
+	l.SetClosing()
+	p := load()
+	l.Unlock()
+	if p == nil {
+		return
+	}
+	// Closing stdin alone does not stop a turn in progress.
+	p.CloseInput()
+	p.Child.Stop(StopGrace)
+	<-done
 }

@@ -161,6 +161,16 @@ func table(r results, skips []skip) []row {
 			add("  control API over that: kaimon's plumbing", f1(api)+" ms", "with tools "+f1(tools)+" ms", plus(api-tools)+" ms", "", "")
 		}
 	}
+	// Issue 32: a warm turn of a codex: agent, kaimon's agent_run beside a
+	// bare app-server client of the same program (BenchmarkCodexTurn).
+	if api, ok := r.get("CodexTurn", "api-ms"); ok {
+		bare, _ := r.get("CodexTurn", "bare-ms")
+		add("warm turn, codex: control API", f1(api)+" ms", "bare app-server client "+f1(bare)+" ms", plus(api-bare)+" ms", "≤ +5 ms", verdict(api-bare <= 5))
+		if tools, ok := r.get("CodexTurn", "tools-ms"); ok {
+			add("  bare client offering the door's tools", f1(tools)+" ms", "bare app-server client "+f1(bare)+" ms", plus(tools-bare)+" ms", "", "")
+			add("  control API over that: kaimon's plumbing", f1(api)+" ms", "with tools "+f1(tools)+" ms", plus(api-tools)+" ms", "", "")
+		}
+	}
 	// Issue 29: a permission request answered as an MRTR round by a
 	// 2026-07-28 client of kaimon mcp, beside the same request answered
 	// with agent_permit at once (BenchmarkMRTRRound).

@@ -95,6 +95,19 @@ BenchmarkACPAgentTurn/codex-2    20  1 ns/op  280.0 bare-ms  313.5 api-ms  33.5 
 	}
 }
 
+// TestCodexTurnRows: the codex: agent's warm turn beside a bare
+// app-server client, judged against issue 32's ≤ +5 ms.
+func TestCodexTurnRows(t *testing.T) {
+	in := `BenchmarkCodexTurn-2  20  1 ns/op  -2.5 added-ms  117.8 api-ms  120.3 bare-ms  -5.4 plumbing-ms  123.2 tools-ms
+`
+	r, _ := parse(strings.NewReader(in))
+	rows := table(r, nil)
+	if len(rows) != 3 || rows[0].figure != "warm turn, codex: control API" || rows[0].floor != "bare app-server client 120.3 ms" || rows[0].met != "MET" ||
+		rows[2].floor != "with tools 123.2 ms" {
+		t.Fatalf("rows = %+v", rows)
+	}
+}
+
 // TestMRTRRoundRows: the MRTR round's row, the medians of its runs judged
 // against issue 29's ≤ +5 ms over agent_permit.
 func TestMRTRRoundRows(t *testing.T) {

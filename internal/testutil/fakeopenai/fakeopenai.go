@@ -39,6 +39,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaimon/kaimon/internal/event"
 	"github.com/kaimon/kaimon/internal/testutil/fakescript"
 )
 
@@ -47,6 +48,12 @@ const (
 	InputTokens  = 42
 	OutputTokens = 7
 )
+
+// Usage is what n requests count, in kaimon's figures: what an agent that
+// reports every request's usage sums to over n of them.
+func Usage(n int) event.UsageFigures {
+	return event.UsageFigures{InputTokens: int64(n) * InputTokens, OutputTokens: int64(n) * OutputTokens}
+}
 
 // Models are the model ids GET /v1/models lists (any id is answered).
 var Models = []string{"fake-model", "fake-model-2"}

@@ -117,9 +117,16 @@ func messageItem(n int, text string) map[string]any {
 		"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}
 }
 
+// callItem is a function call; a NAME of the form NAMESPACE/TOOL calls
+// TOOL of a namespace tool (codex offers each MCP server's tools as one,
+// mcp__SERVER).
 func callItem(n int, name, args string) map[string]any {
-	return map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_fake%d", n), "call_id": fmt.Sprintf("call_fake_%d", n),
+	item := map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_fake%d", n), "call_id": fmt.Sprintf("call_fake_%d", n),
 		"name": name, "arguments": args, "status": "completed"}
+	if ns, tool, ok := strings.Cut(name, "/"); ok {
+		item["namespace"], item["name"] = ns, tool
+	}
+	return item
 }
 
 // responseItems are the output items of a whole reply.
