@@ -77,22 +77,25 @@ func (a *asker) lines() <-chan inputLine {
 
 // got takes a permission event from asks.
 func (a *asker) got(d *event.PermissionData) {
+	same := func(q *event.PermissionData) bool { return q.RequestID == d.RequestID }
+	asked := a.asking != nil && same(a.asking)
 	if d.Decision != "" {
-		if a.asking != nil && a.asking.RequestID == d.RequestID {
+		if asked {
 			a.asking = nil // its outcome, rendered, ended the question's line
 			a.next()
 			return
 		}
-		a.queue = slices.DeleteFunc(a.queue, func(q *event.PermissionData) bool { return q.RequestID == d.RequestID })
+		a.queue = slices.DeleteFunc(a.queue, same)
 		return
 	}
-	if a.asking != nil || slices.ContainsFunc(a.queue, func(q *event.PermissionData) bool { return q.RequestID == d.RequestID }) {
-		if a.asking == nil || a.asking.RequestID != d.RequestID {
-			a.queue = append(a.queue, d)
-		}
-		return
+	switch {
+	case asked, slices.ContainsFunc(a.queue, same):
+		// Asked already, or waiting its turn: the stream said it again.
+	case a.asking != nil:
+		a.queue = append(a.queue, d)
+	default:
+		a.show(d)
 	}
-	a.show(d)
 }
 
 // show asks d.

@@ -567,6 +567,7 @@ func TestTurnAskDecidedElsewhereAndEnds(t *testing.T) {
 	r3 := event.PermissionData{RequestID: "r3", ToolCall: event.ToolCall{Title: "Edit"}, Options: []event.PermissionOption{{OptionID: "ok", Kind: "allow_once"}}}
 	r.svc.events <- permissionEvent(r1)
 	r.svc.events <- permissionEvent(r2)
+	r.svc.events <- permissionEvent(r2) // said again (a relinked stream): asked once
 	r.out.waitFor(t, "for Bash\n  allow?")
 	r1.Decision, r1.By = apitype.Deny, "timeout"
 	r.svc.events <- permissionEvent(r1)
@@ -589,6 +590,9 @@ func TestTurnAskDecidedElsewhereAndEnds(t *testing.T) {
 	}
 	if !strings.Contains(out, "allow? [y]es / [n]o / [a]lways \n✗ permission for Bash denied (timeout)\n") {
 		t.Fatalf("the outcome does not end the question's line:\n%q", out)
+	}
+	if n := strings.Count(out, "for Write\n  allow?"); n != 1 {
+		t.Fatalf("a request said twice asked %d times:\n%q", n, out)
 	}
 	if strings.Contains(out, "for Edit\n  allow? [y]es / [n]o / [a]lways") {
 		t.Fatalf("always offered where the agent offers no such option:\n%q", out)
