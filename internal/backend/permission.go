@@ -18,6 +18,10 @@ type Door struct {
 // HeaderAgent is the header that names the calling agent at the door.
 const HeaderAgent = "X-Kaimon-Agent"
 
+// EnvAgentSession is the variable of an agent program's environment that
+// holds the agent's id, for its calls back into kaimon (HeaderAgent).
+const EnvAgentSession = "KAIMON_AGENT_SESSION"
+
 // PermissionRequest is an agent asking whether it may run one tool call.
 // Every backend raises its agent's questions in this one shape (the claude
 // CLI's can_use_tool, ACP's session/request_permission), through

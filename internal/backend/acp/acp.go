@@ -129,7 +129,7 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	}
 	b := &Backend{
 		opts: o, sink: sink, agent: a, model: model, pol: pol, bin: bin,
-		env:       host.SetEnv(env, "KAIMON_AGENT_SESSION", o.ID),
+		env:       host.SetEnv(env, backend.EnvAgentSession, o.ID),
 		m:         newMapperFor(a),
 		turnEnded: make(chan struct{}),
 		asks:      host.NewAsks(),

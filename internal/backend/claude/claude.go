@@ -186,7 +186,7 @@ func findBinary(env []string) (string, error) {
 // agentEnv is env with KAIMON_AGENT_SESSION set to id, so that the agent's
 // calls back into kaimon say whose they are.
 func agentEnv(env []string, id string) []string {
-	return host.SetEnv(env, "KAIMON_AGENT_SESSION", id)
+	return host.SetEnv(env, backend.EnvAgentSession, id)
 }
 
 // Argv returns the command line the backend runs: the binary, then Args.

@@ -149,7 +149,7 @@ func New(o backend.Options, sink backend.Sink) (*Backend, error) {
 	if !ok {
 		pm = Modes["default"]
 	}
-	env = host.SetEnv(env, "KAIMON_AGENT_SESSION", o.ID)
+	env = host.SetEnv(env, backend.EnvAgentSession, o.ID)
 	if o.Door != nil {
 		env = host.SetEnv(env, doorTokenEnv, o.Door.Token)
 	}
@@ -310,7 +310,7 @@ func (b *Backend) mcpServers() (map[string]any, error) {
 	out := map[string]any{}
 	if d := b.opts.Door; d != nil {
 		out["kaimon"] = map[string]any{"url": d.URL, "bearer_token_env_var": doorTokenEnv,
-			"env_http_headers": map[string]string{backend.HeaderAgent: "KAIMON_AGENT_SESSION"}}
+			"env_http_headers": map[string]string{backend.HeaderAgent: backend.EnvAgentSession}}
 	}
 	servers, err := b.opts.CallerMCPServers()
 	if err != nil {
