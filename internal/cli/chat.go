@@ -69,11 +69,7 @@ func runChat(c *cli.Context, cl verbs.Service, id string, timeout time.Duration)
 	fmt.Fprintln(ios.ErrOut, ios.pal.faint.Sprintf("chat with agent %s (%s in %s): a line is a turn; Ctrl-C interrupts it, Ctrl-D leaves with the agent still running",
 		shown, st.Model, st.Cwd))
 	// Ctrl-C is the chat's for all of it: a turn's, or the prompt's.
-	f, _ := c.App.Metadata[factoryKey].(factory)
-	keys, release := f.keys, func() {}
-	if keys == nil {
-		keys, release = catchInterrupts(c.Context)
-	}
+	keys, release := keysOf(c)
 	defer release()
 	lines := ios.Lines()
 	for {

@@ -198,7 +198,16 @@ func runTurn(c *cli.Context, cl verbs.Service, id, text string, timeout time.Dur
 	t.throwaway = throwaway
 	// Ctrl-C is the turn's from when it is sent; before (a live stream
 	// opening), it ends kaimon as anywhere else.
-	return t.run(c, func() (<-chan os.Signal, func()) { return catchInterrupts(c.Context) })
+	return t.run(c, func() (<-chan os.Signal, func()) { return keysOf(c) })
+}
+
+// keysOf catches the command's Ctrl-Cs (catchInterrupts) until release;
+// a test's factory gives its own keys instead.
+func keysOf(c *cli.Context) (keys <-chan os.Signal, release func()) {
+	if f, _ := c.App.Metadata[factoryKey].(factory); f.keys != nil {
+		return f.keys, func() {}
+	}
+	return catchInterrupts(c.Context)
 }
 
 // newTurn is a turn of agent id with text, not started.
@@ -213,15 +222,11 @@ func newTurn(c *cli.Context, cl verbs.Service, id, text string, timeout time.Dur
 	return t
 }
 
-// run runs the turn to its end; catch gives its Ctrl-Cs (a test's keys
-// instead, when the factory has them), taken once the stream is open.
+// run runs the turn to its end; catch gives its Ctrl-Cs, taken once the
+// stream is open.
 func (t *turn) run(c *cli.Context, catch func() (<-chan os.Signal, func())) error {
 	t.follow()
-	f, _ := c.App.Metadata[factoryKey].(factory)
-	keys, release := f.keys, func() {}
-	if keys == nil {
-		keys, release = catch()
-	}
+	keys, release := catch()
 	defer release()
 	t.keys = keys
 	t.send()
