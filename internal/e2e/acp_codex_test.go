@@ -20,7 +20,15 @@ import (
 // dir.
 func newCodexEnv(t testing.TB) *acpEnv {
 	t.Helper()
-	e := newOpenAIACPEnv(t, "KAIMON_CODEX_ACP_BIN", "codex-acp", func(e *acpEnv) ([]string, error) {
+	return newOfflineCodexEnv(t, "KAIMON_CODEX_ACP_BIN", "codex-acp")
+}
+
+// newOfflineCodexEnv is a kaimon installation whose program (codex-acp,
+// or codex itself, named by binEnv) runs Codex offline against a
+// fakeopenai Responses API, CODEX_HOME and TMPDIR in the test's dir.
+func newOfflineCodexEnv(t testing.TB, binEnv, program string) *acpEnv {
+	t.Helper()
+	e := newOpenAIACPEnv(t, binEnv, program, func(e *acpEnv) ([]string, error) {
 		return agents.CodexOffline(e.openai.URL(), filepath.Join(e.home, "codex-home"), filepath.Join(e.home, "tmp"), os.Getenv("PATH"))
 	})
 	checkTmpLeft(t, "codex", "/tmp/codex*")

@@ -12,7 +12,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/kaimon/kaimon/internal/event"
-	"github.com/kaimon/kaimon/internal/testutil/agents"
 	"github.com/kaimon/kaimon/internal/testutil/fakeopenai"
 	"github.com/kaimon/kaimon/internal/verbs"
 )
@@ -22,11 +21,7 @@ import (
 // Responses API, as acp:codex's test runs codex-acp.
 func newNativeCodexEnv(t testing.TB) *acpEnv {
 	t.Helper()
-	e := newOpenAIACPEnv(t, "KAIMON_CODEX_BIN", "codex", func(e *acpEnv) ([]string, error) {
-		return agents.CodexOffline(e.openai.URL(), filepath.Join(e.home, "codex-home"), filepath.Join(e.home, "tmp"), os.Getenv("PATH"))
-	})
-	checkTmpLeft(t, "codex", "/tmp/codex*")
-	return e
+	return newOfflineCodexEnv(t, "KAIMON_CODEX_BIN", "codex")
 }
 
 // resultUsage is the usage of turn's result.
