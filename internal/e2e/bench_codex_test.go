@@ -58,13 +58,7 @@ func BenchmarkCodexTurn(b *testing.B) {
 			}
 		}},
 	}
-	took := interleave(b, sides, nil)
-	bm, tm, am := ms(median(took["bare"])), ms(median(took["tools"])), ms(median(took["api"]))
-	b.ReportMetric(bm, "bare-ms")
-	b.ReportMetric(tm, "tools-ms")
-	b.ReportMetric(am, "api-ms")
-	b.ReportMetric(am-bm, "added-ms")
-	b.ReportMetric(am-tm, "plumbing-ms")
+	reportAdded(b, interleave(b, sides, nil))
 }
 
 // bareCodex is `codex app-server` driven by a few lines of JSON.
