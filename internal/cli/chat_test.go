@@ -57,7 +57,7 @@ func TestChat(t *testing.T) {
 	if n := strings.Count(out, chatPrompt); n != 5 {
 		t.Errorf("%d prompts, want 5:\n%q", n, out)
 	}
-	for _, want := range []string{"chat with agent a1 (sonnet in /w)", "interrupting the turn of agent a1", "detached: agent a1 goes on with its turn"} {
+	for _, want := range []string{"chat with agent a1 (sonnet in /w)", "interrupting the turn of agent a1 (Ctrl-C again to leave it running and end the chat)", "detached: agent a1 goes on with its turn"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q:\n%q", want, errs)
 		}

@@ -445,8 +445,11 @@ func (t *turn) ctrlC() {
 			t.f.p.pastEcho()
 		}
 		again := "Ctrl-C again to leave it running and detach"
-		if t.throwaway {
+		switch {
+		case t.throwaway:
 			again = "Ctrl-C again to close it at once"
+		case t.leave != nil: // a chat's turn: detaching ends the chat
+			again = "Ctrl-C again to leave it running and end the chat"
 		}
 		t.f.p.note(t.ios.ErrOut, fmt.Sprintf("kaimon: interrupting the turn of agent %s (%s)", t.shown, again))
 		t.interrupt()
