@@ -184,6 +184,7 @@ type follower struct {
 	errw     io.Writer
 	p        *pretty
 	turn     int                  // the run's turn, once its user_text is seen
+	agent    string               // its agent's id as its events name it (whole, bare), from then
 	result   chan *event.Envelope // the run's turn's result
 	stop     context.CancelFunc   // ends follow
 	done     chan struct{}        // closed when follow has ended
@@ -237,7 +238,7 @@ func (f *follower) read(w Watcher) (result *event.Envelope, died bool, err error
 		if f.turn == 0 && e.Kind == event.UserText {
 			var d event.TextData
 			if json.Unmarshal(e.Data, &d) == nil && d.Content.Text == f.text {
-				f.turn = e.Turn
+				f.turn, f.agent = e.Turn, e.AgentID
 			}
 		}
 		if f.turn == 0 || e.Turn != f.turn {

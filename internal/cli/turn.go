@@ -534,9 +534,9 @@ func (t *turn) finish(c *cli.Context) error {
 		return emit(c, res, func(w io.Writer) { fmt.Fprintln(w, res.Text) })
 	}
 	// Live: complete what the stream showed. The events name the agent as
-	// its daemon does: bare, on another host too.
-	_, bare, _ := fleet.SplitID(t.id)
-	if hasText && final != "" && !strings.HasPrefix(t.f.p.lastShown(bare), final) {
+	// its daemon does: whole (a prefix named it, maybe), and bare on
+	// another host too; the follower read that name off the turn's events.
+	if hasText && final != "" && !strings.HasPrefix(t.f.p.lastShown(t.f.agent), final) {
 		fmt.Fprintln(stdout, final)
 	}
 	if t.result != nil {

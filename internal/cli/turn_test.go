@@ -603,3 +603,18 @@ func TestTurnAskDecidedElsewhereAndEnds(t *testing.T) {
 	default:
 	}
 }
+
+// A turn run by a prefix of its agent's id renders the same: the final
+// text the stream showed is not printed again (the events name the agent
+// by its whole id).
+func TestTurnLiveByPrefix(t *testing.T) {
+	t.Parallel()
+	r := startTurn(t, true, false, "a", "please use a tool")
+	<-r.svc.runCtx
+	r.feed()
+	r.svc.answers <- ran{res: &verbs.RunResult{Text: "Tool said: hi. Done."}}
+	code, out, errs := r.end(t)
+	if code != ExitOK || strings.Count(out, "Tool said: hi. Done.") != 1 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
