@@ -317,7 +317,10 @@ func feed(ctx context.Context, hosts []follow.Host, qualified bool, send func(te
 				switch n.Kind {
 				case follow.Connected:
 					send(ConnectedMsg{Host: n.Host})
-				case follow.Unreachable, follow.Gone, follow.Ended:
+				case follow.Gone, follow.Ended:
+					// The source's own error is a bare EOF or reset.
+					send(DisconnectedMsg{Host: n.Host, Err: fmt.Errorf("its event stream went away: %w", fleet.Cause(n.Err))})
+				case follow.Unreachable:
 					send(DisconnectedMsg{Host: n.Host, Err: fleet.Cause(n.Err)})
 				case follow.Broke:
 					if n.Attempt == 1 {
